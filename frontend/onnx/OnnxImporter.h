@@ -1,0 +1,36 @@
+//===- OnnxImporter.h - ONNX ModelProto to ir::Graph ------------*- C++ -*-===//
+//
+// Reads an ONNX model (protobuf ModelProto; weights embedded or in external
+// data files inside the model's folder) into an ir::Graph, then runs shape
+// inference. See ../shared/docs/DESIGN.md, "frontend/".
+//
+//===----------------------------------------------------------------------===//
+#ifndef FUSEC_FRONTEND_ONNX_ONNXIMPORTER_H
+#define FUSEC_FRONTEND_ONNX_ONNXIMPORTER_H
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "ir/Graph.h"
+#include "ir/Tensor.h"
+
+namespace fusec::frontend {
+
+/// Imports the ONNX model at \p path.
+///
+/// Errors: NotFound (missing model or external data file), InvalidArgument
+/// (truncated/corrupt protobuf, bad dtype, negative dim, external data path
+/// escaping the model's folder, malformed node), Unimplemented (one error
+/// listing every unsupported op: node name, op type, domain, opset; or an
+/// opset outside [11, newest the op table knows]).
+absl::StatusOr<std::unique_ptr<ir::Graph>> importOnnxModel(const std::string &path);
+
+/// Reads one serialized onnx.TensorProto file (the ONNX backend-test layout's
+/// input_<i>.pb / output_<i>.pb). \p name receives the tensor's name if given.
+absl::StatusOr<ir::Tensor> loadTensorProtoFile(const std::string &path,
+                                               std::string *name = nullptr);
+
+}  // namespace fusec::frontend
+
+#endif  // FUSEC_FRONTEND_ONNX_ONNXIMPORTER_H

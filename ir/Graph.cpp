@@ -1,0 +1,250 @@
+//===- Graph.cpp - The tensor graph IR ------------------------------------===//
+#include "ir/Graph.h"
+
+#include <algorithm>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+
+namespace fusec::ir {
+
+//===----------------------------------------------------------------------===//
+// Node
+//===----------------------------------------------------------------------===//
+
+int64_t Node::getInt(const std::string &n, int64_t dflt) const {
+  const Attribute *a = attr(n);
+  return a && a->kind() == Attribute::Kind::kInt ? a->i() : dflt;
+}
+float Node::getFloat(const std::string &n, float dflt) const {
+  const Attribute *a = attr(n);
+  if (!a) return dflt;
+  if (a->kind() == Attribute::Kind::kFloat) return a->f();
+  if (a->kind() == Attribute::Kind::kInt) return static_cast<float>(a->i());
+  return dflt;
+}
+std::string Node::getString(const std::string &n, const std::string &dflt) const {
+  const Attribute *a = attr(n);
+  return a && a->kind() == Attribute::Kind::kString ? a->s() : dflt;
+}
+std::vector<int64_t> Node::getInts(const std::string &n, std::vector<int64_t> dflt) const {
+  const Attribute *a = attr(n);
+  return a && a->kind() == Attribute::Kind::kInts ? a->ints() : dflt;
+}
+std::vector<float> Node::getFloats(const std::string &n, std::vector<float> dflt) const {
+  const Attribute *a = attr(n);
+  return a && a->kind() == Attribute::Kind::kFloats ? a->floats() : dflt;
+}
+
+std::string Node::describe() const {
+  return absl::StrCat("'", name_, "' (", domain_.empty() ? "" : domain_ + ".", opType_, ")");
+}
+
+//===----------------------------------------------------------------------===//
+// Graph
+//===----------------------------------------------------------------------===//
+
+Value *Graph::newValue(std::string name) {
+  values_.push_back(std::make_unique<Value>());
+  Value *v = values_.back().get();
+  v->name_ = std::move(name);
+  if (!v->name_.empty()) byName_[v->name_] = v;
+  return v;
+}
+
+Value *Graph::addInput(std::string name, TensorType type) {
+  Value *v = newValue(std::move(name));
+  v->type_ = std::move(type);
+  inputs_.push_back(v);
+  return v;
+}
+
+Value *Graph::addConstant(std::string name, Tensor data) {
+  return addConstant(std::move(name), std::make_shared<const Tensor>(std::move(data)));
+}
+
+Value *Graph::addConstant(std::string name, std::shared_ptr<const Tensor> data) {
+  Value *v = newValue(std::move(name));
+  v->type_ = TensorType::fromShape(data->dtype(), data->shape());
+  v->constant_ = std::move(data);
+  return v;
+}
+
+Node *Graph::addNode(std::string opType, std::vector<Value *> inputs,
+                     std::vector<std::string> outputNames, AttributeMap attrs,
+                     std::string nodeName, Node *before, std::string domain) {
+  auto node = std::make_unique<Node>();
+  Node *n = node.get();
+  n->opType_ = std::move(opType);
+  n->domain_ = std::move(domain);
+  n->op_ = n->domain_.empty() || n->domain_ == "ai.onnx" ? lookupOp(n->opType_) : nullptr;
+  n->name_ = std::move(nodeName);
+  n->inputs_ = std::move(inputs);
+  n->attrs_ = std::move(attrs);
+  for (size_t i = 0; i < outputNames.size(); ++i) {
+    Value *v = newValue(std::move(outputNames[i]));
+    v->producer_ = n;
+    v->resultIndex_ = static_cast<int>(i);
+    n->outputs_.push_back(v);
+  }
+  if (before) {
+    auto it = std::find_if(nodes_.begin(), nodes_.end(),
+                           [&](const std::unique_ptr<Node> &p) { return p.get() == before; });
+    nodes_.insert(it, std::move(node));
+  } else {
+    nodes_.push_back(std::move(node));
+  }
+  return n;
+}
+
+std::vector<Node *> Graph::nodes() const {
+  std::vector<Node *> out;
+  out.reserve(nodes_.size());
+  for (const auto &n : nodes_) out.push_back(n.get());
+  return out;
+}
+
+std::vector<Value *> Graph::constants() const {
+  absl::flat_hash_set<const Value *> used(outputs_.begin(), outputs_.end());
+  for (const auto &n : nodes_)
+    for (Value *v : n->inputs_)
+      if (v) used.insert(v);
+  std::vector<Value *> out;
+  for (const auto &v : values_)
+    if (v->constant_ && used.contains(v.get())) out.push_back(v.get());
+  return out;
+}
+
+Value *Graph::findValue(const std::string &name) const {
+  auto it = byName_.find(name);
+  return it == byName_.end() ? nullptr : it->second;
+}
+
+std::string Graph::uniqueName(const std::string &base) const {
+  if (!byName_.contains(base)) return base;
+  for (int i = 1;; ++i) {
+    std::string n = absl::StrCat(base, "_", i);
+    if (!byName_.contains(n)) return n;
+  }
+}
+
+std::vector<Node *> Graph::users(const Value *v) const {
+  std::vector<Node *> out;
+  for (const auto &n : nodes_)
+    for (Value *in : n->inputs_)
+      if (in == v) out.push_back(n.get());
+  return out;
+}
+
+absl::flat_hash_map<const Value *, std::vector<Node *>> Graph::userMap() const {
+  absl::flat_hash_map<const Value *, std::vector<Node *>> m;
+  for (const auto &n : nodes_)
+    for (Value *in : n->inputs_)
+      if (in) m[in].push_back(n.get());
+  return m;
+}
+
+bool Graph::isGraphOutput(const Value *v) const {
+  return std::find(outputs_.begin(), outputs_.end(), v) != outputs_.end();
+}
+
+void Graph::replaceAllUsesWith(Value *from, Value *to) {
+  for (auto &n : nodes_)
+    for (Value *&in : n->inputs_)
+      if (in == from) in = to;
+  for (Value *&o : outputs_)
+    if (o == from) o = to;
+}
+
+void Graph::eraseNode(Node *n) {
+  for (Value *v : n->outputs_)
+    if (v->producer_ == n) v->producer_ = nullptr;
+  nodes_.erase(std::remove_if(nodes_.begin(), nodes_.end(),
+                              [&](const std::unique_ptr<Node> &p) { return p.get() == n; }),
+               nodes_.end());
+}
+
+void Graph::setConstant(Value *v, Tensor data) {
+  v->type_ = TensorType::fromShape(data.dtype(), data.shape());
+  v->constant_ = std::make_shared<const Tensor>(std::move(data));
+  v->producer_ = nullptr;
+}
+
+int64_t Graph::removeDeadNodes() {
+  absl::flat_hash_set<const Value *> live(outputs_.begin(), outputs_.end());
+  std::vector<bool> keep(nodes_.size(), false);
+  for (int64_t i = static_cast<int64_t>(nodes_.size()) - 1; i >= 0; --i) {
+    Node *n = nodes_[i].get();
+    bool used = false;
+    for (Value *v : n->outputs_)
+      if (v->producer_ == n && live.contains(v)) used = true;
+    if (!used) continue;
+    keep[i] = true;
+    for (Value *in : n->inputs_)
+      if (in) live.insert(in);
+  }
+  int64_t removed = 0;
+  std::vector<std::unique_ptr<Node>> kept;
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    if (keep[i]) {
+      kept.push_back(std::move(nodes_[i]));
+    } else {
+      for (Value *v : nodes_[i]->outputs_) v->producer_ = nullptr;
+      ++removed;
+    }
+  }
+  nodes_ = std::move(kept);
+  // Drop values nothing refers to any more (keep graph inputs).
+  absl::flat_hash_set<const Value *> referenced(inputs_.begin(), inputs_.end());
+  referenced.insert(live.begin(), live.end());
+  for (const auto &n : nodes_)
+    for (Value *v : n->outputs_) referenced.insert(v);
+  std::vector<std::unique_ptr<Value>> keptValues;
+  for (auto &v : values_) {
+    if (referenced.contains(v.get())) {
+      keptValues.push_back(std::move(v));
+    } else if (!v->name_.empty()) {
+      auto it = byName_.find(v->name_);
+      if (it != byName_.end() && it->second == v.get()) byName_.erase(it);
+    }
+  }
+  values_ = std::move(keptValues);
+  return removed;
+}
+
+absl::Status Graph::topoSort() {
+  absl::flat_hash_map<const Node *, size_t> index;
+  for (size_t i = 0; i < nodes_.size(); ++i) index[nodes_[i].get()] = i;
+  // Kahn's algorithm, always taking the earliest ready node (stable).
+  std::vector<int> pending(nodes_.size(), 0);
+  std::vector<std::vector<size_t>> consumers(nodes_.size());
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    absl::flat_hash_set<const Node *> deps;
+    for (Value *in : nodes_[i]->inputs_)
+      if (in && in->producer_ && index.contains(in->producer_)) deps.insert(in->producer_);
+    for (const Node *d : deps) {
+      consumers[index[d]].push_back(i);
+      ++pending[i];
+    }
+  }
+  std::vector<size_t> order;
+  std::vector<size_t> ready;
+  for (size_t i = 0; i < nodes_.size(); ++i)
+    if (pending[i] == 0) ready.push_back(i);
+  while (!ready.empty()) {
+    auto it = std::min_element(ready.begin(), ready.end());
+    size_t i = *it;
+    ready.erase(it);
+    order.push_back(i);
+    for (size_t c : consumers[i])
+      if (--pending[c] == 0) ready.push_back(c);
+  }
+  if (order.size() != nodes_.size())
+    return absl::InvalidArgumentError("graph has a cycle");
+  std::vector<std::unique_ptr<Node>> sorted;
+  for (size_t i : order) sorted.push_back(std::move(nodes_[i]));
+  nodes_ = std::move(sorted);
+  return absl::OkStatus();
+}
+
+}  // namespace fusec::ir

@@ -1,0 +1,186 @@
+//===- Graph.h - The tensor graph IR ----------------------------*- C++ -*-===//
+//
+// A Graph is a list of Nodes in topological order over SSA Values. Each Value
+// has exactly one definition: a graph input, a constant (ONNX initializer or
+// folded Constant node; data held in the Value), or one result of one Node.
+// Nodes name their op by ONNX op_type (ops fusec adds itself use names that
+// ONNX does not, documented in ir/Ops.def) and keep their ONNX node name as
+// their location. An omitted optional input is a null Value*.
+//
+// Ownership: the Graph owns all Nodes and Values. Erasing a node does not
+// erase its result Values (they stay owned, unreachable, until compact()).
+//
+//===----------------------------------------------------------------------===//
+#ifndef FUSEC_IR_GRAPH_H
+#define FUSEC_IR_GRAPH_H
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "ir/Attribute.h"
+#include "ir/OpTable.h"
+#include "ir/Tensor.h"
+#include "ir/Type.h"
+
+namespace fusec::ir {
+
+class Node;
+
+class Value {
+ public:
+  const std::string &name() const { return name_; }
+  void setName(std::string n) { name_ = std::move(n); }
+  const TensorType &type() const { return type_; }
+  TensorType &mutableType() { return type_; }
+  void setType(TensorType t) { type_ = std::move(t); }
+
+  /// The node that defines this value, or null for graph inputs and constants.
+  Node *producer() const { return producer_; }
+  /// Which result of producer() this is.
+  int resultIndex() const { return resultIndex_; }
+
+  /// Constant data (initializers, folded values); null if not constant.
+  const Tensor *constant() const { return constant_.get(); }
+  std::shared_ptr<const Tensor> constantPtr() const { return constant_; }
+  bool isConstant() const { return constant_ != nullptr; }
+
+ private:
+  friend class Graph;
+  std::string name_;
+  TensorType type_;
+  Node *producer_ = nullptr;
+  int resultIndex_ = 0;
+  std::shared_ptr<const Tensor> constant_;
+};
+
+class Node {
+ public:
+  /// ONNX op_type ("MatMul") or a fusec op name.
+  const std::string &opType() const { return opType_; }
+  /// The op table row, or null for ops not in the table (unregistered).
+  const OpInfo *op() const { return op_; }
+  OpKind kind() const { return op_ ? op_->kind : OpKind::kUnregistered; }
+  /// ONNX domain ("" = ai.onnx).
+  const std::string &domain() const { return domain_; }
+  /// Location: the ONNX node name (may be empty for nodes fusec created).
+  const std::string &name() const { return name_; }
+  void setName(std::string n) { name_ = std::move(n); }
+
+  const std::vector<Value *> &inputs() const { return inputs_; }
+  const std::vector<Value *> &outputs() const { return outputs_; }
+  int numInputs() const { return static_cast<int>(inputs_.size()); }
+  int numOutputs() const { return static_cast<int>(outputs_.size()); }
+  /// Input \p i, or null if absent (omitted optional or i out of range).
+  Value *input(int i) const { return i < numInputs() ? inputs_[i] : nullptr; }
+  Value *output(int i) const { return outputs_[i]; }
+  void setInput(int i, Value *v) { inputs_[i] = v; }
+  void setInputs(std::vector<Value *> v) { inputs_ = std::move(v); }
+
+  AttributeMap &attrs() { return attrs_; }
+  const AttributeMap &attrs() const { return attrs_; }
+  bool hasAttr(const std::string &n) const { return attrs_.count(n) != 0; }
+  const Attribute *attr(const std::string &n) const {
+    auto it = attrs_.find(n);
+    return it == attrs_.end() ? nullptr : &it->second;
+  }
+  /// Typed attribute getters with defaults (wrong kind -> default).
+  int64_t getInt(const std::string &n, int64_t dflt) const;
+  float getFloat(const std::string &n, float dflt) const;
+  std::string getString(const std::string &n, const std::string &dflt) const;
+  std::vector<int64_t> getInts(const std::string &n, std::vector<int64_t> dflt = {}) const;
+  std::vector<float> getFloats(const std::string &n, std::vector<float> dflt = {}) const;
+  void setAttr(const std::string &n, Attribute a) { attrs_[n] = std::move(a); }
+
+  /// "'name' (OpType)" for diagnostics.
+  std::string describe() const;
+
+ private:
+  friend class Graph;
+  std::string opType_;
+  const OpInfo *op_ = nullptr;
+  std::string domain_;
+  std::string name_;
+  std::vector<Value *> inputs_;
+  std::vector<Value *> outputs_;
+  AttributeMap attrs_;
+};
+
+class Graph {
+ public:
+  Graph() = default;
+  Graph(const Graph &) = delete;
+  Graph &operator=(const Graph &) = delete;
+
+  const std::string &name() const { return name_; }
+  void setName(std::string n) { name_ = std::move(n); }
+  /// The ai.onnx opset the model was imported with (informational).
+  int64_t opset() const { return opset_; }
+  void setOpset(int64_t v) { opset_ = v; }
+
+  /// Creates a graph input.
+  Value *addInput(std::string name, TensorType type);
+  /// Creates a constant value holding \p data (type derived from data).
+  Value *addConstant(std::string name, Tensor data);
+  Value *addConstant(std::string name, std::shared_ptr<const Tensor> data);
+  /// Appends a node at the end (or before \p before if given). Result values
+  /// are created with \p outputNames and unknown types (shape inference or
+  /// the caller fills them in). Names must be unique; use uniqueName().
+  Node *addNode(std::string opType, std::vector<Value *> inputs,
+                std::vector<std::string> outputNames, AttributeMap attrs = {},
+                std::string nodeName = "", Node *before = nullptr,
+                std::string domain = "");
+  void markOutput(Value *v) { outputs_.push_back(v); }
+  void setOutputs(std::vector<Value *> v) { outputs_ = std::move(v); }
+
+  const std::vector<Value *> &inputs() const { return inputs_; }
+  const std::vector<Value *> &outputs() const { return outputs_; }
+  /// Nodes in topological order.
+  std::vector<Node *> nodes() const;
+  int64_t numNodes() const { return static_cast<int64_t>(nodes_.size()); }
+  /// All constant values still referenced by nodes or outputs, in creation order.
+  std::vector<Value *> constants() const;
+
+  /// Looks a value up by name; null if none.
+  Value *findValue(const std::string &name) const;
+  /// \returns \p base if unused, else base_1, base_2, ...
+  std::string uniqueName(const std::string &base) const;
+
+  /// Nodes that use \p v as an input (a node appears once per use).
+  std::vector<Node *> users(const Value *v) const;
+  /// Map from each value to the nodes that use it.
+  absl::flat_hash_map<const Value *, std::vector<Node *>> userMap() const;
+  bool isGraphOutput(const Value *v) const;
+
+  /// Replaces every use of \p from (node inputs and graph outputs) with \p to.
+  void replaceAllUsesWith(Value *from, Value *to);
+  /// Removes \p n from the graph. Its results must be unused.
+  void eraseNode(Node *n);
+  /// Makes \p v a constant holding \p data, detaching it from its producer
+  /// (which the caller erases if all its results became constants).
+  void setConstant(Value *v, Tensor data);
+  /// Removes nodes whose results are unused and that have no side effects,
+  /// and drops unreferenced values. \returns the number of nodes removed.
+  int64_t removeDeadNodes();
+  /// Re-sorts nodes topologically (stable). Error if there is a cycle.
+  absl::Status topoSort();
+
+ private:
+  Value *newValue(std::string name);
+
+  std::string name_ = "main";
+  int64_t opset_ = 0;
+  std::vector<std::unique_ptr<Value>> values_;
+  std::vector<std::unique_ptr<Node>> nodes_;
+  std::vector<Value *> inputs_;
+  std::vector<Value *> outputs_;
+  absl::flat_hash_map<std::string, Value *> byName_;
+};
+
+}  // namespace fusec::ir
+
+#endif  // FUSEC_IR_GRAPH_H
