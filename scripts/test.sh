@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Runs the whole test suite: installs missing dependencies, builds (a normal
+# build in build/ and an ASan+UBSan build in build-asan/), then runs every
+# test in both with ctest: GoogleTest units, lit + FileCheck, ONNX backend
+# node tests, and the shared-model tests. GPU tests skip with a message on a
+# machine without a GPU. Usage: bash scripts/test.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/deps.sh
+install_deps
+jobs=$(nproc)
+
+echo "== build (RelWithDebInfo) =="
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build
+echo "== tests =="
+ctest --test-dir build --output-on-failure -j "$jobs"
+
+echo "== build (ASan + UBSan) =="
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DFUSEC_SANITIZE=ON >/dev/null
+cmake --build build-asan
+echo "== tests under ASan + UBSan =="
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  ctest --test-dir build-asan --output-on-failure -j "$jobs"
+echo "== all tests passed =="

@@ -1,0 +1,176 @@
+//===- fusec-run.cpp - Run a model and check it against expected data -----===//
+//
+// fusec-run --reference MODEL.onnx --data DIR
+//   Imports MODEL.onnx, runs the reference interpreter on DIR/input_<i>.pb and
+//   compares with DIR/output_<i>.pb (the ONNX backend-test layout). Prints
+//   one line per output with the max abs and max relative error, then a final
+//   line starting with PASS or FAIL. Exit status: 0 on PASS, 1 on FAIL or
+//   error, 2 on bad usage.
+//
+//===----------------------------------------------------------------------===//
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "frontend/onnx/OnnxImporter.h"
+#include "interp/Compare.h"
+#include "interp/Interpreter.h"
+#include "support/Status.h"
+
+namespace fs = std::filesystem;
+using namespace fusec;
+
+namespace {
+
+constexpr const char *kUsage = R"(usage: fusec-run --reference MODEL.onnx --data DIR [options]
+
+Runs MODEL.onnx and checks it against DIR/input_<i>.pb -> DIR/output_<i>.pb
+(ONNX backend-test layout: serialized TensorProtos; inputs are matched to
+graph inputs by tensor name, else by position).
+
+  --reference        run the plain C++ reference interpreter on the CPU
+  --data DIR         folder with input_<i>.pb and output_<i>.pb
+  --atol X --rtol Y  override the per-dtype tolerance
+  --help             this text
+
+An element passes when |got - expected| <= atol + rtol * |expected|; NaN must
+meet NaN, infinities must be equal, integers and bools must be exact.
+Default tolerances by output dtype:
+  f64   atol 1e-7  rtol 1e-6
+  f32   atol 1e-4  rtol 1e-3
+  f16   atol 1e-2  rtol 1e-2
+  bf16  atol 5e-2  rtol 5e-2
+The final line starts with PASS or FAIL; the exit status is 0 only on PASS.
+)";
+
+struct Options {
+  bool reference = false;
+  std::string model;
+  std::string data;
+  std::optional<double> atol, rtol;
+};
+
+/// Parses argv; \returns an error message (empty on success).
+std::string parseArgs(int argc, char **argv, Options &opt) {
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&](const std::string &flag, std::string &out) -> bool {
+      if (a == flag) {
+        if (i + 1 >= argc) return false;
+        out = argv[++i];
+        return true;
+      }
+      if (a.rfind(flag + "=", 0) == 0) {
+        out = a.substr(flag.size() + 1);
+        return true;
+      }
+      return false;
+    };
+    std::string v;
+    if (a == "--reference") {
+      opt.reference = true;
+    } else if (value("--data", v)) {
+      opt.data = v;
+    } else if (value("--atol", v)) {
+      opt.atol = std::strtod(v.c_str(), nullptr);
+    } else if (value("--rtol", v)) {
+      opt.rtol = std::strtod(v.c_str(), nullptr);
+    } else if (!a.empty() && a[0] == '-') {
+      return absl::StrCat("unknown or incomplete option '", a, "'");
+    } else if (opt.model.empty()) {
+      opt.model = a;
+    } else {
+      return absl::StrCat("unexpected argument '", a, "'");
+    }
+  }
+  if (opt.model.empty()) return "no model given";
+  if (opt.data.empty()) return "--data DIR is required";
+  if (!opt.reference) return "only --reference is available in this build";
+  return "";
+}
+
+/// Loads DIR/<prefix>_<i>.pb for i = 0, 1, ... until one is missing.
+absl::StatusOr<std::vector<std::pair<std::string, ir::Tensor>>> loadSeries(
+    const std::string &dir, const std::string &prefix) {
+  std::vector<std::pair<std::string, ir::Tensor>> out;
+  for (int i = 0;; ++i) {
+    fs::path p = fs::path(dir) / absl::StrCat(prefix, "_", i, ".pb");
+    std::error_code ec;
+    if (!fs::exists(p, ec)) break;
+    std::string name;
+    FUSEC_ASSIGN_OR_RETURN(ir::Tensor t, frontend::loadTensorProtoFile(p.string(), &name));
+    out.emplace_back(name, std::move(t));
+  }
+  return out;
+}
+
+absl::StatusOr<bool> run(const Options &opt) {
+  FUSEC_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, frontend::importOnnxModel(opt.model));
+  FUSEC_ASSIGN_OR_RETURN(auto inputs, loadSeries(opt.data, "input"));
+  FUSEC_ASSIGN_OR_RETURN(auto expected, loadSeries(opt.data, "output"));
+  if (expected.empty())
+    return absl::NotFoundError(absl::StrCat("no output_0.pb in '", opt.data, "'"));
+
+  // Graph inputs that need data, in order (constants are not fed).
+  std::vector<ir::Value *> feeds;
+  for (ir::Value *v : graph->inputs())
+    if (!v->isConstant()) feeds.push_back(v);
+  std::map<std::string, ir::Tensor> feedMap;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    std::string name = inputs[i].first;
+    if (name.empty() || !graph->findValue(name)) {
+      if (i >= feeds.size())
+        return absl::InvalidArgumentError(absl::StrCat("input_", i, ".pb has no matching graph input"));
+      name = feeds[i]->name();
+    }
+    feedMap[name] = std::move(inputs[i].second);
+  }
+  FUSEC_ASSIGN_OR_RETURN(std::vector<ir::Tensor> results, interp::runGraph(*graph, feedMap));
+  if (results.size() < expected.size())
+    return absl::InvalidArgumentError(absl::StrCat("model has ", results.size(),
+                                                   " outputs, data has ", expected.size()));
+  bool allPass = true;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const ir::Tensor &want = expected[i].second;
+    interp::Tolerance tol = interp::defaultTolerance(want.dtype());
+    if (opt.atol) tol.atol = *opt.atol;
+    if (opt.rtol) tol.rtol = *opt.rtol;
+    interp::CompareResult r = interp::compareTensors(results[i], want, &tol);
+    std::string name = graph->outputs()[i]->name();
+    std::printf("output %zu '%s' %s: max abs err %.3g, max rel err %.3g (atol %g, rtol %g) %s%s%s\n",
+                i, name.c_str(), ir::dtypeName(want.dtype()), r.maxAbsError, r.maxRelError,
+                tol.atol, tol.rtol, r.pass ? "ok" : "MISMATCH", r.pass ? "" : ": ",
+                r.message.c_str());
+    allPass = allPass && r.pass;
+  }
+  return allPass;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+  }
+  Options opt;
+  std::string err = parseArgs(argc, argv, opt);
+  if (!err.empty()) {
+    std::fprintf(stderr, "fusec-run: error: %s\n%s", err.c_str(), kUsage);
+    return 2;
+  }
+  absl::StatusOr<bool> pass = run(opt);
+  if (!pass.ok()) {
+    std::fprintf(stderr, "fusec-run: error: %s\n", std::string(pass.status().message()).c_str());
+    std::printf("FAIL %s: %s\n", opt.model.c_str(), std::string(pass.status().message()).c_str());
+    return 1;
+  }
+  std::printf("%s %s\n", *pass ? "PASS" : "FAIL", opt.model.c_str());
+  return *pass ? 0 : 1;
+}
