@@ -1,0 +1,72 @@
+//===- Pass.h - The pass interface, context and registry --------*- C++ -*-===//
+//
+// Every transformation or analysis over an ir::Graph is a Pass with one entry
+// point, run(Graph&, PassContext&) -> StatusOr<bool> (true = changed). Passes
+// are registered in one table, passes/Passes.def; the same row gives the
+// factory, the fusec-opt --passes name and the help line. Pipelines are
+// built in passes/Pipeline.cpp.
+//
+//===----------------------------------------------------------------------===//
+#ifndef FUSEC_PASSES_PASS_H
+#define FUSEC_PASSES_PASS_H
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "ir/Graph.h"
+#include "passes/cost/TargetSpec.h"
+#include "passes/fusion/FusionPlan.h"
+
+namespace fusec::passes {
+
+/// Options and shared state for one pipeline run.
+struct PassContext {
+  /// Dimension bindings from --shape NAME=2x24 (input name -> dims) and
+  /// symbol bindings (symbol -> extent) derived from them.
+  std::map<std::string, std::vector<int64_t>> inputShapes;
+  std::map<std::string, int64_t> symbolBindings;
+  /// The target whose roofline the cost model and fusion use.
+  TargetSpec target;
+  /// Filled by the fusion pass: kernels and the reasons pairs were not fused.
+  FusionPlan fusionPlan;
+  /// Run the verifier after every pass (debug builds and fusec-opt default).
+  bool verifyEach = true;
+  /// Per-pass counters ("const-fold.folded" -> 12), printed by --pass-statistics.
+  std::map<std::string, int64_t> statistics;
+  /// Pass names whose debug output is wanted (--debug-only=fusion).
+  std::vector<std::string> debugOnly;
+  bool debugEnabled(const std::string &pass) const;
+};
+
+class Pass {
+ public:
+  virtual ~Pass() = default;
+  /// The --passes name, kebab-case ("const-fold").
+  virtual const char *name() const = 0;
+  /// Runs on \p graph. \returns true if the graph changed.
+  virtual absl::StatusOr<bool> run(ir::Graph &graph, PassContext &ctx) = 0;
+};
+
+struct PassInfo {
+  const char *name;
+  const char *description;
+  std::unique_ptr<Pass> (*create)();
+};
+
+/// All registered passes, in Passes.def order.
+const std::vector<PassInfo> &allPasses();
+/// Creates the pass named \p name; NotFound ("unknown pass 'x'") otherwise.
+absl::StatusOr<std::unique_ptr<Pass>> createPass(const std::string &name);
+
+/// Runs passes in order, verifying after each when ctx.verifyEach. Errors
+/// carry the pass name as context.
+absl::Status runPasses(ir::Graph &graph, PassContext &ctx,
+                       const std::vector<std::unique_ptr<Pass>> &passes);
+
+}  // namespace fusec::passes
+
+#endif  // FUSEC_PASSES_PASS_H

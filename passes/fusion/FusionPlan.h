@@ -1,0 +1,65 @@
+//===- FusionPlan.h - The result of fusion: kernels and refusals -*- C++ -*-===//
+//
+// What the fusion pass decided, in the form --dump-fusion prints: one Kernel
+// per fused group (its member nodes, kind and roofline costs) and one Refusal
+// per producer/consumer pair that was not fused, with the reason.
+// The IR carries the same grouping: every member node has the attribute
+// "fusec.kernel" = the kernel's name, so the grouping survives the text form.
+//
+//===----------------------------------------------------------------------===//
+#ifndef FUSEC_PASSES_FUSION_FUSIONPLAN_H
+#define FUSEC_PASSES_FUSION_FUSIONPLAN_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fusec::passes {
+
+/// Name of the node attribute that records a node's kernel.
+inline constexpr const char *kKernelAttr = "fusec.kernel";
+
+/// Kinds of kernels fusion forms.
+enum class KernelKind {
+  kElementwise,   ///< elementwise / broadcast / layout chain, one pass over the output
+  kReduction,     ///< row reductions with prologue and epilogue ops
+  kGemm,          ///< GEMM (library call) with an elementwise epilogue
+  kConv,          ///< convolution (library call) with an elementwise epilogue
+  kAttention,     ///< online-softmax attention
+  kLayout,        ///< pure data movement (transpose, gather, concat ...)
+  kOpaque,        ///< a single op run on its own
+};
+const char *kernelKindName(KernelKind k);
+
+struct Kernel {
+  std::string name;                 ///< "k3_reduction"
+  KernelKind kind = KernelKind::kOpaque;
+  std::vector<std::string> ops;     ///< ONNX node names covered, in order
+  std::vector<std::string> opTypes; ///< op types of the members, same order
+  double flops = 0;                 ///< floating-point operations
+  double bytes = 0;                 ///< minimum HBM bytes read + written by the kernel
+  double bytesUnfused = 0;          ///< sum of the members' HBM bytes if run one by one
+  double arithmeticIntensity = 0;   ///< flops / bytes (FLOP/byte)
+  bool memoryBound = true;          ///< arithmeticIntensity < target ridge point
+  double rooflineUs = 0;            ///< max(bytes / bandwidth, flops / peak) in microseconds
+  std::string reason;               ///< why these ops form one kernel
+};
+
+struct Refusal {
+  std::string producer;  ///< ONNX node name
+  std::string consumer;  ///< ONNX node name
+  std::string reason;
+};
+
+struct FusionPlan {
+  std::string target;
+  std::vector<Kernel> kernels;
+  std::vector<Refusal> refusals;
+  int64_t onnxNodes = 0;  ///< nodes in the imported model (before any pass)
+  double hbmBytesUnfused = 0;
+  double hbmBytesFused = 0;
+};
+
+}  // namespace fusec::passes
+
+#endif  // FUSEC_PASSES_FUSION_FUSIONPLAN_H
