@@ -1,0 +1,531 @@
+//===- OnnxImporter.cpp - ONNX ModelProto to ir::Graph --------------------===//
+//
+// Parses the model with the protobuf classes only (no ONNX checker or shape
+// inference: Debian's ONNX 1.12 rejects IR version 10 / opset 18+ models),
+// checks every node against the op table and reports all unsupported ones at
+// once, then builds the graph node by node: initializers and Constant nodes
+// become constant values, older opset forms are rewritten to the op table's
+// form (internal/OpsetUpgrade.cpp), and each node's result types are inferred
+// (ir/ShapeInference.h) and refined by the model's value_info where that says
+// more.
+//
+//===----------------------------------------------------------------------===//
+#include "frontend/onnx/OnnxImporter.h"
+
+#include <climits>
+#include <filesystem>
+#include <map>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "frontend/onnx/internal/OnnxTensor.h"
+#include "frontend/onnx/internal/OpsetUpgrade.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "ir/ShapeInference.h"
+#include "onnx/onnx_pb.h"
+#include "support/Status.h"
+
+namespace fusec::frontend {
+
+namespace {
+
+namespace fs = std::filesystem;
+using internal::NodeSpec;
+using internal::onnxDTypeName;
+using ir::Attribute;
+using ir::TensorType;
+
+/// The ai.onnx opsets the op table's forms cover. Opset 11 is where Pad,
+/// Clip, Slice and Range took their input forms; 23 is the newest form the
+/// op table describes (RMSNormalization).
+constexpr int64_t kMinOpset = 11;
+constexpr int64_t kMaxOpset = 23;
+
+bool isOnnxDomain(const std::string &d) { return d.empty() || d == "ai.onnx"; }
+
+/// Maps any string onto [A-Za-z_][A-Za-z0-9_]*.
+std::string toIdentifier(const std::string &s) {
+  std::string out;
+  for (char c : s) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+    out.push_back(ok ? c : '_');
+  }
+  if (out.empty() || (out[0] >= '0' && out[0] <= '9')) out.insert(out.begin(), '_');
+  return out;
+}
+
+const char *attributeTypeName(onnx::AttributeProto::AttributeType t) {
+  switch (t) {
+    case onnx::AttributeProto::FLOAT: return "FLOAT";
+    case onnx::AttributeProto::INT: return "INT";
+    case onnx::AttributeProto::STRING: return "STRING";
+    case onnx::AttributeProto::TENSOR: return "TENSOR";
+    case onnx::AttributeProto::GRAPH: return "GRAPH";
+    case onnx::AttributeProto::SPARSE_TENSOR: return "SPARSE_TENSOR";
+    case onnx::AttributeProto::TYPE_PROTO: return "TYPE_PROTO";
+    case onnx::AttributeProto::FLOATS: return "FLOATS";
+    case onnx::AttributeProto::INTS: return "INTS";
+    case onnx::AttributeProto::STRINGS: return "STRINGS";
+    case onnx::AttributeProto::TENSORS: return "TENSORS";
+    case onnx::AttributeProto::GRAPHS: return "GRAPHS";
+    case onnx::AttributeProto::SPARSE_TENSORS: return "SPARSE_TENSORS";
+    case onnx::AttributeProto::TYPE_PROTOS: return "TYPE_PROTOS";
+    default: return "UNDEFINED";
+  }
+}
+
+/// The attribute's type; old models may leave `type` unset, in which case it
+/// is deduced from the field that holds the value.
+onnx::AttributeProto::AttributeType attributeType(const onnx::AttributeProto &a) {
+  if (a.type() != onnx::AttributeProto::UNDEFINED) return a.type();
+  if (a.has_f()) return onnx::AttributeProto::FLOAT;
+  if (a.has_i()) return onnx::AttributeProto::INT;
+  if (a.has_s()) return onnx::AttributeProto::STRING;
+  if (a.has_t()) return onnx::AttributeProto::TENSOR;
+  if (a.has_g()) return onnx::AttributeProto::GRAPH;
+  if (a.has_sparse_tensor()) return onnx::AttributeProto::SPARSE_TENSOR;
+  if (a.floats_size()) return onnx::AttributeProto::FLOATS;
+  if (a.ints_size()) return onnx::AttributeProto::INTS;
+  if (a.strings_size()) return onnx::AttributeProto::STRINGS;
+  if (a.tensors_size()) return onnx::AttributeProto::TENSORS;
+  if (a.graphs_size()) return onnx::AttributeProto::GRAPHS;
+  return onnx::AttributeProto::UNDEFINED;
+}
+
+bool isSupportedAttributeType(onnx::AttributeProto::AttributeType t) {
+  switch (t) {
+    case onnx::AttributeProto::FLOAT:
+    case onnx::AttributeProto::INT:
+    case onnx::AttributeProto::STRING:
+    case onnx::AttributeProto::TENSOR:
+    case onnx::AttributeProto::FLOATS:
+    case onnx::AttributeProto::INTS:
+    case onnx::AttributeProto::STRINGS:
+      return true;
+    default:
+      return false;
+  }
+}
+
+/// Takes the more precise of an inferred and a declared (value_info) type:
+/// declared dims fill in dims inference left unknown; static inferred dims win.
+TensorType refineType(const TensorType &inferred, const TensorType &declared) {
+  TensorType out = inferred;
+  if (out.dtype == ir::DType::kUndefined) out.dtype = declared.dtype;
+  if (!declared.rankKnown) return out;
+  if (!out.rankKnown) {
+    out.shape = declared.shape;
+    out.rankKnown = true;
+    return out;
+  }
+  if (out.rank() != declared.rank()) return out;
+  for (size_t i = 0; i < out.shape.size(); ++i)
+    if (out.shape[i].isUnknown() && !declared.shape[i].isUnknown()) out.shape[i] = declared.shape[i];
+  return out;
+}
+
+class Importer {
+ public:
+  Importer(const onnx::ModelProto &model, std::string modelDir)
+      : model_(model), graphProto_(model.graph()), dir_(std::move(modelDir)),
+        graph_(std::make_unique<ir::Graph>()) {}
+
+  absl::StatusOr<std::unique_ptr<ir::Graph>> run();
+
+ private:
+  absl::Status readOpsets();
+  void assignNodeNames();
+  absl::Status checkSupported();
+  absl::Status readDeclaredTypes();
+  absl::Status importInitializersAndInputs();
+  absl::Status importNode(int index);
+  absl::Status importConstantNode(const onnx::NodeProto &node, const std::string &name);
+  absl::Status importOutputs();
+
+  absl::StatusOr<TensorType> typeFromValueInfo(const onnx::ValueInfoProto &vi);
+  absl::StatusOr<Attribute> convertAttribute(const onnx::AttributeProto &a);
+  std::string symbolFor(const std::string &dimParam);
+  absl::Status checkNewValueName(const std::string &name, const std::string &what);
+  std::string uniqueNodeName(const std::string &base);
+
+  const onnx::ModelProto &model_;
+  const onnx::GraphProto &graphProto_;
+  std::string dir_;
+  std::unique_ptr<ir::Graph> graph_;
+  int64_t opset_ = 0;
+  std::map<std::string, int64_t> domainOpsets_;
+  std::vector<std::string> nodeNames_;
+  absl::flat_hash_set<std::string> usedNodeNames_;
+  absl::flat_hash_map<std::string, std::string> symbols_;
+  absl::flat_hash_set<std::string> usedSymbols_;
+  absl::flat_hash_map<std::string, TensorType> declared_;
+};
+
+absl::Status Importer::readOpsets() {
+  bool found = false;
+  for (const auto &os : model_.opset_import()) {
+    domainOpsets_[os.domain()] = os.version();
+    if (isOnnxDomain(os.domain())) {
+      opset_ = os.version();
+      found = true;
+    }
+  }
+  if (!found)
+    return absl::InvalidArgumentError("model has no opset_import for the ai.onnx domain");
+  if (opset_ < kMinOpset || opset_ > kMaxOpset)
+    return absl::UnimplementedError(absl::StrCat("ai.onnx opset ", opset_,
+                                                 " is not supported (fusec supports opsets ",
+                                                 kMinOpset, " to ", kMaxOpset, ")"));
+  graph_->setOpset(opset_);
+  return absl::OkStatus();
+}
+
+std::string Importer::uniqueNodeName(const std::string &base) {
+  std::string n = base;
+  for (int i = 1; usedNodeNames_.contains(n); ++i) n = absl::StrCat(base, "_", i);
+  usedNodeNames_.insert(n);
+  return n;
+}
+
+void Importer::assignNodeNames() {
+  for (const auto &n : graphProto_.node())
+    if (!n.name().empty()) usedNodeNames_.insert(n.name());
+  for (int i = 0; i < graphProto_.node_size(); ++i) {
+    const auto &n = graphProto_.node(i);
+    nodeNames_.push_back(n.name().empty() ? uniqueNodeName(absl::StrCat(n.op_type(), "_", i))
+                                          : n.name());
+  }
+}
+
+absl::Status Importer::checkSupported() {
+  std::vector<std::string> problems;
+  for (int i = 0; i < graphProto_.node_size(); ++i) {
+    const auto &n = graphProto_.node(i);
+    const std::string domain = isOnnxDomain(n.domain()) ? "ai.onnx" : n.domain();
+    std::string opsetText = "?";
+    if (isOnnxDomain(n.domain())) {
+      opsetText = absl::StrCat(opset_);
+    } else if (auto it = domainOpsets_.find(n.domain()); it != domainOpsets_.end()) {
+      opsetText = absl::StrCat(it->second);
+    }
+    std::string line = absl::StrCat("  node '", nodeNames_[i], "' op '", n.op_type(),
+                                     "' domain '", domain, "' opset ", opsetText);
+    const ir::OpInfo *info = isOnnxDomain(n.domain()) ? ir::lookupOp(n.op_type()) : nullptr;
+    if (!info) {
+      problems.push_back(line);
+      continue;
+    }
+    // A supported op can still use a form fusec does not handle.
+    std::vector<std::string> reasons;
+    for (const auto &a : n.attribute()) {
+      auto t = attributeType(a);
+      if (!isSupportedAttributeType(t))
+        reasons.push_back(absl::StrCat("attribute '", a.name(), "' of type ",
+                                       attributeTypeName(t), " is not supported"));
+    }
+    int numIn = n.input_size(), numOut = n.output_size();
+    while (numIn > 0 && n.input(numIn - 1).empty()) --numIn;
+    while (numOut > 0 && n.output(numOut - 1).empty()) --numOut;
+    if (info->maxInputs >= 0 && numIn > info->maxInputs)
+      reasons.push_back(absl::StrCat(numIn, " inputs; fusec supports at most ", info->maxInputs));
+    if (info->maxOutputs >= 0 && numOut > info->maxOutputs)
+      reasons.push_back(
+          absl::StrCat(numOut, " outputs; fusec supports at most ", info->maxOutputs));
+    if (!reasons.empty()) problems.push_back(absl::StrCat(line, " (", absl::StrJoin(reasons, "; "), ")"));
+  }
+  if (problems.empty()) return absl::OkStatus();
+  return absl::UnimplementedError(absl::StrCat("model uses ", problems.size(), " unsupported op",
+                                               problems.size() == 1 ? "" : "s", ":\n",
+                                               absl::StrJoin(problems, "\n")));
+}
+
+std::string Importer::symbolFor(const std::string &dimParam) {
+  auto it = symbols_.find(dimParam);
+  if (it != symbols_.end()) return it->second;
+  std::string base = toIdentifier(dimParam);
+  std::string s = base;
+  // Two different dim_params must not collapse into one symbol.
+  for (int i = 1; usedSymbols_.contains(s); ++i) s = absl::StrCat(base, "_", i);
+  usedSymbols_.insert(s);
+  symbols_[dimParam] = s;
+  return s;
+}
+
+absl::StatusOr<TensorType> Importer::typeFromValueInfo(const onnx::ValueInfoProto &vi) {
+  if (!vi.has_type())
+    return absl::InvalidArgumentError(absl::StrCat("value '", vi.name(), "' has no type"));
+  if (!vi.type().has_tensor_type())
+    return absl::UnimplementedError(
+        absl::StrCat("value '", vi.name(), "' is not a tensor (sequence, map, optional and "
+                     "sparse types are not supported)"));
+  const auto &tt = vi.type().tensor_type();
+  if (!tt.has_elem_type() || tt.elem_type() == 0)
+    return absl::InvalidArgumentError(absl::StrCat("value '", vi.name(), "' has no elem_type"));
+  std::optional<ir::DType> dt = ir::dtypeFromOnnx(tt.elem_type());
+  if (!dt)
+    return absl::InvalidArgumentError(absl::StrCat("value '", vi.name(), "' has unsupported dtype ",
+                                                   onnxDTypeName(tt.elem_type())));
+  if (!tt.has_shape()) return TensorType::unranked(*dt);
+  std::vector<ir::Dim> dims;
+  for (int i = 0; i < tt.shape().dim_size(); ++i) {
+    const auto &d = tt.shape().dim(i);
+    if (d.has_dim_value()) {
+      if (d.dim_value() < 0)
+        return absl::InvalidArgumentError(absl::StrCat("value '", vi.name(),
+                                                       "' has negative dimension ", d.dim_value(),
+                                                       " at axis ", i));
+      dims.emplace_back(d.dim_value());
+    } else if (d.has_dim_param() && !d.dim_param().empty()) {
+      dims.push_back(ir::Dim::symbolic(symbolFor(d.dim_param())));
+    } else {
+      dims.push_back(ir::Dim::unknown());
+    }
+  }
+  return TensorType(*dt, std::move(dims));
+}
+
+absl::Status Importer::readDeclaredTypes() {
+  // value_info is a hint: entries fusec cannot represent are skipped.
+  for (const auto &vi : graphProto_.value_info()) {
+    absl::StatusOr<TensorType> t = typeFromValueInfo(vi);
+    if (t.ok()) declared_[vi.name()] = *t;
+  }
+  // Graph output types are part of the model's interface: a bad one is an
+  // error, a missing one is allowed.
+  for (const auto &vi : graphProto_.output()) {
+    if (!vi.has_type()) continue;
+    FUSEC_ASSIGN_OR_RETURN(TensorType t, typeFromValueInfo(vi));
+    declared_[vi.name()] = t;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Importer::checkNewValueName(const std::string &name, const std::string &what) {
+  if (name.empty()) return absl::InvalidArgumentError(absl::StrCat(what, " has an empty name"));
+  if (graph_->findValue(name))
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " '", name, "' redefines a value (names must be unique)"));
+  return absl::OkStatus();
+}
+
+absl::Status Importer::importInitializersAndInputs() {
+  if (graphProto_.sparse_initializer_size() > 0)
+    return absl::UnimplementedError("sparse initializers are not supported");
+  absl::flat_hash_set<std::string> initNames;
+  for (const auto &init : graphProto_.initializer()) {
+    FUSEC_RETURN_IF_ERROR(checkNewValueName(init.name(), "initializer"));
+    FUSEC_ASSIGN_OR_RETURN(ir::Tensor t, internal::tensorFromProto(init, dir_));
+    graph_->addConstant(init.name(), std::move(t));
+    initNames.insert(init.name());
+  }
+  for (const auto &in : graphProto_.input()) {
+    // An input with an initializer is a constant: fusec compiles the model
+    // with its weights, it does not let callers override them.
+    if (initNames.contains(in.name())) continue;
+    FUSEC_RETURN_IF_ERROR(checkNewValueName(in.name(), "graph input"));
+    absl::StatusOr<TensorType> t = typeFromValueInfo(in);
+    if (!t.ok()) return withContext(t.status(), "graph input");
+    graph_->addInput(in.name(), *t);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Attribute> Importer::convertAttribute(const onnx::AttributeProto &a) {
+  switch (attributeType(a)) {
+    case onnx::AttributeProto::FLOAT: return Attribute(a.f());
+    case onnx::AttributeProto::INT: return Attribute(static_cast<int64_t>(a.i()));
+    case onnx::AttributeProto::STRING: return Attribute(a.s());
+    case onnx::AttributeProto::TENSOR: {
+      FUSEC_ASSIGN_OR_RETURN(ir::Tensor t, internal::tensorFromProto(a.t(), dir_));
+      return Attribute(std::move(t));
+    }
+    case onnx::AttributeProto::FLOATS:
+      return Attribute(std::vector<float>(a.floats().begin(), a.floats().end()));
+    case onnx::AttributeProto::INTS:
+      return Attribute(std::vector<int64_t>(a.ints().begin(), a.ints().end()));
+    case onnx::AttributeProto::STRINGS:
+      return Attribute(std::vector<std::string>(a.strings().begin(), a.strings().end()));
+    default:
+      break;
+  }
+  return absl::UnimplementedError(absl::StrCat("attribute '", a.name(), "' of type ",
+                                               attributeTypeName(attributeType(a)),
+                                               " is not supported"));
+}
+
+absl::Status Importer::importConstantNode(const onnx::NodeProto &node, const std::string &name) {
+  if (node.output_size() != 1 || node.input_size() != 0)
+    return absl::InvalidArgumentError("Constant must have no inputs and one output");
+  if (node.attribute_size() != 1)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Constant must have exactly one value attribute, has ", node.attribute_size()));
+  const auto &a = node.attribute(0);
+  FUSEC_ASSIGN_OR_RETURN(Attribute attr, convertAttribute(a));
+  ir::Tensor t;
+  const std::string &an = a.name();
+  using K = Attribute::Kind;
+  if (an == "value" && attr.kind() == K::kTensor) {
+    t = attr.t();
+  } else if (an == "value_float" && attr.kind() == K::kFloat) {
+    t = ir::Tensor::scalarDouble(ir::DType::kF32, attr.f());
+  } else if (an == "value_floats" && attr.kind() == K::kFloats) {
+    std::vector<double> v(attr.floats().begin(), attr.floats().end());
+    t = ir::Tensor::fromDoubles(ir::DType::kF32, {static_cast<int64_t>(v.size())}, v);
+  } else if (an == "value_int" && attr.kind() == K::kInt) {
+    t = ir::Tensor::scalarInt(ir::DType::kI64, attr.i());
+  } else if (an == "value_ints" && attr.kind() == K::kInts) {
+    t = ir::Tensor::vectorI64(attr.ints());
+  } else if (an == "value_string" && attr.kind() == K::kString) {
+    t = ir::Tensor(ir::DType::kString, {});
+    t.strings()[0] = attr.s();
+  } else if (an == "value_strings" && attr.kind() == K::kStrings) {
+    t = ir::Tensor(ir::DType::kString, {static_cast<int64_t>(attr.strings().size())});
+    t.strings() = attr.strings();
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Constant has unexpected attribute '", an, "' of type ",
+                     attributeTypeName(attributeType(a))));
+  }
+  FUSEC_RETURN_IF_ERROR(checkNewValueName(node.output(0), "Constant output"));
+  graph_->addConstant(node.output(0), std::move(t));
+  return absl::OkStatus();
+}
+
+absl::Status Importer::importNode(int index) {
+  const onnx::NodeProto &n = graphProto_.node(index);
+  const std::string &name = nodeNames_[index];
+  if (isOnnxDomain(n.domain()) && n.op_type() == "Constant") return importConstantNode(n, name);
+
+  NodeSpec spec;
+  spec.opType = n.op_type();
+  spec.domain = isOnnxDomain(n.domain()) ? "" : n.domain();
+  spec.name = name;
+  int numIn = n.input_size();
+  while (numIn > 0 && n.input(numIn - 1).empty()) --numIn;
+  for (int i = 0; i < numIn; ++i) {
+    if (n.input(i).empty()) {
+      spec.inputs.push_back(nullptr);
+      continue;
+    }
+    ir::Value *v = graph_->findValue(n.input(i));
+    if (!v)
+      return absl::InvalidArgumentError(absl::StrCat(
+          "input ", i, " '", n.input(i),
+          "' is not defined by an earlier node, an initializer or a graph input"));
+    spec.inputs.push_back(v);
+  }
+  int numOut = n.output_size();
+  while (numOut > 0 && n.output(numOut - 1).empty()) --numOut;
+  absl::flat_hash_set<std::string> seen;
+  for (int i = 0; i < numOut; ++i) {
+    std::string out = n.output(i);
+    if (out.empty()) {
+      // An omitted optional output in the middle still needs a value.
+      out = graph_->uniqueName(absl::StrCat(name, "_unused", i));
+    } else {
+      FUSEC_RETURN_IF_ERROR(checkNewValueName(out, "output"));
+      if (!seen.insert(out).second)
+        return absl::InvalidArgumentError(absl::StrCat("output '", out, "' is listed twice"));
+    }
+    spec.outputs.push_back(std::move(out));
+  }
+  for (const auto &a : n.attribute()) {
+    FUSEC_ASSIGN_OR_RETURN(Attribute attr, convertAttribute(a));
+    spec.attrs[a.name()] = std::move(attr);
+  }
+
+  FUSEC_ASSIGN_OR_RETURN(
+      std::vector<ir::Node *> added,
+      internal::addUpgradedNode(*graph_, std::move(spec), opset_,
+                                [this](const std::string &b) { return uniqueNodeName(b); }));
+  for (ir::Node *node : added) {
+    const ir::OpInfo *info = node->op();
+    if (info && node->numInputs() < info->minInputs)
+      return absl::InvalidArgumentError(absl::StrCat("has ", node->numInputs(),
+                                                     " inputs, needs at least ", info->minInputs));
+    if (info && node->numOutputs() < info->minOutputs)
+      return absl::InvalidArgumentError(absl::StrCat(
+          "has ", node->numOutputs(), " outputs, needs at least ", info->minOutputs));
+    FUSEC_RETURN_IF_ERROR(ir::inferNodeTypes(*graph_, *node));
+    for (ir::Value *out : node->outputs()) {
+      auto it = declared_.find(out->name());
+      if (it != declared_.end()) out->setType(refineType(out->type(), it->second));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Importer::importOutputs() {
+  for (const auto &vi : graphProto_.output()) {
+    ir::Value *v = graph_->findValue(vi.name());
+    if (!v)
+      return absl::InvalidArgumentError(
+          absl::StrCat("graph output '", vi.name(), "' is not defined by any node"));
+    graph_->markOutput(v);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<ir::Graph>> Importer::run() {
+  FUSEC_RETURN_IF_ERROR(readOpsets());
+  if (!graphProto_.name().empty()) graph_->setName(toIdentifier(graphProto_.name()));
+  assignNodeNames();
+  FUSEC_RETURN_IF_ERROR(checkSupported());
+  FUSEC_RETURN_IF_ERROR(readDeclaredTypes());
+  FUSEC_RETURN_IF_ERROR(importInitializersAndInputs());
+  for (int i = 0; i < graphProto_.node_size(); ++i) {
+    const auto &n = graphProto_.node(i);
+    FUSEC_RETURN_IF_ERROR_CTX(importNode(i), "importing node '", nodeNames_[i], "' (",
+                              n.op_type(), ")");
+  }
+  FUSEC_RETURN_IF_ERROR(importOutputs());
+  return std::move(graph_);
+}
+
+/// Parses \p bytes as a protobuf message without the 64 MiB default limit of
+/// older protobuf releases (the format itself caps a message at 2 GiB).
+template <typename Message>
+bool parseLarge(const std::string &bytes, Message &msg) {
+  if (bytes.size() > static_cast<size_t>(INT_MAX)) return false;
+  google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t *>(bytes.data()),
+                                            static_cast<int>(bytes.size()));
+  in.SetTotalBytesLimit(INT_MAX);
+  return msg.ParseFromCodedStream(&in) && in.ConsumedEntireMessage();
+}
+
+std::string parentDir(const std::string &path) {
+  fs::path p = fs::path(path).parent_path();
+  return p.empty() ? std::string(".") : p.string();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ir::Graph>> importOnnxModel(const std::string &path) {
+  FUSEC_ASSIGN_OR_RETURN(std::string bytes, internal::readFileBytes(path));
+  onnx::ModelProto model;
+  if (!parseLarge(bytes, model))
+    return absl::InvalidArgumentError(absl::StrCat(
+        "failed to parse '", path, "' as an ONNX ModelProto (truncated or corrupt file?)"));
+  if (!model.has_graph())
+    return absl::InvalidArgumentError(
+        absl::StrCat("failed to parse '", path, "' as an ONNX ModelProto: it has no graph"));
+  bytes.clear();
+  bytes.shrink_to_fit();
+  Importer importer(model, parentDir(path));
+  return importer.run();
+}
+
+absl::StatusOr<ir::Tensor> loadTensorProtoFile(const std::string &path, std::string *name) {
+  FUSEC_ASSIGN_OR_RETURN(std::string bytes, internal::readFileBytes(path));
+  onnx::TensorProto proto;
+  if (!parseLarge(bytes, proto))
+    return absl::InvalidArgumentError(
+        absl::StrCat("failed to parse '", path, "' as an ONNX TensorProto"));
+  if (name) *name = proto.name();
+  return internal::tensorFromProto(proto, parentDir(path));
+}
+
+}  // namespace fusec::frontend

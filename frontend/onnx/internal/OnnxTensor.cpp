@@ -1,0 +1,273 @@
+//===- OnnxTensor.cpp - onnx.TensorProto to ir::Tensor --------------------===//
+//
+// Data layout rules follow onnx.proto (TensorProto): raw_data holds the
+// elements little-endian; otherwise float_data holds FLOAT, double_data
+// DOUBLE, int64_data INT64, uint64_data UINT32/UINT64, string_data STRING,
+// and int32_data holds INT32/INT16/INT8/UINT16/UINT8/BOOL and the bit
+// patterns of FLOAT16/BFLOAT16 (one element per int32). External data
+// (data_location = EXTERNAL) uses the keys location, offset and length.
+//
+//===----------------------------------------------------------------------===//
+#include "frontend/onnx/internal/OnnxTensor.h"
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <system_error>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "support/Status.h"
+
+namespace fusec::frontend::internal {
+
+namespace fs = std::filesystem;
+using ir::DType;
+
+std::string onnxDTypeName(int32_t code) {
+  // TensorProto.DataType, including codes newer than Debian's onnx.proto.
+  static const char *const kNames[] = {
+      "UNDEFINED", "FLOAT", "UINT8", "INT8", "UINT16", "INT16", "INT32",
+      "INT64", "STRING", "BOOL", "FLOAT16", "DOUBLE", "UINT32", "UINT64",
+      "COMPLEX64", "COMPLEX128", "BFLOAT16", "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ",
+      "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "UINT4", "INT4", "FLOAT4E2M1",
+      "FLOAT8E8M0", "UINT2", "INT2"};
+  constexpr int32_t kCount = static_cast<int32_t>(sizeof(kNames) / sizeof(kNames[0]));
+  if (code >= 0 && code < kCount) return kNames[code];
+  return absl::StrCat("code ", code);
+}
+
+absl::StatusOr<std::string> readFileBytes(const std::string &path) {
+  std::error_code ec;
+  fs::file_status st = fs::status(path, ec);
+  if (ec || !fs::exists(st)) return absl::NotFoundError(absl::StrCat("no such file: '", path, "'"));
+  if (!fs::is_regular_file(st))
+    return absl::InvalidArgumentError(absl::StrCat("'", path, "' is not a regular file"));
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::InvalidArgumentError(absl::StrCat("cannot open '", path, "'"));
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) return absl::InvalidArgumentError(absl::StrCat("error reading '", path, "'"));
+  return bytes;
+}
+
+absl::StatusOr<std::string> resolveExternalPath(const std::string &baseDir,
+                                                const std::string &location) {
+  if (location.empty())
+    return absl::InvalidArgumentError("external data has an empty location");
+  fs::path loc(location);
+  if (loc.is_absolute() || loc.has_root_name() || loc.has_root_directory())
+    return absl::InvalidArgumentError(absl::StrCat(
+        "external data location '", location,
+        "' is an absolute path; it must be relative to the model's folder"));
+  std::error_code ec;
+  fs::path dir = fs::weakly_canonical(baseDir.empty() ? fs::path(".") : fs::path(baseDir), ec);
+  if (ec)
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot resolve model folder '", baseDir, "': ", ec.message()));
+  // weakly_canonical resolves `..` and every symlink along the existing part
+  // of the path, so the prefix test below cannot be fooled by either.
+  fs::path resolved = fs::weakly_canonical(dir / loc, ec);
+  if (ec)
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot resolve external data location '", location, "': ", ec.message()));
+  auto d = dir.begin(), r = resolved.begin();
+  for (; d != dir.end() && r != resolved.end(); ++d, ++r)
+    if (*d != *r) break;
+  // A trailing empty component (dir ending in '/') matches anything.
+  bool dirExhausted = d == dir.end() || (std::next(d) == dir.end() && d->empty());
+  if (!dirExhausted || r == resolved.end())
+    return absl::InvalidArgumentError(absl::StrCat(
+        "external data location '", location, "' resolves to '", resolved.string(),
+        "', outside the model's folder '", dir.string(), "'"));
+  fs::file_status st = fs::status(resolved, ec);
+  if (ec || !fs::exists(st))
+    return absl::NotFoundError(absl::StrCat("external data file '", location,
+                                            "' not found (looked for '", resolved.string(), "')"));
+  if (!fs::is_regular_file(st))
+    return absl::InvalidArgumentError(
+        absl::StrCat("external data location '", location, "' is not a regular file"));
+  return resolved.string();
+}
+
+namespace {
+
+std::string shapeStr(const ir::Shape &s) { return absl::StrCat("[", absl::StrJoin(s, ","), "]"); }
+
+/// Reads the bytes named by \p proto's external_data entries.
+absl::StatusOr<std::string> readExternalData(const onnx::TensorProto &proto,
+                                             const std::string &baseDir) {
+  std::string location;
+  int64_t offset = 0, length = -1;
+  for (const auto &kv : proto.external_data()) {
+    if (kv.key() == "location") {
+      location = kv.value();
+    } else if (kv.key() == "offset" || kv.key() == "length") {
+      int64_t v = 0;
+      if (!absl::SimpleAtoi(kv.value(), &v) || v < 0)
+        return absl::InvalidArgumentError(
+            absl::StrCat("external data ", kv.key(), " '", kv.value(), "' is not a valid size"));
+      (kv.key() == "offset" ? offset : length) = v;
+    }
+    // "checksum" and unknown keys are ignored.
+  }
+  FUSEC_ASSIGN_OR_RETURN(std::string path, resolveExternalPath(baseDir, location));
+  std::error_code ec;
+  uint64_t fileSize = fs::file_size(path, ec);
+  if (ec) return absl::InvalidArgumentError(absl::StrCat("cannot stat '", path, "'"));
+  uint64_t size = static_cast<uint64_t>(fileSize);
+  if (static_cast<uint64_t>(offset) > size)
+    return absl::InvalidArgumentError(absl::StrCat("external data offset ", offset,
+                                                   " is beyond the end of '", location,
+                                                   "' (", size, " bytes)"));
+  if (length < 0) length = static_cast<int64_t>(size - static_cast<uint64_t>(offset));
+  if (static_cast<uint64_t>(length) > size - static_cast<uint64_t>(offset))
+    return absl::InvalidArgumentError(absl::StrCat(
+        "external data offset ", offset, " + length ", length, " is beyond the end of '",
+        location, "' (", size, " bytes)"));
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::InvalidArgumentError(absl::StrCat("cannot open '", path, "'"));
+  std::string bytes(static_cast<size_t>(length), '\0');
+  in.seekg(offset);
+  in.read(bytes.data(), length);
+  if (!in) return absl::InvalidArgumentError(absl::StrCat("error reading '", path, "'"));
+  return bytes;
+}
+
+/// Checks that a typed field holds \p have elements where \p want are needed.
+absl::Status checkCount(const char *field, int64_t have, int64_t want, const ir::Shape &shape,
+                        DType dt) {
+  if (have == want) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(field, " has ", have, " elements, but shape ",
+                                                 shapeStr(shape), " of ", ir::dtypeName(dt),
+                                                 " needs ", want));
+}
+
+template <typename T, typename Src>
+void storeAll(ir::Tensor &t, const Src &src) {
+  uint8_t *out = t.data();
+  int64_t i = 0;
+  for (const auto &v : src) {
+    T x = static_cast<T>(v);
+    std::memcpy(out + i * sizeof(T), &x, sizeof(T));
+    ++i;
+  }
+}
+
+absl::StatusOr<ir::Tensor> convert(const onnx::TensorProto &proto, const std::string &baseDir) {
+  std::optional<DType> dtOpt = ir::dtypeFromOnnx(proto.data_type());
+  if (!dtOpt)
+    return absl::InvalidArgumentError(absl::StrCat("unsupported dtype ",
+                                                   onnxDTypeName(proto.data_type())));
+  DType dt = *dtOpt;
+  ir::Shape shape;
+  int64_t n = 1;
+  for (int64_t d : proto.dims()) {
+    if (d < 0) return absl::InvalidArgumentError(absl::StrCat("negative dimension ", d));
+    if (d != 0 && n > std::numeric_limits<int64_t>::max() / 16 / d)
+      return absl::InvalidArgumentError("tensor is too large");
+    n *= d;
+    shape.push_back(d);
+  }
+  if (proto.has_segment())
+    return absl::InvalidArgumentError("segmented tensors are not supported");
+
+  const bool external = proto.data_location() == onnx::TensorProto::EXTERNAL;
+  if (external || proto.has_raw_data()) {
+    if (dt == DType::kString)
+      return absl::InvalidArgumentError("string tensors cannot use raw or external data");
+    std::string externalBytes;
+    if (external) {
+      FUSEC_ASSIGN_OR_RETURN(externalBytes, readExternalData(proto, baseDir));
+    }
+    const std::string &raw = external ? externalBytes : proto.raw_data();
+    int64_t want = n * ir::dtypeSize(dt);
+    if (static_cast<int64_t>(raw.size()) != want)
+      return absl::InvalidArgumentError(absl::StrCat(
+          external ? "external data" : "raw_data", " has ", raw.size(), " bytes, but shape ",
+          shapeStr(shape), " of ", ir::dtypeName(dt), " needs ", want));
+    ir::Tensor t(dt, shape);
+    if (want > 0) std::memcpy(t.data(), raw.data(), static_cast<size_t>(want));
+    return t;
+  }
+
+  switch (dt) {
+    case DType::kF32: {
+      FUSEC_RETURN_IF_ERROR(checkCount("float_data", proto.float_data_size(), n, shape, dt));
+      ir::Tensor t(dt, shape);
+      storeAll<float>(t, proto.float_data());
+      return t;
+    }
+    case DType::kF64: {
+      FUSEC_RETURN_IF_ERROR(checkCount("double_data", proto.double_data_size(), n, shape, dt));
+      ir::Tensor t(dt, shape);
+      storeAll<double>(t, proto.double_data());
+      return t;
+    }
+    case DType::kI64: {
+      FUSEC_RETURN_IF_ERROR(checkCount("int64_data", proto.int64_data_size(), n, shape, dt));
+      ir::Tensor t(dt, shape);
+      storeAll<int64_t>(t, proto.int64_data());
+      return t;
+    }
+    case DType::kU32:
+    case DType::kU64: {
+      FUSEC_RETURN_IF_ERROR(checkCount("uint64_data", proto.uint64_data_size(), n, shape, dt));
+      ir::Tensor t(dt, shape);
+      if (dt == DType::kU32)
+        storeAll<uint32_t>(t, proto.uint64_data());
+      else
+        storeAll<uint64_t>(t, proto.uint64_data());
+      return t;
+    }
+    case DType::kI32:
+    case DType::kI16:
+    case DType::kI8:
+    case DType::kU16:
+    case DType::kU8:
+    case DType::kBool:
+    case DType::kF16:
+    case DType::kBF16: {
+      FUSEC_RETURN_IF_ERROR(checkCount("int32_data", proto.int32_data_size(), n, shape, dt));
+      ir::Tensor t(dt, shape);
+      switch (dt) {
+        case DType::kI32: storeAll<int32_t>(t, proto.int32_data()); break;
+        case DType::kI16: storeAll<int16_t>(t, proto.int32_data()); break;
+        case DType::kI8: storeAll<int8_t>(t, proto.int32_data()); break;
+        case DType::kU16: storeAll<uint16_t>(t, proto.int32_data()); break;
+        case DType::kU8: storeAll<uint8_t>(t, proto.int32_data()); break;
+        case DType::kBool: {
+          int64_t i = 0;
+          for (int32_t v : proto.int32_data()) t.data()[i++] = v != 0 ? 1 : 0;
+          break;
+        }
+        default:  // f16 / bf16: the low 16 bits are the bit pattern.
+          storeAll<uint16_t>(t, proto.int32_data());
+          break;
+      }
+      return t;
+    }
+    case DType::kString: {
+      FUSEC_RETURN_IF_ERROR(checkCount("string_data", proto.string_data_size(), n, shape, dt));
+      ir::Tensor t(dt, shape);
+      t.strings().assign(proto.string_data().begin(), proto.string_data().end());
+      return t;
+    }
+    case DType::kUndefined:
+      break;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unsupported dtype ", onnxDTypeName(proto.data_type())));
+}
+
+}  // namespace
+
+absl::StatusOr<ir::Tensor> tensorFromProto(const onnx::TensorProto &proto,
+                                           const std::string &baseDir) {
+  absl::StatusOr<ir::Tensor> t = convert(proto, baseDir);
+  if (!t.ok()) return withContext(t.status(), absl::StrCat("tensor '", proto.name(), "'"));
+  return t;
+}
+
+}  // namespace fusec::frontend::internal

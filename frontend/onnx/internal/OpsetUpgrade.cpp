@@ -1,0 +1,164 @@
+//===- OpsetUpgrade.cpp - Normalise ONNX nodes to one opset form ----------===//
+//
+// Rules, each with the opset where the ONNX form changed (see the operator
+// changelog, https://onnx.ai/onnx/operators/):
+//
+//   ReduceSum                      opset 13: `axes` attribute -> input 1
+//   ReduceMean/Max/Min/Prod/
+//     SumSquare/L2                 opset 18: `axes` attribute -> input 1
+//   Squeeze, Unsqueeze             opset 13: `axes` attribute -> input 1
+//   Split                          opset 13: `split` attribute -> input 1;
+//                                  opset 18: without `split`, the attribute
+//                                  `num_outputs` is required; older models
+//                                  get num_outputs = number of outputs
+//   Softmax, LogSoftmax            opset 13: the op used to coerce its input
+//                                  to 2-D at `axis` (default 1); now it works
+//                                  on one axis (default -1). Older nodes become
+//                                  Shape(x), Reshape(x, [0]*axis + [-1]),
+//                                  Softmax(axis=-1), Reshape(back to Shape(x)),
+//                                  which computes the same rows. A negative
+//                                  axis (rank unknown here) flattens with
+//                                  Flatten(x, axis) instead. Newer nodes get
+//                                  their default axis -1 written explicitly.
+//   Dropout                        opset 12: `ratio` attribute -> input 1
+//                                  (the interpreter treats Dropout as
+//                                  identity; kept for fidelity)
+//
+// Pad's attribute form ended at opset 11, which is the oldest we accept.
+//
+//===----------------------------------------------------------------------===//
+#include "frontend/onnx/internal/OpsetUpgrade.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "support/Status.h"
+
+namespace fusec::frontend::internal {
+
+namespace {
+
+using ir::Attribute;
+using ir::Graph;
+using ir::Node;
+using ir::Value;
+
+/// Name for a value the rewrite creates, derived from the node's first output.
+std::string derivedValueName(Graph &graph, const NodeSpec &spec, const char *suffix) {
+  std::string base = spec.outputs.empty() || spec.outputs[0].empty() ? spec.name : spec.outputs[0];
+  return graph.uniqueName(absl::StrCat(base, suffix));
+}
+
+/// Moves the ints attribute \p attr to input \p index as a constant i64[n].
+absl::Status intsAttrToInput(Graph &graph, NodeSpec &spec, const char *attr, size_t index) {
+  auto it = spec.attrs.find(attr);
+  if (it == spec.attrs.end()) return absl::OkStatus();
+  if (it->second.kind() != Attribute::Kind::kInts)
+    return absl::InvalidArgumentError(
+        absl::StrCat("attribute '", attr, "' must be a list of ints"));
+  if (spec.inputs.size() > index && spec.inputs[index] != nullptr)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "has both the attribute '", attr, "' and input ", index, " (opset mismatch?)"));
+  Value *c = graph.addConstant(derivedValueName(graph, spec, absl::StrCat("_", attr).c_str()),
+                               ir::Tensor::vectorI64(it->second.ints()));
+  if (spec.inputs.size() <= index) spec.inputs.resize(index + 1, nullptr);
+  spec.inputs[index] = c;
+  spec.attrs.erase(it);
+  return absl::OkStatus();
+}
+
+Node *addSpec(Graph &graph, NodeSpec &spec) {
+  return graph.addNode(spec.opType, spec.inputs, spec.outputs, spec.attrs, spec.name, nullptr,
+                       spec.domain);
+}
+
+/// Softmax / LogSoftmax before opset 13 (2-D coercion at `axis`).
+absl::StatusOr<std::vector<Node *>> upgradeCoercingSoftmax(
+    Graph &graph, NodeSpec spec,
+    const std::function<std::string(const std::string &)> &uniqueNodeName) {
+  if (spec.inputs.size() != 1 || spec.inputs[0] == nullptr || spec.outputs.size() != 1)
+    return absl::InvalidArgumentError("expects one input and one output");
+  int64_t axis = 1;
+  if (auto it = spec.attrs.find("axis"); it != spec.attrs.end()) {
+    if (it->second.kind() != Attribute::Kind::kInt)
+      return absl::InvalidArgumentError("attribute 'axis' must be an int");
+    axis = it->second.i();
+  }
+  Value *x = spec.inputs[0];
+  std::vector<Node *> added;
+  Node *shape = graph.addNode("Shape", {x}, {derivedValueName(graph, spec, "_inshape")}, {},
+                              uniqueNodeName(spec.name + "/shape"));
+  added.push_back(shape);
+  Node *flat;
+  if (axis >= 0) {
+    // [0]*axis + [-1]: keep the leading dims, flatten the rest into the row.
+    std::vector<int64_t> target(static_cast<size_t>(axis), 0);
+    target.push_back(-1);
+    Value *t = graph.addConstant(derivedValueName(graph, spec, "_rowshape"),
+                                 ir::Tensor::vectorI64(target));
+    flat = graph.addNode("Reshape", {x, t}, {derivedValueName(graph, spec, "_rows")}, {},
+                         uniqueNodeName(spec.name + "/flatten"));
+  } else {
+    flat = graph.addNode("Flatten", {x}, {derivedValueName(graph, spec, "_rows")},
+                         {{"axis", Attribute(axis)}}, uniqueNodeName(spec.name + "/flatten"));
+  }
+  added.push_back(flat);
+  std::string finalOut = spec.outputs[0];
+  ir::AttributeMap attrs = spec.attrs;
+  attrs["axis"] = Attribute(int64_t{-1});
+  Node *sm = graph.addNode(spec.opType, {flat->output(0)},
+                           {derivedValueName(graph, spec, "_rowresult")}, attrs, spec.name,
+                           nullptr, spec.domain);
+  added.push_back(sm);
+  Node *back = graph.addNode("Reshape", {sm->output(0), shape->output(0)}, {finalOut}, {},
+                             uniqueNodeName(spec.name + "/unflatten"));
+  added.push_back(back);
+  return added;
+}
+
+absl::StatusOr<std::vector<Node *>> upgrade(
+    Graph &graph, NodeSpec spec, int64_t opset,
+    const std::function<std::string(const std::string &)> &uniqueNodeName) {
+  const std::string &op = spec.opType;
+  if (!spec.domain.empty() && spec.domain != "ai.onnx") return std::vector<Node *>{addSpec(graph, spec)};
+
+  if (op == "ReduceSum") {
+    if (opset < 13) FUSEC_RETURN_IF_ERROR(intsAttrToInput(graph, spec, "axes", 1));
+  } else if (op == "ReduceMean" || op == "ReduceMax" || op == "ReduceMin" ||
+             op == "ReduceProd" || op == "ReduceSumSquare" || op == "ReduceL2") {
+    if (opset < 18) FUSEC_RETURN_IF_ERROR(intsAttrToInput(graph, spec, "axes", 1));
+  } else if (op == "Squeeze" || op == "Unsqueeze") {
+    if (opset < 13) FUSEC_RETURN_IF_ERROR(intsAttrToInput(graph, spec, "axes", 1));
+  } else if (op == "Split") {
+    if (opset < 13) FUSEC_RETURN_IF_ERROR(intsAttrToInput(graph, spec, "split", 1));
+    bool hasSplit = spec.inputs.size() > 1 && spec.inputs[1] != nullptr;
+    if (!hasSplit && !spec.attrs.count("num_outputs"))
+      spec.attrs["num_outputs"] = Attribute(static_cast<int64_t>(spec.outputs.size()));
+  } else if (op == "Softmax" || op == "LogSoftmax") {
+    if (opset < 13) return upgradeCoercingSoftmax(graph, std::move(spec), uniqueNodeName);
+    if (!spec.attrs.count("axis")) spec.attrs["axis"] = Attribute(int64_t{-1});
+  } else if (op == "Dropout") {
+    auto it = spec.attrs.find("ratio");
+    if (opset < 12 && it != spec.attrs.end()) {
+      if (spec.inputs.size() > 1 && spec.inputs[1] != nullptr)
+        return absl::InvalidArgumentError("has both the attribute 'ratio' and input 1");
+      float ratio = it->second.kind() == Attribute::Kind::kFloat ? it->second.f() : 0.5f;
+      Value *c = graph.addConstant(derivedValueName(graph, spec, "_ratio"),
+                                   ir::Tensor::scalarDouble(ir::DType::kF32, ratio));
+      spec.inputs.resize(std::max<size_t>(spec.inputs.size(), 2), nullptr);
+      spec.inputs[1] = c;
+      spec.attrs.erase(it);
+    }
+  }
+  return std::vector<Node *>{addSpec(graph, spec)};
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<ir::Node *>> addUpgradedNode(
+    ir::Graph &graph, NodeSpec spec, int64_t opset,
+    const std::function<std::string(const std::string &)> &uniqueNodeName) {
+  return upgrade(graph, std::move(spec), opset, uniqueNodeName);
+}
+
+}  // namespace fusec::frontend::internal
