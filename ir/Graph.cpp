@@ -128,6 +128,13 @@ std::string Graph::uniqueName(const std::string &base) const {
   }
 }
 
+void Graph::renameValue(Value *v, std::string name) {
+  auto it = byName_.find(v->name_);
+  if (it != byName_.end() && it->second == v) byName_.erase(it);
+  v->name_ = std::move(name);
+  if (!v->name_.empty()) byName_[v->name_] = v;
+}
+
 std::vector<Node *> Graph::users(const Value *v) const {
   std::vector<Node *> out;
   for (const auto &n : nodes_)

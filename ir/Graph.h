@@ -149,6 +149,9 @@ class Graph {
   Value *findValue(const std::string &name) const;
   /// \returns \p base if unused, else base_1, base_2, ...
   std::string uniqueName(const std::string &base) const;
+  /// Renames \p v to \p name (which must be unused, see uniqueName()),
+  /// keeping findValue() in step.
+  void renameValue(Value *v, std::string name);
 
   /// Nodes that use \p v as an input (a node appears once per use).
   std::vector<Node *> users(const Value *v) const;
