@@ -1,0 +1,254 @@
+//===- Printer.cpp - Text form of the IR ----------------------------------===//
+//
+// Prints a Graph in the generic, table-free text form that ir/Parser.cpp
+// reads back; the grammar and the lexical rules are documented at the top of
+// Parser.cpp. Nothing here knows about individual ops: every node prints as
+//   %r0, %r1 = "OpType"(%a, _, %b) {attr = ...} : type0, type1 loc("name")
+// Constants print first, in creation order, then the nodes in graph order.
+//
+//===----------------------------------------------------------------------===//
+#include "ir/Printer.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace fusec::ir {
+
+namespace {
+
+bool isBareName(const std::string &s) {
+  if (s.empty()) return false;
+  for (char c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.')) return false;
+  return true;
+}
+
+bool isIdentifier(const std::string &s) {
+  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+  return isBareName(s);
+}
+
+std::string quoteString(const std::string &s) {
+  std::string out = "\"";
+  for (char ch : s) {
+    unsigned char c = static_cast<unsigned char>(ch);
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20 || c == 0x7f)
+          out += absl::StrFormat("\\x%02X", c);
+        else
+          out += ch;
+    }
+  }
+  out += "\"";
+  return out;
+}
+
+std::string formatFloat(double v, int precision) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.*g", precision, v);
+  std::string s = buf;
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return s;
+}
+
+std::string symbolText(const std::string &s) { return isIdentifier(s) ? s : quoteString(s); }
+
+std::string typeText(const TensorType &t) {
+  std::string out = dtypeName(t.dtype);
+  if (!t.rankKnown) return out + "[*]";
+  out += "[";
+  for (size_t i = 0; i < t.shape.size(); ++i) {
+    if (i) out += ",";
+    const Dim &d = t.shape[i];
+    if (d.isStatic())
+      out += absl::StrCat(d.value);
+    else if (d.isSymbolic())
+      out += symbolText(d.symbol);
+    else
+      out += "?";
+  }
+  return out + "]";
+}
+
+std::string elementText(const Tensor &t, int64_t i) {
+  switch (t.dtype()) {
+    case DType::kF32:
+    case DType::kF16:
+    case DType::kBF16:
+      return formatFloat(static_cast<float>(t.getDouble(i)), 9);
+    case DType::kF64:
+      return formatFloat(t.getDouble(i), 17);
+    case DType::kBool:
+      return t.getInt(i) ? "true" : "false";
+    case DType::kU64: {
+      uint64_t u;
+      std::memcpy(&u, t.data() + i * 8, 8);
+      return absl::StrCat(u);
+    }
+    case DType::kString:
+      return quoteString(t.strings()[i]);
+    default:
+      return absl::StrCat(t.getInt(i));
+  }
+}
+
+std::string denseData(const Tensor &t) {
+  std::string out = "[";
+  int64_t n = t.dtype() == DType::kString ? static_cast<int64_t>(t.strings().size())
+                                          : t.numElements();
+  if (t.dtype() != DType::kString && t.byteSize() < n * dtypeSize(t.dtype()))
+    n = t.byteSize() / std::max<int64_t>(1, dtypeSize(t.dtype()));  // malformed: print what is there
+  for (int64_t i = 0; i < n; ++i) {
+    if (i) out += ", ";
+    out += elementText(t, i);
+  }
+  return out + "]";
+}
+
+std::string attributeText(const Attribute &a) {
+  switch (a.kind()) {
+    case Attribute::Kind::kInt: return absl::StrCat(a.i());
+    case Attribute::Kind::kFloat: return formatFloat(a.f(), 9);
+    case Attribute::Kind::kString: return quoteString(a.s());
+    case Attribute::Kind::kTensor:
+      return absl::StrCat("dense<", typeText(TensorType::fromShape(a.t().dtype(), a.t().shape())),
+                          " ", denseData(a.t()), ">");
+    case Attribute::Kind::kInts: {
+      if (a.ints().empty()) return "ints[]";
+      std::string out = "[";
+      for (size_t i = 0; i < a.ints().size(); ++i)
+        absl::StrAppend(&out, i ? ", " : "", a.ints()[i]);
+      return out + "]";
+    }
+    case Attribute::Kind::kFloats: {
+      if (a.floats().empty()) return "floats[]";
+      std::string out = "[";
+      for (size_t i = 0; i < a.floats().size(); ++i)
+        absl::StrAppend(&out, i ? ", " : "", formatFloat(a.floats()[i], 9));
+      return out + "]";
+    }
+    case Attribute::Kind::kStrings: {
+      if (a.strings().empty()) return "strings[]";
+      std::string out = "[";
+      for (size_t i = 0; i < a.strings().size(); ++i)
+        absl::StrAppend(&out, i ? ", " : "", quoteString(a.strings()[i]));
+      return out + "]";
+    }
+  }
+  return "0";
+}
+
+/// Assigns every value a unique printable name: its own if non-empty and not
+/// taken, otherwise a fresh "_N".
+class Namer {
+ public:
+  std::string ref(const Value *v) {
+    auto it = names_.find(v);
+    if (it != names_.end()) return it->second;
+    std::string n = v->name();
+    if (n.empty() || used_.contains(n)) {
+      do {
+        n = absl::StrCat("_", next_++);
+      } while (used_.contains(n));
+    }
+    used_.insert(n);
+    std::string text = "%" + (isBareName(n) ? n : quoteString(n));
+    names_[v] = text;
+    return text;
+  }
+
+ private:
+  absl::flat_hash_map<const Value *, std::string> names_;
+  absl::flat_hash_set<std::string> used_;
+  int next_ = 0;
+};
+
+}  // namespace
+
+std::string printGraph(const Graph &graph, const PrintOptions &options) {
+  Namer namer;
+  std::string out = "graph @";
+  out += isBareName(graph.name()) ? graph.name() : quoteString(graph.name());
+  out += "(";
+  for (size_t i = 0; i < graph.inputs().size(); ++i) {
+    const Value *v = graph.inputs()[i];
+    absl::StrAppend(&out, i ? ", " : "", namer.ref(v), ": ", typeText(v->type()));
+  }
+  out += ")";
+  // Name the values in definition order before printing outputs, so that
+  // generated names do not depend on the output list.
+  std::vector<Value *> constants = graph.constants();
+  std::vector<Node *> nodes = graph.nodes();
+  for (const Value *v : constants) namer.ref(v);
+  for (const Node *n : nodes)
+    for (const Value *v : n->outputs()) namer.ref(v);
+  std::string outputs;
+  for (size_t i = 0; i < graph.outputs().size(); ++i)
+    absl::StrAppend(&outputs, i ? ", " : "", namer.ref(graph.outputs()[i]));
+  absl::StrAppend(&out, " -> (", outputs, ")");
+  if (graph.opset() != 0) absl::StrAppend(&out, " opset ", graph.opset());
+  out += " {\n";
+
+  for (const Value *v : constants) {
+    const Tensor &t = *v->constant();
+    absl::StrAppend(&out, "  ", namer.ref(v), " = constant ",
+                    typeText(TensorType::fromShape(t.dtype(), t.shape())), " dense<");
+    if (options.elideConstantsLargerThan >= 0 &&
+        t.numElements() > options.elideConstantsLargerThan)
+      out += "elided";
+    else
+      out += denseData(t);
+    out += ">\n";
+  }
+
+  for (const Node *n : nodes) {
+    out += "  ";
+    for (int i = 0; i < n->numOutputs(); ++i)
+      absl::StrAppend(&out, i ? ", " : "", namer.ref(n->output(i)));
+    if (n->numOutputs() > 0) out += " = ";
+    std::string op = n->domain().empty() ? n->opType() : n->domain() + "::" + n->opType();
+    absl::StrAppend(&out, quoteString(op), "(");
+    for (int i = 0; i < n->numInputs(); ++i) {
+      const Value *v = n->inputs()[i];
+      absl::StrAppend(&out, i ? ", " : "", v ? namer.ref(v) : "_");
+    }
+    out += ")";
+    if (!n->attrs().empty()) {
+      out += " {";
+      bool first = true;
+      for (const auto &[name, attr] : n->attrs()) {
+        absl::StrAppend(&out, first ? "" : ", ", isIdentifier(name) ? name : quoteString(name),
+                        " = ", attributeText(attr));
+        first = false;
+      }
+      out += "}";
+    }
+    if (n->numOutputs() > 0) {
+      out += " : ";
+      for (int i = 0; i < n->numOutputs(); ++i)
+        absl::StrAppend(&out, i ? ", " : "", typeText(n->output(i)->type()));
+    }
+    if (options.printLocations && !n->name().empty())
+      absl::StrAppend(&out, " loc(", quoteString(n->name()), ")");
+    out += "\n";
+  }
+  absl::StrAppend(&out, "  return", outputs.empty() ? "" : " ", outputs, "\n}\n");
+  return out;
+}
+
+}  // namespace fusec::ir
