@@ -1,0 +1,185 @@
+//===- KernelSpec.h - Target-neutral description of one kernel --*- C++ -*-===//
+//
+// A KernelSpec is what one fused group becomes before any backend sees it
+// (DESIGN.md, "KernelSpec"). It has no CUDA, NKI or CPU concept in it.
+//
+//  - A *domain*: named loop dims with static extents, each parallel or
+//    reduced. Parallel dims come first; reduced dims (if any) last. One
+//    "row" is one point of the parallel dims; the reduced dims span the row.
+//  - *Buffers*: the kernel's arguments (inputs and outputs), each with a
+//    storage dtype and a static row-major shape. Buffer i is launcher
+//    argument i. Buffers carry no identity: two launches of one spec may
+//    bind different tensors.
+//  - A *body*: a DAG of scalar expressions (Expr), hash-consed so that equal
+//    sub-expressions share one id. Index maps are expressions too: a Load
+//    names a buffer and one index expression per buffer dim (broadcast = a
+//    constant 0, transpose = permuted dims, slice = start + step * i, gather
+//    = an index computed from another Load). A Load may carry a guard: when
+//    the guard is false the load does not touch memory and yields 0 (used by
+//    Pad, Concat, pooling windows).
+//  - *Reductions* over the reduced dims (sum, prod, max, min, argmax,
+//    argmin). A reduction's body may use results of earlier reductions
+//    (softmax: max, then sum of exp(x - max); variance: sum of (x - mean)^2,
+//    the two-pass algorithm). kReduceResult exprs read a reduction's result.
+//  - *Stores* (outputs with index maps). A store whose value and indices do
+//    not depend on reduced dims is row-level (written once per row).
+//
+// Library calls (GEMM, convolution) and attention are their own kinds; their
+// parameters live in Lowering.h (they name graph Values).
+//
+// Scalar semantics: floats compute in f32 (f64 for f64 tensors); integers in
+// i64; kIdx is index arithmetic (integer, width chosen by the backend). Loads
+// convert storage to compute type, stores convert back (round to nearest).
+//
+//===----------------------------------------------------------------------===//
+#ifndef FUSEC_CODEGEN_KERNELSPEC_H
+#define FUSEC_CODEGEN_KERNELSPEC_H
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "ir/DType.h"
+
+namespace fusec::codegen {
+
+/// Compute (register) types of scalar expressions.
+enum class ScalarType { kBool, kI64, kIdx, kF32, kF64 };
+const char *scalarTypeName(ScalarType t);
+/// The compute type that values stored as \p storage are computed in.
+ScalarType computeTypeOf(ir::DType storage);
+
+enum class ExprKind {
+  kConst,         ///< fval (floats) or ival (integers, bool)
+  kIndex,         ///< the loop index of domain dim `ival` (kIdx)
+  kLoad,          ///< buffer `ival` at operands (one kIdx per buffer dim); guard optional
+  kUnary,         ///< op = UnaryOp, operands[0]
+  kBinary,        ///< op = BinaryOp, operands[0..1]
+  kSelect,        ///< operands[0] (bool) ? operands[1] : operands[2]
+  kCast,          ///< convert operands[0] to type
+  kReduceResult,  ///< result of reduction `ival` (row-level)
+};
+
+enum class UnaryOp {
+  kNeg, kAbs, kExp, kLog, kSqrt, kRsqrt, kRecip, kErf, kTanh, kSigmoid, kSin, kCos,
+  kFloor, kCeil, kRound /* half to even */, kSign, kNot, kIsNaN, kIsPosInf, kIsNegInf,
+  kLog1p, kRoundF16 /* round an f32 to the nearest f16, keep f32 */, kRoundBF16,
+};
+enum class BinaryOp {
+  kAdd, kSub, kMul, kDiv /* integers truncate */, kMod /* sign of divisor */, kFmod,
+  kPow, kMax, kMin, kEq, kNe, kLt, kLe, kGt, kGe, kAnd, kOr, kXor,
+};
+const char *unaryOpName(UnaryOp op);
+const char *binaryOpName(BinaryOp op);
+
+struct Expr {
+  ExprKind kind = ExprKind::kConst;
+  ScalarType type = ScalarType::kF32;
+  int op = 0;
+  double fval = 0;
+  int64_t ival = 0;
+  std::vector<int> operands;
+  int guard = -1;  ///< kLoad: bool expr; -1 = always in bounds
+};
+
+struct LoopDim {
+  std::string name;   ///< "d0", ... (for printing only)
+  int64_t extent = 1;
+  bool reduced = false;
+};
+
+struct BufferDesc {
+  ir::DType dtype = ir::DType::kF32;
+  std::vector<int64_t> shape;  ///< static, row-major, dense
+  bool written = false;        ///< true for outputs
+};
+
+enum class ReduceKind { kSum, kProd, kMax, kMin, kArgMax, kArgMin };
+const char *reduceKindName(ReduceKind k);
+
+struct Reduction {
+  ReduceKind kind = ReduceKind::kSum;
+  int body = -1;               ///< element-level expr reduced over the reduced dims
+  ScalarType type = ScalarType::kF32;  ///< of the result (kI64 for arg*)
+  bool selectLastIndex = false;        ///< arg*: ties pick the last index
+};
+
+struct Store {
+  int buffer = -1;
+  std::vector<int> index;  ///< one kIdx expr per buffer dim
+  int value = -1;
+  int guard = -1;          ///< store only where true; -1 = always
+};
+
+enum class SpecKind {
+  kPointwise,  ///< no reduced dims: one pass over the domain
+  kReduce,     ///< rows: reductions over the reduced dims, then the epilogue
+  kAttention,  ///< placeholder: online-softmax attention (not lowered yet)
+};
+const char *specKindName(SpecKind k);
+
+/// One generated kernel. Built with the helpers below, which hash-cons
+/// expressions and fold constant index arithmetic.
+class KernelSpec {
+ public:
+  SpecKind kind = SpecKind::kPointwise;
+  std::vector<LoopDim> dims;
+  std::vector<BufferDesc> buffers;
+  std::vector<Expr> exprs;
+  std::vector<Reduction> reductions;
+  std::vector<Store> stores;
+
+  /// Adds a loop dim; \returns its index. Parallel dims must come first.
+  int addDim(int64_t extent, bool reduced);
+  int addBuffer(ir::DType dtype, std::vector<int64_t> shape, bool written);
+
+  // Expression builders (hash-consed; operands must already exist).
+  int constF(double v, ScalarType t = ScalarType::kF32);
+  int constI(int64_t v, ScalarType t = ScalarType::kIdx);
+  int constB(bool v) { return constI(v ? 1 : 0, ScalarType::kBool); }
+  int index(int dim);
+  int load(int buffer, std::vector<int> idx, int guard = -1);
+  int unary(UnaryOp op, int a);
+  /// Binary op; comparisons and logic give kBool, others a's type. Integer
+  /// kIdx arithmetic with constants is folded (x*1, x+0, 0*x, constants).
+  int binary(BinaryOp op, int a, int b);
+  int select(int c, int a, int b);
+  int cast(int a, ScalarType t);
+  int reduceResult(int reduction);
+  int addReduction(ReduceKind k, int body, bool selectLast = false);
+  void addStore(int buffer, std::vector<int> idx, int value, int guard = -1);
+
+  /// Flat row-major offset of \p idx in \p shape (kIdx expr).
+  int linearize(const std::vector<int> &idx, const std::vector<int64_t> &shape);
+  /// Inverse of linearize: the indices of flat offset \p flat in \p shape.
+  std::vector<int> delinearize(int flat, const std::vector<int64_t> &shape);
+
+  const Expr &expr(int id) const { return exprs[id]; }
+  bool isConst(int id, int64_t *v = nullptr) const;
+  int numParallelDims() const;
+  /// Product of parallel / reduced extents.
+  int64_t parallelSize() const;
+  int64_t reducedSize() const;
+  /// True if \p id depends on a reduced dim (not counting reduction results).
+  bool dependsOnReducedDim(int id) const;
+  /// True if \p id depends (transitively) on a reduction result.
+  bool dependsOnReduction(int id) const;
+
+ private:
+  int intern(Expr e);
+  std::map<std::tuple<int, int, int, uint64_t, int64_t, std::vector<int>, int>, int> cache_;
+};
+
+/// Text form of \p spec, one line per dim, buffer, expr, reduction and store.
+/// Deterministic; used by tests (FileCheck) and as the structural key.
+std::string printKernelSpec(const KernelSpec &spec);
+
+/// Canonical key: equal for structurally equal specs (buffer identity is not
+/// part of a spec), different otherwise. Backends emit one kernel per key.
+std::string canonicalKey(const KernelSpec &spec);
+
+}  // namespace fusec::codegen
+
+#endif  // FUSEC_CODEGEN_KERNELSPEC_H

@@ -1,0 +1,94 @@
+//===- Lowering.h - Fused groups to KernelSpecs and library calls -*- C++ -*-===//
+//
+// Turns each kernel of a FusionPlan (nodes tagged "fusec.kernel") into
+// target-neutral work items: generated kernels (KernelSpec + the graph
+// Values bound to its buffers) and library calls (GEMM, convolution) with
+// the graph Values they read and write.
+//
+// Buffers are graph Values. Views (Reshape, Squeeze, Unsqueeze, Flatten,
+// Identity, single-output Dropout) are never work items: a view's result is
+// an alias of its input, and kernels may receive view Values as buffers.
+// Intermediates: when a GEMM / convolution group has an epilogue that the
+// library cannot fuse, the library call writes the anchor node's own result
+// Value (e.g. the MatMul output) and a generated kernel reads it. Whoever
+// allocates memory must allocate every Value that any work item names.
+//
+//===----------------------------------------------------------------------===//
+#ifndef FUSEC_CODEGEN_LOWERING_H
+#define FUSEC_CODEGEN_LOWERING_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "codegen/KernelSpec.h"
+#include "ir/Graph.h"
+#include "passes/fusion/FusionPlan.h"
+
+namespace fusec::codegen {
+
+/// cuBLASLt-style epilogues (ARTIFACT.md "gemm"): gelu is the tanh form.
+enum class GemmEpilogue { kNone, kBias, kRelu, kReluBias, kGelu, kGeluBias };
+const char *gemmEpilogueName(GemmEpilogue e);
+
+/// One (batched) GEMM, row-major dense operands (ARTIFACT.md "gemm"):
+/// D[m,n] = alpha * op(A)[m,k] * op(B)[k,n] + beta * C[m,n] (+ epilogue).
+struct GemmParams {
+  const ir::Value *a = nullptr;
+  const ir::Value *b = nullptr;
+  const ir::Value *c = nullptr;     ///< optional, dense [batch?, m, n]
+  const ir::Value *bias = nullptr;  ///< optional per-column vector [n]
+  const ir::Value *d = nullptr;
+  int64_t m = 0, n = 0, k = 0, batch = 1;
+  int64_t strideA = 0, strideB = 0, strideC = 0, strideD = 0;  ///< elements; 0 broadcasts
+  bool transA = false, transB = false;
+  double alpha = 1, beta = 0;
+  GemmEpilogue epilogue = GemmEpilogue::kNone;
+  ir::DType dtype = ir::DType::kF32;  ///< of A, B, C, D
+  std::string compute = "f32";        ///< "f32" or "tf32"
+};
+
+/// One NCHW convolution (ARTIFACT.md "conv").
+struct ConvParams {
+  const ir::Value *x = nullptr, *w = nullptr, *bias = nullptr, *y = nullptr;
+  std::vector<int64_t> xShape, wShape, yShape;
+  std::vector<int64_t> pads;  ///< [begin..., end...]
+  std::vector<int64_t> strides, dilations;
+  int64_t group = 1;
+  ir::DType dtype = ir::DType::kF32;
+};
+
+/// One unit of work, in execution order.
+struct WorkItem {
+  enum class Kind { kKernel, kGemm, kConv } kind = Kind::kKernel;
+  std::string name;                        ///< kernel name from the plan ("k3_reduction")
+  KernelSpec spec;                         ///< kKernel
+  std::vector<const ir::Value *> buffers;  ///< kKernel: Value bound to spec buffer i
+  GemmParams gemm;                         ///< kGemm
+  ConvParams conv;                         ///< kConv
+  std::vector<const ir::Node *> nodes;     ///< ONNX nodes covered (for comments)
+};
+
+struct LoweringOptions {
+  bool allowTf32 = false;
+  /// Scalars (one element) that are constants are inlined as literals.
+  bool inlineScalarConstants = true;
+};
+
+/// Lowers every kernel of \p plan. \p graph must carry the fusec.kernel
+/// attributes of the fusion pass; nodes without the attribute (other than
+/// views) are each lowered as a kernel of their own. Items come out in a
+/// topological order of the kernels.
+/// Errors: Unimplemented naming node and op for what cannot be lowered;
+/// InvalidArgument for non-static shapes.
+absl::StatusOr<std::vector<WorkItem>> lowerGraph(const ir::Graph &graph,
+                                                 const passes::FusionPlan &plan,
+                                                 const LoweringOptions &opts);
+
+/// True for ops lowered as aliases (no work item).
+bool isViewNode(const ir::Node &node);
+
+}  // namespace fusec::codegen
+
+#endif  // FUSEC_CODEGEN_LOWERING_H

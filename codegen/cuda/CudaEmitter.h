@@ -1,0 +1,77 @@
+//===- CudaEmitter.h - KernelSpecs to CUDA C++ ------------------*- C++ -*-===//
+//
+// The CUDA backend: lowers a fused graph (Lowering.h) and prints every
+// generated KernelSpec as CUDA C++ — one __global__ kernel and one
+// extern "C" launcher per structurally unique spec — plus the manifest steps
+// (ARTIFACT.md) that run them and the library calls, in order.
+//
+// Launcher ABI (ARTIFACT.md): extern "C" int fusec_k<N>(void *const *buffers,
+// cudaStream_t stream); buffers[i] is the device address of Step::buffers[i];
+// returns a cudaError_t (0 = success).
+//
+// Names: kernel symbols are fusec_k<N> (N counts unique specs); ONNX node
+// names appear only inside comments, escaped.
+//
+//===----------------------------------------------------------------------===//
+#ifndef FUSEC_CODEGEN_CUDA_CUDAEMITTER_H
+#define FUSEC_CODEGEN_CUDA_CUDAEMITTER_H
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "codegen/KernelSpec.h"
+#include "codegen/Lowering.h"
+#include "ir/Graph.h"
+#include "passes/fusion/FusionPlan.h"
+
+namespace fusec::codegen {
+
+/// One manifest step.
+struct Step {
+  enum class Kind { kKernel, kGemm, kConv, kCopy } kind = Kind::kKernel;
+  std::string name;                        ///< kernel name from the FusionPlan
+  std::string symbol;                      ///< kKernel: the extern "C" launcher
+  std::vector<const ir::Value *> buffers;  ///< kKernel: launcher args, in order
+  GemmParams gemm;                         ///< kGemm
+  ConvParams conv;                         ///< kConv
+  const ir::Value *src = nullptr;          ///< kCopy
+  const ir::Value *dst = nullptr;          ///< kCopy
+};
+
+/// The generated module: the .cu source and the steps that run it.
+/// Every Value named by a step (kernel buffers, GEMM/conv operands) must be
+/// allocated by the artifact writer: graph inputs/outputs, constants
+/// (weights), arena Values, and view Values (aliases of their input).
+struct CudaModule {
+  std::string source;                    ///< complete .cu translation unit
+  std::vector<Step> steps;               ///< in execution order
+  std::vector<std::string> kernelNames;  ///< plan kernel names, in step order (unique)
+  std::vector<std::string> symbols;      ///< unique launcher symbols defined in source
+};
+
+struct CudaOptions {
+  std::string arch = "sm_90";
+  bool allowTf32 = false;
+};
+
+/// Lowers every kernel of \p plan (graph already fused: nodes carry
+/// fusec.kernel) to CUDA. Errors as lowerGraph().
+absl::StatusOr<CudaModule> lowerToCuda(const ir::Graph &graph, const passes::FusionPlan &plan,
+                                       const CudaOptions &opts);
+
+/// Prints one spec as a __global__ kernel plus launcher named \p symbol.
+/// \p comment goes into a /* */ header (escaped here).
+absl::StatusOr<std::string> emitCudaKernel(const KernelSpec &spec, const std::string &symbol,
+                                           const std::string &comment);
+
+/// The prelude (includes and scalar helpers) every generated .cu starts with.
+std::string cudaPrelude();
+
+/// Escapes \p text for a C block comment: "*/" and control characters
+/// (newlines included) cannot end the comment or break the line.
+std::string escapeComment(const std::string &text);
+
+}  // namespace fusec::codegen
+
+#endif  // FUSEC_CODEGEN_CUDA_CUDAEMITTER_H
