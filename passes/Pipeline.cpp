@@ -15,7 +15,7 @@ namespace fusec::passes {
 std::vector<std::string> defaultPipeline(const std::string &backend) {
   std::vector<std::string> p;
   // Only passes that are registered appear; the table grows as passes land.
-  for (const char *name : {"shape-specialize", "const-fold", "canonicalize", "dce", "cost-model",
+  for (const char *name : {"shape-specialize", "const-fold", "canonicalize", "fold-bn", "dce", "cost-model",
                            "fusion"}) {
     for (const PassInfo &info : allPasses())
       if (std::string(info.name) == name) p.push_back(name);

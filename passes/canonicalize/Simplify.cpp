@@ -1,0 +1,230 @@
+//===- Simplify.cpp - Local simplifications: no-ops, chains, bias adds ----===//
+//
+// - No-ops replaced by their input: Identity; Dropout (inference: training
+//   mode absent or constant false, mask output unused); Cast to the input's
+//   own dtype; Cast(Cast(x, A), B) with B = x's dtype and A a lossless
+//   widening of B (f16/bf16 -> f32 -> f16/bf16, f32 -> f64 -> f32, integer
+//   widening); Reshape and Expand whose static input and output shapes are
+//   equal; Transpose with the identity permutation.
+// - Reshape(Reshape(x, s1), s2) -> Reshape(x, s2'), where s2' is the static
+//   output shape if known, else s2 when it has no 0 entries (0 would copy a
+//   dim of the inner result, not of x) or allowzero=1.
+// - Transpose(Transpose(x, p1), p2) -> Transpose(x, q), q[i] = p1[p2[i]], or
+//   x itself when q is the identity.
+// - Add(MatMul(A, B), C) with 2-D A and B and a bias C that broadcasts into
+//   the [M, N] result without enlarging it -> Gemm(A, B, C). For higher-rank
+//   A the canonical form is Add(MatMul(A, W), bias) with the MatMul operand
+//   first: fusion treats the Add as a GEMM epilogue, so a fusec-only
+//   "Linear" op (which every component would have to learn, and which
+//   Reshape-to-2-D-and-back would only obscure) buys nothing. Gemm with
+//   transA / transB / alpha / beta is left as is.
+//
+//===----------------------------------------------------------------------===//
+#include <algorithm>
+
+#include "absl/strings/ascii.h"
+#include "passes/canonicalize/Patterns.h"
+
+namespace fusec::passes::canonicalize {
+namespace {
+
+/// True if every value of dtype \p narrow is exactly representable in \p wide.
+bool isLosslessWidening(ir::DType narrow, ir::DType wide) {
+  using ir::DType;
+  if (narrow == wide) return true;
+  switch (narrow) {
+    case DType::kF16:
+    case DType::kBF16:
+      return wide == DType::kF32 || wide == DType::kF64;
+    case DType::kF32:
+      return wide == DType::kF64;
+    case DType::kBool:
+      return ir::isInteger(wide) || ir::isFloat(wide);
+    case DType::kI8:
+      return wide == DType::kI16 || wide == DType::kI32 || wide == DType::kI64 ||
+             wide == DType::kF32 || wide == DType::kF64;
+    case DType::kU8:
+      return wide == DType::kI16 || wide == DType::kU16 || wide == DType::kI32 ||
+             wide == DType::kU32 || wide == DType::kI64 || wide == DType::kU64 ||
+             wide == DType::kF32 || wide == DType::kF64;
+    case DType::kI16:
+      return wide == DType::kI32 || wide == DType::kI64 || wide == DType::kF32 ||
+             wide == DType::kF64;
+    case DType::kU16:
+      return wide == DType::kI32 || wide == DType::kU32 || wide == DType::kI64 ||
+             wide == DType::kU64 || wide == DType::kF32 || wide == DType::kF64;
+    case DType::kI32:
+      return wide == DType::kI64 || wide == DType::kF64;
+    case DType::kU32:
+      return wide == DType::kI64 || wide == DType::kU64 || wide == DType::kF64;
+    default:
+      return false;
+  }
+}
+
+bool sameStaticShape(const ir::Value *a, const ir::Value *b) {
+  return a->type().isStatic() && b->type().isStatic() &&
+         a->type().staticShape() == b->type().staticShape();
+}
+
+/// The permutation of a Transpose (default: reversed axes); empty if the
+/// rank is unknown or the perm is malformed.
+std::vector<int64_t> permOf(const ir::Node &t) {
+  const ir::TensorType &ty = t.input(0)->type();
+  std::vector<int64_t> perm = t.getInts("perm");
+  if (perm.empty()) {
+    if (!ty.rankKnown) return {};
+    for (int64_t i = ty.rank() - 1; i >= 0; --i) perm.push_back(i);
+  }
+  std::vector<int64_t> sorted = perm;
+  std::sort(sorted.begin(), sorted.end());
+  for (size_t i = 0; i < sorted.size(); ++i)
+    if (sorted[i] != static_cast<int64_t>(i)) return {};
+  return perm;
+}
+
+bool isIdentityPerm(const std::vector<int64_t> &perm) {
+  for (size_t i = 0; i < perm.size(); ++i)
+    if (perm[i] != static_cast<int64_t>(i)) return false;
+  return true;
+}
+
+/// The value a no-op node forwards, or null if \p n is not a no-op.
+ir::Value *noOpSource(const ir::Node &n, const UseInfo &uses) {
+  ir::Value *in = n.input(0);
+  if (!in) return nullptr;
+  const ir::TensorType &inTy = in->type();
+  const ir::TensorType &outTy = n.output(0)->type();
+  switch (n.kind()) {
+    case ir::OpKind::kIdentity:
+      return in;
+    case ir::OpKind::kDropout: {
+      if (n.numOutputs() > 1 &&
+          (!uses.users(n.output(1)).empty() || uses.isGraphOutput(n.output(1))))
+        return nullptr;
+      const ir::Value *training = n.input(2);
+      if (training && !isSplatConstant(training, 0.0, 0)) return nullptr;
+      return in;
+    }
+    case ir::OpKind::kCast: {
+      int64_t to = n.getInt("to", 0);
+      if (inTy.dtype == static_cast<ir::DType>(to)) return in;
+      ir::Node *inner = producerOf(in, ir::OpKind::kCast);
+      if (inner && inner->input(0) &&
+          inner->input(0)->type().dtype == static_cast<ir::DType>(to) &&
+          isLosslessWidening(static_cast<ir::DType>(to), inTy.dtype))
+        return inner->input(0);
+      return nullptr;
+    }
+    case ir::OpKind::kReshape:
+    case ir::OpKind::kExpand:
+      return sameStaticShape(in, n.output(0)) && inTy.dtype == outTy.dtype ? in : nullptr;
+    case ir::OpKind::kTranspose: {
+      std::vector<int64_t> perm = permOf(n);
+      return !perm.empty() && isIdentityPerm(perm) ? in : nullptr;
+    }
+    default:
+      return nullptr;
+  }
+}
+
+/// True if a [dims of c] bias broadcasts into \p out without enlarging it.
+bool broadcastsInto(const ir::TensorType &c, const ir::TensorType &out) {
+  if (!c.rankKnown || !out.rankKnown || c.rank() > out.rank()) return false;
+  for (int64_t i = 1; i <= c.rank(); ++i) {
+    const ir::Dim &cd = c.shape[c.rank() - i];
+    const ir::Dim &od = out.shape[out.rank() - i];
+    if (cd.isStatic() && cd.value == 1) continue;
+    if (cd != od || cd.isUnknown()) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::optional<Rewrite> matchNoOp(ir::Node &root, const UseInfo &uses) {
+  ir::Value *src = noOpSource(root, uses);
+  if (!src) return std::nullopt;
+  ir::Node *r = &root;
+  std::string stat = absl::AsciiStrToLower(root.opType());
+  return Rewrite{"drop-" + stat, {r}, [r, src](ir::Graph &g) -> absl::StatusOr<bool> {
+                   return replaceValue(g, r->output(0), src, /*takeName=*/false);
+                 }};
+}
+
+std::optional<Rewrite> matchReshapeChain(ir::Node &root, const UseInfo &uses) {
+  if (root.kind() != ir::OpKind::kReshape) return std::nullopt;
+  ir::Node *inner = producerOf(root.input(0), ir::OpKind::kReshape);
+  if (!inner) return std::nullopt;
+  ir::Value *x = inner->input(0);
+  ir::Node *r = &root;
+  const ir::TensorType &outTy = root.output(0)->type();
+  if (outTy.isStatic()) {
+    ir::Shape shape = outTy.staticShape();
+    return Rewrite{"reshape-chain", {r}, [r, x, shape](ir::Graph &g) {
+                     ir::Value *s = g.addConstant(g.uniqueName(r->output(0)->name() + ".shape"),
+                                                  ir::Tensor::vectorI64(shape));
+                     return replaceRootWith(g, r, "Reshape", {x, s}, {});
+                   }};
+  }
+  ir::Value *shape = root.input(1);
+  if (!shape || !shape->constant()) return std::nullopt;
+  int64_t allowZero = root.getInt("allowzero", 0);
+  std::vector<int64_t> dims = shape->constant()->toInts();
+  if (allowZero == 0 && std::find(dims.begin(), dims.end(), 0) != dims.end()) return std::nullopt;
+  return Rewrite{"reshape-chain", {r}, [r, x, shape, allowZero](ir::Graph &g) {
+                   return replaceRootWith(g, r, "Reshape", {x, shape},
+                                          {{"allowzero", ir::Attribute(allowZero)}});
+                 }};
+}
+
+std::optional<Rewrite> matchTransposeChain(ir::Node &root, const UseInfo &uses) {
+  if (root.kind() != ir::OpKind::kTranspose) return std::nullopt;
+  ir::Node *inner = producerOf(root.input(0), ir::OpKind::kTranspose);
+  if (!inner) return std::nullopt;
+  std::vector<int64_t> p1 = permOf(*inner), p2 = permOf(root);
+  if (p1.empty() || p1.size() != p2.size()) return std::nullopt;
+  std::vector<int64_t> q(p2.size());
+  for (size_t i = 0; i < p2.size(); ++i) q[i] = p1[p2[i]];
+  ir::Value *x = inner->input(0);
+  ir::Node *r = &root;
+  if (isIdentityPerm(q))
+    return Rewrite{"transpose-chain", {r}, [r, x](ir::Graph &g) -> absl::StatusOr<bool> {
+                     return replaceValue(g, r->output(0), x, /*takeName=*/false);
+                   }};
+  return Rewrite{"transpose-chain", {r}, [r, x, q](ir::Graph &g) {
+                   return replaceRootWith(g, r, "Transpose", {x}, {{"perm", ir::Attribute(q)}});
+                 }};
+}
+
+std::optional<Rewrite> matchMatMulBias(ir::Node &root, const UseInfo &uses) {
+  if (root.kind() != ir::OpKind::kAdd) return std::nullopt;
+  for (int i = 0; i < 2; ++i) {
+    ir::Node *mm = producerOf(root.input(i), ir::OpKind::kMatMul);
+    if (!mm || producerOf(root.input(1 - i), ir::OpKind::kMatMul)) continue;
+    ir::Value *bias = root.input(1 - i);
+    ir::Value *a = mm->input(0), *b = mm->input(1);
+    const ir::TensorType &outTy = mm->output(0)->type();
+    ir::Node *r = &root;
+    if (uses.hasOneUse(mm->output(0)) && a->type().rankKnown && a->type().rank() == 2 &&
+        b->type().rankKnown && b->type().rank() == 2 && ir::isFloat(outTy.dtype) &&
+        broadcastsInto(bias->type(), outTy) && bias->type().dtype == outTy.dtype) {
+      return Rewrite{"matmul-bias-to-gemm", {r, mm}, [r, a, b, bias](ir::Graph &g) {
+                       return replaceRootWith(g, r, "Gemm", {a, b, bias}, {});
+                     }};
+    }
+    if (i == 1) {
+      // Canonical operand order: Add(MatMul(...), bias).
+      return Rewrite{"matmul-bias-order", {r}, [r](ir::Graph &g) -> absl::StatusOr<bool> {
+                       ir::Value *lhs = r->input(0);
+                       r->setInput(0, r->input(1));
+                       r->setInput(1, lhs);
+                       return true;
+                     }};
+    }
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+}  // namespace fusec::passes::canonicalize
