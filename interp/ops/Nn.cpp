@@ -203,8 +203,10 @@ absl::StatusOr<WindowGeometry> windowGeometry(const ir::Node &node, const ir::Sh
       g.padEnd[d] = autoPad == "SAME_UPPER" ? big : small;
       continue;
     }
+    bool ceil = ceilMode;
     if (autoPad == "VALID") {
       g.padBegin[d] = g.padEnd[d] = 0;
+      ceil = false;  // VALID windows always fit (as ir/ShapeInference.cpp)
     } else if (autoPad != "NOTSET") {
       return invalidArg("attribute auto_pad = '", autoPad, "' is not supported");
     }
@@ -213,8 +215,8 @@ absl::StatusOr<WindowGeometry> windowGeometry(const ir::Node &node, const ir::Sh
       return invalidArg("spatial dim ", d, ": the kernel (extent ", effK,
                         " with dilation) is larger than the padded input (", in[d], " + ",
                         g.padBegin[d] + g.padEnd[d], ")");
-    g.out[d] = (ceilMode ? (span + s - 1) / s : span / s) + 1;
-    if (ceilMode && (g.out[d] - 1) * s >= in[d] + g.padBegin[d]) --g.out[d];
+    g.out[d] = (ceil ? (span + s - 1) / s : span / s) + 1;
+    if (ceil && (g.out[d] - 1) * s >= in[d] + g.padBegin[d]) --g.out[d];
   }
   g.inSize = ir::numElements(in);
   g.kernelSize = ir::numElements(kernel);
