@@ -1,0 +1,142 @@
+/*===- fusert.h - C API of libfusert, the fusec artifact runtime -*- C -*-===//
+ *
+ * Part of fusec. libfusert loads the folder that `fusec --target cuda` writes
+ * (manifest.json, libmodel.so, weights.bin; see docs/ARTIFACT.md) and runs it
+ * on a caller's CUDA stream. It depends only on the CUDA runtime, cuBLASLt,
+ * cuDNN (when built with it) and libdl.
+ *
+ * Conventions: every function that can fail returns a fusert_status; on
+ * failure fusert_last_error() holds a message for the calling thread. No
+ * function aborts or lets a C++ exception escape. A model may be used by one
+ * thread at a time; distinct models are independent.
+ *
+ *===----------------------------------------------------------------------===*/
+#ifndef FUSERT_FUSERT_H
+#define FUSERT_FUSERT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cuda_runtime_api.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FUSERT_ARTIFACT_VERSION 1
+
+/* Marks the exported API; libfusert is built with hidden visibility. */
+#if defined(__GNUC__)
+#define FUSERT_API __attribute__((visibility("default")))
+#else
+#define FUSERT_API
+#endif
+
+/** Status codes. FUSERT_OK is 0; every other value is a failure. */
+typedef enum fusert_status {
+  FUSERT_OK = 0,
+  FUSERT_INVALID_ARGUMENT = 1, /**< bad argument, malformed artifact, bad input */
+  FUSERT_NOT_FOUND = 2,        /**< missing file, library or kernel symbol */
+  FUSERT_CUDA_ERROR = 3,       /**< a CUDA runtime call or a kernel failed */
+  FUSERT_CUBLAS_ERROR = 4,     /**< a cuBLASLt call failed or found no algorithm */
+  FUSERT_CUDNN_ERROR = 5,      /**< a cuDNN call failed or found no algorithm */
+  FUSERT_INTERNAL = 6          /**< broken invariant or out of host memory */
+} fusert_status;
+
+/** Element types; the names in manifest.json are given in brackets. */
+typedef enum fusert_dtype {
+  FUSERT_F32 = 0,  /**< "f32" */
+  FUSERT_F16 = 1,  /**< "f16" */
+  FUSERT_BF16 = 2, /**< "bf16" */
+  FUSERT_F64 = 3,  /**< "f64" */
+  FUSERT_I64 = 4,  /**< "i64" */
+  FUSERT_I32 = 5,  /**< "i32" */
+  FUSERT_I8 = 6,   /**< "i8" */
+  FUSERT_U8 = 7,   /**< "u8" */
+  FUSERT_BOOL = 8  /**< "bool", one byte per element */
+} fusert_dtype;
+
+/** A tensor handed to fusert_run: dense, row-major, in device memory. */
+typedef struct fusert_tensor {
+  const char *name;     /**< the model's input/output name */
+  fusert_dtype dtype;
+  int rank;
+  const int64_t *shape; /**< `rank` dims; may be NULL when rank is 0 */
+  void *data;           /**< device pointer, at least 256-byte aligned for best speed */
+} fusert_tensor;
+
+/** A loaded artifact. Opaque. */
+typedef struct fusert_model fusert_model;
+
+/** \returns the message of the most recent failure on the calling thread
+ *  ("" if none). Valid until the next failing call on this thread. */
+FUSERT_API const char *fusert_last_error(void);
+
+/** \returns a static name for \p status ("FUSERT_OK", ...). */
+FUSERT_API const char *fusert_status_name(fusert_status status);
+
+/** \returns the manifest name of \p dtype ("f32", ...), or "?" if unknown. */
+FUSERT_API const char *fusert_dtype_name(fusert_dtype dtype);
+
+/** \returns the size in bytes of one element of \p dtype, 0 if unknown. */
+FUSERT_API size_t fusert_dtype_size(fusert_dtype dtype);
+
+/** Loads the artifact in folder \p artifact_dir on the current CUDA device:
+ *  parses and checks manifest.json, dlopens its library and resolves every
+ *  kernel symbol, reads weights.bin and uploads it once, allocates the
+ *  activation arena and creates the cuBLASLt/cuDNN state the steps need.
+ *  On success *\p out owns everything; release it with fusert_unload.
+ *  Errors: FUSERT_INVALID_ARGUMENT (NULL argument, malformed or inconsistent
+ *  manifest: bad JSON, missing field, unknown dtype/storage/step kind/
+ *  epilogue, offsets or sizes out of range, weights.bin size mismatch, conv
+ *  without cuDNN support); FUSERT_NOT_FOUND (manifest.json, library or
+ *  weights.bin missing, kernel symbol missing); FUSERT_CUDA_ERROR (no device,
+ *  allocation or upload failed); FUSERT_CUBLAS_ERROR / FUSERT_CUDNN_ERROR
+ *  (handle creation failed, no algorithm for a step). */
+FUSERT_API fusert_status fusert_load(const char *artifact_dir, fusert_model **out);
+
+/** Releases everything \p model owns. Waits for nothing: the caller must make
+ *  sure no run is still in flight on a stream. NULL is ignored. */
+FUSERT_API void fusert_unload(fusert_model *model);
+
+/** \returns the number of model inputs (0 for NULL). */
+FUSERT_API size_t fusert_num_inputs(const fusert_model *model);
+/** \returns the number of model outputs (0 for NULL). */
+FUSERT_API size_t fusert_num_outputs(const fusert_model *model);
+
+/** Describes input \p index: any of the out-pointers may be NULL. *\p name and
+ *  *\p shape stay valid until fusert_unload.
+ *  Errors: FUSERT_INVALID_ARGUMENT (NULL model, index out of range). */
+FUSERT_API fusert_status fusert_input_info(const fusert_model *model, size_t index,
+                                const char **name, fusert_dtype *dtype,
+                                int *rank, const int64_t **shape);
+/** Like fusert_input_info, for output \p index. */
+FUSERT_API fusert_status fusert_output_info(const fusert_model *model, size_t index,
+                                 const char **name, fusert_dtype *dtype,
+                                 int *rank, const int64_t **shape);
+
+/** Runs the model asynchronously on \p stream (0 = legacy default stream).
+ *  \p inputs / \p outputs give every input / output exactly once, in any
+ *  order, matched by name; outputs are written by the run. The call returns
+ *  once all work is enqueued; synchronise \p stream before reading outputs.
+ *  Errors: FUSERT_INVALID_ARGUMENT (NULL model, wrong count, unknown or
+ *  repeated name, dtype/rank/dims mismatch, NULL data or shape);
+ *  FUSERT_CUDA_ERROR (launch, copy or graph failure; the message names the
+ *  step); FUSERT_CUBLAS_ERROR / FUSERT_CUDNN_ERROR (library failure). */
+FUSERT_API fusert_status fusert_run(fusert_model *model, const fusert_tensor *inputs,
+                         size_t num_inputs, fusert_tensor *outputs,
+                         size_t num_outputs, cudaStream_t stream);
+
+/** Turns CUDA-graph execution on (\p on != 0) or off. When on, the first run
+ *  for a given set of input/output pointers and stream captures the steps into
+ *  a CUDA graph; later runs with the same pointers and stream replay it, and a
+ *  run with other pointers re-captures. Runs on the legacy default stream
+ *  (stream 0), which cannot be captured, run the steps directly.
+ *  Errors: FUSERT_INVALID_ARGUMENT (NULL model). */
+FUSERT_API fusert_status fusert_enable_cuda_graph(fusert_model *model, int on);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* FUSERT_FUSERT_H */

@@ -1,0 +1,683 @@
+//===- Manifest.cpp - Parse and check an artifact's manifest.json -===//
+//
+// Field names and meanings follow docs/ARTIFACT.md (format version 1). Every
+// error names the offending entry ("buffers[3] 'h0'", "steps[1] 'k1_gemm'")
+// and field, so a code-generator bug is easy to find from the message alone.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/internal/Manifest.h"
+
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+
+#include <nlohmann/json.hpp>
+
+namespace fusec::rt {
+namespace {
+
+using Json = nlohmann::json;
+
+const char *typeName(const Json &v) { return v.type_name(); }
+
+Status missing(const std::string &where, const char *key) {
+  return invalidArgument(where, ": missing field '", key, "'");
+}
+
+Status mistyped(const std::string &where, const char *key, const char *want,
+                const Json &v) {
+  return invalidArgument(where, ": field '", key, "' must be ", want,
+                         ", got ", typeName(v));
+}
+
+/// Looks up \p key; \returns false in \p found if absent.
+const Json *lookup(const Json &obj, const char *key) {
+  auto it = obj.find(key);
+  return it == obj.end() ? nullptr : &*it;
+}
+
+Status getString(const Json &obj, const char *key, const std::string &where,
+                 std::string &out, bool required = true) {
+  const Json *v = lookup(obj, key);
+  if (!v)
+    return required ? missing(where, key) : Status();
+  if (!v->is_string())
+    return mistyped(where, key, "a string", *v);
+  out = v->get<std::string>();
+  return Status();
+}
+
+Status getInt(const Json &obj, const char *key, const std::string &where,
+              int64_t &out, bool required = true) {
+  const Json *v = lookup(obj, key);
+  if (!v)
+    return required ? missing(where, key) : Status();
+  if (!v->is_number_integer())
+    return mistyped(where, key, "an integer", *v);
+  out = v->get<int64_t>();
+  return Status();
+}
+
+Status getNonNegative(const Json &obj, const char *key,
+                      const std::string &where, uint64_t &out,
+                      bool required = true) {
+  int64_t v = static_cast<int64_t>(out);
+  FUSERT_RETURN_IF_ERROR(getInt(obj, key, where, v, required));
+  if (v < 0)
+    return invalidArgument(where, ": field '", key, "' must be >= 0, got ", v);
+  out = static_cast<uint64_t>(v);
+  return Status();
+}
+
+Status getId(const Json &obj, const char *key, const std::string &where,
+             int &out, bool required = true) {
+  int64_t v = out;
+  FUSERT_RETURN_IF_ERROR(getInt(obj, key, where, v, required));
+  if (v < -1 || v > INT32_MAX)
+    return invalidArgument(where, ": field '", key, "' out of range: ", v);
+  out = static_cast<int>(v);
+  return Status();
+}
+
+Status getBool(const Json &obj, const char *key, const std::string &where,
+               bool &out) {
+  const Json *v = lookup(obj, key);
+  if (!v)
+    return Status();
+  if (!v->is_boolean())
+    return mistyped(where, key, "a boolean", *v);
+  out = v->get<bool>();
+  return Status();
+}
+
+Status getDouble(const Json &obj, const char *key, const std::string &where,
+                 double &out) {
+  const Json *v = lookup(obj, key);
+  if (!v)
+    return Status();
+  if (!v->is_number())
+    return mistyped(where, key, "a number", *v);
+  out = v->get<double>();
+  return Status();
+}
+
+Status getIntArray(const Json &obj, const char *key, const std::string &where,
+                   std::vector<int64_t> &out, bool required = true) {
+  const Json *v = lookup(obj, key);
+  if (!v)
+    return required ? missing(where, key) : Status();
+  if (!v->is_array())
+    return mistyped(where, key, "an array of integers", *v);
+  out.clear();
+  for (const Json &e : *v) {
+    if (!e.is_number_integer())
+      return mistyped(where, key, "an array of integers", e);
+    out.push_back(e.get<int64_t>());
+  }
+  return Status();
+}
+
+Status getDType(const Json &obj, const char *key, const std::string &where,
+                fusert_dtype &out) {
+  std::string name;
+  FUSERT_RETURN_IF_ERROR(getString(obj, key, where, name));
+  if (!parseDType(name, out))
+    return invalidArgument(where, ": unknown dtype '", name, "'");
+  return Status();
+}
+
+Status getShape(const Json &obj, const std::string &where,
+                std::vector<int64_t> &out) {
+  FUSERT_RETURN_IF_ERROR(getIntArray(obj, "shape", where, out));
+  for (int64_t d : out)
+    if (d < 0)
+      return invalidArgument(where, ": negative dim ", d,
+                             " (shapes are static in format version 1)");
+  return Status();
+}
+
+std::string entry(const char *list, size_t i, const std::string &name) {
+  return strCat(list, "[", i, "]", name.empty() ? "" : " '", name,
+                name.empty() ? "" : "'");
+}
+
+Status parseBuffer(const Json &j, size_t i, BufferDesc &b) {
+  std::string where = entry("buffers", i, "");
+  if (!j.is_object())
+    return invalidArgument(where, ": must be an object");
+  getString(j, "name", where, b.name, /*required=*/false);
+  where = entry("buffers", i, b.name);
+  FUSERT_RETURN_IF_ERROR(getId(j, "id", where, b.id));
+  FUSERT_RETURN_IF_ERROR(getDType(j, "dtype", where, b.dtype));
+  FUSERT_RETURN_IF_ERROR(getShape(j, where, b.shape));
+  FUSERT_RETURN_IF_ERROR(getNonNegative(j, "bytes", where, b.bytes));
+  std::string storage;
+  FUSERT_RETURN_IF_ERROR(getString(j, "storage", where, storage));
+  if (storage == "input" || storage == "output") {
+    b.storage = storage == "input" ? Storage::kInput : Storage::kOutput;
+    FUSERT_RETURN_IF_ERROR(getId(j, "index", where, b.index));
+  } else if (storage == "weight" || storage == "arena") {
+    b.storage = storage == "weight" ? Storage::kWeight : Storage::kArena;
+    FUSERT_RETURN_IF_ERROR(getNonNegative(j, "offset", where, b.offset));
+  } else if (storage == "alias") {
+    b.storage = Storage::kAlias;
+    FUSERT_RETURN_IF_ERROR(getId(j, "of", where, b.of));
+    FUSERT_RETURN_IF_ERROR(getNonNegative(j, "offset", where, b.offset));
+  } else {
+    return invalidArgument(where, ": unknown storage '", storage,
+                           "' (expected input, output, weight, arena, alias)");
+  }
+  return Status();
+}
+
+Status parseTensor(const Json &j, const char *list, size_t i, TensorDesc &t) {
+  std::string where = entry(list, i, "");
+  if (!j.is_object())
+    return invalidArgument(where, ": must be an object");
+  FUSERT_RETURN_IF_ERROR(getString(j, "name", where, t.name));
+  where = entry(list, i, t.name);
+  FUSERT_RETURN_IF_ERROR(getDType(j, "dtype", where, t.dtype));
+  FUSERT_RETURN_IF_ERROR(getShape(j, where, t.shape));
+  return getId(j, "buffer", where, t.buffer);
+}
+
+Status parseEpilogue(const std::string &name, Epilogue &out) {
+  static const std::pair<const char *, Epilogue> kNames[] = {
+      {"none", Epilogue::kNone},       {"bias", Epilogue::kBias},
+      {"relu", Epilogue::kRelu},       {"relu_bias", Epilogue::kReluBias},
+      {"gelu", Epilogue::kGelu},       {"gelu_bias", Epilogue::kGeluBias}};
+  for (const auto &[n, e] : kNames)
+    if (name == n) {
+      out = e;
+      return Status();
+    }
+  return invalidArgument("unknown epilogue '", name, "'");
+}
+
+Status parseGemm(const Json &j, const std::string &where, GemmDesc &g) {
+  FUSERT_RETURN_IF_ERROR(getId(j, "a", where, g.a));
+  FUSERT_RETURN_IF_ERROR(getId(j, "b", where, g.b));
+  FUSERT_RETURN_IF_ERROR(getId(j, "d", where, g.d));
+  FUSERT_RETURN_IF_ERROR(getId(j, "c", where, g.c, /*required=*/false));
+  FUSERT_RETURN_IF_ERROR(getId(j, "bias", where, g.bias, false));
+  FUSERT_RETURN_IF_ERROR(getInt(j, "m", where, g.m));
+  FUSERT_RETURN_IF_ERROR(getInt(j, "n", where, g.n));
+  FUSERT_RETURN_IF_ERROR(getInt(j, "k", where, g.k));
+  FUSERT_RETURN_IF_ERROR(getInt(j, "batch", where, g.batch, false));
+  FUSERT_RETURN_IF_ERROR(getInt(j, "stride_a", where, g.strideA, false));
+  FUSERT_RETURN_IF_ERROR(getInt(j, "stride_b", where, g.strideB, false));
+  FUSERT_RETURN_IF_ERROR(getInt(j, "stride_c", where, g.strideC, false));
+  FUSERT_RETURN_IF_ERROR(getInt(j, "stride_d", where, g.strideD, false));
+  FUSERT_RETURN_IF_ERROR(getBool(j, "trans_a", where, g.transA));
+  FUSERT_RETURN_IF_ERROR(getBool(j, "trans_b", where, g.transB));
+  FUSERT_RETURN_IF_ERROR(getDouble(j, "alpha", where, g.alpha));
+  FUSERT_RETURN_IF_ERROR(getDouble(j, "beta", where, g.beta));
+  std::string epilogue = "none", compute = "f32";
+  FUSERT_RETURN_IF_ERROR(getString(j, "epilogue", where, epilogue, false));
+  FUSERT_RETURN_IF_ERROR(parseEpilogue(epilogue, g.epilogue).withContext(where));
+  FUSERT_RETURN_IF_ERROR(getDType(j, "dtype", where, g.dtype));
+  FUSERT_RETURN_IF_ERROR(getString(j, "compute", where, compute, false));
+  if (compute != "f32" && compute != "tf32")
+    return invalidArgument(where, ": unknown compute '", compute,
+                           "' (expected f32 or tf32)");
+  g.tf32 = compute == "tf32";
+  return Status();
+}
+
+Status parseConv(const Json &j, const std::string &where, ConvDesc &c) {
+  FUSERT_RETURN_IF_ERROR(getId(j, "x", where, c.x));
+  FUSERT_RETURN_IF_ERROR(getId(j, "w", where, c.w));
+  FUSERT_RETURN_IF_ERROR(getId(j, "y", where, c.y));
+  FUSERT_RETURN_IF_ERROR(getId(j, "bias", where, c.bias, /*required=*/false));
+  FUSERT_RETURN_IF_ERROR(getIntArray(j, "x_shape", where, c.xShape));
+  FUSERT_RETURN_IF_ERROR(getIntArray(j, "w_shape", where, c.wShape));
+  FUSERT_RETURN_IF_ERROR(getIntArray(j, "y_shape", where, c.yShape));
+  FUSERT_RETURN_IF_ERROR(getIntArray(j, "pads", where, c.pads));
+  FUSERT_RETURN_IF_ERROR(getIntArray(j, "strides", where, c.strides));
+  FUSERT_RETURN_IF_ERROR(getIntArray(j, "dilations", where, c.dilations));
+  FUSERT_RETURN_IF_ERROR(getInt(j, "group", where, c.group, false));
+  return getDType(j, "dtype", where, c.dtype);
+}
+
+Status parseStep(const Json &j, size_t i, StepDesc &s) {
+  std::string where = entry("steps", i, "");
+  if (!j.is_object())
+    return invalidArgument(where, ": must be an object");
+  getString(j, "name", where, s.name, /*required=*/false);
+  where = entry("steps", i, s.name);
+  std::string kind;
+  FUSERT_RETURN_IF_ERROR(getString(j, "kind", where, kind));
+  if (kind == "kernel") {
+    s.kind = StepKind::kKernel;
+    FUSERT_RETURN_IF_ERROR(getString(j, "symbol", where, s.symbol));
+    if (s.symbol.empty())
+      return invalidArgument(where, ": empty 'symbol'");
+    std::vector<int64_t> ids;
+    FUSERT_RETURN_IF_ERROR(getIntArray(j, "buffers", where, ids));
+    for (int64_t id : ids)
+      s.buffers.push_back(static_cast<int>(
+          id < INT32_MIN || id > INT32_MAX ? INT32_MIN : id));
+    return Status();
+  }
+  if (kind == "gemm") {
+    s.kind = StepKind::kGemm;
+    return parseGemm(j, where, s.gemm);
+  }
+  if (kind == "conv") {
+    s.kind = StepKind::kConv;
+    return parseConv(j, where, s.conv);
+  }
+  if (kind == "copy") {
+    s.kind = StepKind::kCopy;
+    FUSERT_RETURN_IF_ERROR(getId(j, "src", where, s.src));
+    FUSERT_RETURN_IF_ERROR(getId(j, "dst", where, s.dst));
+    return getNonNegative(j, "bytes", where, s.bytes);
+  }
+  return invalidArgument(where, ": unknown step kind '", kind,
+                         "' (expected kernel, gemm, conv, copy)");
+}
+
+std::string shapeStr(const std::vector<int64_t> &shape) {
+  std::ostringstream os;
+  os << "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    os << (i ? ", " : "") << shape[i];
+  os << "]";
+  return os.str();
+}
+
+std::string shapeStr(int rank, const int64_t *shape) {
+  if (!shape)
+    return "[]";
+  return shapeStr(std::vector<int64_t>(shape, shape + rank));
+}
+
+/// Checks that buffer \p id exists, has dtype \p dtype and holds at least
+/// \p elements elements.
+Status checkOperand(const Manifest &m, const std::string &where,
+                    const char *field, int id, fusert_dtype dtype,
+                    int64_t elements) {
+  if (m.bufferIndex(id) < 0)
+    return invalidArgument(where, ": '", field, "' names unknown buffer ", id);
+  const BufferDesc &b = m.buffer(id);
+  if (b.dtype != dtype)
+    return invalidArgument(where, ": '", field, "' buffer ", id, " has dtype ",
+                           fusert_dtype_name(b.dtype), ", expected ",
+                           fusert_dtype_name(dtype));
+  int64_t have = numElements(b.shape);
+  if (elements > have)
+    return invalidArgument(where, ": '", field, "' needs ", elements,
+                           " elements but buffer ", id, " has ", have);
+  return Status();
+}
+
+/// Elements spanned by \p batch row-major [rows, cols] matrices \p stride
+/// apart.
+int64_t span(int64_t rows, int64_t cols, int64_t batch, int64_t stride) {
+  return (batch - 1) * stride + rows * cols;
+}
+
+Status checkGemm(const Manifest &m, const std::string &where,
+                 const GemmDesc &g) {
+  if (g.m <= 0 || g.n <= 0 || g.k <= 0 || g.batch <= 0)
+    return invalidArgument(where, ": m, n, k and batch must be > 0, got m=",
+                           g.m, " n=", g.n, " k=", g.k, " batch=", g.batch);
+  if (g.strideA < 0 || g.strideB < 0 || g.strideC < 0 || g.strideD < 0)
+    return invalidArgument(where, ": strides must be >= 0");
+  if (g.dtype != FUSERT_F32 && g.dtype != FUSERT_F16 &&
+      g.dtype != FUSERT_BF16 && g.dtype != FUSERT_F64)
+    return invalidArgument(where, ": gemm dtype ", fusert_dtype_name(g.dtype),
+                           " unsupported (f32, f16, bf16, f64)");
+  if (g.batch > 1 && g.strideD < g.m * g.n)
+    return invalidArgument(where, ": stride_d ", g.strideD,
+                           " makes output matrices overlap (m*n = ",
+                           g.m * g.n, ")");
+  FUSERT_RETURN_IF_ERROR(checkOperand(
+      m, where, "a", g.a, g.dtype, span(g.m, g.k, g.batch, g.strideA)));
+  FUSERT_RETURN_IF_ERROR(checkOperand(
+      m, where, "b", g.b, g.dtype, span(g.k, g.n, g.batch, g.strideB)));
+  FUSERT_RETURN_IF_ERROR(checkOperand(
+      m, where, "d", g.d, g.dtype, span(g.m, g.n, g.batch, g.strideD)));
+  if (g.c >= 0)
+    FUSERT_RETURN_IF_ERROR(checkOperand(
+        m, where, "c", g.c, g.dtype, span(g.m, g.n, g.batch, g.strideC)));
+  bool wantsBias = g.epilogue == Epilogue::kBias ||
+                   g.epilogue == Epilogue::kReluBias ||
+                   g.epilogue == Epilogue::kGeluBias;
+  if (wantsBias && g.bias < 0)
+    return invalidArgument(where, ": epilogue with bias but no 'bias' buffer");
+  if (!wantsBias && g.bias >= 0)
+    return invalidArgument(where,
+                           ": 'bias' given but the epilogue adds no bias");
+  if (g.bias >= 0)
+    FUSERT_RETURN_IF_ERROR(
+        checkOperand(m, where, "bias", g.bias, g.dtype, g.n));
+  return Status();
+}
+
+Status checkConv(const Manifest &m, const std::string &where,
+                 const ConvDesc &c) {
+  size_t rank = c.xShape.size();
+  if (rank < 3 || c.wShape.size() != rank || c.yShape.size() != rank)
+    return invalidArgument(where, ": x_shape, w_shape, y_shape must have the "
+                                  "same rank >= 3, got ",
+                           shapeStr(c.xShape), ", ", shapeStr(c.wShape), ", ",
+                           shapeStr(c.yShape));
+  size_t spatial = rank - 2;
+  if (c.pads.size() != 2 * spatial || c.strides.size() != spatial ||
+      c.dilations.size() != spatial)
+    return invalidArgument(where, ": need ", 2 * spatial, " pads, ", spatial,
+                           " strides and ", spatial, " dilations");
+  if (c.group < 1 || c.wShape[0] % c.group != 0 ||
+      c.xShape[1] != c.wShape[1] * c.group || c.yShape[1] != c.wShape[0] ||
+      c.yShape[0] != c.xShape[0])
+    return invalidArgument(where, ": inconsistent channels/group: x ",
+                           shapeStr(c.xShape), ", w ", shapeStr(c.wShape),
+                           ", y ", shapeStr(c.yShape), ", group ", c.group);
+  for (size_t i = 0; i < spatial; ++i) {
+    if (c.strides[i] < 1 || c.dilations[i] < 1 || c.pads[i] < 0 ||
+        c.pads[i + spatial] < 0)
+      return invalidArgument(where, ": strides/dilations must be >= 1 and "
+                                    "pads >= 0");
+    int64_t extent = c.xShape[i + 2] + c.pads[i] + c.pads[i + spatial] -
+                     c.dilations[i] * (c.wShape[i + 2] - 1) - 1;
+    int64_t want = extent < 0 ? -1 : extent / c.strides[i] + 1;
+    if (c.yShape[i + 2] != want)
+      return invalidArgument(where, ": y_shape ", shapeStr(c.yShape),
+                             " does not match x, w, pads, strides and "
+                             "dilations (spatial dim ",
+                             i, " should be ", want, ")");
+  }
+  FUSERT_RETURN_IF_ERROR(
+      checkOperand(m, where, "x", c.x, c.dtype, numElements(c.xShape)));
+  FUSERT_RETURN_IF_ERROR(
+      checkOperand(m, where, "w", c.w, c.dtype, numElements(c.wShape)));
+  FUSERT_RETURN_IF_ERROR(
+      checkOperand(m, where, "y", c.y, c.dtype, numElements(c.yShape)));
+  if (c.bias >= 0)
+    FUSERT_RETURN_IF_ERROR(
+        checkOperand(m, where, "bias", c.bias, c.dtype, c.wShape[0]));
+  return Status();
+}
+
+Status checkTensors(const Manifest &m, const std::vector<TensorDesc> &list,
+                    const char *listName, Storage storage) {
+  std::set<std::string> names;
+  for (size_t i = 0; i < list.size(); ++i) {
+    const TensorDesc &t = list[i];
+    std::string where = entry(listName, i, t.name);
+    if (!names.insert(t.name).second)
+      return invalidArgument(where, ": duplicate name");
+    if (m.bufferIndex(t.buffer) < 0)
+      return invalidArgument(where, ": unknown buffer ", t.buffer);
+    const BufferDesc &b = m.buffer(t.buffer);
+    if (b.storage != storage || b.index != static_cast<int>(i))
+      return invalidArgument(where, ": buffer ", t.buffer, " is not ",
+                             listName, " buffer with index ", i);
+    if (b.dtype != t.dtype || b.shape != t.shape)
+      return invalidArgument(where, ": dtype/shape ",
+                             fusert_dtype_name(t.dtype), shapeStr(t.shape),
+                             " differ from buffer ", t.buffer, "'s ",
+                             fusert_dtype_name(b.dtype), shapeStr(b.shape));
+  }
+  return Status();
+}
+
+Status checkBuffers(const Manifest &m) {
+  for (size_t i = 0; i < m.buffers.size(); ++i) {
+    const BufferDesc &b = m.buffers[i];
+    std::string where = entry("buffers", i, b.name);
+    if (m.bufferIndex(b.id) != static_cast<int>(i))
+      return invalidArgument(where, ": duplicate buffer id ", b.id);
+    uint64_t want =
+        static_cast<uint64_t>(numElements(b.shape)) * fusert_dtype_size(b.dtype);
+    if (b.bytes != want)
+      return invalidArgument(where, ": bytes ", b.bytes, " != ", want,
+                             " for ", fusert_dtype_name(b.dtype),
+                             shapeStr(b.shape));
+    switch (b.storage) {
+    case Storage::kInput:
+    case Storage::kOutput: {
+      size_t n = b.storage == Storage::kInput ? m.inputs.size()
+                                              : m.outputs.size();
+      const char *list = b.storage == Storage::kInput ? "inputs" : "outputs";
+      if (b.index < 0 || static_cast<size_t>(b.index) >= n ||
+          (b.storage == Storage::kInput ? m.inputs : m.outputs)[b.index]
+                  .buffer != b.id)
+        return invalidArgument(where, ": index ", b.index, " does not name a ",
+                               list, " entry for this buffer");
+      break;
+    }
+    case Storage::kWeight:
+      if (b.offset > m.weightsBytes || b.bytes > m.weightsBytes - b.offset)
+        return invalidArgument(where, ": weight range [", b.offset, ", ",
+                               b.offset + b.bytes, ") out of range of ",
+                               m.weightsBytes, " weight bytes");
+      break;
+    case Storage::kArena:
+      if (b.offset > m.arenaBytes || b.bytes > m.arenaBytes - b.offset)
+        return invalidArgument(where, ": arena range [", b.offset, ", ",
+                               b.offset + b.bytes, ") out of range of ",
+                               m.arenaBytes, " arena bytes");
+      break;
+    case Storage::kAlias: {
+      if (m.bufferIndex(b.of) < 0)
+        return invalidArgument(where, ": alias of unknown buffer ", b.of);
+      const BufferDesc &target = m.buffer(b.of);
+      if (b.offset > target.bytes || b.bytes > target.bytes - b.offset)
+        return invalidArgument(where, ": alias range [", b.offset, ", ",
+                               b.offset + b.bytes, ") out of range of buffer ",
+                               b.of, " (", target.bytes, " bytes)");
+      // Follow the chain: it must end at a non-alias buffer.
+      int cur = b.of;
+      for (size_t hops = 0; m.buffer(cur).storage == Storage::kAlias; ++hops) {
+        if (hops > m.buffers.size())
+          return invalidArgument(where, ": cycle of aliases");
+        cur = m.buffer(cur).of;
+        if (m.bufferIndex(cur) < 0)
+          return invalidArgument(where, ": alias chain reaches unknown "
+                                        "buffer ",
+                                 cur);
+      }
+      break;
+    }
+    }
+  }
+  return Status();
+}
+
+} // namespace
+
+int Manifest::bufferIndex(int id) const {
+  // Ids are usually positions; fall back to a scan otherwise.
+  if (id >= 0 && static_cast<size_t>(id) < buffers.size() &&
+      buffers[id].id == id)
+    return id;
+  for (size_t i = 0; i < buffers.size(); ++i)
+    if (buffers[i].id == id)
+      return static_cast<int>(i);
+  return -1;
+}
+
+bool parseDType(const std::string &name, fusert_dtype &out) {
+  for (int d = FUSERT_F32; d <= FUSERT_BOOL; ++d)
+    if (name == fusert_dtype_name(static_cast<fusert_dtype>(d))) {
+      out = static_cast<fusert_dtype>(d);
+      return true;
+    }
+  return false;
+}
+
+int64_t numElements(const std::vector<int64_t> &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+Status checkManifest(const Manifest &m) {
+  FUSERT_RETURN_IF_ERROR(checkBuffers(m));
+  FUSERT_RETURN_IF_ERROR(checkTensors(m, m.inputs, "inputs", Storage::kInput));
+  FUSERT_RETURN_IF_ERROR(
+      checkTensors(m, m.outputs, "outputs", Storage::kOutput));
+  for (size_t i = 0; i < m.steps.size(); ++i) {
+    const StepDesc &s = m.steps[i];
+    std::string where = entry("steps", i, s.name);
+    switch (s.kind) {
+    case StepKind::kKernel:
+      if (m.library.empty())
+        return invalidArgument(where, ": kernel step but no 'library'");
+      for (int id : s.buffers)
+        if (m.bufferIndex(id) < 0)
+          return invalidArgument(where, ": unknown buffer ", id);
+      break;
+    case StepKind::kGemm:
+      FUSERT_RETURN_IF_ERROR(checkGemm(m, where, s.gemm));
+      break;
+    case StepKind::kConv:
+      FUSERT_RETURN_IF_ERROR(checkConv(m, where, s.conv));
+      break;
+    case StepKind::kCopy:
+      if (m.bufferIndex(s.src) < 0 || m.bufferIndex(s.dst) < 0)
+        return invalidArgument(where, ": unknown buffer (src ", s.src,
+                               ", dst ", s.dst, ")");
+      if (s.bytes > m.buffer(s.src).bytes || s.bytes > m.buffer(s.dst).bytes)
+        return invalidArgument(where, ": copies ", s.bytes,
+                               " bytes but src has ", m.buffer(s.src).bytes,
+                               " and dst ", m.buffer(s.dst).bytes);
+      break;
+    }
+  }
+  return Status();
+}
+
+Status parseManifest(const std::string &text, Manifest &out) {
+  out = Manifest();
+  Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded())
+    return invalidArgument("manifest.json is not valid JSON");
+  if (!j.is_object())
+    return invalidArgument("manifest.json must hold a JSON object");
+  const std::string top = "manifest";
+  std::string format;
+  FUSERT_RETURN_IF_ERROR(getString(j, "format", top, format));
+  if (format != "fusec-artifact")
+    return invalidArgument("manifest: format '", format,
+                           "' is not 'fusec-artifact'");
+  int64_t version = 0;
+  FUSERT_RETURN_IF_ERROR(getInt(j, "version", top, version));
+  if (version != FUSERT_ARTIFACT_VERSION)
+    return invalidArgument("manifest: version ", version,
+                           " unsupported (this runtime reads version ",
+                           FUSERT_ARTIFACT_VERSION, ")");
+  getString(j, "model", top, out.model, /*required=*/false);
+  getString(j, "target", top, out.target, false);
+  getString(j, "arch", top, out.arch, false);
+  FUSERT_RETURN_IF_ERROR(getString(j, "library", top, out.library, false));
+  if (const Json *w = lookup(j, "weights")) {
+    if (!w->is_object())
+      return mistyped(top, "weights", "an object", *w);
+    FUSERT_RETURN_IF_ERROR(getString(*w, "file", "weights", out.weightsFile));
+    FUSERT_RETURN_IF_ERROR(
+        getNonNegative(*w, "bytes", "weights", out.weightsBytes));
+  }
+  FUSERT_RETURN_IF_ERROR(getNonNegative(j, "arena_bytes", top, out.arenaBytes));
+
+  auto array = [&](const char *key, const Json *&arr) -> Status {
+    arr = lookup(j, key);
+    if (!arr)
+      return missing(top, key);
+    if (!arr->is_array())
+      return mistyped(top, key, "an array", *arr);
+    return Status();
+  };
+  const Json *buffers, *inputs, *outputs, *steps;
+  FUSERT_RETURN_IF_ERROR(array("buffers", buffers));
+  FUSERT_RETURN_IF_ERROR(array("inputs", inputs));
+  FUSERT_RETURN_IF_ERROR(array("outputs", outputs));
+  FUSERT_RETURN_IF_ERROR(array("steps", steps));
+  out.buffers.resize(buffers->size());
+  for (size_t i = 0; i < buffers->size(); ++i)
+    FUSERT_RETURN_IF_ERROR(parseBuffer((*buffers)[i], i, out.buffers[i]));
+  out.inputs.resize(inputs->size());
+  for (size_t i = 0; i < inputs->size(); ++i)
+    FUSERT_RETURN_IF_ERROR(
+        parseTensor((*inputs)[i], "inputs", i, out.inputs[i]));
+  out.outputs.resize(outputs->size());
+  for (size_t i = 0; i < outputs->size(); ++i)
+    FUSERT_RETURN_IF_ERROR(
+        parseTensor((*outputs)[i], "outputs", i, out.outputs[i]));
+  out.steps.resize(steps->size());
+  for (size_t i = 0; i < steps->size(); ++i)
+    FUSERT_RETURN_IF_ERROR(parseStep((*steps)[i], i, out.steps[i]));
+  return checkManifest(out);
+}
+
+Status loadManifestFile(const std::string &path, Manifest &out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return notFound("cannot read ", path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parseManifest(text.str(), out).withContext(path);
+}
+
+Status bindTensors(const Manifest &m, const fusert_tensor *inputs,
+                   size_t numInputs, const fusert_tensor *outputs,
+                   size_t numOutputs, std::vector<void *> &inputPtrs,
+                   std::vector<void *> &outputPtrs) {
+  auto bind = [](const std::vector<TensorDesc> &want, const char *what,
+                 const fusert_tensor *given, size_t n,
+                 std::vector<void *> &ptrs) -> Status {
+    if (n != want.size())
+      return invalidArgument("expected ", want.size(), " ", what,
+                             "s, got ", n);
+    if (n > 0 && !given)
+      return invalidArgument(what, " array is NULL");
+    ptrs.assign(want.size(), nullptr);
+    std::vector<bool> bound(want.size(), false);
+    for (size_t i = 0; i < n; ++i) {
+      const fusert_tensor &t = given[i];
+      if (!t.name)
+        return invalidArgument(what, " ", i, " has a NULL name");
+      size_t j = 0;
+      while (j < want.size() && want[j].name != t.name)
+        ++j;
+      if (j == want.size()) {
+        std::string names;
+        for (const TensorDesc &d : want)
+          names += (names.empty() ? "'" : ", '") + d.name + "'";
+        return invalidArgument("unknown ", what, " '", t.name, "' (the model's ",
+                               what, "s are ", names, ")");
+      }
+      const TensorDesc &d = want[j];
+      if (bound[j])
+        return invalidArgument(what, " '", d.name, "' given twice");
+      bound[j] = true;
+      if (t.dtype != d.dtype)
+        return invalidArgument(what, " '", d.name, "': dtype ",
+                               fusert_dtype_name(t.dtype), ", expected ",
+                               fusert_dtype_name(d.dtype));
+      if (t.rank != static_cast<int>(d.shape.size()))
+        return invalidArgument(what, " '", d.name, "': rank ", t.rank,
+                               ", expected ", d.shape.size(), " (shape ",
+                               shapeStr(d.shape), ")");
+      if (t.rank > 0 && !t.shape)
+        return invalidArgument(what, " '", d.name, "': NULL shape");
+      for (int k = 0; k < t.rank; ++k)
+        if (t.shape[k] != d.shape[k])
+          return invalidArgument(what, " '", d.name, "': shape ",
+                                 shapeStr(t.rank, t.shape), ", expected ",
+                                 shapeStr(d.shape));
+      if (!t.data)
+        return invalidArgument(what, " '", d.name, "': NULL data pointer");
+      ptrs[j] = t.data;
+    }
+    return Status();
+  };
+  FUSERT_RETURN_IF_ERROR(bind(m.inputs, "input", inputs, numInputs, inputPtrs));
+  return bind(m.outputs, "output", outputs, numOutputs, outputPtrs);
+}
+
+} // namespace fusec::rt

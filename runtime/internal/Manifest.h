@@ -1,0 +1,136 @@
+//===- Manifest.h - Parse and check an artifact's manifest.json -===//
+//
+// The manifest (docs/ARTIFACT.md, format version 1) is parsed into plain
+// structs and checked completely here, with no CUDA call, so the loader can
+// trust every id, offset and size afterwards and so the checks are testable
+// on a machine without a GPU. bindTensors() checks the tensors a caller hands
+// to fusert_run against the manifest, also without touching the device.
+//
+//===----------------------------------------------------------------------===//
+#ifndef FUSEC_RUNTIME_INTERNAL_MANIFEST_H
+#define FUSEC_RUNTIME_INTERNAL_MANIFEST_H
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "fusert/fusert.h"
+#include "runtime/internal/Status.h"
+
+namespace fusec::rt {
+
+/// Where a buffer's memory comes from (manifest "storage").
+enum class Storage { kInput, kOutput, kWeight, kArena, kAlias };
+
+/// One entry of "buffers".
+struct BufferDesc {
+  int id = -1;
+  std::string name;
+  fusert_dtype dtype = FUSERT_F32;
+  std::vector<int64_t> shape;
+  uint64_t bytes = 0;
+  Storage storage = Storage::kArena;
+  int index = -1;      ///< input/output position (kInput, kOutput)
+  uint64_t offset = 0; ///< bytes into weights / arena / aliased buffer
+  int of = -1;         ///< aliased buffer id (kAlias)
+};
+
+/// One entry of "inputs" / "outputs".
+struct TensorDesc {
+  std::string name;
+  fusert_dtype dtype = FUSERT_F32;
+  std::vector<int64_t> shape;
+  int buffer = -1; ///< buffer id
+};
+
+enum class StepKind { kKernel, kGemm, kConv, kCopy };
+
+enum class Epilogue { kNone, kBias, kRelu, kReluBias, kGelu, kGeluBias };
+
+/// Fields of a "gemm" step: D[m,n] = alpha * op(A) * op(B) + beta * C, all
+/// row-major, batched with element strides; buffer ids are -1 when absent.
+struct GemmDesc {
+  int a = -1, b = -1, c = -1, d = -1, bias = -1;
+  int64_t m = 0, n = 0, k = 0, batch = 1;
+  int64_t strideA = 0, strideB = 0, strideC = 0, strideD = 0;
+  bool transA = false, transB = false;
+  double alpha = 1.0, beta = 0.0;
+  Epilogue epilogue = Epilogue::kNone;
+  fusert_dtype dtype = FUSERT_F32;
+  bool tf32 = false; ///< "compute": "tf32"
+};
+
+/// Fields of a "conv" step (NCHW, cross-correlation as in ONNX Conv).
+struct ConvDesc {
+  int x = -1, w = -1, bias = -1, y = -1;
+  std::vector<int64_t> xShape, wShape, yShape;
+  std::vector<int64_t> pads, strides, dilations; ///< pads: begin..., end...
+  int64_t group = 1;
+  fusert_dtype dtype = FUSERT_F32;
+};
+
+/// One entry of "steps".
+struct StepDesc {
+  StepKind kind = StepKind::kKernel;
+  std::string name;
+  std::string symbol;       ///< kKernel
+  std::vector<int> buffers; ///< kKernel: buffer ids passed to the symbol
+  GemmDesc gemm;            ///< kGemm
+  ConvDesc conv;            ///< kConv
+  int src = -1, dst = -1;   ///< kCopy
+  uint64_t bytes = 0;       ///< kCopy
+};
+
+/// A parsed and checked manifest.json.
+struct Manifest {
+  std::string model, target, arch;
+  std::string library;
+  std::string weightsFile;
+  uint64_t weightsBytes = 0;
+  uint64_t arenaBytes = 0;
+  std::vector<BufferDesc> buffers; ///< in file order
+  std::vector<TensorDesc> inputs, outputs;
+  std::vector<StepDesc> steps;
+
+  /// \returns the position in `buffers` of buffer \p id, or -1.
+  int bufferIndex(int id) const;
+  /// \returns the buffer with id \p id; the id must be valid.
+  const BufferDesc &buffer(int id) const { return buffers[bufferIndex(id)]; }
+};
+
+/// \returns the dtype named \p name ("f32", ...) in \p out, false if unknown.
+bool parseDType(const std::string &name, fusert_dtype &out);
+
+/// \returns the number of elements of \p shape (1 for rank 0).
+int64_t numElements(const std::vector<int64_t> &shape);
+
+/// Parses manifest text \p text into \p out and checks it with
+/// checkManifest. Errors: FUSERT_INVALID_ARGUMENT naming the offending field
+/// (bad JSON, wrong "format"/"version", missing or mistyped field, unknown
+/// dtype/storage/step kind/epilogue/compute, plus checkManifest's errors).
+Status parseManifest(const std::string &text, Manifest &out);
+
+/// Reads and parses \p path. Errors: FUSERT_NOT_FOUND if it cannot be read,
+/// else parseManifest's.
+Status loadManifestFile(const std::string &path, Manifest &out);
+
+/// Checks the cross-references of \p m: unique buffer ids; bytes equal to
+/// elements * dtype size; weight/arena/alias ranges inside their storage
+/// (aliases without cycles); inputs/outputs naming input/output buffers of the
+/// same dtype and shape and the same index; step buffer ids valid and every
+/// gemm/conv/copy access inside its buffers. Errors: FUSERT_INVALID_ARGUMENT.
+Status checkManifest(const Manifest &m);
+
+/// Matches caller tensors to the manifest's inputs and outputs by name and
+/// checks count, dtype, rank, dims and non-NULL data. On success
+/// \p inputPtrs[i] / \p outputPtrs[i] hold the data pointer of manifest
+/// input/output i. Errors: FUSERT_INVALID_ARGUMENT naming the tensor.
+Status bindTensors(const Manifest &m, const fusert_tensor *inputs,
+                   size_t numInputs, const fusert_tensor *outputs,
+                   size_t numOutputs, std::vector<void *> &inputPtrs,
+                   std::vector<void *> &outputPtrs);
+
+} // namespace fusec::rt
+
+#endif // FUSEC_RUNTIME_INTERNAL_MANIFEST_H

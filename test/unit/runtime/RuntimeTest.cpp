@@ -1,0 +1,599 @@
+//===- RuntimeTest.cpp - libfusert's C API on hand-written artifacts -===//
+//
+// Each test writes an artifact folder (manifest.json, weights.bin and a copy
+// of the nvcc-built test kernel library) and loads it through the C API.
+// Load-error tests need no GPU: fusert_load checks manifest, library, symbols
+// and weights file before touching the device. Execution tests GTEST_SKIP
+// with "SKIPPED: no CUDA device" when there is none.
+//
+//===----------------------------------------------------------------------===//
+#include "fusert/fusert.h"
+#include "fusert/fusert.hpp"
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include <cuda_runtime_api.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using Json = nlohmann::json;
+
+constexpr int kN = 1000; // elements the test kernels work on
+
+bool hasCudaDevice() {
+  int count = 0;
+  return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
+}
+
+#define REQUIRE_CUDA_DEVICE()                                                  \
+  do {                                                                         \
+    if (!hasCudaDevice())                                                      \
+      GTEST_SKIP() << "SKIPPED: no CUDA device";                               \
+  } while (0)
+
+std::string kernelLibrary() {
+  const char *env = std::getenv("FUSERT_TEST_KERNELS");
+  return env && *env ? env : FUSERT_TEST_KERNELS;
+}
+
+/// Bytes of \p values as little-endian f32.
+std::vector<char> bytesOf(const std::vector<float> &values) {
+  const char *p = reinterpret_cast<const char *>(values.data());
+  return std::vector<char>(p, p + values.size() * sizeof(float));
+}
+
+/// Writes \p bytes into \p weights at \p offset, growing it as needed.
+void put(std::vector<char> &weights, size_t offset,
+         const std::vector<float> &values) {
+  std::vector<char> b = bytesOf(values);
+  if (weights.size() < offset + b.size())
+    weights.resize(offset + b.size(), 0);
+  std::copy(b.begin(), b.end(), weights.begin() + offset);
+}
+
+Json buffer(int id, const std::string &name, std::vector<int64_t> shape,
+            const std::string &storage, int64_t indexOrOffset, int of = -1) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  Json b = {{"id", id},       {"name", name},       {"dtype", "f32"},
+            {"shape", shape}, {"bytes", n * 4},     {"storage", storage}};
+  if (storage == "input" || storage == "output")
+    b["index"] = indexOrOffset;
+  else
+    b["offset"] = indexOrOffset;
+  if (of >= 0)
+    b["of"] = of;
+  return b;
+}
+
+Json tensor(const std::string &name, std::vector<int64_t> shape, int id) {
+  return {{"name", name}, {"dtype", "f32"}, {"shape", shape}, {"buffer", id}};
+}
+
+Json skeleton(uint64_t weightBytes, uint64_t arenaBytes) {
+  return {{"format", "fusec-artifact"},
+          {"version", 1},
+          {"model", "test"},
+          {"target", "cuda"},
+          {"arch", "sm_90"},
+          {"library", "libmodel.so"},
+          {"weights", {{"file", "weights.bin"}, {"bytes", weightBytes}}},
+          {"arena_bytes", arenaBytes},
+          {"buffers", Json::array()},
+          {"inputs", Json::array()},
+          {"outputs", Json::array()},
+          {"steps", Json::array()}};
+}
+
+std::vector<float> iota(size_t n, float scale, float shift) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i)
+    v[i] = scale * static_cast<float>(static_cast<int>(i % 17) - 8) + shift;
+  return v;
+}
+
+/// The 2-kernel pipeline: y = 2 * (x + w), t in the arena, tv an alias of t.
+struct Pipeline {
+  Json manifest;
+  std::vector<char> weights;
+  std::vector<float> w = iota(kN, 0.25f, 1.0f);
+
+  Pipeline() {
+    put(weights, 0, std::vector<float>(10, 7.0f)); // unused "pad" weight
+    put(weights, 256, w);
+    manifest = skeleton(weights.size(), 4608);
+    manifest["buffers"] = {buffer(0, "x", {4, 250}, "input", 0),
+                           buffer(1, "pad", {10}, "weight", 0),
+                           buffer(2, "w", {4, 250}, "weight", 256),
+                           buffer(3, "t", {4, 250}, "arena", 512),
+                           buffer(4, "tv", {kN}, "alias", 0, 3),
+                           buffer(5, "y", {kN}, "output", 0)};
+    manifest["inputs"] = {tensor("x", {4, 250}, 0)};
+    manifest["outputs"] = {tensor("y", {kN}, 5)};
+    manifest["steps"] = {{{"kind", "kernel"},
+                          {"name", "add"},
+                          {"symbol", "fusert_test_add"},
+                          {"buffers", {0, 2, 3}}},
+                         {{"kind", "kernel"},
+                          {"name", "scale"},
+                          {"symbol", "fusert_test_scale"},
+                          {"buffers", {4, 5}}}};
+  }
+};
+
+class RuntimeTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    const auto *info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = fs::path(::testing::TempDir()) /
+           (std::string("fusert_") + info->name() + "_" +
+            std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    fusert_unload(model_);
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  /// Writes an artifact folder with \p manifest, \p weights and the kernels.
+  void write(const Json &manifest, const std::vector<char> &weights,
+             bool withLibrary = true) {
+    std::ofstream(dir_ / "manifest.json") << manifest.dump(2);
+    std::ofstream(dir_ / "weights.bin", std::ios::binary)
+        .write(weights.data(), static_cast<std::streamsize>(weights.size()));
+    if (withLibrary)
+      fs::copy_file(kernelLibrary(), dir_ / "libmodel.so",
+                    fs::copy_options::overwrite_existing);
+  }
+
+  fusert_status load() { return fusert_load(dir_.c_str(), &model_); }
+
+  fs::path dir_;
+  fusert_model *model_ = nullptr;
+};
+
+// --- Load errors: no GPU needed. ---
+
+TEST_F(RuntimeTest, NullArguments) {
+  EXPECT_EQ(fusert_load(nullptr, &model_), FUSERT_INVALID_ARGUMENT);
+  EXPECT_THAT(fusert_last_error(), HasSubstr("artifact_dir is NULL"));
+  EXPECT_EQ(fusert_load(dir_.c_str(), nullptr), FUSERT_INVALID_ARGUMENT);
+  EXPECT_EQ(fusert_run(nullptr, nullptr, 0, nullptr, 0, nullptr),
+            FUSERT_INVALID_ARGUMENT);
+  EXPECT_EQ(fusert_enable_cuda_graph(nullptr, 1), FUSERT_INVALID_ARGUMENT);
+  EXPECT_EQ(fusert_input_info(nullptr, 0, nullptr, nullptr, nullptr, nullptr),
+            FUSERT_INVALID_ARGUMENT);
+  EXPECT_EQ(fusert_num_inputs(nullptr), 0u);
+  fusert_unload(nullptr);
+  EXPECT_STREQ(fusert_status_name(FUSERT_CUDNN_ERROR), "FUSERT_CUDNN_ERROR");
+}
+
+TEST_F(RuntimeTest, MissingManifest) {
+  EXPECT_EQ(load(), FUSERT_NOT_FOUND);
+  EXPECT_THAT(fusert_last_error(), HasSubstr("manifest.json"));
+  EXPECT_EQ(model_, nullptr);
+}
+
+TEST_F(RuntimeTest, MalformedManifest) {
+  Pipeline p;
+  write(p.manifest, p.weights);
+  std::ofstream(dir_ / "manifest.json") << "{\"format\": \"fusec-artifact\",";
+  EXPECT_EQ(load(), FUSERT_INVALID_ARGUMENT);
+  EXPECT_THAT(fusert_last_error(), HasSubstr("not valid JSON"));
+
+  p.manifest["steps"][0]["kind"] = "fused_attention";
+  write(p.manifest, p.weights);
+  EXPECT_EQ(load(), FUSERT_INVALID_ARGUMENT);
+  EXPECT_THAT(fusert_last_error(), HasSubstr("unknown step kind"));
+}
+
+TEST_F(RuntimeTest, MissingLibrary) {
+  Pipeline p;
+  write(p.manifest, p.weights, /*withLibrary=*/false);
+  EXPECT_EQ(load(), FUSERT_NOT_FOUND);
+  EXPECT_THAT(fusert_last_error(), HasSubstr("libmodel.so not found"));
+}
+
+TEST_F(RuntimeTest, MissingSymbol) {
+  Pipeline p;
+  p.manifest["steps"][1]["symbol"] = "fusec_k42";
+  write(p.manifest, p.weights);
+  EXPECT_EQ(load(), FUSERT_NOT_FOUND);
+  EXPECT_THAT(fusert_last_error(),
+              HasSubstr("step 1 'scale': symbol 'fusec_k42' not found"));
+}
+
+TEST_F(RuntimeTest, WeightsTooShort) {
+  Pipeline p;
+  std::vector<char> shortWeights(p.weights.begin(), p.weights.end() - 4);
+  write(p.manifest, shortWeights);
+  EXPECT_EQ(load(), FUSERT_INVALID_ARGUMENT);
+  EXPECT_THAT(fusert_last_error(),
+              HasSubstr("has 4252 bytes, the manifest says 4256"));
+}
+
+TEST_F(RuntimeTest, MissingWeights) {
+  Pipeline p;
+  write(p.manifest, p.weights);
+  fs::remove(dir_ / "weights.bin");
+  EXPECT_EQ(load(), FUSERT_NOT_FOUND);
+  EXPECT_THAT(fusert_last_error(), HasSubstr("weights.bin not found"));
+}
+
+TEST_F(RuntimeTest, NoDeviceIsAnError) {
+  if (hasCudaDevice())
+    GTEST_SKIP() << "has a CUDA device; this test covers the no-device path";
+  Pipeline p;
+  write(p.manifest, p.weights);
+  EXPECT_EQ(load(), FUSERT_CUDA_ERROR);
+  EXPECT_THAT(fusert_last_error(), HasSubstr("no CUDA device"));
+}
+
+// --- Execution: needs a GPU. ---
+
+/// Device buffer of f32 values, freed on destruction.
+class DeviceFloats {
+public:
+  explicit DeviceFloats(const std::vector<float> &host) : n_(host.size()) {
+    EXPECT_EQ(cudaMalloc(reinterpret_cast<void **>(&ptr_), n_ * sizeof(float)),
+              cudaSuccess);
+    set(host);
+  }
+  explicit DeviceFloats(size_t n) : DeviceFloats(std::vector<float>(n, -1.0f)) {}
+  ~DeviceFloats() { cudaFree(ptr_); }
+  void set(const std::vector<float> &host) {
+    EXPECT_EQ(cudaMemcpy(ptr_, host.data(), n_ * sizeof(float),
+                         cudaMemcpyHostToDevice),
+              cudaSuccess);
+  }
+  std::vector<float> get() const {
+    std::vector<float> host(n_);
+    EXPECT_EQ(cudaMemcpy(host.data(), ptr_, n_ * sizeof(float),
+                         cudaMemcpyDeviceToHost),
+              cudaSuccess);
+    return host;
+  }
+  float *ptr() const { return ptr_; }
+
+private:
+  size_t n_;
+  float *ptr_ = nullptr;
+};
+
+void expectNear(const std::vector<float> &got, const std::vector<float> &want,
+                float tol) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_NEAR(got[i], want[i], tol * (1.0f + std::fabs(want[i])))
+        << "at element " << i;
+}
+
+TEST_F(RuntimeTest, PipelineThroughArenaAndAlias) {
+  REQUIRE_CUDA_DEVICE();
+  Pipeline p;
+  write(p.manifest, p.weights);
+  ASSERT_EQ(load(), FUSERT_OK) << fusert_last_error();
+
+  ASSERT_EQ(fusert_num_inputs(model_), 1u);
+  const char *name = nullptr;
+  fusert_dtype dtype;
+  int rank = 0;
+  const int64_t *shape = nullptr;
+  ASSERT_EQ(fusert_input_info(model_, 0, &name, &dtype, &rank, &shape),
+            FUSERT_OK);
+  EXPECT_STREQ(name, "x");
+  EXPECT_EQ(dtype, FUSERT_F32);
+  ASSERT_EQ(rank, 2);
+  EXPECT_EQ(shape[1], 250);
+
+  std::vector<float> x = iota(kN, 0.5f, -2.0f);
+  DeviceFloats dx(x), dy(kN);
+  int64_t xShape[] = {4, 250}, yShape[] = {kN};
+  fusert_tensor in{"x", FUSERT_F32, 2, xShape, dx.ptr()};
+  fusert_tensor out{"y", FUSERT_F32, 1, yShape, dy.ptr()};
+  ASSERT_EQ(fusert_run(model_, &in, 1, &out, 1, nullptr), FUSERT_OK)
+      << fusert_last_error();
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  std::vector<float> want(kN);
+  for (int i = 0; i < kN; ++i)
+    want[i] = 2.0f * (x[i] + p.w[i]);
+  expectNear(dy.get(), want, 0.0f);
+}
+
+TEST_F(RuntimeTest, RunRejectsBadInputs) {
+  REQUIRE_CUDA_DEVICE();
+  Pipeline p;
+  write(p.manifest, p.weights);
+  ASSERT_EQ(load(), FUSERT_OK) << fusert_last_error();
+  DeviceFloats dx(kN), dy(kN);
+  int64_t xShape[] = {4, 250}, yShape[] = {kN};
+  fusert_tensor in{"x", FUSERT_F32, 2, xShape, dx.ptr()};
+  fusert_tensor out{"y", FUSERT_F32, 1, yShape, dy.ptr()};
+  in.name = "input";
+  EXPECT_EQ(fusert_run(model_, &in, 1, &out, 1, nullptr),
+            FUSERT_INVALID_ARGUMENT);
+  EXPECT_THAT(fusert_last_error(), HasSubstr("unknown input 'input'"));
+  in.name = "x";
+  in.dtype = FUSERT_I64;
+  EXPECT_EQ(fusert_run(model_, &in, 1, &out, 1, nullptr),
+            FUSERT_INVALID_ARGUMENT);
+  in.dtype = FUSERT_F32;
+  out.data = nullptr;
+  EXPECT_EQ(fusert_run(model_, &in, 1, &out, 1, nullptr),
+            FUSERT_INVALID_ARGUMENT);
+  EXPECT_THAT(fusert_last_error(), HasSubstr("NULL data pointer"));
+}
+
+TEST_F(RuntimeTest, CopyStepsThroughArenaAndAliasOffset) {
+  REQUIRE_CUDA_DEVICE();
+  // y[500] = second half of x, via an arena copy and an alias 2000 bytes in.
+  Json m = skeleton(0, kN * 4);
+  m.erase("weights");
+  m.erase("library");
+  m["buffers"] = {buffer(0, "x", {kN}, "input", 0),
+                  buffer(1, "t", {kN}, "arena", 0),
+                  buffer(2, "t_hi", {kN / 2}, "alias", 2000, 1),
+                  buffer(3, "y", {kN / 2}, "output", 0)};
+  m["inputs"] = {tensor("x", {kN}, 0)};
+  m["outputs"] = {tensor("y", {kN / 2}, 3)};
+  m["steps"] = {{{"kind", "copy"}, {"name", "in"}, {"src", 0}, {"dst", 1},
+                 {"bytes", kN * 4}},
+                {{"kind", "copy"}, {"name", "out"}, {"src", 2}, {"dst", 3},
+                 {"bytes", kN * 2}}};
+  write(m, {}, /*withLibrary=*/false);
+  fs::remove(dir_ / "weights.bin");
+  ASSERT_EQ(load(), FUSERT_OK) << fusert_last_error();
+
+  fusert::Model wrapped; // also exercise the C++ wrapper
+  ASSERT_TRUE(wrapped.load(dir_.string()).ok());
+  std::vector<fusert::TensorInfo> ins = wrapped.inputs(), outs = wrapped.outputs();
+  ASSERT_EQ(ins.size(), 1u);
+  EXPECT_EQ(ins[0].bytes(), size_t{kN * 4});
+  std::vector<float> x = iota(kN, 1.0f, 0.5f);
+  DeviceFloats dx(x), dy(kN / 2);
+  std::vector<fusert_tensor> in = {ins[0].bind(dx.ptr())};
+  std::vector<fusert_tensor> out = {outs[0].bind(dy.ptr())};
+  fusert::Status s = wrapped.run(in, out);
+  ASSERT_TRUE(s.ok()) << s.toString();
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  expectNear(dy.get(), std::vector<float>(x.begin() + kN / 2, x.end()), 0.0f);
+}
+
+/// Row-major reference: D = epi(alpha * op(A) op(B) + beta * C + bias).
+std::vector<float> referenceGemm(const std::vector<float> &a,
+                                 const std::vector<float> &b,
+                                 const std::vector<float> *c,
+                                 const std::vector<float> *bias, int batch,
+                                 int m, int n, int k, int64_t sa, int64_t sb,
+                                 int64_t sc, bool ta, bool tb, float alpha,
+                                 float beta, bool relu) {
+  std::vector<float> d(static_cast<size_t>(batch) * m * n);
+  for (int p = 0; p < batch; ++p)
+    for (int i = 0; i < m; ++i)
+      for (int j = 0; j < n; ++j) {
+        double acc = 0;
+        for (int l = 0; l < k; ++l) {
+          float av = a[p * sa + (ta ? l * m + i : i * k + l)];
+          float bv = b[p * sb + (tb ? j * k + l : l * n + j)];
+          acc += static_cast<double>(av) * bv;
+        }
+        double v = alpha * acc;
+        if (c)
+          v += beta * (*c)[p * sc + i * n + j];
+        if (bias)
+          v += (*bias)[j];
+        if (relu && v < 0)
+          v = 0;
+        d[(static_cast<size_t>(p) * m + i) * n + j] = static_cast<float>(v);
+      }
+  return d;
+}
+
+TEST_F(RuntimeTest, GemmBatchedTransBBias) {
+  REQUIRE_CUDA_DEVICE();
+  const int batch = 3, m = 5, n = 6, k = 7;
+  std::vector<float> a = iota(batch * m * k, 0.125f, 0.0f);
+  std::vector<float> b = iota(batch * n * k, -0.25f, 0.5f); // [batch, n, k]
+  std::vector<float> bias = iota(n, 1.0f, 0.0f);
+  std::vector<char> weights;
+  put(weights, 0, b);
+  put(weights, 1024, bias);
+  Json man = skeleton(weights.size(), 0);
+  man.erase("library");
+  man["buffers"] = {buffer(0, "a", {batch, m, k}, "input", 0),
+                    buffer(1, "b", {batch, n, k}, "weight", 0),
+                    buffer(2, "bias", {n}, "weight", 1024),
+                    buffer(3, "d", {batch, m, n}, "output", 0)};
+  man["inputs"] = {tensor("a", {batch, m, k}, 0)};
+  man["outputs"] = {tensor("d", {batch, m, n}, 3)};
+  man["steps"] = {{{"kind", "gemm"},   {"name", "mm"},      {"a", 0},
+                   {"b", 1},           {"d", 3},            {"bias", 2},
+                   {"m", m},           {"n", n},            {"k", k},
+                   {"batch", batch},   {"stride_a", m * k}, {"stride_b", n * k},
+                   {"stride_d", m * n}, {"trans_a", false}, {"trans_b", true},
+                   {"alpha", 1.5},     {"beta", 0.0},       {"epilogue", "bias"},
+                   {"dtype", "f32"},   {"compute", "f32"}}};
+  write(man, weights, /*withLibrary=*/false);
+  ASSERT_EQ(load(), FUSERT_OK) << fusert_last_error();
+
+  DeviceFloats da(a), dd(batch * m * n);
+  int64_t aShape[] = {batch, m, k}, dShape[] = {batch, m, n};
+  fusert_tensor in{"a", FUSERT_F32, 3, aShape, da.ptr()};
+  fusert_tensor out{"d", FUSERT_F32, 3, dShape, dd.ptr()};
+  ASSERT_EQ(fusert_run(model_, &in, 1, &out, 1, nullptr), FUSERT_OK)
+      << fusert_last_error();
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  expectNear(dd.get(),
+             referenceGemm(a, b, nullptr, &bias, batch, m, n, k, m * k, n * k,
+                           0, false, true, 1.5f, 0.0f, false),
+             1e-5f);
+}
+
+TEST_F(RuntimeTest, GemmTransABroadcastBWithCAndReluBias) {
+  REQUIRE_CUDA_DEVICE();
+  const int batch = 2, m = 3, n = 5, k = 4;
+  std::vector<float> a = iota(batch * k * m, 0.5f, 0.25f); // [batch, k, m]
+  std::vector<float> b = iota(k * n, 0.75f, -0.5f);         // [k, n], shared
+  std::vector<float> c = iota(batch * m * n, -1.0f, 0.0f);
+  std::vector<float> bias = iota(n, 0.5f, -1.0f);
+  std::vector<char> weights;
+  put(weights, 0, b);
+  put(weights, 256, bias);
+  Json man = skeleton(weights.size(), 0);
+  man.erase("library");
+  man["buffers"] = {buffer(0, "a", {batch, k, m}, "input", 0),
+                    buffer(1, "c", {batch, m, n}, "input", 1),
+                    buffer(2, "b", {k, n}, "weight", 0),
+                    buffer(3, "bias", {n}, "weight", 256),
+                    buffer(4, "d", {batch, m, n}, "output", 0)};
+  man["inputs"] = {tensor("a", {batch, k, m}, 0), tensor("c", {batch, m, n}, 1)};
+  man["outputs"] = {tensor("d", {batch, m, n}, 4)};
+  man["steps"] = {{{"kind", "gemm"},     {"name", "mm"},       {"a", 0},
+                   {"b", 2},             {"c", 1},             {"d", 4},
+                   {"bias", 3},          {"m", m},             {"n", n},
+                   {"k", k},             {"batch", batch},     {"stride_a", k * m},
+                   {"stride_b", 0},      {"stride_c", m * n},  {"stride_d", m * n},
+                   {"trans_a", true},    {"trans_b", false},   {"alpha", 0.5},
+                   {"beta", 2.0},        {"epilogue", "relu_bias"},
+                   {"dtype", "f32"}}};
+  write(man, weights, /*withLibrary=*/false);
+  ASSERT_EQ(load(), FUSERT_OK) << fusert_last_error();
+
+  DeviceFloats da(a), dc(c), dd(batch * m * n);
+  int64_t aShape[] = {batch, k, m}, cShape[] = {batch, m, n};
+  fusert_tensor ins[2] = {{"c", FUSERT_F32, 3, cShape, dc.ptr()},
+                          {"a", FUSERT_F32, 3, aShape, da.ptr()}}; // any order
+  fusert_tensor out{"d", FUSERT_F32, 3, cShape, dd.ptr()};
+  ASSERT_EQ(fusert_run(model_, ins, 2, &out, 1, nullptr), FUSERT_OK)
+      << fusert_last_error();
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  expectNear(dd.get(),
+             referenceGemm(a, b, &c, &bias, batch, m, n, k, k * m, 0, m * n,
+                           true, false, 0.5f, 2.0f, true),
+             1e-5f);
+}
+
+TEST_F(RuntimeTest, CudaGraphReplaysAndRecaptures) {
+  REQUIRE_CUDA_DEVICE();
+  Pipeline p;
+  write(p.manifest, p.weights);
+  ASSERT_EQ(load(), FUSERT_OK) << fusert_last_error();
+  ASSERT_EQ(fusert_enable_cuda_graph(model_, 1), FUSERT_OK);
+  cudaStream_t stream;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
+            cudaSuccess);
+
+  std::vector<float> x1 = iota(kN, 0.5f, 0.0f), x2 = iota(kN, -1.0f, 3.0f);
+  DeviceFloats dx(x1), dy(kN), dy2(kN);
+  int64_t xShape[] = {4, 250}, yShape[] = {kN};
+  fusert_tensor in{"x", FUSERT_F32, 2, xShape, dx.ptr()};
+  fusert_tensor out{"y", FUSERT_F32, 1, yShape, dy.ptr()};
+  auto want = [&](const std::vector<float> &x) {
+    std::vector<float> y(kN);
+    for (int i = 0; i < kN; ++i)
+      y[i] = 2.0f * (x[i] + p.w[i]);
+    return y;
+  };
+
+  // First run captures, second replays the same pointers: same result.
+  ASSERT_EQ(fusert_run(model_, &in, 1, &out, 1, stream), FUSERT_OK)
+      << fusert_last_error();
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  expectNear(dy.get(), want(x1), 0.0f);
+  dy.set(std::vector<float>(kN, 0.0f));
+  ASSERT_EQ(fusert_run(model_, &in, 1, &out, 1, stream), FUSERT_OK);
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  expectNear(dy.get(), want(x1), 0.0f);
+
+  // The replay reads the buffers' current contents.
+  dx.set(x2);
+  ASSERT_EQ(fusert_run(model_, &in, 1, &out, 1, stream), FUSERT_OK);
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  expectNear(dy.get(), want(x2), 0.0f);
+
+  // New output pointer: re-capture, write there.
+  out.data = dy2.ptr();
+  ASSERT_EQ(fusert_run(model_, &in, 1, &out, 1, stream), FUSERT_OK);
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  expectNear(dy2.get(), want(x2), 0.0f);
+
+  // The legacy default stream cannot be captured: runs directly.
+  dy.set(std::vector<float>(kN, 0.0f));
+  out.data = dy.ptr();
+  ASSERT_EQ(fusert_run(model_, &in, 1, &out, 1, nullptr), FUSERT_OK);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  expectNear(dy.get(), want(x2), 0.0f);
+  cudaStreamDestroy(stream);
+}
+
+#ifdef FUSERT_TEST_HAVE_CUDNN
+TEST_F(RuntimeTest, ConvWithBias) {
+  REQUIRE_CUDA_DEVICE();
+  // x [1,2,5,5], w [3,2,3,3], pads 1, strides 2 -> y [1,3,3,3].
+  const int cin = 2, cout = 3, h = 5, kh = 3, oh = 3;
+  std::vector<float> x = iota(cin * h * h, 0.5f, 0.0f);
+  std::vector<float> w = iota(cout * cin * kh * kh, 0.25f, 0.125f);
+  std::vector<float> bias = {1.0f, -2.0f, 0.5f};
+  std::vector<char> weights;
+  put(weights, 0, w);
+  put(weights, 512, bias);
+  Json man = skeleton(weights.size(), 0);
+  man.erase("library");
+  man["buffers"] = {buffer(0, "x", {1, cin, h, h}, "input", 0),
+                    buffer(1, "w", {cout, cin, kh, kh}, "weight", 0),
+                    buffer(2, "bias", {cout}, "weight", 512),
+                    buffer(3, "y", {1, cout, oh, oh}, "output", 0)};
+  man["inputs"] = {tensor("x", {1, cin, h, h}, 0)};
+  man["outputs"] = {tensor("y", {1, cout, oh, oh}, 3)};
+  man["steps"] = {{{"kind", "conv"}, {"name", "conv"}, {"x", 0}, {"w", 1},
+                   {"bias", 2}, {"y", 3}, {"x_shape", {1, cin, h, h}},
+                   {"w_shape", {cout, cin, kh, kh}},
+                   {"y_shape", {1, cout, oh, oh}}, {"pads", {1, 1, 1, 1}},
+                   {"strides", {2, 2}}, {"dilations", {1, 1}}, {"group", 1},
+                   {"dtype", "f32"}}};
+  write(man, weights, /*withLibrary=*/false);
+  ASSERT_EQ(load(), FUSERT_OK) << fusert_last_error();
+
+  DeviceFloats dx(x), dy(cout * oh * oh);
+  int64_t xShape[] = {1, cin, h, h}, yShape[] = {1, cout, oh, oh};
+  fusert_tensor in{"x", FUSERT_F32, 4, xShape, dx.ptr()};
+  fusert_tensor out{"y", FUSERT_F32, 4, yShape, dy.ptr()};
+  ASSERT_EQ(fusert_run(model_, &in, 1, &out, 1, nullptr), FUSERT_OK)
+      << fusert_last_error();
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  std::vector<float> want(cout * oh * oh);
+  for (int o = 0; o < cout; ++o)
+    for (int i = 0; i < oh; ++i)
+      for (int j = 0; j < oh; ++j) {
+        double acc = bias[o];
+        for (int c = 0; c < cin; ++c)
+          for (int u = 0; u < kh; ++u)
+            for (int v = 0; v < kh; ++v) {
+              int yi = i * 2 - 1 + u, xj = j * 2 - 1 + v;
+              if (yi < 0 || yi >= h || xj < 0 || xj >= h)
+                continue;
+              acc += static_cast<double>(x[(c * h + yi) * h + xj]) *
+                     w[((o * cin + c) * kh + u) * kh + v];
+            }
+        want[(o * oh + i) * oh + j] = static_cast<float>(acc);
+      }
+  expectNear(dy.get(), want, 1e-5f);
+}
+#endif
+
+} // namespace

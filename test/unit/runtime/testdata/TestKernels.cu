@@ -1,0 +1,45 @@
+//===- TestKernels.cu - Hand-written kernel symbols for runtime tests -===//
+//
+// Stands in for a generated libmodel.so: each symbol has the artifact ABI
+// `extern "C" int symbol(void *const *buffers, cudaStream_t stream)` and works
+// on kTestElements f32 values.
+//
+//===----------------------------------------------------------------------===//
+#include <cuda_runtime.h>
+
+namespace {
+
+constexpr int kTestElements = 1000;
+
+__global__ void addKernel(const float *x, const float *w, float *t, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n)
+    t[i] = x[i] + w[i];
+}
+
+__global__ void scaleKernel(const float *in, float *out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n)
+    out[i] = 2.0f * in[i];
+}
+
+int blocks(int n) { return (n + 255) / 256; }
+
+} // namespace
+
+/// buffers: x, w, t (f32[1000] each); t = x + w.
+extern "C" int fusert_test_add(void *const *buffers, cudaStream_t stream) {
+  addKernel<<<blocks(kTestElements), 256, 0, stream>>>(
+      static_cast<const float *>(buffers[0]),
+      static_cast<const float *>(buffers[1]), static_cast<float *>(buffers[2]),
+      kTestElements);
+  return static_cast<int>(cudaGetLastError());
+}
+
+/// buffers: in, out (f32[1000] each); out = 2 * in.
+extern "C" int fusert_test_scale(void *const *buffers, cudaStream_t stream) {
+  scaleKernel<<<blocks(kTestElements), 256, 0, stream>>>(
+      static_cast<const float *>(buffers[0]), static_cast<float *>(buffers[1]),
+      kTestElements);
+  return static_cast<int>(cudaGetLastError());
+}
