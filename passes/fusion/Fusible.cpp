@@ -1,0 +1,261 @@
+//===- Fusible.cpp - Which ops may share a kernel, and why not ------------===//
+#include "passes/fusion/Fusible.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
+namespace fusec::passes {
+
+using ir::OpKind;
+
+const char *roleName(Role r) {
+  switch (r) {
+    case Role::kView: return "view";
+    case Role::kElementwise: return "elementwise";
+    case Role::kLayout: return "layout";
+    case Role::kMovement: return "data movement";
+    case Role::kRowReduction: return "row reduction";
+    case Role::kReduction: return "reduction";
+    case Role::kContraction: return "contraction";
+    case Role::kShape: return "shape computation";
+    case Role::kOpaque: return "opaque";
+  }
+  return "opaque";
+}
+
+namespace {
+
+/// The axes a Reduce* node reduces, normalised to [0, rank); nullopt if they
+/// are not known at compile time. Empty axes mean all axes.
+std::optional<std::vector<int64_t>> reduceAxes(const ir::Node &node, int64_t rank) {
+  std::vector<int64_t> axes;
+  if (const ir::Value *a = node.input(1)) {
+    if (!a->isConstant()) return std::nullopt;
+    axes = a->constant()->toInts();
+  }
+  if (axes.empty()) {
+    if (node.getInt("noop_with_empty_axes", 0)) return axes;
+    for (int64_t i = 0; i < rank; ++i) axes.push_back(i);
+  }
+  for (int64_t &x : axes) {
+    if (x < 0) x += rank;
+    if (x < 0 || x >= rank) return std::nullopt;
+  }
+  std::sort(axes.begin(), axes.end());
+  return axes;
+}
+
+/// First reduced axis of a row reduction (the row is [axis, rank)).
+std::optional<int64_t> rowStartAxis(const ir::Node &node) {
+  const ir::Value *x = node.input(0);
+  if (!x || !x->type().rankKnown) return std::nullopt;
+  int64_t rank = x->type().rank();
+  switch (node.kind()) {
+    case OpKind::kSoftmax:
+    case OpKind::kLogSoftmax:
+    case OpKind::kLayerNormalization:
+    case OpKind::kRMSNormalization: {
+      int64_t axis = node.getInt("axis", -1);
+      if (axis < 0) axis += rank;
+      if (axis < 0 || axis >= rank) return std::nullopt;
+      // Softmax reduces one axis; it is a row reduction only on the last one.
+      if ((node.kind() == OpKind::kSoftmax || node.kind() == OpKind::kLogSoftmax) &&
+          axis != rank - 1)
+        return std::nullopt;
+      return axis;
+    }
+    case OpKind::kReduceMean:
+    case OpKind::kReduceSum:
+    case OpKind::kReduceMax:
+    case OpKind::kReduceMin:
+    case OpKind::kReduceProd:
+    case OpKind::kReduceSumSquare:
+    case OpKind::kReduceL2: {
+      auto axes = reduceAxes(node, rank);
+      if (!axes || axes->empty()) return std::nullopt;
+      // Trailing and contiguous: {k, k+1, ..., rank-1}.
+      for (size_t i = 0; i < axes->size(); ++i)
+        if ((*axes)[i] != rank - static_cast<int64_t>(axes->size()) + static_cast<int64_t>(i))
+          return std::nullopt;
+      return axes->front();
+    }
+    case OpKind::kArgMax:
+    case OpKind::kArgMin: {
+      int64_t axis = node.getInt("axis", 0);
+      if (axis < 0) axis += rank;
+      return axis == rank - 1 ? std::optional<int64_t>(axis) : std::nullopt;
+    }
+    default:
+      return std::nullopt;
+  }
+}
+
+std::optional<int64_t> numElementsOf(const ir::Value &v) { return v.type().numElements(); }
+
+bool isAnchorReduction(const GroupShape &g) { return g.kind == KernelKind::kReduction; }
+bool isLibraryCall(const GroupShape &g) {
+  return g.kind == KernelKind::kGemm || g.kind == KernelKind::kConv;
+}
+
+}  // namespace
+
+Role roleOf(const ir::Node &node) {
+  switch (node.kind()) {
+    case OpKind::kReshape:
+    case OpKind::kSqueeze:
+    case OpKind::kUnsqueeze:
+    case OpKind::kFlatten:
+    case OpKind::kIdentity:
+      return Role::kView;
+    case OpKind::kDropout:
+      return node.numOutputs() > 1 ? Role::kElementwise : Role::kView;
+    case OpKind::kTranspose:
+    case OpKind::kSlice:
+    case OpKind::kGather:
+    case OpKind::kGatherElements:
+    case OpKind::kGatherND:
+    case OpKind::kExpand:
+    case OpKind::kTile:
+    case OpKind::kTrilu:
+      return Role::kLayout;
+    case OpKind::kConcat:
+    case OpKind::kSplit:
+    case OpKind::kPad:
+      return Role::kMovement;
+    case OpKind::kMatMul:
+    case OpKind::kGemm:
+    case OpKind::kConv:
+      return Role::kContraction;
+    case OpKind::kUnregistered:
+      return Role::kOpaque;
+    default:
+      break;
+  }
+  if (!node.op()) return Role::kOpaque;
+  switch (node.op()->fusionClass) {
+    case ir::FusionClass::kElementwise: return Role::kElementwise;
+    case ir::FusionClass::kInjective: return Role::kLayout;
+    case ir::FusionClass::kReduction:
+      return rowStartAxis(node) ? Role::kRowReduction : Role::kReduction;
+    case ir::FusionClass::kContraction: return Role::kContraction;
+    case ir::FusionClass::kShape: return Role::kShape;
+    case ir::FusionClass::kOpaque: return Role::kOpaque;
+  }
+  return Role::kOpaque;
+}
+
+std::optional<int64_t> rowLength(const ir::Node &node) {
+  auto start = rowStartAxis(node);
+  if (!start) return std::nullopt;
+  const ir::TensorType &t = node.input(0)->type();
+  int64_t n = 1;
+  for (int64_t d = *start; d < t.rank(); ++d) {
+    if (!t.shape[d].isStatic()) return std::nullopt;
+    n *= t.shape[d].value;
+  }
+  return n;
+}
+
+KernelKind seedKind(Role r, const ir::Node &node) {
+  switch (r) {
+    case Role::kElementwise: return KernelKind::kElementwise;
+    case Role::kLayout:
+    case Role::kMovement: return KernelKind::kLayout;
+    case Role::kRowReduction: return KernelKind::kReduction;
+    case Role::kContraction:
+      return node.kind() == OpKind::kConv ? KernelKind::kConv : KernelKind::kGemm;
+    default: return KernelKind::kOpaque;
+  }
+}
+
+FusionDecision canFuse(const GroupShape &pg, const ir::Node &producer, const GroupShape &cg,
+                       const ir::Node &consumer, const ir::Value &value, int64_t producerUsers,
+                       bool producerIsGraphOutput, const TargetSpec &target) {
+  const Role pr = roleOf(producer), cr = roleOf(consumer);
+  auto opName = [](const ir::Node &n) { return absl::StrCat("'", n.name(), "' (", n.opType(), ")"); };
+
+  if (cr == Role::kContraction) {
+    if (pr == Role::kContraction || isLibraryCall(pg))
+      return FusionDecision::no(
+          "compute-bound on both sides: two library contractions never share a kernel");
+    return FusionDecision::no(
+        "consumer is a library GEMM/convolution that reads its operands from memory "
+        "(no prologue fusion)");
+  }
+  if (cr == Role::kMovement || cr == Role::kReduction || cr == Role::kShape ||
+      cr == Role::kOpaque)
+    return FusionDecision::no(absl::StrCat("consumer is a ", roleName(cr),
+                                           " op, which runs as its own kernel"));
+  if (pr == Role::kMovement || pr == Role::kReduction || pr == Role::kShape ||
+      pr == Role::kOpaque)
+    return FusionDecision::no(absl::StrCat("producer is a ", roleName(pr),
+                                           " op, which runs as its own kernel"));
+
+  const auto valueElems = numElementsOf(value);
+  const auto consumerElems = numElementsOf(*consumer.output(0));
+  if (!valueElems || !consumerElems)
+    return FusionDecision::no("shapes are not static (bind them with --shape)");
+
+  // Epilogues of library calls: elementwise ops over the GEMM output.
+  if (isLibraryCall(pg)) {
+    if (cr == Role::kRowReduction)
+      return FusionDecision::no(
+          "a row reduction cannot be a GEMM epilogue: each GEMM tile holds only part of a row");
+    if (cr != Role::kElementwise || cg.anchor)
+      return FusionDecision::no(absl::StrCat("consumer ", opName(consumer),
+                                             " cannot be a GEMM epilogue"));
+    if (producerUsers > 1 || producerIsGraphOutput)
+      return FusionDecision::no(absl::StrCat(
+          "GEMM result has ", producerUsers, " consumers", producerIsGraphOutput ? " and is a graph output" : "",
+          "; it must be stored anyway, and recomputing the GEMM per consumer costs far more"));
+    if (*consumerElems != *valueElems)
+      return FusionDecision::no("the epilogue would broadcast the GEMM result to a larger shape");
+    return FusionDecision::yes();
+  }
+  if (isLibraryCall(cg))
+    return FusionDecision::no(
+        "consumer kernel is a GEMM with an epilogue; ops before the GEMM are not fused into it");
+
+  // Two anchored groups: only reductions over the same rows may share a kernel.
+  if (pg.anchor && cg.anchor && pg.anchor != cg.anchor) {
+    auto pr_len = rowLength(*pg.anchor), cr_len = rowLength(*cg.anchor);
+    if (!(isAnchorReduction(pg) && isAnchorReduction(cg)) || !pr_len || !cr_len ||
+        *pr_len != *cr_len)
+      return FusionDecision::no(absl::StrCat("reductions over different rows: ", opName(*pg.anchor),
+                                             " and ", opName(*cg.anchor)));
+    int64_t rowBytes = *pr_len * 4;  // statistics and the row are kept in fp32
+    if (rowBytes > target.onChipBytesPerUnit)
+      return FusionDecision::no(absl::StrCat(
+          "would need a second pass over a row larger than on-chip memory (row of ", *pr_len,
+          " elements = ", rowBytes, " bytes > ", target.onChipBytesPerUnit, " bytes)"));
+  }
+
+  if (pr == Role::kLayout && producerUsers > 1)
+    return FusionDecision::no(absl::StrCat("layout op has ", producerUsers,
+                                           " consumers; it is materialised once rather than "
+                                           "re-gathered inside each consumer"));
+
+  // A prologue of a row reduction is re-read when the row does not fit on chip.
+  if (cr == Role::kRowReduction) {
+    if (auto len = rowLength(consumer)) {
+      int64_t rowBytes = *len * 4;
+      if (rowBytes > target.onChipBytesPerUnit)
+        return FusionDecision::no(absl::StrCat(
+            "would need a second pass over a row larger than on-chip memory (row of ", *len,
+            " elements = ", rowBytes, " bytes > ", target.onChipBytesPerUnit, " bytes)"));
+    }
+  }
+
+  // Epilogue of a row reduction: must iterate over the reduction's rows.
+  if (isAnchorReduction(pg) && !cg.anchor && pg.anchor) {
+    const auto inElems = numElementsOf(*pg.anchor->input(0));
+    const auto outElems = numElementsOf(*pg.anchor->output(0));
+    if (*consumerElems != inElems.value_or(-1) && *consumerElems != outElems.value_or(-1))
+      return FusionDecision::no(
+          "the epilogue iterates over a different space than the reduction's rows");
+  }
+  return FusionDecision::yes();
+}
+
+}  // namespace fusec::passes

@@ -1,0 +1,65 @@
+//===- Fusible.h - Which ops may share a kernel, and why not ----*- C++ -*-===//
+//
+// The fusibility predicates, in one place, used by every fusion-like pass.
+// Each returns a FusionDecision carrying the reason for a refusal.
+//
+// Roles: every node has one role that says how it can take part in a
+// kernel (see Role). Views (Reshape, Squeeze, Unsqueeze, Flatten, Identity)
+// move no data in a row-major layout and become no kernel at all.
+//
+//===----------------------------------------------------------------------===//
+#ifndef FUSEC_PASSES_FUSION_FUSIBLE_H
+#define FUSEC_PASSES_FUSION_FUSIBLE_H
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "ir/Graph.h"
+#include "passes/cost/TargetSpec.h"
+#include "passes/fusion/FusionDecision.h"
+#include "passes/fusion/FusionPlan.h"
+
+namespace fusec::passes {
+
+enum class Role {
+  kView,         ///< relabels the indices of a contiguous buffer; no kernel
+  kElementwise,  ///< one output element from same-index (broadcast) input elements
+  kLayout,       ///< data movement that can be an index map of its consumer
+  kMovement,     ///< data movement with several inputs/outputs (Concat, Split, Pad...)
+  kRowReduction, ///< reduces the innermost axes (softmax, norms, Reduce* over trailing axes)
+  kReduction,    ///< other reductions (non-trailing axes, pooling)
+  kContraction,  ///< GEMM / convolution, run by a library
+  kShape,        ///< metadata or constant generators left after folding
+  kOpaque,
+};
+const char *roleName(Role r);
+
+/// The role of \p node.
+Role roleOf(const ir::Node &node);
+
+/// For a row reduction: the number of elements in one row (product of the
+/// reduced trailing dims) if static.
+std::optional<int64_t> rowLength(const ir::Node &node);
+
+/// The kernel kind a node seeds on its own.
+KernelKind seedKind(Role r, const ir::Node &node);
+
+/// What a group of nodes looks like to the predicates.
+struct GroupShape {
+  KernelKind kind = KernelKind::kOpaque;
+  const ir::Node *anchor = nullptr;   ///< the contraction or (first) reduction, if any
+  int64_t reductions = 0;             ///< row reductions in the group
+};
+
+/// Can the group holding \p producer (shape \p pg) and the group holding
+/// \p consumer (shape \p cg) become one kernel, given that \p consumer reads
+/// \p value (a result of \p producer, possibly through views)?
+/// \p producerUsers is the number of nodes using that result.
+FusionDecision canFuse(const GroupShape &pg, const ir::Node &producer, const GroupShape &cg,
+                       const ir::Node &consumer, const ir::Value &value, int64_t producerUsers,
+                       bool producerIsGraphOutput, const TargetSpec &target);
+
+}  // namespace fusec::passes
+
+#endif  // FUSEC_PASSES_FUSION_FUSIBLE_H

@@ -1,0 +1,19 @@
+//===- FusionPlan.cpp - The result of fusion: kernels and refusals --------===//
+#include "passes/fusion/FusionPlan.h"
+
+namespace fusec::passes {
+
+const char *kernelKindName(KernelKind k) {
+  switch (k) {
+    case KernelKind::kElementwise: return "elementwise";
+    case KernelKind::kReduction: return "reduction";
+    case KernelKind::kGemm: return "gemm";
+    case KernelKind::kConv: return "conv";
+    case KernelKind::kAttention: return "attention";
+    case KernelKind::kLayout: return "layout";
+    case KernelKind::kOpaque: return "opaque";
+  }
+  return "opaque";
+}
+
+}  // namespace fusec::passes
