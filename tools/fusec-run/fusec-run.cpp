@@ -19,6 +19,7 @@
 #include "frontend/onnx/OnnxImporter.h"
 #include "interp/Compare.h"
 #include "interp/Interpreter.h"
+#include "passes/Pipeline.h"
 #include "support/Status.h"
 
 namespace fs = std::filesystem;
@@ -33,6 +34,10 @@ Runs MODEL.onnx and checks it against DIR/input_<i>.pb -> DIR/output_<i>.pb
 graph inputs by tensor name, else by position).
 
   --reference        run the plain C++ reference interpreter on the CPU
+  --optimize         first run fusec's whole pass pipeline (shapes bound from
+                     the input data), then interpret the optimised graph; fused
+                     kernels are evaluated op by op inside each kernel
+  --passes=a,b       with --optimize: run these passes instead of the default
   --data DIR         folder with input_<i>.pb and output_<i>.pb
   --atol X --rtol Y  override the per-dtype tolerance
   --help             this text
@@ -49,6 +54,8 @@ The final line starts with PASS or FAIL; the exit status is 0 only on PASS.
 
 struct Options {
   bool reference = false;
+  bool optimize = false;
+  std::string passes;
   std::string model;
   std::string data;
   std::optional<double> atol, rtol;
@@ -73,6 +80,10 @@ std::string parseArgs(int argc, char **argv, Options &opt) {
     std::string v;
     if (a == "--reference") {
       opt.reference = true;
+    } else if (a == "--optimize") {
+      opt.optimize = true;
+    } else if (value("--passes", v)) {
+      opt.passes = v;
     } else if (value("--data", v)) {
       opt.data = v;
     } else if (value("--atol", v)) {
@@ -128,6 +139,20 @@ absl::StatusOr<bool> run(const Options &opt) {
       name = feeds[i]->name();
     }
     feedMap[name] = std::move(inputs[i].second);
+  }
+  if (opt.optimize) {
+    passes::PassContext ctx;
+    ctx.verifyEach = true;
+    for (const auto &[name, t] : feedMap) ctx.inputShapes[name] = t.shape();
+    std::string spec = opt.passes.empty()
+                           ? passes::pipelineString(passes::defaultPipeline("reference"))
+                           : opt.passes;
+    FUSEC_ASSIGN_OR_RETURN(auto pipeline, passes::parsePipeline(spec));
+    const int64_t before = graph->numNodes();
+    FUSEC_RETURN_IF_ERROR_CTX(passes::runPasses(*graph, ctx, pipeline), "optimizing");
+    std::printf("optimized with %s: %lld nodes -> %lld nodes, %zu kernels\n", spec.c_str(),
+                static_cast<long long>(before), static_cast<long long>(graph->numNodes()),
+                ctx.fusionPlan.kernels.size());
   }
   FUSEC_ASSIGN_OR_RETURN(std::vector<ir::Tensor> results, interp::runGraph(*graph, feedMap));
   if (results.size() < expected.size())
