@@ -5,6 +5,7 @@
 
 #include "gtest/gtest.h"
 #include "ir/Graph.h"
+#include "ir/Printer.h"
 #include "passes/Pass.h"
 #include "passes/cost/ArithmeticIntensity.h"
 #include "passes/cost/TargetSpec.h"
@@ -430,6 +431,12 @@ TEST(CostModelPassTest, AnnotatesStaticNodesOnce) {
   auto again = pass->run(g, ctx);
   ASSERT_TRUE(again.ok());
   EXPECT_FALSE(*again);
+
+  // The annotations show in the text IR.
+  std::string text = ir::printGraph(g);
+  EXPECT_NE(text.find("fusec.flops"), std::string::npos) << text;
+  EXPECT_NE(text.find("240"), std::string::npos) << text;
+  EXPECT_NE(text.find("\"memory\""), std::string::npos) << text;
 }
 
 TEST(CostModelPassTest, UsesContextTarget) {
