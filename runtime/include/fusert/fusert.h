@@ -108,12 +108,12 @@ FUSERT_API size_t fusert_num_outputs(const fusert_model *model);
  *  *\p shape stay valid until fusert_unload.
  *  Errors: FUSERT_INVALID_ARGUMENT (NULL model, index out of range). */
 FUSERT_API fusert_status fusert_input_info(const fusert_model *model, size_t index,
-                                const char **name, fusert_dtype *dtype,
-                                int *rank, const int64_t **shape);
+                                           const char **name, fusert_dtype *dtype,
+                                           int *rank, const int64_t **shape);
 /** Like fusert_input_info, for output \p index. */
 FUSERT_API fusert_status fusert_output_info(const fusert_model *model, size_t index,
-                                 const char **name, fusert_dtype *dtype,
-                                 int *rank, const int64_t **shape);
+                                            const char **name, fusert_dtype *dtype,
+                                            int *rank, const int64_t **shape);
 
 /** Runs the model asynchronously on \p stream (0 = legacy default stream).
  *  \p inputs / \p outputs give every input / output exactly once, in any
@@ -124,8 +124,8 @@ FUSERT_API fusert_status fusert_output_info(const fusert_model *model, size_t in
  *  FUSERT_CUDA_ERROR (launch, copy or graph failure; the message names the
  *  step); FUSERT_CUBLAS_ERROR / FUSERT_CUDNN_ERROR (library failure). */
 FUSERT_API fusert_status fusert_run(fusert_model *model, const fusert_tensor *inputs,
-                         size_t num_inputs, fusert_tensor *outputs,
-                         size_t num_outputs, cudaStream_t stream);
+                                    size_t num_inputs, fusert_tensor *outputs,
+                                    size_t num_outputs, cudaStream_t stream);
 
 /** Turns CUDA-graph execution on (\p on != 0) or off. When on, the first run
  *  for a given set of input/output pointers and stream captures the steps into

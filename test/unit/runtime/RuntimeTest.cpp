@@ -24,6 +24,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+extern "C" int fusertCHeaderCheck(void); // CHeaderCheck.c
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -182,6 +184,8 @@ TEST_F(RuntimeTest, NullArguments) {
   fusert_unload(nullptr);
   EXPECT_STREQ(fusert_status_name(FUSERT_CUDNN_ERROR), "FUSERT_CUDNN_ERROR");
 }
+
+TEST(RuntimeCApiTest, UsableFromC) { EXPECT_EQ(fusertCHeaderCheck(), 0); }
 
 TEST_F(RuntimeTest, MissingManifest) {
   EXPECT_EQ(load(), FUSERT_NOT_FOUND);
