@@ -39,10 +39,11 @@
 //    spelled inf, -inf, nan. A list is `floats` if any element is a float.
 //    Empty lists are typed: ints[], floats[], strings[] (an untyped [] is read
 //    as ints[]).
-//  - Float attributes are f32 and print with %.9g (exact round trip). Constant
-//    data: f32/f16/bf16 elements print as their float value with %.9g, f64
-//    with %.17g (exact round trip); integers in full (u64 unsigned); bools as
-//    true/false (0/1 also accepted); strings quoted.
+//  - Floats print as the shortest %g text (6 to 9 significant digits for f32,
+//    15 to 17 for f64) that reads back to the identical value, so round trips
+//    are bit-exact. Float attributes are f32. Constant data: f32/f16/bf16
+//    elements print as their float value, f64 as double; integers in full
+//    (u64 unsigned); bools as true/false (0/1 also accepted); strings quoted.
 //  - `dense<elided>` (printed for constants larger than the PrintOptions
 //    limit) parses to a zero-filled tensor of the declared type: elided text
 //    keeps structure and types, not weights.

@@ -13,6 +13,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "absl/container/flat_hash_map.h"
@@ -56,11 +57,19 @@ std::string quoteString(const std::string &s) {
   return out;
 }
 
-std::string formatFloat(double v, int precision) {
+/// Shortest %g text that reads back to the same value: \p isFloat selects
+/// f32 (at most 9 digits) or f64 (at most 17 digits).
+std::string formatFloat(double v, bool isF32) {
   if (std::isnan(v)) return "nan";
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.*g", precision, v);
+  int maxDigits = isF32 ? 9 : 17;
+  for (int p = isF32 ? 6 : 15; p <= maxDigits; ++p) {
+    std::snprintf(buf, sizeof(buf), "%.*g", p, v);
+    bool exact = isF32 ? std::strtof(buf, nullptr) == static_cast<float>(v)
+                       : std::strtod(buf, nullptr) == v;
+    if (exact) break;
+  }
   std::string s = buf;
   if (s.find_first_of(".e") == std::string::npos) s += ".0";
   return s;
@@ -90,9 +99,9 @@ std::string elementText(const Tensor &t, int64_t i) {
     case DType::kF32:
     case DType::kF16:
     case DType::kBF16:
-      return formatFloat(static_cast<float>(t.getDouble(i)), 9);
+      return formatFloat(static_cast<float>(t.getDouble(i)), true);
     case DType::kF64:
-      return formatFloat(t.getDouble(i), 17);
+      return formatFloat(t.getDouble(i), false);
     case DType::kBool:
       return t.getInt(i) ? "true" : "false";
     case DType::kU64: {
@@ -123,7 +132,7 @@ std::string denseData(const Tensor &t) {
 std::string attributeText(const Attribute &a) {
   switch (a.kind()) {
     case Attribute::Kind::kInt: return absl::StrCat(a.i());
-    case Attribute::Kind::kFloat: return formatFloat(a.f(), 9);
+    case Attribute::Kind::kFloat: return formatFloat(a.f(), true);
     case Attribute::Kind::kString: return quoteString(a.s());
     case Attribute::Kind::kTensor:
       return absl::StrCat("dense<", typeText(TensorType::fromShape(a.t().dtype(), a.t().shape())),
@@ -139,7 +148,7 @@ std::string attributeText(const Attribute &a) {
       if (a.floats().empty()) return "floats[]";
       std::string out = "[";
       for (size_t i = 0; i < a.floats().size(); ++i)
-        absl::StrAppend(&out, i ? ", " : "", formatFloat(a.floats()[i], 9));
+        absl::StrAppend(&out, i ? ", " : "", formatFloat(a.floats()[i], true));
       return out + "]";
     }
     case Attribute::Kind::kStrings: {

@@ -1,0 +1,365 @@
+//===- ShapeInferenceTest.cpp - Shape inference of the tricky ops ---------===//
+#include "ir/ShapeInference.h"
+
+#include "gtest/gtest.h"
+#include "ir/OpTable.h"
+#include "ir/Parser.h"
+#include "test/unit/ir/TestUtil.h"
+
+namespace fusec::ir {
+namespace {
+
+using testing::inferType;
+
+TEST(ShapeInference, BroadcastKeepsSymbols) {
+  EXPECT_EQ(inferType("%a: f32[batch,1,4], %b: f32[seq,1]", "%out = \"Add\"(%a, %b)"),
+            "f32[batch,seq,4]");
+  EXPECT_EQ(inferType("%a: f32[batch,seq], %b: f32[batch,seq]", "%out = \"Mul\"(%a, %b)"),
+            "f32[batch,seq]");
+  EXPECT_EQ(inferType("%a: f32[n], %b: f32[3]", "%out = \"Sub\"(%a, %b)"), "f32[3]");
+  EXPECT_EQ(inferType("%a: f32[n], %b: f32[m]", "%out = \"Sub\"(%a, %b)"), "f32[?]");
+  EXPECT_EQ(inferType("%a: f32[?], %b: f32[1]", "%out = \"Sub\"(%a, %b)"), "f32[?]");
+  EXPECT_EQ(inferType("%a: f32[2,3], %b: f32[4,3]", "%out = \"Add\"(%a, %b)").substr(0, 6),
+            "error:");
+  EXPECT_EQ(inferType("%a: f32[*], %b: f32[4,3]", "%out = \"Add\"(%a, %b)"), "f32[*]");
+  EXPECT_EQ(inferType("%a: f32[2,3], %b: f32[3]", "%out = \"Less\"(%a, %b)"), "bool[2,3]");
+  EXPECT_EQ(inferType("%c: bool[n,1], %a: f16[1,4], %b: f16[]",
+                      "%out = \"Where\"(%c, %a, %b)"),
+            "f16[n,4]");
+  EXPECT_EQ(inferType("%a: f32[2,1], %b: f32[1,3], %c: f32[3]",
+                      "%out = \"Sum\"(%a, %b, %c)"),
+            "f32[2,3]");
+}
+
+TEST(ShapeInference, UnaryAndCast) {
+  EXPECT_EQ(inferType("%a: f32[b,3]", "%out = \"Cast\"(%a) {to = 7}"), "i64[b,3]");
+  EXPECT_EQ(inferType("%a: f32[b,3]", "%out = \"IsNaN\"(%a)"), "bool[b,3]");
+  EXPECT_EQ(inferType("%a: f32[b,3]", "%out = \"Gelu\"(%a) {approximate = \"tanh\"}"),
+            "f32[b,3]");
+  EXPECT_EQ(inferType("%a: f32[2]", "%out = \"Cast\"(%a) {to = 99}").substr(0, 6), "error:");
+  EXPECT_EQ(inferType("%a: f32[4]", "%out = \"Size\"(%a)"), "i64[]");
+  EXPECT_EQ(inferType("%a: f32[4,5]", "%out = \"ArgMax\"(%a) {axis = -1, keepdims = 0}"),
+            "i64[4]");
+  EXPECT_EQ(inferType("%a: f32[4,5]", "%out = \"ArgMin\"(%a)"), "i64[1,5]");
+}
+
+TEST(ShapeInference, MatMul) {
+  EXPECT_EQ(inferType("%a: f32[b,1,4,8], %w: f32[h,8,16]", "%out = \"MatMul\"(%a, %w)"),
+            "f32[b,h,4,16]");
+  EXPECT_EQ(inferType("%a: f32[8], %w: f32[3,8,16]", "%out = \"MatMul\"(%a, %w)"),
+            "f32[3,16]");
+  EXPECT_EQ(inferType("%a: f32[3,4,8], %w: f32[8]", "%out = \"MatMul\"(%a, %w)"), "f32[3,4]");
+  EXPECT_EQ(inferType("%a: f32[8], %w: f32[8]", "%out = \"MatMul\"(%a, %w)"), "f32[]");
+  EXPECT_EQ(inferType("%a: f32[4,7], %w: f32[8,2]", "%out = \"MatMul\"(%a, %w)").substr(0, 6),
+            "error:");
+  EXPECT_EQ(inferType("%a: f32[s,k], %w: f32[k,2]", "%out = \"MatMul\"(%a, %w)"), "f32[s,2]");
+}
+
+TEST(ShapeInference, Gemm) {
+  EXPECT_EQ(inferType("%a: f32[4,3], %b: f32[3,5]", "%out = \"Gemm\"(%a, %b)"), "f32[4,5]");
+  EXPECT_EQ(inferType("%a: f32[3,4], %b: f32[5,3], %c: f32[5]",
+                      "%out = \"Gemm\"(%a, %b, %c) {transA = 1, transB = 1}"),
+            "f32[4,5]");
+  EXPECT_EQ(inferType("%a: f32[3,4], %b: f32[3,5]", "%out = \"Gemm\"(%a, %b) {transA = 1}"),
+            "f32[4,5]");
+  EXPECT_EQ(inferType("%a: f32[4,3], %b: f32[4,5]", "%out = \"Gemm\"(%a, %b)").substr(0, 6),
+            "error:");
+}
+
+TEST(ShapeInference, ConvAndPools) {
+  EXPECT_EQ(inferType("%x: f32[n,3,32,32], %w: f32[16,3,3,3]",
+                      "%out = \"Conv\"(%x, %w) {pads = [1, 1, 1, 1], strides = [2, 2]}"),
+            "f32[n,16,16,16]");
+  EXPECT_EQ(inferType("%x: f32[1,3,32,32], %w: f32[8,3,3,3]",
+                      "%out = \"Conv\"(%x, %w) {dilations = [2, 2]}"),
+            "f32[1,8,28,28]");
+  EXPECT_EQ(inferType("%x: f32[1,3,31,31], %w: f32[8,3,3,3]",
+                      "%out = \"Conv\"(%x, %w) {auto_pad = \"SAME_UPPER\", strides = [2, 2]}"),
+            "f32[1,8,16,16]");
+  EXPECT_EQ(inferType("%x: f32[1,4,10], %w: f32[8,2,3]",
+                      "%out = \"Conv\"(%x, %w) {auto_pad = \"VALID\", group = 2}"),
+            "f32[1,8,8]");
+  EXPECT_EQ(inferType("%x: f32[1,4,10], %w: f32[8,3,3]", "%out = \"Conv\"(%x, %w)")
+                .substr(0, 6),
+            "error:");
+  EXPECT_EQ(inferType("%x: f32[1,3,h,w], %w: f32[8,3,1,1]", "%out = \"Conv\"(%x, %w)"),
+            "f32[1,8,h,w]");
+  EXPECT_EQ(inferType("%x: f32[1,3,32,32]",
+                      "%out = \"MaxPool\"(%x) {kernel_shape = [3, 3], strides = [2, 2]}"),
+            "f32[1,3,15,15]");
+  EXPECT_EQ(inferType("%x: f32[1,3,32,32]",
+                      "%out = \"MaxPool\"(%x) {ceil_mode = 1, kernel_shape = [3, 3], strides = [2, 2]}"),
+            "f32[1,3,16,16]");
+  EXPECT_EQ(inferType("%x: f32[1,1,5,5]",
+                      "%out = \"AveragePool\"(%x) {kernel_shape = [2, 2], pads = [1, 1, 1, 1], strides = [2, 2]}"),
+            "f32[1,1,3,3]");
+  EXPECT_EQ(inferType("%x: f32[n,c,7,9]", "%out = \"GlobalAveragePool\"(%x)"),
+            "f32[n,c,1,1]");
+}
+
+TEST(ShapeInference, NormsAndReductions) {
+  EXPECT_EQ(inferType("%x: f16[b,s,64], %g: f16[64]",
+                      "%out, %m, %r = \"LayerNormalization\"(%x, %g) {axis = -1}", "m"),
+            "f32[b,s,1]");
+  EXPECT_EQ(inferType("%x: f32[b,s,64]",
+                      "%ax = constant i64[1] dense<[1]>\n%out = \"ReduceMean\"(%x, %ax)"),
+            "f32[b,1,64]");
+  EXPECT_EQ(inferType("%x: f32[b,s,64]",
+                      "%ax = constant i64[2] dense<[0, -1]>\n"
+                      "%out = \"ReduceSum\"(%x, %ax) {keepdims = 0}"),
+            "f32[s]");
+  EXPECT_EQ(inferType("%x: f32[b,s,64]", "%out = \"ReduceMax\"(%x) {keepdims = 0}"), "f32[]");
+  EXPECT_EQ(inferType("%x: f32[b,s,64]",
+                      "%out = \"ReduceMax\"(%x) {noop_with_empty_axes = 1}"),
+            "f32[b,s,64]");
+  EXPECT_EQ(inferType("%x: f32[b,s,64], %ax: i64[2]",
+                      "%out = \"ReduceMin\"(%x, %ax) {keepdims = 0}"),
+            "f32[?]");
+}
+
+TEST(ShapeInference, Reshape) {
+  EXPECT_EQ(inferType("%x: f32[b,s,768]",
+                      "%sh = constant i64[4] dense<[0, 0, 12, -1]>\n%out = \"Reshape\"(%x, %sh)"),
+            "f32[b,s,12,64]");
+  EXPECT_EQ(inferType("%x: f32[2,3,4]",
+                      "%sh = constant i64[2] dense<[-1, 4]>\n%out = \"Reshape\"(%x, %sh)"),
+            "f32[6,4]");
+  EXPECT_EQ(inferType("%x: f32[b,s,4]",
+                      "%sh = constant i64[2] dense<[-1, 4]>\n%out = \"Reshape\"(%x, %sh)"),
+            "f32[?,4]");
+  EXPECT_EQ(inferType("%x: f32[b,12,64]",
+                      "%sh = constant i64[2] dense<[-1, 768]>\n%out = \"Reshape\"(%x, %sh)"),
+            "f32[b,768]");
+  EXPECT_EQ(inferType("%x: f32[2,3]",
+                      "%sh = constant i64[2] dense<[0, 0]>\n"
+                      "%out = \"Reshape\"(%x, %sh) {allowzero = 1}")
+                .substr(0, 6),
+            "error:");
+  EXPECT_EQ(inferType("%x: f32[2,3]",
+                      "%sh = constant i64[2] dense<[4, -1]>\n%out = \"Reshape\"(%x, %sh)")
+                .substr(0, 6),
+            "error:");
+  EXPECT_EQ(inferType("%x: f32[2,3], %sh: i64[3]", "%out = \"Reshape\"(%x, %sh)"),
+            "f32[?,?,?]");
+}
+
+TEST(ShapeInference, ReshapeOfShapeDerivedValueIsSymbolic) {
+  // Shape(x)[0:2] ++ [12, 64]: the typical attention head split.
+  EXPECT_EQ(inferType("%x: f32[batch,seq,768]",
+                      "%shape = \"Shape\"(%x)\n"
+                      "%st = constant i64[1] dense<[0]>\n"
+                      "%en = constant i64[1] dense<[2]>\n"
+                      "%bs = \"Slice\"(%shape, %st, %en)\n"
+                      "%heads = constant i64[2] dense<[12, 64]>\n"
+                      "%target = \"Concat\"(%bs, %heads) {axis = 0}\n"
+                      "%out = \"Reshape\"(%x, %target)"),
+            "f32[batch,seq,12,64]");
+  // Gather of single dims, Unsqueeze, Concat, then Expand and ConstantOfShape.
+  std::string stmts =
+      "%shape = \"Shape\"(%x)\n"
+      "%i1 = constant i64[] dense<[1]>\n"
+      "%d1 = \"Gather\"(%shape, %i1) {axis = 0}\n"
+      "%ax = constant i64[1] dense<[0]>\n"
+      "%u1 = \"Unsqueeze\"(%d1, %ax)\n"
+      "%t = \"Concat\"(%u1, %u1) {axis = 0}\n"
+      "%out = \"ConstantOfShape\"(%t) {value = dense<f16[1] [0.0]>}\n"
+      "%e = \"Expand\"(%y, %t)\n"
+      "%r = \"Range\"(%zero, %d1, %one)";
+  std::string inputs = "%x: f32[batch,seq], %y: f32[1], %zero: i64[], %one: i64[]";
+  EXPECT_EQ(inferType(inputs, stmts), "f16[seq,seq]");
+  EXPECT_EQ(inferType(inputs, stmts, "e"), "f32[seq,seq]");
+  EXPECT_EQ(inferType(inputs, stmts, "r"), "i64[?]");
+  // Shape with start/end.
+  EXPECT_EQ(inferType("%x: f32[a,b,c,d]", "%out = \"Shape\"(%x) {end = -1, start = 1}"),
+            "i64[2]");
+  EXPECT_EQ(inferType("%x: f32[a,b,c,d]", "%out = \"Shape\"(%x) {start = -10}"), "i64[4]");
+  EXPECT_EQ(inferType("%x: f32[a,b,c,d], %y: f32[c]",
+                      "%s = \"Shape\"(%x) {end = 3, start = 2}\n%out = \"Reshape\"(%y, %s)"),
+            "f32[c]");
+  EXPECT_EQ(inferType("%x: f32[a,b]",
+                      "%s = \"Shape\"(%x)\n%c = \"Cast\"(%s) {to = 6}\n"
+                      "%m = constant i64[2] dense<[1, 2]>\n%p = \"Mul\"(%c, %m)\n"
+                      "%out = \"ConstantOfShape\"(%p)"),
+            "f32[a,?]");
+}
+
+TEST(ShapeInference, Slice) {
+  auto slice = [](const std::string &shape, const std::string &starts, const std::string &ends,
+                  const std::string &axes, const std::string &steps) {
+    int64_t k = std::count(starts.begin(), starts.end(), ',') + 1;
+    std::string n = std::to_string(k);
+    std::string s = "%st = constant i64[" + n + "] dense<[" + starts + "]>\n%en = constant i64[" +
+                    n + "] dense<[" + ends + "]>\n";
+    std::string args = "%x, %st, %en";
+    if (!axes.empty()) {
+      s += "%ax = constant i64[" + n + "] dense<[" + axes + "]>\n";
+      args += ", %ax";
+    } else if (!steps.empty()) {
+      args += ", _";
+    }
+    if (!steps.empty()) {
+      s += "%sp = constant i64[" + n + "] dense<[" + steps + "]>\n";
+      args += ", %sp";
+    }
+    s += "%out = \"Slice\"(" + args + ")";
+    return inferType("%x: f32[" + shape + "]", s);
+  };
+  EXPECT_EQ(slice("10,20", "1, -5", "-1, 1000", "", ""), "f32[8,5]");
+  EXPECT_EQ(slice("10,20", "-100", "100", "-1", ""), "f32[10,20]");
+  EXPECT_EQ(slice("10,20", "0", "10", "1", "3"), "f32[10,4]");
+  EXPECT_EQ(slice("10,20", "-1", "-100", "0", "-1"), "f32[10,20]");
+  EXPECT_EQ(slice("10,20", "9", "0", "0", "-2"), "f32[5,20]");
+  EXPECT_EQ(slice("10,20", "5", "2", "0", ""), "f32[0,20]");
+  EXPECT_EQ(slice("b,20", "0", "9223372036854775807", "0", ""), "f32[b,20]");
+  EXPECT_EQ(slice("b,20", "1", "3", "0", ""), "f32[?,20]");
+  EXPECT_EQ(slice("10,20", "0", "1", "2", ""), "error: '' (Slice): axis 2 out of range for rank 2");
+}
+
+TEST(ShapeInference, GatherFamily) {
+  EXPECT_EQ(inferType("%x: f32[v,768], %i: i64[b,s]", "%out = \"Gather\"(%x, %i)"),
+            "f32[b,s,768]");
+  EXPECT_EQ(inferType("%x: f32[2,3,4], %i: i64[]", "%out = \"Gather\"(%x, %i) {axis = -2}"),
+            "f32[2,4]");
+  EXPECT_EQ(inferType("%x: f32[2,3,4], %i: i64[5,3,4]",
+                      "%out = \"GatherElements\"(%x, %i) {axis = 0}"),
+            "f32[5,3,4]");
+  EXPECT_EQ(inferType("%x: f32[2,3,4], %i: i64[2,1]", "%out = \"GatherND\"(%x, %i)"),
+            "f32[2,3,4]");
+  EXPECT_EQ(inferType("%x: f32[2,3,4], %i: i64[2,2]", "%out = \"GatherND\"(%x, %i)"),
+            "f32[2,4]");
+  EXPECT_EQ(inferType("%x: f32[2,3,4], %i: i64[2,5,1]",
+                      "%out = \"GatherND\"(%x, %i) {batch_dims = 1}"),
+            "f32[2,5,4]");
+  EXPECT_EQ(inferType("%x: f32[2,3,4], %i: i64[2,3]",
+                      "%out = \"GatherND\"(%x, %i) {batch_dims = 1}")
+                .substr(0, 6),
+            "error:");
+}
+
+TEST(ShapeInference, SplitConcat) {
+  EXPECT_EQ(inferType("%x: f32[b,10]",
+                      "%sp = constant i64[2] dense<[3, 7]>\n"
+                      "%a, %out = \"Split\"(%x, %sp) {axis = -1}"),
+            "f32[b,7]");
+  EXPECT_EQ(inferType("%x: f32[b,10]",
+                      "%a, %m, %out = \"Split\"(%x) {axis = 1, num_outputs = 3}"),
+            "f32[b,2]");
+  EXPECT_EQ(inferType("%x: f32[b,10]",
+                      "%a, %m, %out = \"Split\"(%x) {axis = 1, num_outputs = 3}", "a"),
+            "f32[b,4]");
+  EXPECT_EQ(inferType("%x: f32[b,10]",
+                      "%sp = constant i64[2] dense<[3, 8]>\n"
+                      "%a, %out = \"Split\"(%x, %sp) {axis = 1}")
+                .substr(0, 6),
+            "error:");
+  EXPECT_EQ(inferType("%a: f32[b,3], %c: f32[b,5]", "%out = \"Concat\"(%a, %c) {axis = 1}"),
+            "f32[b,8]");
+  EXPECT_EQ(inferType("%a: f32[b,3], %c: f32[s,3]", "%out = \"Concat\"(%a, %c) {axis = 0}"),
+            "f32[?,3]");
+  EXPECT_EQ(inferType("%a: f32[2,3], %c: f32[2,3,1]", "%out = \"Concat\"(%a, %c) {axis = 0}")
+                .substr(0, 6),
+            "error:");
+  EXPECT_EQ(inferType("%a: f32[2,3], %c: f32[4,3]", "%out = \"Concat\"(%a, %c) {axis = 1}")
+                .substr(0, 6),
+            "error:");
+}
+
+TEST(ShapeInference, SqueezeUnsqueeze) {
+  EXPECT_EQ(inferType("%x: f32[1,b,1,4]",
+                      "%ax = constant i64[1] dense<[-2]>\n%out = \"Squeeze\"(%x, %ax)"),
+            "f32[1,b,4]");
+  EXPECT_EQ(inferType("%x: f32[1,b,1,4]", "%out = \"Squeeze\"(%x)"), "f32[b,4]");
+  EXPECT_EQ(inferType("%x: f32[1,b,3]",
+                      "%ax = constant i64[1] dense<[2]>\n%out = \"Squeeze\"(%x, %ax)")
+                .substr(0, 6),
+            "error:");
+  EXPECT_EQ(inferType("%x: f32[b,4]",
+                      "%ax = constant i64[2] dense<[-1, 0]>\n%out = \"Unsqueeze\"(%x, %ax)"),
+            "f32[1,b,4,1]");
+  EXPECT_EQ(inferType("%x: f32[b,4]",
+                      "%ax = constant i64[2] dense<[1, -3]>\n%out = \"Unsqueeze\"(%x, %ax)")
+                .substr(0, 6),
+            "error:");
+}
+
+TEST(ShapeInference, LayoutOps) {
+  EXPECT_EQ(inferType("%x: f32[a,b,c]", "%out = \"Transpose\"(%x)"), "f32[c,b,a]");
+  EXPECT_EQ(inferType("%x: f32[a,b,c]", "%out = \"Transpose\"(%x) {perm = [0, 2, 1]}"),
+            "f32[a,c,b]");
+  EXPECT_EQ(inferType("%x: f32[a,b,c]", "%out = \"Transpose\"(%x) {perm = [0, 0, 1]}")
+                .substr(0, 6),
+            "error:");
+  EXPECT_EQ(inferType("%x: f32[2,3,4,5]", "%out = \"Flatten\"(%x) {axis = 2}"), "f32[6,20]");
+  EXPECT_EQ(inferType("%x: f32[b,3,4]", "%out = \"Flatten\"(%x)"), "f32[b,12]");
+  EXPECT_EQ(inferType("%x: f32[2,3,4]", "%out = \"Flatten\"(%x) {axis = 0}"), "f32[1,24]");
+  EXPECT_EQ(inferType("%x: f32[2,3,4]", "%out = \"Flatten\"(%x) {axis = -1}"), "f32[6,4]");
+  EXPECT_EQ(inferType("%x: f32[b,s,s]", "%out = \"Trilu\"(%x) {upper = 0}"), "f32[b,s,s]");
+  EXPECT_EQ(inferType("%x: f32[4]", "%out = \"Trilu\"(%x)").substr(0, 6), "error:");
+  EXPECT_EQ(inferType("%x: f32[b,1,3]",
+                      "%sh = constant i64[3] dense<[2, 4, 1]>\n%out = \"Expand\"(%x, %sh)"),
+            "f32[2,4,3]");
+  EXPECT_EQ(inferType("%x: f32[2,3]",
+                      "%sh = constant i64[2] dense<[4, 3]>\n%out = \"Expand\"(%x, %sh)")
+                .substr(0, 6),
+            "error:");
+  EXPECT_EQ(inferType("%x: f32[b,3]",
+                      "%r = constant i64[2] dense<[1, 2]>\n%out = \"Tile\"(%x, %r)"),
+            "f32[b,6]");
+  EXPECT_EQ(inferType("%x: f32[b,3]",
+                      "%p = constant i64[4] dense<[0, 1, 0, 2]>\n%out = \"Pad\"(%x, %p)"),
+            "f32[b,6]");
+  EXPECT_EQ(inferType("%x: f32[2,3,4]",
+                      "%p = constant i64[2] dense<[1, 1]>\n%ax = constant i64[1] dense<[-1]>\n"
+                      "%out = \"Pad\"(%x, %p, _, %ax) {mode = \"reflect\"}"),
+            "f32[2,3,6]");
+}
+
+TEST(ShapeInference, RangeAndConstants) {
+  auto range = [](const std::string &dt, const std::string &s, const std::string &l,
+                  const std::string &d) {
+    return inferType("", "%s = constant " + dt + "[] dense<[" + s + "]>\n%l = constant " + dt +
+                             "[] dense<[" + l + "]>\n%d = constant " + dt + "[] dense<[" + d +
+                             "]>\n%out = \"Range\"(%s, %l, %d)");
+  };
+  EXPECT_EQ(range("i64", "0", "10", "3"), "i64[4]");
+  EXPECT_EQ(range("i64", "10", "0", "-3"), "i64[4]");
+  EXPECT_EQ(range("i64", "10", "0", "3"), "i64[0]");
+  EXPECT_EQ(range("f32", "0.0", "1.0", "0.25"), "f32[4]");
+  EXPECT_EQ(range("i32", "0", "5", "0").substr(0, 6), "error:");
+  EXPECT_EQ(inferType("", "%out = \"Constant\"() {value = dense<i32[2,2] [1, 2, 3, 4]>}"),
+            "i32[2,2]");
+  EXPECT_EQ(inferType("", "%out = \"Constant\"() {value_floats = [1.0, 2.0]}"), "f32[2]");
+}
+
+TEST(ShapeInference, UnregisteredOpsKeepTheirTypes) {
+  EXPECT_EQ(inferType("%x: f32[2]", "%out = \"test.Foo\"(%x) : f32[7,7]"), "f32[7,7]");
+  EXPECT_EQ(inferType("%x: f32[2]", "%out = \"com.microsoft::Gelu\"(%x) : bf16[3]"), "bf16[3]");
+}
+
+TEST(ShapeInference, UnknownDimsKeepExistingInformation) {
+  // A declared symbol survives when inference can only say "?".
+  EXPECT_EQ(inferType("%x: f32[2,3], %sh: i64[2]", "%out = \"Reshape\"(%x, %sh) : f32[n,3]"),
+            "f32[n,3]");
+}
+
+// Every op of the table, with several input shapes, must infer without
+// crashing (errors are fine for inconsistent inputs).
+TEST(ShapeInference, EveryOpSmoke) {
+  for (const OpInfo &op : allOps()) {
+    for (const char *ty : {"f32[2,3,4,5]", "f32[*]", "i64[4]", "f32[]", "f32[b,?,3]"}) {
+      int nin = op.maxInputs < 0 ? op.minInputs + 1 : op.maxInputs;
+      int nout = op.maxOutputs < 0 ? 2 : op.maxOutputs;
+      std::string args, results;
+      for (int i = 0; i < nin; ++i) args += i ? ", %x" : "%x";
+      for (int i = 0; i < nout; ++i) results += (i ? ", %r" : "%r") + std::to_string(i);
+      std::string text = testing::graphText(
+          std::string("%x: ") + ty, results + " = \"" + op.name + "\"(" + args + ")", "%r0");
+      auto g = parseGraph(text);
+      ASSERT_TRUE(g.ok()) << g.status();
+      (void)inferShapes(**g);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace fusec::ir

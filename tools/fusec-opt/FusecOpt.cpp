@@ -1,0 +1,204 @@
+//===- FusecOpt.cpp - The fusec-opt driver as a library -------------------===//
+//
+// Usage: fusec-opt [options] [FILE | -]
+//   --passes=a,b           run these passes in order (verifying after each)
+//   --infer-shapes         run ir::inferShapes before the passes
+//   --no-verify            skip the verifier
+//   --print-loc            print node locations
+//   --elide-constants=N    print constants with more than N elements as
+//                          dense<elided>
+//   --split-input-file     split the input at lines `// -----` and process
+//                          each chunk on its own (errors reported per chunk;
+//                          the outputs are joined with `// -----`)
+//   -o FILE                write the output to FILE instead of stdout
+//
+//===----------------------------------------------------------------------===//
+#include "tools/fusec-opt/FusecOpt.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "ir/Parser.h"
+#include "ir/Printer.h"
+#include "ir/ShapeInference.h"
+#include "ir/Verifier.h"
+#include "support/Status.h"
+
+namespace fusec::opt {
+
+namespace {
+
+struct Options {
+  std::string input = "-";
+  std::string output;
+  std::vector<std::string> passes;
+  bool inferShapes = false;
+  bool verify = true;
+  bool splitInputFile = false;
+  ir::PrintOptions print;
+};
+
+constexpr const char *kUsage =
+    "usage: fusec-opt [options] [FILE | -]\n"
+    "  --passes=a,b           run the named passes in order\n"
+    "  --infer-shapes         run shape inference first\n"
+    "  --no-verify            do not run the verifier\n"
+    "  --print-loc            print node locations\n"
+    "  --elide-constants=N    print constants larger than N elements as dense<elided>\n"
+    "  --split-input-file     process chunks separated by '// -----' separately\n"
+    "  -o FILE                write output to FILE\n";
+
+void reportError(const std::string &msg) { std::cerr << "fusec-opt: error: " << msg << "\n"; }
+
+absl::Status parseArgs(int argc, char **argv, const PassHooks &hooks, Options &opts,
+                       bool &help) {
+  bool haveInput = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--help" || a == "-h") {
+      help = true;
+    } else if (absl::StartsWith(a, "--passes=")) {
+      for (absl::string_view p : absl::StrSplit(a.substr(9), ',', absl::SkipEmpty())) {
+        std::string name(p);
+        if (!hooks.exists || !hooks.exists(name))
+          return absl::InvalidArgumentError(absl::StrCat("unknown pass '", name, "'"));
+        opts.passes.push_back(name);
+      }
+    } else if (a == "--infer-shapes") {
+      opts.inferShapes = true;
+    } else if (a == "--no-verify") {
+      opts.verify = false;
+    } else if (a == "--print-loc") {
+      opts.print.printLocations = true;
+    } else if (absl::StartsWith(a, "--elide-constants=")) {
+      int64_t n;
+      if (!absl::SimpleAtoi(a.substr(18), &n) || n < 0)
+        return absl::InvalidArgumentError(absl::StrCat("bad value in '", a, "'"));
+      opts.print.elideConstantsLargerThan = n;
+    } else if (a == "--split-input-file") {
+      opts.splitInputFile = true;
+    } else if (a == "-o") {
+      if (i + 1 >= argc) return absl::InvalidArgumentError("-o needs a file name");
+      opts.output = argv[++i];
+    } else if (a != "-" && absl::StartsWith(a, "-")) {
+      return absl::InvalidArgumentError(absl::StrCat("unknown option '", a, "'"));
+    } else {
+      if (haveInput) return absl::InvalidArgumentError("more than one input file");
+      opts.input = a;
+      haveInput = true;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> readInput(const std::string &path) {
+  std::stringstream ss;
+  if (path == "-") {
+    ss << std::cin.rdbuf();
+    return ss.str();
+  }
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return absl::NotFoundError(absl::StrCat("cannot open '", path, "'"));
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+/// Parses, verifies, transforms and prints one chunk of text.
+absl::StatusOr<std::string> processChunk(const std::string &text, const Options &opts,
+                                         const PassHooks &hooks) {
+  FUSEC_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, ir::parseGraph(text));
+  if (opts.verify) FUSEC_RETURN_IF_ERROR_CTX(ir::verifyGraph(*graph), "verifier");
+  if (opts.inferShapes) {
+    FUSEC_RETURN_IF_ERROR_CTX(ir::inferShapes(*graph), "shape inference");
+    if (opts.verify)
+      FUSEC_RETURN_IF_ERROR_CTX(ir::verifyGraph(*graph), "verifier after shape inference");
+  }
+  for (const std::string &p : opts.passes) {
+    FUSEC_RETURN_IF_ERROR_CTX(hooks.run(*graph, p), "pass '", p, "'");
+    if (opts.verify)
+      FUSEC_RETURN_IF_ERROR_CTX(ir::verifyGraph(*graph), "verifier after pass '", p, "'");
+  }
+  return ir::printGraph(*graph, opts.print);
+}
+
+/// Splits \p text at lines that are exactly `// -----` (surrounding blanks
+/// allowed). Each chunk is prefixed with newlines so that parser line numbers
+/// refer to the whole file.
+std::vector<std::string> splitChunks(const std::string &text) {
+  std::vector<std::string> chunks;
+  std::string cur;
+  int line = 1, chunkStart = 1;
+  for (absl::string_view l : absl::StrSplit(text, '\n')) {
+    std::string s(absl::StripAsciiWhitespace(l));
+    if (s == "// -----") {
+      chunks.push_back(std::string(chunkStart - 1, '\n') + cur);
+      cur.clear();
+      chunkStart = line + 1;
+    } else {
+      absl::StrAppend(&cur, l, "\n");
+    }
+    ++line;
+  }
+  chunks.push_back(std::string(chunkStart - 1, '\n') + cur);
+  return chunks;
+}
+
+}  // namespace
+
+int fusecOptMain(int argc, char **argv, const PassHooks &hooks) {
+  Options opts;
+  bool help = false;
+  if (absl::Status s = parseArgs(argc, argv, hooks, opts, help); !s.ok()) {
+    reportError(std::string(s.message()));
+    return 1;
+  }
+  if (help) {
+    std::cout << kUsage;
+    if (hooks.describe) {
+      std::cout << "passes:\n";
+      for (const std::string &l : hooks.describe()) std::cout << l << "\n";
+    }
+    return 0;
+  }
+  absl::StatusOr<std::string> text = readInput(opts.input);
+  if (!text.ok()) {
+    reportError(std::string(text.status().message()));
+    return 1;
+  }
+  std::string where = opts.input == "-" ? "<stdin>" : opts.input;
+  std::vector<std::string> chunks =
+      opts.splitInputFile ? splitChunks(*text) : std::vector<std::string>{*text};
+  bool failed = false;
+  std::string out;
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    if (i) out += "// -----\n";
+    absl::StatusOr<std::string> r = processChunk(chunks[i], opts, hooks);
+    if (!r.ok()) {
+      reportError(absl::StrCat(where, ":", std::string(r.status().message())));
+      failed = true;
+      continue;
+    }
+    out += *r;
+  }
+  if (opts.output.empty()) {
+    std::cout << out;
+    std::cout.flush();
+  } else {
+    std::ofstream f(opts.output, std::ios::binary);
+    f << out;
+    if (!f) {
+      reportError(absl::StrCat("cannot write '", opts.output, "'"));
+      return 1;
+    }
+  }
+  return failed ? 1 : 0;
+}
+
+}  // namespace fusec::opt
