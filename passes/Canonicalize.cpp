@@ -4,7 +4,8 @@
 // with one canonical op, so that later passes (cost model, fusion, attention
 // rewrite, codegen) see one form:
 //   GELU (erf and tanh forms)            -> Gelu            (Activations.cpp)
-//   x * Sigmoid(x)                       -> Swish           (Activations.cpp)
+//   SiLU: x / (1 + exp(-x))              -> Mul(x, Sigmoid(x)) (Activations.cpp;
+//                                          Swish once Ops.def has the row)
 //   LayerNorm in primitives              -> LayerNormalization (Norms.cpp)
 //   RMSNorm in primitives (+ f32 casts)  -> RMSNormalization   (Norms.cpp)
 //   2-D MatMul + bias                    -> Gemm            (Simplify.cpp)
@@ -96,7 +97,7 @@ class Canonicalize : public Pass {
     // Earlier patterns win when several match at one node.
     static const Matcher kMatchers[] = {matchNoOp,      matchReshapeChain, matchTransposeChain,
                                         matchGelu,      matchLayerNorm,    matchRmsNorm,
-                                        matchSwish,     matchMatMulBias};
+                                        matchSwish,     matchSilu,         matchMatMulBias};
     bool changed = false;
     for (int sweep = 0; sweep < kMaxSweeps; ++sweep) {
       UseInfo uses(graph);

@@ -14,13 +14,21 @@
 // to the sum or distributed over it) and its coefficients must match within
 // kConstantRtol.
 //
-// SiLU: x * Sigmoid(x) -> Swish(x) (alpha = 1; ONNX Swish, opset 24), only
-// when the op table has the Swish row.
+// SiLU: the canonical form is Mul(x, Sigmoid(x)), x first: x / (1 + exp(-x))
+// (exp argument read as a polynomial, so Neg(x) or x * -1) becomes it, and
+// Mul(Sigmoid(x), x) has its operands swapped. fusec does not add a Swish
+// row to ir/Ops.def yet: the cost model and fusion switch exhaustively over
+// OpKind (-Wswitch) and codegen lowers elementwise ops case by case, so a
+// new op needs all of them; Mul(x, Sigmoid(x)) fuses into one elementwise
+// kernel at no cost. Once a row FUSEC_OP(Swish, "Swish", ...) exists,
+// matchSwish rewrites x * Sigmoid(x) -> Swish(x) {alpha = 1} (ONNX Swish,
+// opset 24) and takes precedence.
 //
 //===----------------------------------------------------------------------===//
 #include <cmath>
 
 #include "passes/canonicalize/Patterns.h"
+#include "support/Status.h"
 
 namespace fusec::passes::canonicalize {
 namespace {
@@ -82,6 +90,46 @@ std::optional<Rewrite> matchSwish(ir::Node &root, const UseInfo &uses) {
     ir::Node *r = &root;
     return Rewrite{"swish", {r, sig}, [r, x](ir::Graph &g) {
                      return replaceRootWith(g, r, "Swish", {x}, {{"alpha", ir::Attribute(1.0f)}});
+                   }};
+  }
+  return std::nullopt;
+}
+
+std::optional<Rewrite> matchSilu(ir::Node &root, const UseInfo &uses) {
+  if (!ir::isFloat(root.output(0)->type().dtype)) return std::nullopt;
+  ir::Node *r = &root;
+  if (root.kind() == ir::OpKind::kMul) {
+    // Mul(Sigmoid(x), x) -> Mul(x, Sigmoid(x)).
+    ir::Node *sig = producerOf(root.input(0), ir::OpKind::kSigmoid);
+    if (!sig || sig->input(0) != root.input(1) || producerOf(root.input(1), ir::OpKind::kSigmoid))
+      return std::nullopt;
+    return Rewrite{"silu-order", {r}, [r](ir::Graph &g) -> absl::StatusOr<bool> {
+                     ir::Value *s = r->input(0);
+                     r->setInput(0, r->input(1));
+                     r->setInput(1, s);
+                     return true;
+                   }};
+  }
+  if (root.kind() != ir::OpKind::kDiv) return std::nullopt;
+  // Div(x, Add(1, Exp(-x))).
+  ir::Value *x = root.input(0);
+  ir::Node *add = producerOf(root.input(1), ir::OpKind::kAdd);
+  if (!add || !uses.hasOneUse(add->output(0))) return std::nullopt;
+  for (int j = 0; j < 2; ++j) {
+    if (!isSplatConstant(add->input(j), 1.0, 0)) continue;
+    ir::Node *exp = producerOf(add->input(1 - j), ir::OpKind::kExp);
+    if (!exp || !uses.hasOneUse(exp->output(0))) continue;
+    std::vector<ir::Node *> nodes{r, add, exp};
+    std::optional<Poly3> p = polynomialIn(exp->input(0), x, nodes);
+    if (!p || !polyMatches(*p, Poly3{0, -1, 0, 0}, 0)) continue;
+    if (!isSelfContained(nodes, r, uses)) continue;
+    return Rewrite{"silu", nodes, [r, x](ir::Graph &g) -> absl::StatusOr<bool> {
+                     absl::StatusOr<ir::Node *> sig = createNodeBefore(g, r, "Sigmoid", {x});
+                     if (!sig.ok()) return false;
+                     FUSEC_ASSIGN_OR_RETURN(bool ok,
+                                            replaceRootWith(g, r, "Mul", {x, (*sig)->output(0)}));
+                     if (!ok) g.eraseNode(*sig);
+                     return ok;
                    }};
   }
   return std::nullopt;

@@ -37,6 +37,7 @@ using Matcher = std::optional<Rewrite> (*)(ir::Node &root, const UseInfo &uses);
 // Activations (Activations.cpp).
 std::optional<Rewrite> matchGelu(ir::Node &root, const UseInfo &uses);
 std::optional<Rewrite> matchSwish(ir::Node &root, const UseInfo &uses);
+std::optional<Rewrite> matchSilu(ir::Node &root, const UseInfo &uses);
 // Normalisations (Norms.cpp).
 std::optional<Rewrite> matchLayerNorm(ir::Node &root, const UseInfo &uses);
 std::optional<Rewrite> matchRmsNorm(ir::Node &root, const UseInfo &uses);
@@ -51,7 +52,7 @@ std::optional<Rewrite> matchMatMulBias(ir::Node &root, const UseInfo &uses);
 /// new result's inferred type is not compatible with the old one the new node
 /// is erased and false is returned.
 absl::StatusOr<bool> replaceRootWith(ir::Graph &graph, ir::Node *root, const std::string &opType,
-                                     std::vector<ir::Value *> inputs, ir::AttributeMap attrs);
+                                     std::vector<ir::Value *> inputs, ir::AttributeMap attrs = {});
 
 /// Makes a constant of \p dtype and \p shape, filled with \p fill or, when
 /// \p source is given, with \p source broadcast (numpy rules) to \p shape.
