@@ -145,7 +145,8 @@ class Importer {
   absl::Status importConstantNode(const onnx::NodeProto &node, const std::string &name);
   absl::Status importOutputs();
 
-  absl::StatusOr<TensorType> typeFromValueInfo(const onnx::ValueInfoProto &vi);
+  absl::StatusOr<TensorType> typeFromValueInfo(const onnx::ValueInfoProto &vi,
+                                               const char *what);
   absl::StatusOr<Attribute> convertAttribute(const onnx::AttributeProto &a);
   std::string symbolFor(const std::string &dimParam);
   absl::Status checkNewValueName(const std::string &name, const std::string &what);
@@ -173,8 +174,15 @@ absl::Status Importer::readOpsets() {
       found = true;
     }
   }
-  if (!found)
-    return absl::InvalidArgumentError("model has no opset_import for the ai.onnx domain");
+  if (!found) {
+    // Allowed only when no node is in ai.onnx (e.g. a graph made of
+    // ai.onnx.preview.training ops, which the unsupported-op check reports).
+    for (const auto &n : graphProto_.node())
+      if (isOnnxDomain(n.domain()))
+        return absl::InvalidArgumentError(
+            "model has no opset_import for the ai.onnx domain but uses ai.onnx ops");
+    return absl::OkStatus();
+  }
   if (opset_ < kMinOpset || opset_ > kMaxOpset)
     return absl::UnimplementedError(absl::StrCat("ai.onnx opset ", opset_,
                                                  " is not supported (fusec supports opsets ",
@@ -254,19 +262,20 @@ std::string Importer::symbolFor(const std::string &dimParam) {
   return s;
 }
 
-absl::StatusOr<TensorType> Importer::typeFromValueInfo(const onnx::ValueInfoProto &vi) {
+absl::StatusOr<TensorType> Importer::typeFromValueInfo(const onnx::ValueInfoProto &vi,
+                                                       const char *what) {
   if (!vi.has_type())
-    return absl::InvalidArgumentError(absl::StrCat("value '", vi.name(), "' has no type"));
+    return absl::InvalidArgumentError(absl::StrCat(what, " '", vi.name(), "' has no type"));
   if (!vi.type().has_tensor_type())
     return absl::UnimplementedError(
-        absl::StrCat("value '", vi.name(), "' is not a tensor (sequence, map, optional and "
+        absl::StrCat(what, " '", vi.name(), "' is not a tensor (sequence, map, optional and "
                      "sparse types are not supported)"));
   const auto &tt = vi.type().tensor_type();
   if (!tt.has_elem_type() || tt.elem_type() == 0)
-    return absl::InvalidArgumentError(absl::StrCat("value '", vi.name(), "' has no elem_type"));
+    return absl::InvalidArgumentError(absl::StrCat(what, " '", vi.name(), "' has no elem_type"));
   std::optional<ir::DType> dt = ir::dtypeFromOnnx(tt.elem_type());
   if (!dt)
-    return absl::InvalidArgumentError(absl::StrCat("value '", vi.name(), "' has unsupported dtype ",
+    return absl::InvalidArgumentError(absl::StrCat(what, " '", vi.name(), "' has unsupported dtype ",
                                                    onnxDTypeName(tt.elem_type())));
   if (!tt.has_shape()) return TensorType::unranked(*dt);
   std::vector<ir::Dim> dims;
@@ -274,7 +283,7 @@ absl::StatusOr<TensorType> Importer::typeFromValueInfo(const onnx::ValueInfoProt
     const auto &d = tt.shape().dim(i);
     if (d.has_dim_value()) {
       if (d.dim_value() < 0)
-        return absl::InvalidArgumentError(absl::StrCat("value '", vi.name(),
+        return absl::InvalidArgumentError(absl::StrCat(what, " '", vi.name(),
                                                        "' has negative dimension ", d.dim_value(),
                                                        " at axis ", i));
       dims.emplace_back(d.dim_value());
@@ -290,14 +299,14 @@ absl::StatusOr<TensorType> Importer::typeFromValueInfo(const onnx::ValueInfoProt
 absl::Status Importer::readDeclaredTypes() {
   // value_info is a hint: entries fusec cannot represent are skipped.
   for (const auto &vi : graphProto_.value_info()) {
-    absl::StatusOr<TensorType> t = typeFromValueInfo(vi);
+    absl::StatusOr<TensorType> t = typeFromValueInfo(vi, "value");
     if (t.ok()) declared_[vi.name()] = *t;
   }
   // Graph output types are part of the model's interface: a bad one is an
   // error, a missing one is allowed.
   for (const auto &vi : graphProto_.output()) {
     if (!vi.has_type()) continue;
-    FUSEC_ASSIGN_OR_RETURN(TensorType t, typeFromValueInfo(vi));
+    FUSEC_ASSIGN_OR_RETURN(TensorType t, typeFromValueInfo(vi, "graph output"));
     declared_[vi.name()] = t;
   }
   return absl::OkStatus();
@@ -326,9 +335,8 @@ absl::Status Importer::importInitializersAndInputs() {
     // with its weights, it does not let callers override them.
     if (initNames.contains(in.name())) continue;
     FUSEC_RETURN_IF_ERROR(checkNewValueName(in.name(), "graph input"));
-    absl::StatusOr<TensorType> t = typeFromValueInfo(in);
-    if (!t.ok()) return withContext(t.status(), "graph input");
-    graph_->addInput(in.name(), *t);
+    FUSEC_ASSIGN_OR_RETURN(TensorType t, typeFromValueInfo(in, "graph input"));
+    graph_->addInput(in.name(), std::move(t));
   }
   return absl::OkStatus();
 }
@@ -474,8 +482,8 @@ absl::StatusOr<std::unique_ptr<ir::Graph>> Importer::run() {
   if (!graphProto_.name().empty()) graph_->setName(toIdentifier(graphProto_.name()));
   assignNodeNames();
   FUSEC_RETURN_IF_ERROR(checkSupported());
-  FUSEC_RETURN_IF_ERROR(readDeclaredTypes());
   FUSEC_RETURN_IF_ERROR(importInitializersAndInputs());
+  FUSEC_RETURN_IF_ERROR(readDeclaredTypes());
   for (int i = 0; i < graphProto_.node_size(); ++i) {
     const auto &n = graphProto_.node(i);
     FUSEC_RETURN_IF_ERROR_CTX(importNode(i), "importing node '", nodeNames_[i], "' (",
