@@ -181,7 +181,16 @@ int fusecOptMain(int argc, char **argv, const PassHooks &hooks) {
     if (i) out += "// -----\n";
     absl::StatusOr<std::string> r = processChunk(chunks[i], opts, hooks);
     if (!r.ok()) {
-      reportError(absl::StrCat(where, ":", std::string(r.status().message())));
+      // Parse errors start with LINE:COL (already file-relative); others get
+      // the chunk number when splitting.
+      std::string msg(r.status().message());
+      bool positional = !msg.empty() && msg[0] >= '0' && msg[0] <= '9';
+      if (positional)
+        reportError(absl::StrCat(where, ":", msg));
+      else if (opts.splitInputFile)
+        reportError(absl::StrCat(where, ": chunk ", i + 1, ": ", msg));
+      else
+        reportError(absl::StrCat(where, ": ", msg));
       failed = true;
       continue;
     }
