@@ -1,0 +1,977 @@
+//===- CudaEmitter.cpp - KernelSpecs to CUDA C++ --------------------------===//
+//
+// Mapping to the GPU:
+//  - Pointwise specs: a grid-stride loop over the domain, VEC consecutive
+//    innermost elements per thread. Loads and stores whose innermost index is
+//    the innermost loop index (and whose other indices do not depend on it)
+//    move 16 bytes at a time (float4, 8 x bf16); the launcher falls back to
+//    a scalar kernel when a pointer is not aligned. Indices are decomposed
+//    from the flat index with constant extents (all shapes are static).
+//  - Reduce specs: one group of G threads per row (G = 32, one warp, for
+//    rows <= 256 elements, else one block of up to 1024 threads). Reductions
+//    run in stages (a stage's bodies use only earlier stages' results: max
+//    then sum for softmax, mean then variance for norms), each a loop over
+//    the row, then a warp-shuffle + shared-memory combine. When the values
+//    later stages re-read fit in registers (ITEMS = ceil(L/G) per thread)
+//    they are kept there; otherwise every stage re-reads the row from global
+//    memory, which is correct for any row length.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/cuda/CudaEmitter.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <set>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "support/Status.h"
+
+namespace fusec::codegen {
+
+namespace {
+
+const char *storageType(ir::DType t) {
+  switch (t) {
+    case ir::DType::kF32: return "float";
+    case ir::DType::kF64: return "double";
+    case ir::DType::kF16: return "__half";
+    case ir::DType::kBF16: return "__nv_bfloat16";
+    case ir::DType::kI64: return "int64_t";
+    case ir::DType::kI32: return "int32_t";
+    case ir::DType::kI16: return "int16_t";
+    case ir::DType::kI8: return "int8_t";
+    case ir::DType::kU8: return "uint8_t";
+    case ir::DType::kU16: return "uint16_t";
+    case ir::DType::kU32: return "uint32_t";
+    case ir::DType::kU64: return "uint64_t";
+    case ir::DType::kBool: return "bool";
+    default: return nullptr;
+  }
+}
+
+const char *cType(ScalarType t) {
+  switch (t) {
+    case ScalarType::kBool: return "bool";
+    case ScalarType::kI64: return "long long";
+    case ScalarType::kIdx: return "idx_t";
+    case ScalarType::kF32: return "float";
+    case ScalarType::kF64: return "double";
+  }
+  return "float";
+}
+
+std::string literal(const Expr &e) {
+  switch (e.type) {
+    case ScalarType::kF32:
+    case ScalarType::kF64: {
+      const char *suffix = e.type == ScalarType::kF32 ? "f" : "";
+      if (std::isnan(e.fval)) return e.type == ScalarType::kF32 ? "__int_as_float(0x7fc00000)" : "__longlong_as_double(0x7ff8000000000000LL)";
+      if (std::isinf(e.fval))
+        return e.fval > 0 ? (e.type == ScalarType::kF32 ? "__int_as_float(0x7f800000)" : "__longlong_as_double(0x7ff0000000000000LL)")
+                          : (e.type == ScalarType::kF32 ? "__int_as_float(0xff800000)" : "__longlong_as_double(0xfff0000000000000LL)");
+      std::string s = absl::StrFormat(e.type == ScalarType::kF32 ? "%.9g" : "%.17g", e.fval);
+      if (s.find_first_of(".eE") == std::string::npos) s += ".0";
+      return absl::StrCat("(", s, suffix, ")");
+    }
+    case ScalarType::kBool: return e.ival ? "true" : "false";
+    case ScalarType::kI64:
+      if (e.ival == INT64_MIN) return "(-9223372036854775807LL - 1)";
+      return absl::StrCat("(", e.ival, "LL)");
+    case ScalarType::kIdx: return absl::StrCat("((idx_t)", e.ival, e.ival > INT32_MAX || e.ival < INT32_MIN ? "LL" : "", ")");
+  }
+  return "0";
+}
+
+/// Emits expressions of one spec as C statements.
+class ExprPrinter {
+ public:
+  explicit ExprPrinter(const KernelSpec &s) : s_(s), name_(s.exprs.size()) {
+    for (size_t i = 0; i < s.exprs.size(); ++i) name_[i] = absl::StrCat("e", i);
+  }
+  std::string &name(int id) { return name_[id]; }
+
+  /// Flat offset of a load/store with index operands \p idx into buffer \p b.
+  std::string offset(int b, const std::vector<int> &idx, const std::map<int, std::string> &over = {}) {
+    const std::vector<int64_t> &shape = s_.buffers[b].shape;
+    std::vector<std::string> terms;
+    int64_t stride = 1;
+    for (size_t i = shape.size(); i-- > 0;) {
+      int64_t v;
+      const bool isc = s_.isConst(idx[i], &v);
+      if (!(isc && v == 0)) {
+        std::string op = over.count(idx[i]) ? over.at(idx[i]) : ref(idx[i]);
+        if (isc) op = absl::StrCat("(idx_t)", v);
+        terms.push_back(stride == 1 ? op : absl::StrCat(op, " * (idx_t)", stride));
+      }
+      stride *= shape[i];
+    }
+    if (terms.empty()) return "0";
+    std::reverse(terms.begin(), terms.end());
+    return absl::StrJoin(terms, " + ");
+  }
+
+  std::string ref(int id) {
+    const Expr &e = s_.exprs[id];
+    if (e.kind == ExprKind::kConst) return literal(e);
+    return name_[id];
+  }
+
+  /// The right-hand side for expr \p id (not for kIndex / kReduceResult).
+  std::string rhs(int id) {
+    const Expr &e = s_.exprs[id];
+    auto op = [&](int i) { return ref(e.operands[i]); };
+    switch (e.kind) {
+      case ExprKind::kConst: return literal(e);
+      case ExprKind::kLoad: {
+        std::string ld = absl::StrCat("fx::ld(b", e.ival, ", ", offset(static_cast<int>(e.ival), e.operands), ")");
+        if (e.guard >= 0) return absl::StrCat("(", ref(e.guard), " ? ", ld, " : (", cType(e.type), ")0)");
+        return ld;
+      }
+      case ExprKind::kUnary: {
+        const std::string a = op(0);
+        switch (static_cast<UnaryOp>(e.op)) {
+          case UnaryOp::kNeg: return absl::StrCat("(-", a, ")");
+          case UnaryOp::kNot: return absl::StrCat("(!", a, ")");
+          default: return absl::StrCat("fx::", unaryOpName(static_cast<UnaryOp>(e.op)), "(", a, ")");
+        }
+      }
+      case ExprKind::kBinary: {
+        const std::string a = op(0), b = op(1);
+        const BinaryOp bo = static_cast<BinaryOp>(e.op);
+        const bool idx = s_.exprs[e.operands[0]].type == ScalarType::kIdx;
+        auto infix = [&](const char *o) { return absl::StrCat("(", a, " ", o, " ", b, ")"); };
+        switch (bo) {
+          case BinaryOp::kAdd: return infix("+");
+          case BinaryOp::kSub: return infix("-");
+          case BinaryOp::kMul: return infix("*");
+          case BinaryOp::kDiv: return infix("/");
+          case BinaryOp::kMod: return idx ? infix("%") : absl::StrCat("fx::imod(", a, ", ", b, ")");
+          case BinaryOp::kEq: return infix("==");
+          case BinaryOp::kNe: return infix("!=");
+          case BinaryOp::kLt: return infix("<");
+          case BinaryOp::kLe: return infix("<=");
+          case BinaryOp::kGt: return infix(">");
+          case BinaryOp::kGe: return infix(">=");
+          case BinaryOp::kAnd: return infix("&&");
+          case BinaryOp::kOr: return infix("||");
+          case BinaryOp::kXor: return infix("!=");
+          default:
+            return absl::StrCat("fx::", binaryOpName(bo), "(", a, ", ", b, ")");
+        }
+      }
+      case ExprKind::kSelect:
+        return absl::StrCat("(", op(0), " ? ", op(1), " : ", op(2), ")");
+      case ExprKind::kCast:
+        return absl::StrCat("static_cast<", cType(e.type), ">(", op(0), ")");
+      default:
+        return "0";
+    }
+  }
+
+  std::string stmt(int id) {
+    return absl::StrCat("const ", cType(s_.exprs[id].type), " ", name_[id], " = ", rhs(id), ";");
+  }
+
+ private:
+  const KernelSpec &s_;
+  std::vector<std::string> name_;
+};
+
+/// Per-expr analyses.
+struct Analysis {
+  std::vector<bool> elem;          ///< depends on a reduced dim
+  std::vector<bool> dependsOnDim;  ///< depends on the dim `dim` (pointwise: innermost)
+  std::vector<std::set<int>> reds; ///< reductions used (transitively)
+};
+
+Analysis analyse(const KernelSpec &s, int dim) {
+  Analysis a;
+  const size_t n = s.exprs.size();
+  a.elem.assign(n, false);
+  a.dependsOnDim.assign(n, false);
+  a.reds.assign(n, {});
+  for (size_t i = 0; i < n; ++i) {
+    const Expr &e = s.exprs[i];
+    if (e.kind == ExprKind::kIndex) {
+      a.elem[i] = s.dims[e.ival].reduced;
+      a.dependsOnDim[i] = e.ival == dim;
+    }
+    if (e.kind == ExprKind::kReduceResult) a.reds[i].insert(static_cast<int>(e.ival));
+    std::vector<int> ops = e.operands;
+    if (e.guard >= 0) ops.push_back(e.guard);
+    for (int o : ops) {
+      a.elem[i] = a.elem[i] || a.elem[o];
+      a.dependsOnDim[i] = a.dependsOnDim[i] || a.dependsOnDim[o];
+      a.reds[i].insert(a.reds[o].begin(), a.reds[o].end());
+    }
+  }
+  return a;
+}
+
+std::vector<int> operandsOf(const Expr &e) {
+  std::vector<int> ops = e.operands;
+  if (e.guard >= 0) ops.push_back(e.guard);
+  return ops;
+}
+
+/// All exprs reachable from \p roots, stopping at \p stop.
+std::set<int> collect(const KernelSpec &s, const std::vector<int> &roots,
+                      const std::function<bool(int)> &stop) {
+  std::set<int> seen;
+  std::vector<int> work = roots;
+  while (!work.empty()) {
+    int id = work.back();
+    work.pop_back();
+    if (id < 0 || !seen.insert(id).second) continue;
+    if (stop(id)) continue;
+    for (int o : operandsOf(s.exprs[id])) work.push_back(o);
+  }
+  return seen;
+}
+
+std::string kernelParams(const KernelSpec &s) {
+  std::vector<std::string> ps;
+  for (size_t i = 0; i < s.buffers.size(); ++i) {
+    const BufferDesc &b = s.buffers[i];
+    ps.push_back(absl::StrCat(b.written ? "" : "const ", storageType(b.dtype), " *__restrict__ b", i));
+  }
+  return absl::StrJoin(ps, ", ");
+}
+
+std::string launcherArgs(const KernelSpec &s) {
+  std::vector<std::string> as;
+  for (size_t i = 0; i < s.buffers.size(); ++i) {
+    const BufferDesc &b = s.buffers[i];
+    as.push_back(absl::StrCat("static_cast<", b.written ? "" : "const ", storageType(b.dtype),
+                              " *>(buffers[", i, "])"));
+  }
+  return absl::StrJoin(as, ", ");
+}
+
+bool needsWideIndex(const KernelSpec &s) {
+  int64_t maxN = 1;
+  for (const LoopDim &d : s.dims) maxN = std::max(maxN, d.extent);
+  int64_t dom = 1;
+  for (const LoopDim &d : s.dims) dom *= d.extent;
+  maxN = std::max(maxN, dom);
+  for (const BufferDesc &b : s.buffers) {
+    int64_t n = 1;
+    for (int64_t e : b.shape) n *= e;
+    maxN = std::max(maxN, n);
+  }
+  return maxN >= (int64_t{1} << 30);
+}
+
+/// Decomposes \p flat over dims [begin, end) into `i<d>` variables.
+std::string decompose(const KernelSpec &s, const std::string &flat, int begin, int end,
+                      int skipInner = -1) {
+  std::string out;
+  int64_t inner = 1;
+  std::vector<std::string> lines;
+  for (int d = end - 1; d >= begin; --d) {
+    const int64_t e = s.dims[d].extent;
+    if (e != 1) {
+      std::string q = inner == 1 ? flat : absl::StrCat(flat, " / (idx_t)", inner);
+      std::string v = d == begin ? q : absl::StrCat("(", q, ") % (idx_t)", e);
+      lines.push_back(absl::StrCat("    const idx_t i", d, d == skipInner ? "base" : "", " = ", v, ";\n"));
+    }
+    inner *= e;
+  }
+  std::reverse(lines.begin(), lines.end());
+  for (auto &l : lines) out += l;
+  return out;
+}
+
+//===----------------------------------------------------------------------===//
+// Pointwise kernels.
+//===----------------------------------------------------------------------===//
+
+struct PointwisePlan {
+  int vec = 1;
+  std::set<int> vecLoads;   ///< expr ids
+  std::set<int> vecStores;  ///< store indices
+  std::set<int> vecBuffers;
+};
+
+PointwisePlan planPointwise(const KernelSpec &s, const Analysis &a) {
+  PointwisePlan p;
+  if (s.dims.empty()) return p;
+  const int last = static_cast<int>(s.dims.size()) - 1;
+  const int64_t ext = s.dims[last].extent;
+  if (ext <= 1) return p;
+  int lastIdx = -1;
+  for (size_t i = 0; i < s.exprs.size(); ++i)
+    if (s.exprs[i].kind == ExprKind::kIndex && s.exprs[i].ival == last) lastIdx = static_cast<int>(i);
+  auto ok = [&](int buffer, const std::vector<int> &idx) {
+    const BufferDesc &b = s.buffers[buffer];
+    if (b.shape.empty() || b.shape.back() != ext || idx.back() != lastIdx) return false;
+    for (size_t i = 0; i + 1 < idx.size(); ++i)
+      if (a.dependsOnDim[idx[i]]) return false;
+    return true;
+  };
+  int64_t maxSize = 0;
+  std::set<int> loads, stores;
+  for (size_t i = 0; i < s.stores.size(); ++i) {
+    const Store &st = s.stores[i];
+    if (st.guard < 0 && ok(st.buffer, st.index)) {
+      stores.insert(static_cast<int>(i));
+      maxSize = std::max(maxSize, ir::dtypeSize(s.buffers[st.buffer].dtype));
+    }
+  }
+  if (stores.empty()) return p;
+  for (size_t i = 0; i < s.exprs.size(); ++i) {
+    const Expr &e = s.exprs[i];
+    if (e.kind == ExprKind::kLoad && e.guard < 0 && ok(static_cast<int>(e.ival), e.operands)) {
+      loads.insert(static_cast<int>(i));
+      maxSize = std::max(maxSize, ir::dtypeSize(s.buffers[e.ival].dtype));
+    }
+  }
+  int vec = static_cast<int>(std::min<int64_t>(8, 16 / std::max<int64_t>(maxSize, 1)));
+  while (vec > 1 && ext % vec != 0) vec /= 2;
+  if (vec <= 1) return p;
+  p.vec = vec;
+  p.vecLoads = loads;
+  p.vecStores = stores;
+  for (int l : loads) p.vecBuffers.insert(static_cast<int>(s.exprs[l].ival));
+  for (int st : stores) p.vecBuffers.insert(s.stores[st].buffer);
+  return p;
+}
+
+std::string emitPointwiseKernel(const KernelSpec &s, const std::string &kname,
+                                const PointwisePlan &p, const Analysis &a) {
+  const int rank = static_cast<int>(s.dims.size());
+  const int last = rank - 1;
+  const int vec = p.vec;
+  int64_t total = 1;
+  for (const LoopDim &d : s.dims) total *= d.extent;
+  ExprPrinter pr(s);
+  for (size_t i = 0; i < s.exprs.size(); ++i)
+    if (s.exprs[i].kind == ExprKind::kIndex) pr.name(static_cast<int>(i)) = absl::StrCat("i", s.exprs[i].ival);
+  std::vector<int> roots;
+  for (const Store &st : s.stores) {
+    roots.push_back(st.value);
+    roots.insert(roots.end(), st.index.begin(), st.index.end());
+    if (st.guard >= 0) roots.push_back(st.guard);
+  }
+  std::set<int> needed = collect(s, roots, [](int) { return false; });
+  std::string out;
+  absl::StrAppend(&out, "__global__ void __launch_bounds__(256) ", kname, "(", kernelParams(s), ") {\n");
+  absl::StrAppend(&out, "  typedef ", needsWideIndex(s) ? "long long" : "int", " idx_t;\n");
+  absl::StrAppend(&out, "  const idx_t total = (idx_t)", total / vec, ";\n");
+  absl::StrAppend(&out, "  for (idx_t t = (idx_t)blockIdx.x * 256 + (idx_t)threadIdx.x; t < total; "
+                        "t += (idx_t)gridDim.x * 256) {\n");
+  absl::StrAppend(&out, "    const idx_t flat = t * (idx_t)", vec, ";\n");
+  if (rank > 0) out += decompose(s, "flat", 0, rank, last);
+  // Lane-invariant exprs.
+  for (int id : needed) {
+    const Expr &e = s.exprs[id];
+    if (e.kind == ExprKind::kIndex || e.kind == ExprKind::kConst) continue;
+    if (rank > 0 && a.dependsOnDim[id]) continue;
+    if (p.vecLoads.count(id)) continue;
+    absl::StrAppend(&out, "    ", pr.stmt(id), "\n");
+  }
+  std::map<int, std::string> lane0;
+  if (rank > 0) {
+    for (size_t i = 0; i < s.exprs.size(); ++i)
+      if (s.exprs[i].kind == ExprKind::kIndex && s.exprs[i].ival == last)
+        lane0[static_cast<int>(i)] = absl::StrCat("i", last, "base");
+  }
+  if (vec > 1) {
+    for (int id : p.vecLoads) {
+      if (!needed.count(id)) continue;
+      const Expr &e = s.exprs[id];
+      const char *st = storageType(s.buffers[e.ival].dtype);
+      absl::StrAppend(&out, "    const fx::Vec<", st, ", ", vec, "> v", id,
+                      " = *reinterpret_cast<const fx::Vec<", st, ", ", vec, "> *>(b", e.ival, " + (",
+                      pr.offset(static_cast<int>(e.ival), e.operands, lane0), "));\n");
+    }
+    for (int si : p.vecStores) {
+      const char *st = storageType(s.buffers[s.stores[si].buffer].dtype);
+      absl::StrAppend(&out, "    fx::Vec<", st, ", ", vec, "> o", si, ";\n");
+    }
+  }
+  absl::StrAppend(&out, "#pragma unroll\n    for (int v = 0; v < ", vec, "; ++v) {\n");
+  if (rank > 0 && s.dims[last].extent != 1)
+    absl::StrAppend(&out, "      const idx_t i", last, " = i", last, "base + (idx_t)v;\n");
+  for (int id : needed) {
+    const Expr &e = s.exprs[id];
+    if (e.kind == ExprKind::kIndex || e.kind == ExprKind::kConst) continue;
+    if (p.vecLoads.count(id)) {
+      absl::StrAppend(&out, "      const ", cType(e.type), " ", pr.name(id), " = fx::cvt(v", id, ".v[v]);\n");
+      continue;
+    }
+    if (rank == 0 || !a.dependsOnDim[id]) continue;
+    absl::StrAppend(&out, "      ", pr.stmt(id), "\n");
+  }
+  for (size_t si = 0; si < s.stores.size(); ++si) {
+    const Store &st = s.stores[si];
+    if (p.vecStores.count(static_cast<int>(si))) {
+      absl::StrAppend(&out, "      o", si, ".v[v] = fx::to<", storageType(s.buffers[st.buffer].dtype),
+                      ">(", pr.ref(st.value), ");\n");
+      continue;
+    }
+    std::string w = absl::StrCat("fx::st(b", st.buffer, ", ", pr.offset(st.buffer, st.index), ", ",
+                                 pr.ref(st.value), ");");
+    if (st.guard >= 0) w = absl::StrCat("if (", pr.ref(st.guard), ") ", w);
+    absl::StrAppend(&out, "      ", w, "\n");
+  }
+  absl::StrAppend(&out, "    }\n");
+  for (int si : p.vecStores) {
+    const Store &st = s.stores[si];
+    const char *ty = storageType(s.buffers[st.buffer].dtype);
+    absl::StrAppend(&out, "    *reinterpret_cast<fx::Vec<", ty, ", ", vec, "> *>(b", st.buffer, " + (",
+                    pr.offset(st.buffer, st.index, lane0), ")) = o", si, ";\n");
+  }
+  absl::StrAppend(&out, "  }\n}\n\n");
+  return out;
+}
+
+absl::StatusOr<std::string> emitPointwise(const KernelSpec &s, const std::string &symbol) {
+  const int rank = static_cast<int>(s.dims.size());
+  const Analysis a = analyse(s, rank - 1);
+  const PointwisePlan vp = planPointwise(s, a);
+  int64_t total = 1;
+  for (const LoopDim &d : s.dims) total *= d.extent;
+  std::string out = emitPointwiseKernel(s, symbol + "_scalar", PointwisePlan{}, a);
+  if (vp.vec > 1) out += emitPointwiseKernel(s, symbol + "_vec", vp, a);
+  auto grid = [](int64_t n) { return std::max<int64_t>(1, std::min<int64_t>((n + 255) / 256, 1 << 20)); };
+  absl::StrAppend(&out, "extern \"C\" int ", symbol, "(void *const *buffers, cudaStream_t stream) {\n");
+  if (total == 0) {
+    absl::StrAppend(&out, "  (void)buffers; (void)stream;\n  return 0;\n}\n\n");
+    return out;
+  }
+  if (vp.vec > 1) {
+    std::vector<std::string> checks;
+    for (int b : vp.vecBuffers)
+      checks.push_back(absl::StrCat("(reinterpret_cast<uintptr_t>(buffers[", b, "]) % ",
+                                    vp.vec * ir::dtypeSize(s.buffers[b].dtype), " == 0)"));
+    absl::StrAppend(&out, "  if (", absl::StrJoin(checks, " && "), ") {\n    ", symbol, "_vec<<<",
+                    grid(total / vp.vec), ", 256, 0, stream>>>(", launcherArgs(s), ");\n  } else {\n  ");
+  }
+  absl::StrAppend(&out, "  ", symbol, "_scalar<<<", grid(total), ", 256, 0, stream>>>(", launcherArgs(s),
+                  ");\n");
+  if (vp.vec > 1) absl::StrAppend(&out, "  }\n");
+  absl::StrAppend(&out, "  return static_cast<int>(cudaGetLastError());\n}\n\n");
+  return out;
+}
+
+//===----------------------------------------------------------------------===//
+// Reduce kernels.
+//===----------------------------------------------------------------------===//
+
+const char *combineName(ReduceKind k) {
+  switch (k) {
+    case ReduceKind::kSum: return "fx::Sum";
+    case ReduceKind::kProd: return "fx::Prod";
+    case ReduceKind::kMax: return "fx::Max";
+    case ReduceKind::kMin: return "fx::Min";
+    default: return "";
+  }
+}
+
+std::string initValue(ReduceKind k, ScalarType t) {
+  const bool f = t == ScalarType::kF32 || t == ScalarType::kF64;
+  const std::string ty = cType(t);
+  switch (k) {
+    case ReduceKind::kSum: return absl::StrCat("(", ty, ")0");
+    case ReduceKind::kProd: return absl::StrCat("(", ty, ")1");
+    case ReduceKind::kMax:
+    case ReduceKind::kArgMax:
+      return f ? absl::StrCat("-fx::inf<", ty, ">()") : "fx::lowest<long long>()";
+    case ReduceKind::kMin:
+    case ReduceKind::kArgMin:
+      return f ? absl::StrCat("fx::inf<", ty, ">()") : "fx::highest<long long>()";
+  }
+  return "0";
+}
+
+absl::StatusOr<std::string> emitReduce(const KernelSpec &s, const std::string &symbol) {
+  const int np = s.numParallelDims();
+  const int rank = static_cast<int>(s.dims.size());
+  const int64_t rows = s.parallelSize(), len = s.reducedSize();
+  const Analysis a = analyse(s, -1);
+  ExprPrinter pr(s);
+  for (size_t i = 0; i < s.exprs.size(); ++i) {
+    const Expr &e = s.exprs[i];
+    if (e.kind == ExprKind::kIndex) pr.name(static_cast<int>(i)) = absl::StrCat("i", e.ival);
+    if (e.kind == ExprKind::kReduceResult) pr.name(static_cast<int>(i)) = absl::StrCat("red", e.ival);
+  }
+  // Launch shape.
+  int g, block;
+  if (len <= 256) {
+    g = 32;
+    block = 128;
+  } else {
+    int64_t want = (len + 7) / 8;
+    want = (want + 31) / 32 * 32;
+    g = static_cast<int>(std::clamp<int64_t>(want, 64, 1024));
+    block = g;
+  }
+  const int64_t items = (len + g - 1) / g;
+
+  // Stages.
+  std::vector<int> stageOf(s.reductions.size(), 0);
+  int numStages = 0;
+  for (size_t r = 0; r < s.reductions.size(); ++r) {
+    int st = 0;
+    for (int dep : a.reds[s.reductions[r].body]) st = std::max(st, stageOf[dep] + 1);
+    stageOf[r] = st;
+    numStages = std::max(numStages, st + 1);
+  }
+  // Roots of each loop: stage bodies, then the epilogue's element-level stores.
+  std::vector<std::vector<int>> loopRoots(numStages + 1);
+  for (size_t r = 0; r < s.reductions.size(); ++r) loopRoots[stageOf[r]].push_back(s.reductions[r].body);
+  std::vector<int> elemStores, rowStores;
+  for (size_t i = 0; i < s.stores.size(); ++i) {
+    const Store &st = s.stores[i];
+    bool elem = a.elem[st.value] || (st.guard >= 0 && a.elem[st.guard]);
+    for (int x : st.index) elem = elem || a.elem[x];
+    (elem ? elemStores : rowStores).push_back(static_cast<int>(i));
+    if (elem) {
+      loopRoots[numStages].push_back(st.value);
+      loopRoots[numStages].insert(loopRoots[numStages].end(), st.index.begin(), st.index.end());
+      if (st.guard >= 0) loopRoots[numStages].push_back(st.guard);
+    }
+  }
+  // Values re-read by later loops: element-level, reduction-free frontier.
+  std::vector<int> cache;
+  {
+    std::set<int> c;
+    for (int l = 1; l <= numStages; ++l) {
+      collect(s, loopRoots[l], [&](int id) {
+        if (a.elem[id] && a.reds[id].empty() && s.exprs[id].kind != ExprKind::kIndex &&
+            s.exprs[id].kind != ExprKind::kConst) {
+          c.insert(id);
+          return true;
+        }
+        return false;
+      });
+    }
+    cache.assign(c.begin(), c.end());
+  }
+  const bool cached = !cache.empty() && len > 0 && items * static_cast<int64_t>(cache.size()) <= 32;
+  std::map<int, int> cacheSlot;
+  if (cached)
+    for (size_t i = 0; i < cache.size(); ++i) cacheSlot[cache[i]] = static_cast<int>(i);
+
+  std::string out;
+  absl::StrAppend(&out, "__global__ void __launch_bounds__(", block, ") ", symbol, "_kernel(",
+                  kernelParams(s), ") {\n");
+  absl::StrAppend(&out, "  typedef ", needsWideIndex(s) ? "long long" : "int", " idx_t;\n");
+  absl::StrAppend(&out, "  constexpr int G = ", g, ";\n");
+  absl::StrAppend(&out, "  const idx_t row = (idx_t)blockIdx.x * ", block / g, " + (idx_t)(threadIdx.x / G);\n");
+  absl::StrAppend(&out, "  const int lane = threadIdx.x % G;\n");
+  if (block / g > 1) absl::StrAppend(&out, "  if (row >= (idx_t)", rows, ") return;\n");
+  std::string dec = decompose(s, "row", 0, np);
+  for (auto &line : absl::StrSplit(dec, '\n'))
+    if (!line.empty()) absl::StrAppend(&out, "  ", absl::StripLeadingAsciiWhitespace(line), "\n");
+  if (cached)
+    for (size_t i = 0; i < cache.size(); ++i)
+      absl::StrAppend(&out, "  ", cType(s.exprs[cache[i]].type), " c", i, "[", items, "];\n");
+
+  std::vector<bool> outer(s.exprs.size(), false);
+  auto emitOuter = [&](const std::vector<int> &roots, const std::string &indent) {
+    std::set<int> need = collect(s, roots, [&](int id) { return outer[id]; });
+    std::string o;
+    for (int id : need) {
+      const Expr &e = s.exprs[id];
+      if (a.elem[id] || outer[id] || e.kind == ExprKind::kIndex || e.kind == ExprKind::kConst ||
+          e.kind == ExprKind::kReduceResult)
+        continue;
+      outer[id] = true;
+      absl::StrAppend(&o, indent, pr.stmt(id), "\n");
+    }
+    return o;
+  };
+  // A loop over the row's elements computing \p roots; \p body appends the
+  // per-element statements that use them.
+  auto emitLoop = [&](const std::vector<int> &roots, bool useCache, bool fillCache,
+                      const std::function<std::string(void)> &tail) {
+    std::string o = emitOuter(roots, "  ");
+    const bool unrolled = cached;
+    if (unrolled) {
+      absl::StrAppend(&o, "#pragma unroll\n  for (int k = 0; k < ", items, "; ++k) {\n");
+      absl::StrAppend(&o, "    const idx_t j = (idx_t)lane + (idx_t)k * G;\n");
+      if (items * g != len) absl::StrAppend(&o, "    if (j < (idx_t)", len, ") {\n");
+      else absl::StrAppend(&o, "    {\n");
+    } else {
+      absl::StrAppend(&o, "  for (idx_t j = (idx_t)lane; j < (idx_t)", len, "; j += G) {\n    {\n");
+    }
+    std::string d = decompose(s, "j", np, rank);
+    for (auto &line : absl::StrSplit(d, '\n'))
+      if (!line.empty()) absl::StrAppend(&o, "      ", absl::StripLeadingAsciiWhitespace(line), "\n");
+    std::vector<int> all = roots;
+    if (fillCache) all.insert(all.end(), cache.begin(), cache.end());
+    std::set<int> need = collect(s, all, [&](int id) {
+      return !a.elem[id] || (useCache && cacheSlot.count(id));
+    });
+    for (int id : need) {
+      const Expr &e = s.exprs[id];
+      if (!a.elem[id] || e.kind == ExprKind::kIndex) continue;
+      if (useCache && cacheSlot.count(id)) {
+        absl::StrAppend(&o, "      const ", cType(e.type), " ", pr.name(id), " = c", cacheSlot[id], "[k];\n");
+        continue;
+      }
+      absl::StrAppend(&o, "      ", pr.stmt(id), "\n");
+    }
+    if (fillCache)
+      for (size_t i = 0; i < cache.size(); ++i)
+        absl::StrAppend(&o, "      c", i, "[k] = ", pr.ref(cache[i]), ";\n");
+    absl::StrAppend(&o, tail(), "    }\n  }\n");
+    return o;
+  };
+
+  for (int st = 0; st < numStages; ++st) {
+    std::vector<int> reds;
+    for (size_t r = 0; r < s.reductions.size(); ++r)
+      if (stageOf[r] == st) reds.push_back(static_cast<int>(r));
+    for (int r : reds) {
+      const Reduction &rd = s.reductions[r];
+      const ScalarType bt = s.exprs[rd.body].type;
+      absl::StrAppend(&out, "  ", cType(bt), " acc", r, " = ", initValue(rd.kind, bt), ";\n");
+      if (rd.kind == ReduceKind::kArgMax || rd.kind == ReduceKind::kArgMin)
+        absl::StrAppend(&out, "  long long arg", r, " = -1;\n");
+    }
+    out += emitLoop(loopRoots[st], cached && st > 0, cached && st == 0, [&]() {
+      std::string t;
+      for (int r : reds) {
+        const Reduction &rd = s.reductions[r];
+        if (rd.kind == ReduceKind::kArgMax || rd.kind == ReduceKind::kArgMin) {
+          absl::StrAppend(&t, "      fx::argUpdate<", rd.kind == ReduceKind::kArgMax ? "true" : "false", ", ",
+                          rd.selectLastIndex ? "true" : "false", ">(acc", r, ", arg", r, ", ",
+                          pr.ref(rd.body), ", (long long)j);\n");
+        } else {
+          absl::StrAppend(&t, "      acc", r, " = ", combineName(rd.kind), "()(acc", r, ", ",
+                          pr.ref(rd.body), ");\n");
+        }
+      }
+      return t;
+    });
+    for (int r : reds) {
+      const Reduction &rd = s.reductions[r];
+      if (rd.kind == ReduceKind::kArgMax || rd.kind == ReduceKind::kArgMin) {
+        absl::StrAppend(&out, "  fx::groupArgReduce<G, ", rd.kind == ReduceKind::kArgMax ? "true" : "false", ", ",
+                        rd.selectLastIndex ? "true" : "false", ">(acc", r, ", arg", r, ");\n");
+        absl::StrAppend(&out, "  const long long red", r, " = arg", r, " < 0 ? 0 : arg", r, ";\n");
+      } else {
+        absl::StrAppend(&out, "  const ", cType(rd.type), " red", r, " = fx::groupReduce<G>(acc", r, ", ",
+                        combineName(rd.kind), "());\n");
+      }
+    }
+  }
+  // Epilogue: row-level stores, then element-level stores.
+  if (!rowStores.empty()) {
+    std::vector<int> roots;
+    for (int si : rowStores) {
+      const Store &st = s.stores[si];
+      roots.push_back(st.value);
+      roots.insert(roots.end(), st.index.begin(), st.index.end());
+      if (st.guard >= 0) roots.push_back(st.guard);
+    }
+    out += emitOuter(roots, "  ");
+    absl::StrAppend(&out, "  if (lane == 0) {\n");
+    for (int si : rowStores) {
+      const Store &st = s.stores[si];
+      std::string w = absl::StrCat("fx::st(b", st.buffer, ", ", pr.offset(st.buffer, st.index), ", ",
+                                   pr.ref(st.value), ");");
+      if (st.guard >= 0) w = absl::StrCat("if (", pr.ref(st.guard), ") ", w);
+      absl::StrAppend(&out, "    ", w, "\n");
+    }
+    absl::StrAppend(&out, "  }\n");
+  }
+  if (!elemStores.empty()) {
+    out += emitLoop(loopRoots[numStages], cached, false, [&]() {
+      std::string t;
+      for (int si : elemStores) {
+        const Store &st = s.stores[si];
+        std::string w = absl::StrCat("fx::st(b", st.buffer, ", ", pr.offset(st.buffer, st.index), ", ",
+                                     pr.ref(st.value), ");");
+        if (st.guard >= 0) w = absl::StrCat("if (", pr.ref(st.guard), ") ", w);
+        absl::StrAppend(&t, "      ", w, "\n");
+      }
+      return t;
+    });
+  }
+  absl::StrAppend(&out, "}\n\n");
+  absl::StrAppend(&out, "extern \"C\" int ", symbol, "(void *const *buffers, cudaStream_t stream) {\n");
+  if (rows == 0) {
+    absl::StrAppend(&out, "  (void)buffers; (void)stream;\n  return 0;\n}\n\n");
+    return out;
+  }
+  const int64_t grid = (rows + block / g - 1) / (block / g);
+  if (grid > INT32_MAX)
+    return absl::UnimplementedError(absl::StrCat("codegen: ", rows, " rows exceed the grid limit"));
+  absl::StrAppend(&out, "  ", symbol, "_kernel<<<", grid, ", ", block, ", 0, stream>>>(", launcherArgs(s),
+                  ");\n");
+  absl::StrAppend(&out, "  return static_cast<int>(cudaGetLastError());\n}\n\n");
+  return out;
+}
+
+}  // namespace
+
+std::string escapeComment(const std::string &text) {
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const unsigned char ch = static_cast<unsigned char>(text[i]);
+    if (ch == '*' && i + 1 < text.size() && text[i + 1] == '/') {
+      out += "*\\/";
+      ++i;
+    } else if (ch == '/' && i + 1 < text.size() && text[i + 1] == '*') {
+      out += "/\\*";
+      ++i;
+    } else if (ch == '\n') {
+      out += "\\n";
+    } else if (ch == '\r') {
+      out += "\\r";
+    } else if (ch < 0x20 || ch == 0x7f || ch == '\\') {
+      out += ch == '\\' ? std::string("\\\\") : absl::StrFormat("\\x%02x", ch);
+    } else {
+      out += static_cast<char>(ch);
+    }
+  }
+  return out;
+}
+
+std::string cudaPrelude() {
+  return R"CUDA(// Generated by fusec. Do not edit.
+#include <cuda_runtime.h>
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+#include <stdint.h>
+
+namespace fx {
+// Storage <-> compute conversions.
+__device__ __forceinline__ float cvt(float x) { return x; }
+__device__ __forceinline__ double cvt(double x) { return x; }
+__device__ __forceinline__ float cvt(__half x) { return __half2float(x); }
+__device__ __forceinline__ float cvt(__nv_bfloat16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ bool cvt(bool x) { return x; }
+__device__ __forceinline__ long long cvt(int64_t x) { return (long long)x; }
+__device__ __forceinline__ long long cvt(int32_t x) { return x; }
+__device__ __forceinline__ long long cvt(int16_t x) { return x; }
+__device__ __forceinline__ long long cvt(int8_t x) { return x; }
+__device__ __forceinline__ long long cvt(uint8_t x) { return x; }
+__device__ __forceinline__ long long cvt(uint16_t x) { return x; }
+__device__ __forceinline__ long long cvt(uint32_t x) { return x; }
+__device__ __forceinline__ long long cvt(uint64_t x) { return (long long)x; }
+template <class T> struct Conv { template <class V> __device__ static T to(V v) { return static_cast<T>(v); } };
+template <> struct Conv<__half> { template <class V> __device__ static __half to(V v) { return __float2half_rn((float)v); } };
+template <> struct Conv<__nv_bfloat16> { template <class V> __device__ static __nv_bfloat16 to(V v) { return __float2bfloat16_rn((float)v); } };
+template <class T, class V> __device__ __forceinline__ T to(V v) { return Conv<T>::to(v); }
+template <class T, class I> __device__ __forceinline__ auto ld(const T *p, I i) -> decltype(cvt(p[0])) { return cvt(p[i]); }
+template <class T, class I, class V> __device__ __forceinline__ void st(T *p, I i, V v) { p[i] = to<T>(v); }
+template <class T, int N> struct alignas(sizeof(T) * N) Vec { T v[N]; };
+
+template <class T> __device__ __forceinline__ T inf();
+template <> __device__ __forceinline__ float inf<float>() { return __int_as_float(0x7f800000); }
+template <> __device__ __forceinline__ double inf<double>() { return __longlong_as_double(0x7ff0000000000000LL); }
+template <class T> __device__ __forceinline__ T lowest() { return (T)(-9223372036854775807LL - 1); }
+template <class T> __device__ __forceinline__ T highest() { return (T)9223372036854775807LL; }
+
+// Math on the compute types (float, double; integers through double).
+#define FX_UNARY(name, ff, df)                                                      \
+  __device__ __forceinline__ float name(float x) { return ff(x); }                \
+  __device__ __forceinline__ double name(double x) { return df(x); }              \
+  __device__ __forceinline__ long long name(long long x) { return (long long)df((double)x); }
+FX_UNARY(exp, expf, ::exp)
+FX_UNARY(log, logf, ::log)
+FX_UNARY(sqrt, sqrtf, ::sqrt)
+FX_UNARY(rsqrt, rsqrtf, ::rsqrt)
+FX_UNARY(erf, erff, ::erf)
+FX_UNARY(tanh, tanhf, ::tanh)
+FX_UNARY(sin, sinf, ::sin)
+FX_UNARY(cos, cosf, ::cos)
+FX_UNARY(floor, floorf, ::floor)
+FX_UNARY(ceil, ceilf, ::ceil)
+FX_UNARY(round, rintf, ::rint)
+FX_UNARY(log1p, log1pf, ::log1p)
+#undef FX_UNARY
+__device__ __forceinline__ float abs(float x) { return fabsf(x); }
+__device__ __forceinline__ double abs(double x) { return ::fabs(x); }
+__device__ __forceinline__ long long abs(long long x) { return x < 0 ? -x : x; }
+template <class T> __device__ __forceinline__ T recip(T x) { return (T)1 / x; }
+__device__ __forceinline__ float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+__device__ __forceinline__ double sigmoid(double x) { return 1.0 / (1.0 + ::exp(-x)); }
+template <class T> __device__ __forceinline__ T sign(T x) { return (T)((x > (T)0) - (x < (T)0)); }
+template <class T> __device__ __forceinline__ bool isnan(T x) { return x != x; }
+__device__ __forceinline__ bool isnan(long long) { return false; }
+template <class T> __device__ __forceinline__ bool isposinf(T x) { return x == inf<T>(); }
+template <class T> __device__ __forceinline__ bool isneginf(T x) { return x == -inf<T>(); }
+__device__ __forceinline__ bool isposinf(long long) { return false; }
+__device__ __forceinline__ bool isneginf(long long) { return false; }
+__device__ __forceinline__ float round_f16(float x) { return __half2float(__float2half_rn(x)); }
+__device__ __forceinline__ float round_bf16(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }
+template <class T> __device__ __forceinline__ T max(T a, T b) { return (a != a || a > b) ? a : b; }
+template <class T> __device__ __forceinline__ T min(T a, T b) { return (a != a || a < b) ? a : b; }
+__device__ __forceinline__ float fmod(float a, float b) { return fmodf(a, b); }
+__device__ __forceinline__ double fmod(double a, double b) { return ::fmod(a, b); }
+__device__ __forceinline__ long long fmod(long long a, long long b) { return b == 0 ? 0 : a % b; }
+__device__ __forceinline__ long long imod(long long a, long long b) {
+  if (b == 0) return 0;
+  long long r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+__device__ __forceinline__ float pow(float a, float b) { return powf(a, b); }
+__device__ __forceinline__ double pow(double a, double b) { return ::pow(a, b); }
+__device__ __forceinline__ long long pow(long long a, long long b) {
+  long long r = 1;
+  if (b < 0) return a == 1 ? 1 : (a == -1 ? ((b & 1) ? -1 : 1) : 0);
+  while (b) { if (b & 1) r *= a; a *= a; b >>= 1; }
+  return r;
+}
+
+// Reductions within a group of G threads (G = 32: one warp; else the block).
+struct Sum { template <class T> __device__ T operator()(T a, T b) const { return a + b; } };
+struct Prod { template <class T> __device__ T operator()(T a, T b) const { return a * b; } };
+struct Max { template <class T> __device__ T operator()(T a, T b) const { return fx::max(a, b); } };
+struct Min { template <class T> __device__ T operator()(T a, T b) const { return fx::min(a, b); } };
+template <int G, class T, class Op> __device__ __forceinline__ T groupReduce(T v, Op op) {
+#pragma unroll
+  for (int o = (G < 32 ? G : 32) / 2; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+  if (G > 32) {
+    __shared__ T buf[32];
+    if ((threadIdx.x & 31) == 0) buf[threadIdx.x / 32] = v;
+    __syncthreads();
+    v = buf[0];
+    for (int i = 1; i < G / 32; ++i) v = op(v, buf[i]);
+    __syncthreads();
+  }
+  return v;
+}
+template <bool IsMax, bool Last, class T>
+__device__ __forceinline__ bool argBetter(T av, long long ai, T bv, long long bi) {
+  if (bi < 0) return false;
+  if (ai < 0) return true;
+  if (IsMax ? bv > av : bv < av) return true;
+  if (bv == av) return Last ? bi > ai : bi < ai;
+  return false;
+}
+template <bool IsMax, bool Last, class T>
+__device__ __forceinline__ void argUpdate(T &v, long long &i, T x, long long j) {
+  if (argBetter<IsMax, Last>(v, i, x, j)) { v = x; i = j; }
+}
+template <int G, bool IsMax, bool Last, class T>
+__device__ __forceinline__ void groupArgReduce(T &v, long long &i) {
+#pragma unroll
+  for (int o = (G < 32 ? G : 32) / 2; o > 0; o >>= 1) {
+    T ov = __shfl_xor_sync(0xffffffffu, v, o);
+    long long oi = __shfl_xor_sync(0xffffffffu, i, o);
+    argUpdate<IsMax, Last>(v, i, ov, oi);
+  }
+  if (G > 32) {
+    __shared__ T bv[32];
+    __shared__ long long bi[32];
+    if ((threadIdx.x & 31) == 0) { bv[threadIdx.x / 32] = v; bi[threadIdx.x / 32] = i; }
+    __syncthreads();
+    v = bv[0];
+    i = bi[0];
+    for (int w = 1; w < G / 32; ++w) argUpdate<IsMax, Last>(v, i, bv[w], bi[w]);
+    __syncthreads();
+  }
+}
+}  // namespace fx
+
+)CUDA";
+}
+
+absl::StatusOr<std::string> emitCudaKernel(const KernelSpec &spec, const std::string &symbol,
+                                           const std::string &comment) {
+  for (const BufferDesc &b : spec.buffers)
+    if (!storageType(b.dtype))
+      return absl::UnimplementedError(absl::StrCat("codegen: no CUDA storage type for dtype ",
+                                                   ir::dtypeName(b.dtype)));
+  std::string out = absl::StrCat("/* ", escapeComment(comment), " */\n");
+  switch (spec.kind) {
+    case SpecKind::kPointwise: {
+      FUSEC_ASSIGN_OR_RETURN(std::string body, emitPointwise(spec, symbol));
+      return out + body;
+    }
+    case SpecKind::kReduce: {
+      FUSEC_ASSIGN_OR_RETURN(std::string body, emitReduce(spec, symbol));
+      return out + body;
+    }
+    case SpecKind::kAttention:
+      return absl::UnimplementedError("codegen: attention kernels are not generated yet");
+  }
+  return absl::InternalError("codegen: unknown spec kind");
+}
+
+absl::StatusOr<CudaModule> lowerToCuda(const ir::Graph &graph, const passes::FusionPlan &plan,
+                                       const CudaOptions &opts) {
+  LoweringOptions lo;
+  lo.allowTf32 = opts.allowTf32;
+  FUSEC_ASSIGN_OR_RETURN(std::vector<WorkItem> items, lowerGraph(graph, plan, lo));
+  CudaModule mod;
+  mod.source = cudaPrelude();
+  absl::StrAppend(&mod.source, "// target: ", escapeComment(opts.arch), "\n\n");
+  std::map<std::string, std::string> symbolOfKey;
+  std::map<std::string, std::vector<std::string>> usesOfSymbol;
+  std::vector<std::pair<std::string, const WorkItem *>> firstUse;
+  std::set<std::string> names;
+  for (const WorkItem &it : items) {
+    Step st;
+    st.name = it.name;
+    if (names.insert(it.name).second) mod.kernelNames.push_back(it.name);
+    switch (it.kind) {
+      case WorkItem::Kind::kGemm:
+        st.kind = Step::Kind::kGemm;
+        st.gemm = it.gemm;
+        break;
+      case WorkItem::Kind::kConv:
+        st.kind = Step::Kind::kConv;
+        st.conv = it.conv;
+        break;
+      case WorkItem::Kind::kKernel: {
+        st.kind = Step::Kind::kKernel;
+        const std::string key = canonicalKey(it.spec);
+        auto found = symbolOfKey.find(key);
+        if (found == symbolOfKey.end()) {
+          const std::string sym = absl::StrCat("fusec_k", symbolOfKey.size());
+          found = symbolOfKey.emplace(key, sym).first;
+          mod.symbols.push_back(sym);
+          firstUse.emplace_back(sym, &it);
+        }
+        st.symbol = found->second;
+        usesOfSymbol[st.symbol].push_back(it.name);
+        st.buffers = it.buffers;
+        break;
+      }
+    }
+    mod.steps.push_back(std::move(st));
+  }
+  for (const auto &[sym, it] : firstUse) {
+    std::vector<std::string> lines;
+    std::string head = absl::StrCat(sym, ": ", it->name, " (", specKindName(it->spec.kind), ")");
+    if (usesOfSymbol[sym].size() > 1)
+      absl::StrAppend(&head, "; also runs ",
+                      absl::StrJoin(usesOfSymbol[sym].begin() + 1, usesOfSymbol[sym].end(), ", "));
+    lines.push_back(head);
+    lines.push_back("ONNX nodes:");
+    for (const ir::Node *n : it->nodes)
+      lines.push_back(absl::StrCat("  ", n->opType(), " '", n->name(), "'"));
+    std::string escaped;
+    for (const std::string &line : lines) {
+      if (!escaped.empty()) escaped += "\n * ";
+      escaped += escapeComment(line);
+    }
+    std::string body;
+    {
+      auto k = emitCudaKernel(it->spec, sym, "");
+      if (!k.ok()) return withContext(k.status(), absl::StrCat("kernel ", it->name));
+      body = *k;
+    }
+    // Replace the empty comment with the escaped multi-line one.
+    body = absl::StrCat("/* ", escaped, "\n */\n", body.substr(body.find('\n') + 1));
+    mod.source += body;
+  }
+  return mod;
+}
+
+}  // namespace fusec::codegen
