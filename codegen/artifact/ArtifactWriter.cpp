@@ -1,0 +1,475 @@
+//===- ArtifactWriter.cpp - Writes the fusec artifact folder --------------===//
+//
+// Follows docs/ARTIFACT.md (format version 1) field for field; the runtime's
+// manifest checker (runtime/internal/Manifest.cpp) is the other side.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/artifact/ArtifactWriter.h"
+
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "codegen/artifact/Nvcc.h"
+#include "codegen/cuda/CudaEmitter.h"
+#include "nlohmann/json.hpp"
+#include "passes/fusion/FusionDump.h"
+#include "support/Status.h"
+
+namespace fusec::artifact {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::ordered_json;
+
+namespace {
+
+constexpr const char *kLibrary = "libmodel.so";
+constexpr const char *kSource = "model.cu";
+
+Json bufferJson(const PlannedBuffer &b) {
+  Json j;
+  j["id"] = b.id;
+  j["name"] = b.name;
+  j["dtype"] = manifestDTypeName(b.dtype);
+  j["shape"] = b.shape;
+  j["bytes"] = b.bytes;
+  j["storage"] = storageName(b.storage);
+  switch (b.storage) {
+    case Storage::kInput:
+    case Storage::kOutput:
+      j["index"] = b.index;
+      break;
+    case Storage::kWeight:
+    case Storage::kArena:
+      j["offset"] = b.offset;
+      break;
+    case Storage::kAlias:
+      j["of"] = b.of;
+      j["offset"] = b.offset;
+      break;
+  }
+  return j;
+}
+
+Json tensorJson(const PlannedBuffer &b) {
+  Json j;
+  j["name"] = b.name;
+  j["dtype"] = manifestDTypeName(b.dtype);
+  j["shape"] = b.shape;
+  j["buffer"] = b.id;
+  return j;
+}
+
+Json stepJson(const MemoryPlan &mem, const codegen::Step &s) {
+  using K = codegen::Step::Kind;
+  auto id = [&](const ir::Value *v) { return mem.bufferId(v); };
+  Json j;
+  switch (s.kind) {
+    case K::kKernel: {
+      j["kind"] = "kernel";
+      j["name"] = s.name;
+      j["symbol"] = s.symbol;
+      std::vector<int> ids;
+      for (const ir::Value *v : s.buffers) ids.push_back(id(v));
+      j["buffers"] = ids;
+      break;
+    }
+    case K::kGemm: {
+      const codegen::GemmParams &g = s.gemm;
+      j["kind"] = "gemm";
+      j["name"] = s.name;
+      j["a"] = id(g.a);
+      j["b"] = id(g.b);
+      if (g.c) j["c"] = id(g.c);
+      if (g.bias) j["bias"] = id(g.bias);
+      j["d"] = id(g.d);
+      j["m"] = g.m;
+      j["n"] = g.n;
+      j["k"] = g.k;
+      j["batch"] = g.batch;
+      j["stride_a"] = g.strideA;
+      j["stride_b"] = g.strideB;
+      j["stride_c"] = g.strideC;
+      j["stride_d"] = g.strideD;
+      j["trans_a"] = g.transA;
+      j["trans_b"] = g.transB;
+      j["alpha"] = g.alpha;
+      j["beta"] = g.beta;
+      j["epilogue"] = codegen::gemmEpilogueName(g.epilogue);
+      j["dtype"] = manifestDTypeName(g.dtype) ? manifestDTypeName(g.dtype) : "?";
+      j["compute"] = g.compute;
+      break;
+    }
+    case K::kConv: {
+      const codegen::ConvParams &c = s.conv;
+      j["kind"] = "conv";
+      j["name"] = s.name;
+      j["x"] = id(c.x);
+      j["w"] = id(c.w);
+      if (c.bias) j["bias"] = id(c.bias);
+      j["y"] = id(c.y);
+      j["x_shape"] = c.xShape;
+      j["w_shape"] = c.wShape;
+      j["y_shape"] = c.yShape;
+      j["pads"] = c.pads;
+      j["strides"] = c.strides;
+      j["dilations"] = c.dilations;
+      j["group"] = c.group;
+      j["dtype"] = manifestDTypeName(c.dtype) ? manifestDTypeName(c.dtype) : "?";
+      break;
+    }
+    case K::kCopy: {
+      j["kind"] = "copy";
+      j["name"] = s.name;
+      j["src"] = id(s.src);
+      j["dst"] = id(s.dst);
+      j["bytes"] = s.dst ? mem.buffers[id(s.dst)].bytes : 0;
+      break;
+    }
+  }
+  return j;
+}
+
+bool hasKernelSteps(const MemoryPlan &mem) {
+  for (const codegen::Step &s : mem.steps)
+    if (s.kind == codegen::Step::Kind::kKernel) return true;
+  return false;
+}
+
+/// True if \p inner is \p outer or lies inside it (both canonical).
+bool isWithin(const fs::path &inner, const fs::path &outer) {
+  auto oi = outer.begin(), ii = inner.begin();
+  for (; oi != outer.end(); ++oi, ++ii) {
+    if (oi->empty()) continue;  // trailing separator
+    if (ii == inner.end() || *oi != *ii) return false;
+  }
+  return true;
+}
+
+bool isPreviousArtifact(const fs::path &dir) {
+  std::ifstream in(dir / "manifest.json");
+  if (!in) return false;
+  Json j = Json::parse(in, nullptr, /*allow_exceptions=*/false);
+  return j.is_object() && j.contains("format") && j["format"] == "fusec-artifact";
+}
+
+/// Applies the OUT rules of the file comment. \p out is absolute and normal.
+absl::Status checkOutDir(const fs::path &out, const std::string &modelPath) {
+  std::error_code ec;
+  fs::file_status st = fs::symlink_status(out, ec);
+  const bool exists = !ec && fs::exists(st);
+  if (exists && fs::is_symlink(st))
+    return absl::InvalidArgumentError(absl::StrCat(
+        "output '", out.string(), "' is a symbolic link; give the real folder instead"));
+  if (exists && !fs::is_directory(st))
+    return absl::InvalidArgumentError(
+        absl::StrCat("output '", out.string(), "' exists and is not a folder"));
+  fs::path canon = fs::weakly_canonical(out, ec);
+  if (ec) canon = out;
+  fs::path cwd = fs::current_path(ec);
+  if (!ec) {
+    fs::path cwdCanon = fs::weakly_canonical(cwd, ec);
+    if (!ec && isWithin(cwdCanon, canon))
+      return absl::InvalidArgumentError(absl::StrCat(
+          "refusing to replace '", out.string(), "': it is or contains the current directory"));
+  }
+  if (canon == canon.root_path())
+    return absl::InvalidArgumentError(absl::StrCat("refusing to replace '", out.string(), "'"));
+  if (!modelPath.empty()) {
+    fs::path model = fs::weakly_canonical(fs::absolute(modelPath, ec), ec);
+    if (!ec && isWithin(model, canon))
+      return absl::InvalidArgumentError(
+          absl::StrCat("refusing to replace '", out.string(), "': it contains the model '",
+                       modelPath, "'; choose another output folder"));
+  }
+  if (exists) {
+    const bool empty = fs::is_empty(out, ec);
+    if (ec)
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot read output folder '", out.string(), "': ", ec.message()));
+    if (!empty && !isPreviousArtifact(out))
+      return absl::InvalidArgumentError(absl::StrCat(
+          "refusing to replace '", out.string(),
+          "': it is a non-empty folder that does not hold a fusec artifact (no manifest.json with "
+          "\"format\": \"fusec-artifact\"); choose a new or empty folder"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status writeFile(const fs::path &path, const std::string &data) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (out) out.write(data.data(), static_cast<std::streamsize>(data.size()));
+  if (out) out.close();
+  if (!out)
+    return absl::InternalError(
+        absl::StrCat("cannot write '", path.string(), "': ", std::strerror(errno)));
+  return absl::OkStatus();
+}
+
+absl::Status writeWeights(const fs::path &path, const MemoryPlan &mem) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  int64_t pos = 0;
+  static const char kZeros[kBufferAlignment] = {};
+  for (int id : mem.weights) {
+    const PlannedBuffer &b = mem.buffers[id];
+    const ir::Tensor *t = b.value->constant();
+    if (!t || t->byteSize() != b.bytes)
+      return absl::InternalError(absl::StrCat("constant '", b.name, "' holds ",
+                                              t ? t->byteSize() : 0, " bytes, its type says ",
+                                              b.bytes));
+    if (b.offset < pos) return absl::InternalError("weights overlap");
+    out.write(kZeros, static_cast<std::streamsize>(b.offset - pos));
+    out.write(reinterpret_cast<const char *>(t->data()), static_cast<std::streamsize>(b.bytes));
+    pos = b.offset + b.bytes;
+  }
+  if (out) out.close();
+  if (!out)
+    return absl::InternalError(
+        absl::StrCat("cannot write '", path.string(), "': ", std::strerror(errno)));
+  return absl::OkStatus();
+}
+
+bool validArch(const std::string &arch) {
+  if (arch.empty()) return false;
+  for (char c : arch)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  return true;
+}
+
+/// A temporary folder next to \p out: OUT<suffix>XXXXXX.
+absl::StatusOr<fs::path> makeSiblingTemp(const fs::path &out, const char *suffix) {
+  std::string pattern = absl::StrCat(out.string(), suffix, "XXXXXX");
+  std::vector<char> buf(pattern.begin(), pattern.end());
+  buf.push_back('\0');
+  if (!::mkdtemp(buf.data()))
+    return absl::InternalError(absl::StrCat("cannot create a temporary folder next to '",
+                                            out.string(), "': ", std::strerror(errno)));
+  fs::path p(buf.data());
+  std::error_code ec;
+  fs::permissions(p, fs::perms(0755), ec);
+  return p;
+}
+
+/// Removes \p dir on scope exit unless released.
+class TempDirGuard {
+ public:
+  explicit TempDirGuard(fs::path dir) : dir_(std::move(dir)) {}
+  ~TempDirGuard() {
+    if (!dir_.empty()) {
+      std::error_code ec;
+      fs::remove_all(dir_, ec);
+    }
+  }
+  void release() { dir_.clear(); }
+
+ private:
+  fs::path dir_;
+};
+
+}  // namespace
+
+std::string manifestJson(const MemoryPlan &mem, const std::vector<std::string> &kernelNames,
+                         const std::string &modelName, const std::string &target,
+                         const std::string &arch, bool hasLibrary) {
+  Json m;
+  m["format"] = "fusec-artifact";
+  m["version"] = 1;
+  m["model"] = modelName;
+  m["target"] = target;
+  m["arch"] = arch;
+  if (hasLibrary) m["library"] = kLibrary;
+  if (!mem.weights.empty()) m["weights"] = Json{{"file", "weights.bin"}, {"bytes", mem.weightsBytes}};
+  m["arena_bytes"] = mem.arenaBytes;
+  Json buffers = Json::array();
+  for (const PlannedBuffer &b : mem.buffers) buffers.push_back(bufferJson(b));
+  m["buffers"] = std::move(buffers);
+  Json inputs = Json::array(), outputs = Json::array();
+  for (int id : mem.inputs) inputs.push_back(tensorJson(mem.buffers[id]));
+  for (int id : mem.outputs) outputs.push_back(tensorJson(mem.buffers[id]));
+  m["inputs"] = std::move(inputs);
+  m["outputs"] = std::move(outputs);
+  Json steps = Json::array();
+  for (const codegen::Step &s : mem.steps) steps.push_back(stepJson(mem, s));
+  for (const MemoryPlan::Copy &c : mem.copies)
+    steps.push_back(Json{{"kind", "copy"}, {"name", c.name}, {"src", c.src}, {"dst", c.dst},
+                         {"bytes", c.bytes}});
+  m["steps"] = std::move(steps);
+  m["kernels"] = kernelNames;
+  // Names come from the model: dump() must not throw on invalid UTF-8.
+  return m.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+}
+
+absl::Status checkStaticShapes(const ir::Graph &graph) {
+  std::vector<std::string> bad, examples;
+  for (const ir::Value *v : graph.inputs()) {
+    if (v->isConstant()) continue;
+    const ir::TensorType &t = v->type();
+    if (t.rankKnown && t.isStatic()) continue;
+    bad.push_back(absl::StrCat("input '", v->name(), "' has shape ", t.str()));
+    if (!t.rankKnown) {
+      examples.push_back(absl::StrCat(v->name(), "=<dims>"));
+      continue;
+    }
+    std::vector<std::string> dims;
+    for (const ir::Dim &d : t.shape)
+      dims.push_back(d.isStatic() ? std::to_string(d.value)
+                                  : absl::StrCat("<", d.isSymbolic() ? d.symbol : "?", ">"));
+    examples.push_back(absl::StrCat(v->name(), "=", absl::StrJoin(dims, "x")));
+  }
+  if (!bad.empty())
+    return absl::InvalidArgumentError(absl::StrCat(
+        "shapes must be static for an artifact (format version 1): ", absl::StrJoin(bad, "; "),
+        ". Bind the dims with --shape, e.g. --shape ", absl::StrJoin(examples, " --shape ")));
+  for (const ir::Value *v : graph.outputs()) {
+    if (v && !(v->type().rankKnown && v->type().isStatic()))
+      return absl::InvalidArgumentError(
+          absl::StrCat("output '", v->name(), "' has non-static shape ", v->type().str(),
+                       " after binding the inputs; shapes must be static for an artifact"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status writeArtifact(const ir::Graph &graph, const passes::FusionPlan &plan,
+                           const passes::TargetSpec &target, const ArtifactOptions &opts,
+                           const std::string &outDir, ArtifactSummary *summary) {
+  ArtifactSummary localSummary;
+  ArtifactSummary &sum = summary ? *summary : localSummary;
+  sum = ArtifactSummary();
+
+  if (opts.target != "cuda")
+    return absl::UnimplementedError(
+        absl::StrCat("artifact target '", opts.target, "' is not supported (only 'cuda')"));
+  if (opts.precision == "fp16" || opts.precision == "bf16")
+    return absl::UnimplementedError(
+        absl::StrCat("--precision ", opts.precision, " is not implemented yet; use fp32"));
+  if (!opts.precision.empty() && opts.precision != "fp32")
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown precision '", opts.precision, "' (fp32, fp16 or bf16)"));
+  std::string arch = opts.arch;
+  if (arch.empty()) arch = target.arch.rfind("sm_", 0) == 0 ? target.arch : "sm_90";
+  if (!validArch(arch))
+    return absl::InvalidArgumentError(absl::StrCat("invalid --arch '", arch, "' (e.g. sm_90)"));
+  if (outDir.empty()) return absl::InvalidArgumentError("no output folder given");
+
+  std::error_code ec;
+  fs::path out = fs::absolute(outDir, ec);
+  if (ec)
+    return absl::InvalidArgumentError(
+        absl::StrCat("bad output folder '", outDir, "': ", ec.message()));
+  out = out.lexically_normal();
+  if (!out.has_filename() && out.has_parent_path() && out != out.root_path())
+    out = out.parent_path();  // "out/" -> "out"
+  FUSEC_RETURN_IF_ERROR(checkOutDir(out, opts.modelPath));
+  FUSEC_RETURN_IF_ERROR(checkStaticShapes(graph));
+  if (graph.outputs().empty())
+    return absl::InvalidArgumentError("the graph has no outputs; nothing to compile");
+
+  // Everything that can fail on the model happens before touching the disk.
+  codegen::CudaOptions copts;
+  copts.arch = arch;
+  copts.allowTf32 = opts.allowTf32;
+  FUSEC_ASSIGN_OR_RETURN(codegen::CudaModule mod, codegen::lowerToCuda(graph, plan, copts));
+  const std::vector<std::string> kernelNames = mod.kernelNames;
+  const size_t numSymbols = mod.symbols.size();
+  FUSEC_ASSIGN_OR_RETURN(MemoryPlan mem, planMemory(graph, std::move(mod.steps)));
+  const std::string modelName = opts.modelName.empty() ? graph.name() : opts.modelName;
+  const bool needsLibrary = hasKernelSteps(mem);
+  const std::string manifest = manifestJson(mem, kernelNames, modelName, "cuda", arch, needsLibrary);
+  const std::string fusionJson =
+      opts.fusionJson.empty() ? passes::fusionPlanToJson(plan, target) : opts.fusionJson;
+
+  const std::string nvcc = opts.runNvcc ? findNvcc(opts.nvccPath) : std::string();
+  const std::vector<std::string> cmd =
+      nvccCommand(nvcc.empty() ? "nvcc" : nvcc, arch, kSource, kLibrary);
+  sum.nvccCommand = shellQuote(cmd);
+  sum.arenaBytes = mem.arenaBytes;
+  sum.arenaNaiveBytes = mem.arenaNaiveBytes;
+  sum.weightsBytes = mem.weightsBytes;
+  sum.numSteps = static_cast<int>(mem.steps.size() + mem.copies.size());
+  sum.numKernels = static_cast<int>(numSymbols);
+  sum.memorySummary = mem.summary();
+
+  std::string source = absl::StrCat(
+      "/* Generated by fusec for model '", codegen::escapeComment(modelName), "', target ",
+      codegen::escapeComment(arch), ".\n * Build: ", codegen::escapeComment(sum.nvccCommand),
+      "\n */\n", mod.source);
+
+  // Write into a sibling temporary folder.
+  fs::create_directories(out.parent_path(), ec);
+  if (ec)
+    return absl::InternalError(absl::StrCat("cannot create '", out.parent_path().string(),
+                                            "': ", ec.message()));
+  FUSEC_ASSIGN_OR_RETURN(fs::path tmp, makeSiblingTemp(out, ".tmp-"));
+  TempDirGuard guard(tmp);
+  FUSEC_RETURN_IF_ERROR(writeFile(tmp / "manifest.json", manifest));
+  FUSEC_RETURN_IF_ERROR(writeFile(tmp / kSource, source));
+  FUSEC_RETURN_IF_ERROR(writeWeights(tmp / "weights.bin", mem));
+  FUSEC_RETURN_IF_ERROR(writeFile(tmp / "fusion.json", fusionJson));
+
+  const std::string buildHint =
+      absl::StrCat("cd ", shellQuote({out.string()}), " && ", sum.nvccCommand);
+  if (!needsLibrary) {
+    sum.warnings.push_back("no kernel steps: libmodel.so is not needed and was not built");
+  } else if (!opts.runNvcc) {
+    sum.warnings.push_back(
+        absl::StrCat("libmodel.so not built (nvcc disabled); build it with: ", buildHint));
+  } else if (nvcc.empty()) {
+    sum.warnings.push_back(absl::StrCat(
+        "nvcc not found on PATH (nor in $CUDA_HOME/bin or /usr/local/cuda/bin): libmodel.so "
+        "not built; build it with: ",
+        buildHint));
+  } else {
+    std::string log;
+    absl::Status st = runCommand(cmd, tmp.string(), &log);
+    if (!st.ok()) {
+      if (absl::IsNotFound(st))
+        return absl::NotFoundError(absl::StrCat("cannot run nvcc: ", st.message()));
+      return absl::InternalError(absl::StrCat("nvcc failed building libmodel.so for model '",
+                                              modelName, "': ", st.message(), "\n", log));
+    }
+    if (!fs::exists(tmp / kLibrary, ec))
+      return absl::InternalError(absl::StrCat("nvcc succeeded but wrote no ", kLibrary, ":\n", log));
+    sum.builtLibrary = true;
+  }
+
+  // Swap the folders: old OUT away, new into place, old deleted.
+  if (fs::exists(fs::symlink_status(out, ec))) {
+    FUSEC_ASSIGN_OR_RETURN(fs::path old, makeSiblingTemp(out, ".old-"));
+    fs::remove(old, ec);
+    fs::rename(out, old, ec);
+    if (ec)
+      return absl::InternalError(
+          absl::StrCat("cannot move the old '", out.string(), "' aside: ", ec.message()));
+    fs::rename(tmp, out, ec);
+    if (ec) {
+      std::error_code ec2;
+      fs::rename(old, out, ec2);
+      return absl::InternalError(absl::StrCat("cannot move '", tmp.string(), "' to '",
+                                              out.string(), "': ", ec.message()));
+    }
+    guard.release();
+    fs::remove_all(old, ec);
+    if (ec)
+      sum.warnings.push_back(
+          absl::StrCat("could not delete the old artifact '", old.string(), "': ", ec.message()));
+  } else {
+    fs::rename(tmp, out, ec);
+    if (ec)
+      return absl::InternalError(absl::StrCat("cannot move '", tmp.string(), "' to '",
+                                              out.string(), "': ", ec.message()));
+    guard.release();
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace fusec::artifact

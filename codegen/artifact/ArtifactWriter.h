@@ -1,0 +1,101 @@
+//===- ArtifactWriter.h - Writes the fusec artifact folder ------*- C++ -*-===//
+//
+// writeArtifact() turns a fused graph into the folder of docs/ARTIFACT.md:
+//
+//   manifest.json  buffers (MemoryPlan.h), inputs, outputs, steps, kernels
+//   model.cu       codegen::lowerToCuda's source
+//   weights.bin    every constant a step reads, 256-byte aligned, in its dtype
+//   fusion.json    the --dump-fusion=json plan
+//   libmodel.so    model.cu built by nvcc (Nvcc.h), unless disabled/absent
+//
+// Replacement is atomic: everything is written into a fresh sibling folder
+// OUT.tmp-XXXXXX (same parent, so renames stay on one file system); only
+// when it is complete is the old OUT renamed away, the new one renamed into
+// place and the old one deleted. On any failure OUT is left as it was and
+// the temporary folder is removed.
+//
+// Which OUT folders may be replaced (checked before any work):
+//   - a path that does not exist (missing parents are created);
+//   - an empty directory;
+//   - a directory holding a previous artifact (manifest.json whose "format"
+//     is "fusec-artifact").
+// Refused with InvalidArgument: an empty path; "/" or "."-like paths that
+// resolve to the current directory or one of its parents; a path that is a
+// file or a symlink; a non-empty directory that is not an artifact (e.g.
+// the model's own folder); a folder containing ArtifactOptions::modelPath.
+//
+//===----------------------------------------------------------------------===//
+#ifndef FUSEC_CODEGEN_ARTIFACT_ARTIFACTWRITER_H
+#define FUSEC_CODEGEN_ARTIFACT_ARTIFACTWRITER_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "codegen/artifact/MemoryPlan.h"
+#include "ir/Graph.h"
+#include "passes/cost/TargetSpec.h"
+#include "passes/fusion/FusionPlan.h"
+
+namespace fusec::artifact {
+
+struct ArtifactOptions {
+  std::string target = "cuda";  ///< only "cuda" is supported
+  /// GPU architecture for nvcc -arch; empty = the TargetSpec's arch, else sm_90.
+  std::string arch = "sm_90";
+  std::string modelName;        ///< manifest "model"; empty = the graph's name
+  /// fusion.json contents; empty = passes::fusionPlanToJson(plan, target).
+  std::string fusionJson;
+  bool runNvcc = true;          ///< build libmodel.so (when nvcc is found)
+  /// nvcc to run; empty = findNvcc(""). A path given here must work: when it
+  /// cannot be executed writeArtifact fails instead of warning.
+  std::string nvccPath;
+  /// "fp32" (or empty). "fp16" / "bf16" are reserved for --precision, not
+  /// lowered yet: Unimplemented.
+  std::string precision = "fp32";
+  bool allowTf32 = false;       ///< GEMMs may use TF32 tensor cores for f32
+  /// The model file the graph came from, if any: OUT may not contain it.
+  std::string modelPath;
+};
+
+/// What writeArtifact did, for the driver to print.
+struct ArtifactSummary {
+  std::vector<std::string> warnings;  ///< e.g. "nvcc not found: build with ..."
+  std::string nvccCommand;            ///< the command line (run or to run), in OUT
+  bool builtLibrary = false;          ///< libmodel.so was built
+  int64_t arenaBytes = 0;
+  int64_t arenaNaiveBytes = 0;
+  int64_t weightsBytes = 0;
+  int numSteps = 0;
+  int numKernels = 0;                 ///< unique launcher symbols in model.cu
+  std::string memorySummary;          ///< MemoryPlan::summary()
+};
+
+/// Writes the artifact of \p graph (fused: nodes carry fusec.kernel, see
+/// \p plan) into \p outDir, replacing it atomically (see the file comment).
+/// Errors: InvalidArgument for a refused \p outDir, symbolic or unknown dims
+/// (the message lists each input and its dims to bind with --shape
+/// NAME=AxB), or a graph that has no outputs; Unimplemented for a target
+/// other than "cuda", a precision other than fp32, and what codegen cannot
+/// lower; NotFound when ArtifactOptions::nvccPath cannot be run; Internal
+/// when nvcc fails (the message ends with nvcc's output verbatim) or a file
+/// cannot be written.
+absl::Status writeArtifact(const ir::Graph &graph, const passes::FusionPlan &plan,
+                           const passes::TargetSpec &target, const ArtifactOptions &opts,
+                           const std::string &outDir, ArtifactSummary *summary = nullptr);
+
+/// The manifest.json text for a planned model (exposed for tests).
+/// \p kernelNames are the plan kernel names in step order (unique).
+std::string manifestJson(const MemoryPlan &mem, const std::vector<std::string> &kernelNames,
+                         const std::string &modelName, const std::string &target,
+                         const std::string &arch, bool hasLibrary);
+
+/// Checks that no dim of a graph input or output is symbolic or unknown.
+/// Errors: InvalidArgument listing every such input ("input 'ids' has
+/// shape i64[batch,seq]") and a --shape example with the dims to bind.
+absl::Status checkStaticShapes(const ir::Graph &graph);
+
+}  // namespace fusec::artifact
+
+#endif  // FUSEC_CODEGEN_ARTIFACT_ARTIFACTWRITER_H

@@ -1,0 +1,37 @@
+//===- GpuRun.h - fusec-run OUT --data DIR: run an artifact on the GPU -*- C++ -*-===//
+//
+// Loads a fusec artifact (docs/ARTIFACT.md) with libfusert, feeds it
+// DIR/input_<i>.pb, compares its outputs with DIR/output_<i>.pb (the ONNX
+// backend-test layout) and prints, like `fusec-run --reference`, one line per
+// output and a final line starting with PASS or FAIL. Inputs are matched to
+// the manifest's inputs by tensor name, else by position; no dtype
+// conversion is done (dtype and shape must equal the manifest's).
+//
+// With benchIters > 0 it then times the model: 10 warm-up runs, then
+// benchIters runs each timed with CUDA events on one stream with CUDA graphs
+// on, and prints "latency ms: p50 X p90 Y p99 Z (N runs, CUDA graph)".
+//
+//===----------------------------------------------------------------------===//
+#ifndef FUSEC_TOOLS_FUSEC_RUN_GPURUN_H
+#define FUSEC_TOOLS_FUSEC_RUN_GPURUN_H
+
+#include <string>
+
+namespace fusec::tools {
+
+/// True when this build has libfusert (fusec_runtime); otherwise
+/// runArtifact only reports that.
+bool gpuRunAvailable();
+
+/// Runs the artifact in \p artifactDir on the current CUDA device against
+/// \p dataDir; see the file comment. \p atol / \p rtol < 0 select the
+/// per-dtype defaults of interp/Compare.h. Output goes to stdout, errors to
+/// stderr ("fusec-run: error: ...") plus a FAIL line on stdout.
+/// \returns the exit status: 0 on PASS, 1 on FAIL or any error (no CUDA
+/// device, load failure, missing or mismatched data, run failure).
+int runArtifact(const std::string &artifactDir, const std::string &dataDir, int benchIters,
+                double atol = -1, double rtol = -1);
+
+}  // namespace fusec::tools
+
+#endif  // FUSEC_TOOLS_FUSEC_RUN_GPURUN_H
