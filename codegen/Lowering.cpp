@@ -217,6 +217,11 @@ class GroupLowering {
                                                      const std::vector<int64_t> &axes,
                                                      const std::vector<int> &keptIdx);
 
+  /// Indices \p idx of a point in shape \p from, re-expressed in shape \p to
+  /// (same element count, row-major): direct when the shapes differ only
+  /// in 1-dims, else through the flat offset.
+  std::vector<int> reshapeIndex(const std::vector<int> &idx, const Shape &from, const Shape &to);
+
   int c(double v, ScalarType t) { return isFloatCompute(t) ? spec_.constF(v, t) : spec_.constI(static_cast<int64_t>(v), t); }
   int bin(BinaryOp op, int a, int b) { return spec_.binary(op, a, b); }
   int un(UnaryOp op, int a) { return spec_.unary(op, a); }
@@ -239,8 +244,33 @@ class GroupLowering {
   std::vector<int> domainIdx_;
   size_t numParallel_ = 0;
   const Node *anchor_ = nullptr;
+  /// The anchor reduction's input shape and the domain point's coordinates
+  /// in it (element-level outputs are laid out like the anchor's input).
+  Shape anchorShape_;
+  std::vector<int> anchorIdx_;
   std::map<const Node *, std::vector<int>> nodeReductions_;
 };
+
+std::vector<int> GroupLowering::reshapeIndex(const std::vector<int> &idx, const Shape &from,
+                                             const Shape &to) {
+  if (from == to) return idx;
+  std::vector<int> nz;
+  Shape fnz, tnz;
+  for (size_t i = 0; i < from.size(); ++i)
+    if (from[i] != 1) {
+      nz.push_back(idx[i]);
+      fnz.push_back(from[i]);
+    }
+  for (int64_t d : to)
+    if (d != 1) tnz.push_back(d);
+  if (fnz == tnz) {
+    std::vector<int> out;
+    size_t k = 0;
+    for (int64_t d : to) out.push_back(d == 1 ? spec_.constI(0) : nz[k++]);
+    return out;
+  }
+  return spec_.delinearize(spec_.linearize(idx, from), to);
+}
 
 bool GroupLowering::isMemberResult(const Value *v) const {
   return v->producer() && members_.count(v->producer()) && !external_.count(v);
@@ -302,7 +332,7 @@ absl::StatusOr<int> GroupLowering::valueAt(const Value *v, const std::vector<int
       // A view of a member result: same flat offset.
       FUSEC_ASSIGN_OR_RETURN(Shape vs, staticShape(v));
       FUSEC_ASSIGN_OR_RETURN(Shape ss, staticShape(src));
-      std::vector<int> sidx = vs == ss ? idx : spec_.delinearize(spec_.linearize(idx, vs), ss);
+      std::vector<int> sidx = reshapeIndex(idx, vs, ss);
       FUSEC_ASSIGN_OR_RETURN(result, valueAt(src, sidx));
     } else {
       FUSEC_ASSIGN_OR_RETURN(result, loadValue(v, idx));
@@ -545,7 +575,7 @@ absl::StatusOr<int> GroupLowering::layoutAt(const Node &n, const std::vector<int
     case OpKind::kReshape: case OpKind::kSqueeze: case OpKind::kUnsqueeze:
     case OpKind::kFlatten: case OpKind::kIdentity: {
       FUSEC_ASSIGN_OR_RETURN(Shape is, staticShape(n.input(0)));
-      return valueAt(n.input(0), spec_.delinearize(spec_.linearize(idx, os), is));
+      return valueAt(n.input(0), reshapeIndex(idx, os, is));
     }
     case OpKind::kTranspose: {
       std::vector<int64_t> perm = n.getInts("perm");
@@ -767,10 +797,11 @@ absl::StatusOr<std::vector<int>> GroupLowering::reducedInputIndex(
   std::vector<int> dpar(domainIdx_.begin(), domainIdx_.begin() + numParallel_);
   std::vector<int> dr(domainIdx_.begin() + numParallel_, domainIdx_.end());
   // The requested row must be the kernel's current row.
-  if (spec_.linearize(keptIdx, kept) != spec_.linearize(dpar, dkept))
+  if (reshapeIndex(keptIdx, kept, dkept) != dpar &&
+      spec_.linearize(keptIdx, kept) != spec_.linearize(dpar, dkept))
     return unimplemented(n, "reduction result is read at another row (a layout change "
                             "between the reduction and its consumer)");
-  std::vector<int> ridx = red == dred ? dr : spec_.delinearize(spec_.linearize(dr, dred), red);
+  std::vector<int> ridx = reshapeIndex(dr, dred, red);
   std::vector<int> full(s.size());
   size_t ki = 0, ri = 0;
   for (size_t d = 0; d < s.size(); ++d)
@@ -1046,6 +1077,18 @@ absl::Status GroupLowering::setupReductionDomain(const Node &anchor) {
   domainIdx_.clear();
   for (size_t d = 0; d < domainShape_.size(); ++d)
     domainIdx_.push_back(spec_.index(spec_.addDim(domainShape_[d], d >= numParallel_)));
+  anchorShape_ = domainShape_;
+  anchorIdx_ = domainIdx_;
+  if (isRowReductionOp(anchor.kind())) {
+    FUSEC_ASSIGN_OR_RETURN(anchorShape_, staticShape(anchor.input(0)));
+    FUSEC_ASSIGN_OR_RETURN(ReduceAxes ra, reductionAxes(anchor, static_cast<int64_t>(anchorShape_.size())));
+    anchorIdx_.assign(anchorShape_.size(), -1);
+    size_t ki = 0, ri = numParallel_;
+    for (size_t d = 0; d < anchorShape_.size(); ++d)
+      anchorIdx_[d] = std::count(ra.axes.begin(), ra.axes.end(), static_cast<int64_t>(d))
+                          ? domainIdx_[ri++]
+                          : domainIdx_[ki++];
+  }
   spec_.kind = SpecKind::kReduce;
   return absl::OkStatus();
 }
@@ -1147,10 +1190,9 @@ absl::StatusOr<WorkItem> GroupLowering::run(const std::set<const Value *> &exter
     int guard = -1;
     if (anchor_ && on == prod(dpar) * rowSize && rowSize > 1) {
       // Element-level: the full domain.
-      oi = os == domainShape_ ? domainIdx_
-                              : spec_.delinearize(spec_.linearize(domainIdx_, domainShape_), os);
+      oi = reshapeIndex(anchorIdx_, anchorShape_, os);
     } else if (on == prod(dpar)) {
-      oi = os == dpar ? dparIdx : spec_.delinearize(spec_.linearize(dparIdx, dpar), os);
+      oi = reshapeIndex(dparIdx, dpar, os);
     } else if (os.size() <= dpar.size()) {
       // Broadcast-compatible with the parallel domain: store where the dropped dims are 0.
       const size_t off = dpar.size() - os.size();

@@ -1,0 +1,256 @@
+//===- CodegenCorpus.h - Small graphs covering the ops codegen lowers -*- C++ -*-===//
+//
+// Every graph here is compiled with nvcc by CodegenTest and executed on the
+// GPU against the reference interpreter by CodegenGpuTest.
+//
+//===----------------------------------------------------------------------===//
+#ifndef FUSEC_TEST_UNIT_CODEGEN_CODEGENCORPUS_H
+#define FUSEC_TEST_UNIT_CODEGEN_CODEGENCORPUS_H
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace fusec::codegen::testing {
+
+struct Case {
+  std::string name;
+  std::string text;
+  bool hasLibraryCalls = false;  ///< GEMM / conv steps (run by the runtime, not by the GPU test)
+};
+
+inline std::string softmaxGraph(const char *dt, int64_t rows, int64_t len) {
+  return absl::StrFormat(R"(graph @softmax(%%x: %s[%d,%d]) -> (%%y) {
+  %%s = constant %s[] dense<[0.5]>
+  %%a = "Mul"(%%x, %%s) : %s[%d,%d] loc("scale")
+  %%y = "Softmax"(%%a) {axis = -1} : %s[%d,%d] loc("softmax")
+  return %%y
+})", dt, rows, len, dt, dt, rows, len, dt, rows, len);
+}
+
+inline std::string layerNormGraph(const char *dt, int64_t rows, int64_t len) {
+  return absl::StrFormat(R"(graph @ln(%%x: %s[%d,%d], %%r: %s[%d,%d], %%g: %s[%d], %%b: %s[%d]) -> (%%y, %%h) {
+  %%h = "Add"(%%x, %%r) : %s[%d,%d] loc("residual")
+  %%y = "LayerNormalization"(%%h, %%g, %%b) {axis = -1, epsilon = 1.0e-5} : %s[%d,%d] loc("ln")
+  return %%y, %%h
+})", dt, rows, len, dt, rows, len, dt, len, dt, len, dt, rows, len, dt, rows, len);
+}
+
+inline std::string rmsNormGraph(const char *dt, int64_t rows, int64_t len) {
+  return absl::StrFormat(R"(graph @rms(%%x: %s[%d,%d], %%g: %s[%d]) -> (%%y) {
+  %%y = "RMSNormalization"(%%x, %%g) {axis = -1, epsilon = 1.0e-6} : %s[%d,%d] loc("rms")
+  return %%y
+})", dt, rows, len, dt, len, dt, rows, len);
+}
+
+inline std::string chainGraph(const char *dt, int64_t rows, int64_t len) {
+  return absl::StrFormat(R"(graph @chain(%%x: %s[%d,%d], %%b: %s[%d], %%r: %s[%d,%d]) -> (%%y) {
+  %%a = "Add"(%%x, %%b) : %s[%d,%d] loc("bias")
+  %%g = "Gelu"(%%a) {approximate = "none"} : %s[%d,%d] loc("gelu")
+  %%y = "Add"(%%g, %%r) : %s[%d,%d] loc("residual")
+  return %%y
+})", dt, rows, len, dt, len, dt, rows, len, dt, rows, len, dt, rows, len, dt, rows, len);
+}
+
+/// The corpus: op coverage plus boundary shapes.
+inline std::vector<Case> corpus() {
+  std::vector<Case> cs;
+  cs.push_back({"unary", R"(graph @unary(%x: f32[3,33]) -> (%o1, %o2, %o3, %o4, %o5, %o6) {
+  %a = "Abs"(%x) : f32[3,33]
+  %one = constant f32[] dense<[1.0]>
+  %a1 = "Add"(%a, %one) : f32[3,33]
+  %l = "Log"(%a1) : f32[3,33]
+  %s = "Sqrt"(%a1) : f32[3,33]
+  %rc = "Reciprocal"(%a1) : f32[3,33]
+  %e = "Exp"(%x) : f32[3,33]
+  %n = "Neg"(%e) : f32[3,33]
+  %o1 = "Sum"(%l, %s, %rc, %n) : f32[3,33]
+  %t = "Tanh"(%x) : f32[3,33]
+  %sg = "Sigmoid"(%x) : f32[3,33]
+  %er = "Erf"(%x) : f32[3,33]
+  %o2 = "Mean"(%t, %sg, %er) : f32[3,33]
+  %lr = "LeakyRelu"(%x) {alpha = 0.1} : f32[3,33]
+  %el = "Elu"(%x) {alpha = 1.0} : f32[3,33]
+  %hs = "HardSigmoid"(%x) : f32[3,33]
+  %sp = "Softplus"(%x) : f32[3,33]
+  %o3 = "Max"(%lr, %el, %hs, %sp) : f32[3,33]
+  %g1 = "Gelu"(%x) {approximate = "tanh"} : f32[3,33]
+  %sn = "Sin"(%x) : f32[3,33]
+  %cs = "Cos"(%x) : f32[3,33]
+  %o4 = "Min"(%g1, %sn, %cs) : f32[3,33]
+  %fl = "Floor"(%x) : f32[3,33]
+  %ce = "Ceil"(%x) : f32[3,33]
+  %rd = "Round"(%x) : f32[3,33]
+  %sgn = "Sign"(%x) : f32[3,33]
+  %f1 = "Add"(%fl, %ce) : f32[3,33]
+  %f2 = "Sub"(%rd, %sgn) : f32[3,33]
+  %o5 = "Mul"(%f1, %f2) : f32[3,33]
+  %lo = constant f32[] dense<[-0.5]>
+  %hi = constant f32[] dense<[0.75]>
+  %o6 = "Clip"(%x, %lo, %hi) : f32[3,33]
+  return %o1, %o2, %o3, %o4, %o5, %o6
+})"});
+  cs.push_back({"logic", R"(graph @logic(%x: f32[4,9], %y: f32[4,9], %i: i64[4,9]) -> (%w, %c, %k, %h) {
+  %g = "Greater"(%x, %y) : bool[4,9]
+  %l = "Less"(%x, %y) : bool[4,9]
+  %ge = "GreaterOrEqual"(%x, %y) : bool[4,9]
+  %le = "LessOrEqual"(%x, %y) : bool[4,9]
+  %e = "Equal"(%x, %x) : bool[4,9]
+  %n = "Not"(%l) : bool[4,9]
+  %a = "And"(%g, %e) : bool[4,9]
+  %o = "Or"(%a, %n) : bool[4,9]
+  %xo = "Xor"(%o, %ge) : bool[4,9]
+  %xo2 = "And"(%xo, %le) : bool[4,9]
+  %nan = "IsNaN"(%x) : bool[4,9]
+  %inf = "IsInf"(%x) : bool[4,9]
+  %bad = "Or"(%nan, %inf) : bool[4,9]
+  %m = "Or"(%xo2, %bad) : bool[4,9]
+  %w = "Where"(%m, %x, %y) : f32[4,9]
+  %c = "Cast"(%g) {to = 7} : i64[4,9]
+  %three = constant i64[] dense<[3]>
+  %two = constant i64[] dense<[2]>
+  %ip = "Add"(%i, %three) : i64[4,9]
+  %id = "Div"(%ip, %two) : i64[4,9]
+  %im = "Mod"(%ip, %two) : i64[4,9]
+  %k = "Mul"(%id, %im) : i64[4,9]
+  %hf = "Cast"(%x) {to = 10} : f16[4,9]
+  %h = "Cast"(%hf) {to = 1} : f32[4,9]
+  return %w, %c, %k, %h
+})"});
+  cs.push_back({"pow_bn", R"(graph @pow_bn(%x: f32[2,3,4,5], %p: f32[2,3,4,5]) -> (%y, %z) {
+  %two = constant f32[] dense<[2.0]>
+  %sq = "Pow"(%x, %two) : f32[2,3,4,5]
+  %ax = "Abs"(%p) : f32[2,3,4,5]
+  %pw = "Pow"(%ax, %x) : f32[2,3,4,5]
+  %y = "Add"(%sq, %pw) : f32[2,3,4,5]
+  %sc = constant f32[3] dense<[1.0, 2.0, 0.5]>
+  %bi = constant f32[3] dense<[0.1, -0.2, 0.3]>
+  %mu = constant f32[3] dense<[0.0, 1.0, -1.0]>
+  %va = constant f32[3] dense<[1.0, 4.0, 0.25]>
+  %z = "BatchNormalization"(%x, %sc, %bi, %mu, %va) {epsilon = 1.0e-5} : f32[2,3,4,5]
+  return %y, %z
+})"});
+  cs.push_back({"layout", R"(graph @layout(%x: f32[4,6], %y: f32[6,4]) -> (%t, %s, %e, %tl, %tr) {
+  %xt = "Transpose"(%x) {perm = [1, 0]} : f32[6,4]
+  %t = "Add"(%xt, %y) : f32[6,4]
+  %st = constant i64[2] dense<[1, 0]>
+  %en = constant i64[2] dense<[4, 6]>
+  %ax = constant i64[2] dense<[0, 1]>
+  %sp = constant i64[2] dense<[2, 2]>
+  %s = "Slice"(%x, %st, %en, %ax, %sp) : f32[2,3]
+  %shp = constant i64[3] dense<[2, 4, 6]>
+  %e = "Expand"(%x, %shp) : f32[2,4,6]
+  %rep = constant i64[2] dense<[2, 3]>
+  %tl = "Tile"(%x, %rep) : f32[8,18]
+  %tr = "Trilu"(%x) {upper = 0} : f32[4,6]
+  return %t, %s, %e, %tl, %tr
+})"});
+  cs.push_back({"gather", R"(graph @gather(%emb: f32[10,8], %x: f32[3,4]) -> (%g, %ge, %gn) {
+  %ids = constant i64[2,3] dense<[1, 9, -1, 0, 4, 4]>
+  %g = "Gather"(%emb, %ids) {axis = 0} : f32[2,3,8]
+  %gi = constant i64[3,2] dense<[0, 3, 1, 2, 3, 0]>
+  %ge = "GatherElements"(%x, %gi) {axis = 1} : f32[3,2]
+  %ni = constant i64[2,1] dense<[2, 0]>
+  %gn = "GatherND"(%x, %ni) : f32[2,4]
+  return %g, %ge, %gn
+})"});
+  cs.push_back({"concat", R"(graph @concat(%a: f32[2,3], %b: f32[2,5]) -> (%c) {
+  %c = "Concat"(%a, %b) {axis = 1} : f32[2,8]
+  return %c
+})"});
+  cs.push_back({"split", R"(graph @split(%a: f32[2,9]) -> (%p, %q) {
+  %sz = constant i64[2] dense<[4, 5]>
+  %p, %q = "Split"(%a, %sz) {axis = 1} : f32[2,4], f32[2,5]
+  return %p, %q
+})"});
+  cs.push_back({"pad", R"(graph @pad(%a: f32[3,4]) -> (%c, %e, %r) {
+  %pads = constant i64[4] dense<[1, 2, 0, 1]>
+  %v = constant f32[] dense<[1.5]>
+  %c = "Pad"(%a, %pads, %v) {mode = "constant"} : f32[4,7]
+  %e = "Pad"(%a, %pads) {mode = "edge"} : f32[4,7]
+  %r = "Pad"(%a, %pads) {mode = "reflect"} : f32[4,7]
+  return %c, %e, %r
+})"});
+  cs.push_back({"reduce", R"(graph @reduce(%x: f32[3,5,7]) -> (%s, %m, %mx, %mn, %p, %ss, %l2, %am, %an, %s0) {
+  %ax = constant i64[1] dense<[-1]>
+  %ax2 = constant i64[2] dense<[1, 2]>
+  %ax0 = constant i64[1] dense<[0]>
+  %s = "ReduceSum"(%x, %ax) {keepdims = 1} : f32[3,5,1]
+  %m = "ReduceMean"(%x, %ax2) {keepdims = 0} : f32[3]
+  %mx = "ReduceMax"(%x, %ax) {keepdims = 0} : f32[3,5]
+  %mn = "ReduceMin"(%x, %ax) : f32[3,5,1]
+  %p = "ReduceProd"(%x, %ax) : f32[3,5,1]
+  %ss = "ReduceSumSquare"(%x, %ax2) : f32[3,1,1]
+  %l2 = "ReduceL2"(%x, %ax) : f32[3,5,1]
+  %am = "ArgMax"(%x) {axis = -1, keepdims = 1} : i64[3,5,1]
+  %an = "ArgMin"(%x) {axis = 2, keepdims = 0} : i64[3,5]
+  %s0 = "ReduceSum"(%x, %ax0) {keepdims = 0} : f32[5,7]
+  return %s, %m, %mx, %mn, %p, %ss, %l2, %am, %an, %s0
+})"});
+  cs.push_back({"softmax_axis1", R"(graph @sm1(%x: f32[2,5,3]) -> (%y, %z) {
+  %y = "Softmax"(%x) {axis = 1} : f32[2,5,3]
+  %z = "LogSoftmax"(%x) {axis = -1} : f32[2,5,3]
+  return %y, %z
+})"});
+  cs.push_back({"ln_stats", R"(graph @lns(%x: f32[2,3,10], %g: f32[10]) -> (%y, %mean, %inv) {
+  %y, %mean, %inv = "LayerNormalization"(%x, %g) {axis = -1} : f32[2,3,10], f32[2,3,1], f32[2,3,1]
+  return %y, %mean, %inv
+})"});
+  cs.push_back({"pool", R"(graph @pool(%x: f32[1,2,7,9]) -> (%mp, %ap, %gp, %gm) {
+  %mp = "MaxPool"(%x) {kernel_shape = [3, 3], pads = [1, 1, 1, 1], strides = [2, 2]} : f32[1,2,4,5]
+  %ap = "AveragePool"(%x) {kernel_shape = [2, 3], pads = [0, 1, 0, 1], count_include_pad = 0} : f32[1,2,6,9]
+  %gp = "GlobalAveragePool"(%x) : f32[1,2,1,1]
+  %gm = "GlobalMaxPool"(%x) : f32[1,2,1,1]
+  return %mp, %ap, %gp, %gm
+})"});
+  cs.push_back({"matmul_naive", R"(graph @mmn(%a: f32[2,1,5,6], %b: f32[1,3,6,4]) -> (%y) {
+  %m = "MatMul"(%a, %b) : f32[2,3,5,4]
+  %y = "Relu"(%m) : f32[2,3,5,4]
+  return %y
+})"});
+  cs.push_back({"views", R"(graph @views(%x: f32[2,12]) -> (%y) {
+  %shp = constant i64[3] dense<[2, 3, 4]>
+  %r = "Reshape"(%x, %shp) : f32[2,3,4]
+  %e = "Exp"(%r) : f32[2,3,4]
+  %t = "Transpose"(%e) {perm = [0, 2, 1]} : f32[2,4,3]
+  %y = "Neg"(%t) : f32[2,4,3]
+  return %y
+})"});
+  cs.push_back({"range_dropout", R"(graph @rd(%x: f32[5]) -> (%r, %d, %mask) {
+  %st = constant f32[] dense<[1.0]>
+  %lim = constant f32[] dense<[3.5]>
+  %dl = constant f32[] dense<[0.5]>
+  %r = "Range"(%st, %lim, %dl) : f32[5]
+  %d, %mask = "Dropout"(%x) : f32[5], bool[5]
+  return %r, %d, %mask
+})"});
+  cs.push_back({"gemm_bias_relu", R"(graph @gbr(%a: f32[8,64], %w: f32[64,32], %b: f32[32]) -> (%y) {
+  %m = "MatMul"(%a, %w) : f32[8,32]
+  %ab = "Add"(%m, %b) : f32[8,32]
+  %y = "Relu"(%ab) : f32[8,32]
+  return %y
+})", true});
+  cs.push_back({"gemm_gelu_erf", R"(graph @gge(%a: f32[8,64], %w: f32[64,32]) -> (%y) {
+  %m = "MatMul"(%a, %w) : f32[8,32]
+  %y = "Gelu"(%m) : f32[8,32]
+  return %y
+})", true});
+  for (const char *dt : {"f32", "bf16"}) {
+    for (int64_t len : {1, 7, 1000, 4096, 65536}) {
+      cs.push_back({absl::StrCat("softmax_", dt, "_", len), softmaxGraph(dt, 3, len)});
+      cs.push_back({absl::StrCat("layernorm_", dt, "_", len), layerNormGraph(dt, 3, len)});
+    }
+    cs.push_back({absl::StrCat("rmsnorm_", dt, "_4096"), rmsNormGraph(dt, 2, 4096)});
+    cs.push_back({absl::StrCat("rmsnorm_", dt, "_1_batch1"), rmsNormGraph(dt, 1, 1000)});
+    cs.push_back({absl::StrCat("chain_", dt, "_odd"), chainGraph(dt, 3, 7)});
+    cs.push_back({absl::StrCat("chain_", dt, "_vec"), chainGraph(dt, 5, 4096)});
+    cs.push_back({absl::StrCat("chain_", dt, "_batch1"), chainGraph(dt, 1, 1000)});
+  }
+  return cs;
+}
+
+}  // namespace fusec::codegen::testing
+
+#endif  // FUSEC_TEST_UNIT_CODEGEN_CODEGENCORPUS_H

@@ -1,0 +1,274 @@
+//===- CodegenTest.cpp - Lowering to KernelSpecs and CUDA emission --------===//
+#include <cstdlib>
+#include <string>
+#include <unistd.h>
+
+#include "absl/strings/match.h"
+#include "codegen/KernelSpec.h"
+#include "codegen/Lowering.h"
+#include "codegen/cuda/CudaEmitter.h"
+#include "gtest/gtest.h"
+#include "test/unit/codegen/CodegenCorpus.h"
+#include "test/unit/codegen/CodegenTestUtil.h"
+
+namespace fusec::codegen {
+namespace {
+
+using testing::parseAndFuse;
+
+struct Lowered {
+  std::unique_ptr<testing::Fused> fused;
+  std::vector<WorkItem> items;
+};
+
+Lowered lower(const std::string &text) {
+  Lowered l;
+  auto f = parseAndFuse(text);
+  EXPECT_TRUE(f.ok()) << f.status();
+  if (!f.ok()) return l;
+  l.fused = std::move(*f);
+  auto items = lowerGraph(*l.fused->graph, l.fused->ctx.fusionPlan, {});
+  EXPECT_TRUE(items.ok()) << items.status();
+  if (items.ok()) l.items = std::move(*items);
+  return l;
+}
+
+CudaModule cuda(const std::string &text) {
+  auto f = parseAndFuse(text);
+  EXPECT_TRUE(f.ok()) << f.status();
+  if (!f.ok()) return {};
+  auto m = lowerToCuda(*(*f)->graph, (*f)->ctx.fusionPlan, {});
+  EXPECT_TRUE(m.ok()) << m.status();
+  return m.ok() ? *m : CudaModule{};
+}
+
+int count(const std::string &hay, const std::string &needle) {
+  int n = 0;
+  for (size_t p = hay.find(needle); p != std::string::npos; p = hay.find(needle, p + 1)) ++n;
+  return n;
+}
+
+TEST(KernelSpecTest, HashConsingAndFolding) {
+  KernelSpec s;
+  int d0 = s.addDim(4, false), d1 = s.addDim(1, false);
+  int b = s.addBuffer(ir::DType::kF32, {4}, false);
+  int i0 = s.index(d0);
+  EXPECT_EQ(s.index(d0), i0);
+  EXPECT_TRUE(s.isConst(s.index(d1)));  // extent-1 dims index as 0
+  EXPECT_EQ(s.binary(BinaryOp::kMul, i0, s.constI(1)), i0);
+  EXPECT_EQ(s.binary(BinaryOp::kAdd, s.constI(0), i0), i0);
+  int64_t v = 0;
+  EXPECT_TRUE(s.isConst(s.binary(BinaryOp::kMul, s.constI(3), s.constI(5)), &v));
+  EXPECT_EQ(v, 15);
+  EXPECT_EQ(s.load(b, {i0}), s.load(b, {i0}));
+  EXPECT_EQ(s.constF(NAN), s.constF(NAN));
+  EXPECT_NE(s.constF(1.0), s.constF(2.0));
+}
+
+TEST(KernelSpecTest, PrinterAndKey) {
+  KernelSpec a, b;
+  for (KernelSpec *s : {&a, &b}) {
+    int d = s->addDim(8, false);
+    int in = s->addBuffer(ir::DType::kBF16, {8}, false);
+    int out = s->addBuffer(ir::DType::kBF16, {8}, true);
+    int x = s->load(in, {s->index(d)});
+    s->addStore(out, {s->index(d)}, s->unary(UnaryOp::kExp, x));
+  }
+  EXPECT_EQ(canonicalKey(a), canonicalKey(b));
+  const std::string text = printKernelSpec(a);
+  EXPECT_TRUE(absl::StrContains(text, "buffer b0 : bf16[8] in")) << text;
+  EXPECT_TRUE(absl::StrContains(text, "exp f32")) << text;
+  b.exprs[b.exprs.size() - 1].op = static_cast<int>(UnaryOp::kLog);
+  EXPECT_NE(canonicalKey(a), canonicalKey(b));
+}
+
+TEST(LoweringTest, ElementwiseChainIsOnePointwiseKernel) {
+  Lowered l = lower(testing::chainGraph("f32", 4, 256));
+  ASSERT_EQ(l.items.size(), 1u);
+  const WorkItem &it = l.items[0];
+  EXPECT_EQ(it.kind, WorkItem::Kind::kKernel);
+  EXPECT_EQ(it.spec.kind, SpecKind::kPointwise);
+  EXPECT_EQ(it.spec.buffers.size(), 4u);  // x, b, r, y
+  EXPECT_EQ(it.spec.stores.size(), 1u);
+  EXPECT_EQ(it.nodes.size(), 3u);
+  const std::string text = printKernelSpec(it.spec);
+  // The bias is broadcast over rows: indexed by the inner dim only.
+  EXPECT_TRUE(absl::StrContains(text, "load f32 b1[%1]")) << text;
+  EXPECT_TRUE(absl::StrContains(text, "erf f32")) << text;
+}
+
+TEST(LoweringTest, SoftmaxIsMaxThenSum) {
+  Lowered l = lower(testing::softmaxGraph("bf16", 3, 1000));
+  ASSERT_EQ(l.items.size(), 1u);
+  const KernelSpec &s = l.items[0].spec;
+  EXPECT_EQ(s.kind, SpecKind::kReduce);
+  ASSERT_EQ(s.reductions.size(), 2u);
+  EXPECT_EQ(s.reductions[0].kind, ReduceKind::kMax);
+  EXPECT_EQ(s.reductions[1].kind, ReduceKind::kSum);
+  EXPECT_TRUE(s.dependsOnReduction(s.reductions[1].body));
+  EXPECT_EQ(s.parallelSize(), 3);
+  EXPECT_EQ(s.reducedSize(), 1000);
+}
+
+TEST(LoweringTest, LayerNormTwoPassWithResidualOutput) {
+  Lowered l = lower(testing::layerNormGraph("f32", 3, 64));
+  ASSERT_EQ(l.items.size(), 1u);
+  const KernelSpec &s = l.items[0].spec;
+  ASSERT_EQ(s.reductions.size(), 2u);
+  EXPECT_EQ(s.reductions[0].kind, ReduceKind::kSum);
+  EXPECT_EQ(s.reductions[1].kind, ReduceKind::kSum);
+  EXPECT_TRUE(s.dependsOnReduction(s.reductions[1].body));  // (x - mean)^2
+  EXPECT_EQ(s.stores.size(), 2u);  // y and the residual sum h
+}
+
+TEST(LoweringTest, IdenticalLayersShareOneKernel) {
+  CudaModule m = cuda(R"(graph @two(%x: f32[4,64], %z: f32[4,64], %b: f32[64]) -> (%y1, %y2) {
+  %a1 = "Add"(%x, %b) : f32[4,64] loc("l0.add")
+  %t1 = "Tanh"(%a1) : f32[4,64] loc("l0.tanh")
+  %y1 = "Softmax"(%t1) {axis = -1} : f32[4,64] loc("l0.softmax")
+  %a2 = "Add"(%z, %b) : f32[4,64] loc("l1.add")
+  %t2 = "Tanh"(%a2) : f32[4,64] loc("l1.tanh")
+  %y2 = "Softmax"(%t2) {axis = -1} : f32[4,64] loc("l1.softmax")
+  return %y1, %y2
+})");
+  ASSERT_EQ(m.steps.size(), 2u);
+  EXPECT_EQ(m.steps[0].kind, Step::Kind::kKernel);
+  EXPECT_EQ(m.steps[0].symbol, m.steps[1].symbol);
+  EXPECT_NE(m.steps[0].buffers, m.steps[1].buffers);
+  EXPECT_EQ(m.symbols.size(), 1u);
+  EXPECT_EQ(m.kernelNames.size(), 2u);
+  EXPECT_EQ(count(m.source, "extern \"C\" int fusec_k0("), 1);
+  EXPECT_EQ(count(m.source, "fusec_k1"), 0);
+  EXPECT_TRUE(absl::StrContains(m.source, "also runs k1_reduction")) << m.source;
+}
+
+TEST(LoweringTest, GemmBiasReluUsesLibraryEpilogue) {
+  Lowered l = lower(testing::corpus()[15].text);
+  ASSERT_EQ(l.items.size(), 1u);
+  const GemmParams &g = l.items[0].gemm;
+  EXPECT_EQ(l.items[0].kind, WorkItem::Kind::kGemm);
+  EXPECT_EQ(g.epilogue, GemmEpilogue::kReluBias);
+  EXPECT_EQ(g.m, 8);
+  EXPECT_EQ(g.n, 32);
+  EXPECT_EQ(g.k, 64);
+  EXPECT_EQ(g.d->name(), "y");
+  EXPECT_EQ(g.bias->name(), "b");
+}
+
+TEST(LoweringTest, GemmExactGeluNeedsEpilogueKernel) {
+  Lowered l = lower(testing::corpus()[16].text);
+  ASSERT_EQ(l.items.size(), 2u);
+  EXPECT_EQ(l.items[0].kind, WorkItem::Kind::kGemm);
+  EXPECT_EQ(l.items[0].gemm.epilogue, GemmEpilogue::kNone);
+  EXPECT_EQ(l.items[0].gemm.d->name(), "m");
+  EXPECT_EQ(l.items[1].kind, WorkItem::Kind::kKernel);
+  ASSERT_EQ(l.items[1].buffers.size(), 2u);
+  EXPECT_EQ(l.items[1].buffers[0]->name(), "m");
+  EXPECT_EQ(l.items[1].buffers[1]->name(), "y");
+}
+
+TEST(LoweringTest, BatchedMatMulBroadcastStrides) {
+  Lowered l = lower(R"(graph @bmm(%a: f32[2,3,8,16], %b: f32[16,4]) -> (%y) {
+  %y = "MatMul"(%a, %b) : f32[2,3,8,4]
+  return %y
+})");
+  ASSERT_EQ(l.items.size(), 1u);
+  const GemmParams &g = l.items[0].gemm;
+  EXPECT_EQ(g.batch, 6);
+  EXPECT_EQ(g.strideA, 8 * 16);
+  EXPECT_EQ(g.strideB, 0);
+  EXPECT_EQ(g.strideD, 8 * 4);
+}
+
+TEST(LoweringTest, UnstridableBatchFallsBackToGeneratedKernel) {
+  Lowered l = lower(testing::corpus()[12].text);
+  ASSERT_EQ(l.items.size(), 1u);
+  EXPECT_EQ(l.items[0].kind, WorkItem::Kind::kKernel);
+  EXPECT_EQ(l.items[0].spec.kind, SpecKind::kReduce);
+  EXPECT_EQ(l.items[0].spec.reducedSize(), 6);
+}
+
+TEST(LoweringTest, ViewsAreNotSteps) {
+  Lowered l = lower(R"(graph @v(%x: f32[2,6]) -> (%z) {
+  %shp = constant i64[2] dense<[3, 4]>
+  %r = "Reshape"(%x, %shp) : f32[3,4]
+  %z = "Exp"(%r) : f32[3,4]
+  return %z
+})");
+  ASSERT_EQ(l.items.size(), 1u);
+  // The view is loaded directly (the artifact writer aliases it).
+  EXPECT_EQ(l.items[0].buffers[0]->name(), "r");
+}
+
+TEST(LoweringTest, UnsupportedOpNamesNodeAndOp) {
+  auto f = parseAndFuse(R"(graph @u(%x: f32[4]) -> (%y) {
+  %y = "FrobnicateOp"(%x) : f32[4] loc("my node")
+  return %y
+})");
+  ASSERT_TRUE(f.ok()) << f.status();
+  auto m = lowerToCuda(*(*f)->graph, (*f)->ctx.fusionPlan, {});
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_TRUE(absl::StrContains(m.status().message(), "my node")) << m.status();
+  EXPECT_TRUE(absl::StrContains(m.status().message(), "FrobnicateOp")) << m.status();
+}
+
+TEST(LoweringTest, NonStaticShapeIsInvalidArgument) {
+  auto f = parseAndFuse(R"(graph @d(%x: f32[n,4]) -> (%y) {
+  %y = "Exp"(%x) : f32[n,4]
+  return %y
+})");
+  ASSERT_TRUE(f.ok()) << f.status();
+  auto m = lowerToCuda(*(*f)->graph, (*f)->ctx.fusionPlan, {});
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument) << m.status();
+}
+
+TEST(CudaEmitterTest, HostileNodeNameIsEscaped) {
+  CudaModule m = cuda(R"(graph @h(%x: f32[4]) -> (%y) {
+  %y = "Exp"(%x) : f32[4] loc("evil */ int pwned; /* \n#define X")
+  return %y
+})");
+  EXPECT_FALSE(absl::StrContains(m.source, "evil */")) << m.source;
+  EXPECT_FALSE(absl::StrContains(m.source, "\n#define X")) << m.source;
+  EXPECT_TRUE(absl::StrContains(m.source, "evil *\\/ int pwned; /\\* \\n#define X")) << m.source;
+  EXPECT_EQ(escapeComment("a*/b\nc/*d\\"), "a*\\/b\\nc/\\*d\\\\");
+}
+
+TEST(CudaEmitterTest, VectorisedWhenInnerExtentAllows) {
+  CudaModule m = cuda(testing::chainGraph("bf16", 5, 4096));
+  EXPECT_TRUE(absl::StrContains(m.source, "fx::Vec<__nv_bfloat16, 8>")) << m.source;
+  EXPECT_TRUE(absl::StrContains(m.source, "% 16 == 0")) << m.source;  // alignment check
+  CudaModule odd = cuda(testing::chainGraph("f32", 3, 7));
+  EXPECT_FALSE(absl::StrContains(odd.source, "fx::Vec<float")) << odd.source;
+}
+
+TEST(CudaEmitterTest, LongRowsLoopOverGlobalMemory) {
+  CudaModule m = cuda(testing::softmaxGraph("f32", 3, 65536));
+  EXPECT_TRUE(absl::StrContains(m.source, "for (idx_t j = (idx_t)lane; j < (idx_t)65536; j += G)"))
+      << m.source;
+  CudaModule s = cuda(testing::softmaxGraph("f32", 3, 4096));
+  EXPECT_TRUE(absl::StrContains(s.source, "c0[8]")) << s.source;  // row kept in registers
+}
+
+// Every corpus graph lowers, and its source compiles with nvcc (sm_90).
+class NvccCompileTest : public ::testing::TestWithParam<testing::Case> {};
+
+TEST_P(NvccCompileTest, Compiles) {
+  const testing::Case &c = GetParam();
+  CudaModule m = cuda(c.text);
+  ASSERT_FALSE(m.source.empty());
+  if (testing::findNvcc().empty()) GTEST_SKIP() << "nvcc not found: generated CUDA not compiled";
+  char dir[] = "/tmp/fusec_codegen_XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const char *arch = c.name.find("bf16") != std::string::npos ? "sm_80" : "sm_90";
+  auto r = testing::nvccCompile(m.source, dir, "k", arch, false);
+  EXPECT_TRUE(r.ok()) << r.status() << "\n" << m.source;
+  if (r.ok()) std::system(absl::StrCat("rm -rf ", dir).c_str());
+}
+
+INSTANTIATE_TEST_SUITE_P(Corpus, NvccCompileTest, ::testing::ValuesIn(testing::corpus()),
+                         [](const ::testing::TestParamInfo<testing::Case> &i) { return i.param.name; });
+
+}  // namespace
+}  // namespace fusec::codegen

@@ -1,0 +1,101 @@
+//===- FusecEmitCuda.cpp - Test tool: text IR -> fused -> CUDA / KernelSpecs ===//
+//
+// fusec-emit-cuda [--spec] [--steps] [--no-fusion] FILE|-
+//   Parses text IR, runs the fusion pass, lowers every kernel and prints the
+//   generated CUDA source (default), the KernelSpecs (--spec) or the step list
+//   (--steps). Used by the lit tests in test/lit/codegen.
+//
+//===----------------------------------------------------------------------===//
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "codegen/Lowering.h"
+#include "codegen/cuda/CudaEmitter.h"
+#include "test/unit/codegen/CodegenTestUtil.h"
+
+using namespace fusec;
+
+int main(int argc, char **argv) {
+  bool spec = false, steps = false, fuse = true;
+  std::string file;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--spec")) spec = true;
+    else if (!std::strcmp(argv[i], "--steps")) steps = true;
+    else if (!std::strcmp(argv[i], "--no-fusion")) fuse = false;
+    else file = argv[i];
+  }
+  if (file.empty()) {
+    std::cerr << "usage: fusec-emit-cuda [--spec] [--steps] [--no-fusion] FILE|-\n";
+    return 2;
+  }
+  std::stringstream ss;
+  if (file == "-") {
+    ss << std::cin.rdbuf();
+  } else {
+    std::ifstream f(file);
+    if (!f) {
+      std::cerr << "error: cannot open " << file << "\n";
+      return 1;
+    }
+    ss << f.rdbuf();
+  }
+  auto fused = codegen::testing::parseAndFuse(ss.str(), fuse);
+  if (!fused.ok()) {
+    std::cerr << "error: " << fused.status().message() << "\n";
+    return 1;
+  }
+  const ir::Graph &g = *(*fused)->graph;
+  const passes::FusionPlan &plan = (*fused)->ctx.fusionPlan;
+  if (spec) {
+    auto items = codegen::lowerGraph(g, plan, {});
+    if (!items.ok()) {
+      std::cerr << "error: " << items.status().message() << "\n";
+      return 1;
+    }
+    for (const codegen::WorkItem &it : *items) {
+      std::cout << "// item " << it.name << "\n";
+      if (it.kind == codegen::WorkItem::Kind::kGemm) {
+        const codegen::GemmParams &p = it.gemm;
+        std::cout << "gemm m=" << p.m << " n=" << p.n << " k=" << p.k << " batch=" << p.batch
+                  << " stride_a=" << p.strideA << " stride_b=" << p.strideB << " trans_a=" << p.transA
+                  << " trans_b=" << p.transB << " alpha=" << p.alpha << " beta=" << p.beta
+                  << " epilogue=" << codegen::gemmEpilogueName(p.epilogue) << " d=%" << p.d->name()
+                  << (p.bias ? " bias=%" + p.bias->name() : "") << "\n";
+      } else if (it.kind == codegen::WorkItem::Kind::kConv) {
+        std::cout << "conv y=%" << it.conv.y->name() << "\n";
+      } else {
+        std::cout << codegen::printKernelSpec(it.spec);
+      }
+    }
+    return 0;
+  }
+  auto mod = codegen::lowerToCuda(g, plan, {});
+  if (!mod.ok()) {
+    std::cerr << "error: " << mod.status().message() << "\n";
+    return 1;
+  }
+  if (steps) {
+    for (const codegen::Step &s : mod->steps) {
+      std::cout << "step " << s.name << " ";
+      switch (s.kind) {
+        case codegen::Step::Kind::kKernel:
+          std::cout << "kernel " << s.symbol << " (";
+          for (size_t i = 0; i < s.buffers.size(); ++i)
+            std::cout << (i ? ", " : "") << "%" << s.buffers[i]->name();
+          std::cout << ")\n";
+          break;
+        case codegen::Step::Kind::kGemm:
+          std::cout << "gemm " << codegen::gemmEpilogueName(s.gemm.epilogue) << " -> %"
+                    << s.gemm.d->name() << "\n";
+          break;
+        case codegen::Step::Kind::kConv: std::cout << "conv -> %" << s.conv.y->name() << "\n"; break;
+        case codegen::Step::Kind::kCopy: std::cout << "copy\n"; break;
+      }
+    }
+    return 0;
+  }
+  std::cout << mod->source;
+  return 0;
+}
