@@ -40,17 +40,17 @@ absl::Status invalid(const std::string &msg) { return absl::InvalidArgumentError
 
 std::string shapeStr(const Shape &s) { return absl::StrCat("[", absl::StrJoin(s, ","), "]"); }
 
-/// Checks that every dim is >= 0 and the element count is at most
-/// kMaxElements (without overflowing).
-absl::Status checkShape(const Shape &s, const char *what) {
+/// Checks that every dim is >= 0 and that the product of the non-zero dims
+/// is at most \p limit (default kMaxElements), so that no partial product
+/// of the shape (as ir::numElements computes it) overflows.
+absl::Status checkShape(const Shape &s, const char *what, int64_t limit = kMaxElements) {
   int64_t n = 1;
-  for (int64_t d : s) {
+  for (int64_t d : s)
     if (d < 0) return invalid(absl::StrCat(what, " has a negative dim: ", shapeStr(s)));
-    if (d == 0) return absl::OkStatus();
-  }
   for (int64_t d : s) {
-    if (n > kMaxElements / d)
-      return invalid(absl::StrCat(what, " ", shapeStr(s), " has more than ", kMaxElements,
+    if (d == 0) continue;
+    if (n > limit / d)
+      return invalid(absl::StrCat(what, " ", shapeStr(s), " has more than ", limit,
                                   " elements"));
     n *= d;
   }
@@ -182,7 +182,7 @@ absl::StatusOr<Shape> reshapeTarget(const Shape &in, const std::vector<int64_t> 
     int64_t known = 1;
     for (size_t i = 0; i < out.size(); ++i)
       if (static_cast<int64_t>(i) != inferAt) {
-        if (out[i] != 0 && known > kMaxElements / out[i])
+        if (out[i] != 0 && known > std::numeric_limits<int64_t>::max() / out[i])
           return invalid(absl::StrCat("shape ", shapeStr(spec), " is too large"));
         known *= out[i];
       }
@@ -194,7 +194,8 @@ absl::StatusOr<Shape> reshapeTarget(const Shape &in, const std::vector<int64_t> 
                                   " elements) to ", shapeStr(spec)));
     out[inferAt] = inCount / known;
   }
-  FUSEC_RETURN_IF_ERROR(checkShape(out, "reshape target"));
+  // Reshape makes no new data: only guard the element count against overflow.
+  FUSEC_RETURN_IF_ERROR(checkShape(out, "reshape target", std::numeric_limits<int64_t>::max()));
   if (ir::numElements(out) != inCount)
     return invalid(absl::StrCat("cannot reshape ", shapeStr(in), " (", inCount, " elements) to ",
                                 shapeStr(out), " (", ir::numElements(out), " elements)"));
@@ -378,11 +379,15 @@ Result split(const KernelArgs &a) {
     int64_t sum = 0;
     for (int64_t s : sizes) {
       if (s < 0) return invalid(absl::StrCat("split ", shapeStr(sizes), " has a negative size"));
+      if (s > dim - sum) {
+        sum = -1;  // exceeds the axis (checked this way to avoid overflow)
+        break;
+      }
       sum += s;
     }
     if (sum != dim)
-      return invalid(absl::StrCat("split ", shapeStr(sizes), " sums to ", sum, ", but axis ",
-                                  axis, " has size ", dim));
+      return invalid(absl::StrCat("split ", shapeStr(sizes), " does not sum to ", dim,
+                                  ", the size of axis ", axis));
   } else {
     int64_t n = numOut;
     if (a.node.hasAttr("num_outputs")) {

@@ -141,7 +141,7 @@ TEST(LayoutTest, SplitUnevenAndSizes) {
   EXPECT_EQ((*s)[0].shape(), (ir::Shape{2, 1}));
   EXPECT_EQ((*s)[1].shape(), (ir::Shape{2, 0}));
   EXPECT_EQ((*s)[2].toDoubles(), (std::vector<double>{1, 2, 3, 4, 6, 7, 8, 9}));
-  expectError(run("Split", {iota({5}), vec({2, 2})}, {}, 2), "sums to 4");
+  expectError(run("Split", {iota({5}), vec({2, 2})}, {}, 2), "does not sum to 5");
 }
 
 TEST(LayoutTest, SliceNegativeStepsAndClamping) {
@@ -266,6 +266,17 @@ TEST(LayoutTest, ConstantAttributes) {
   EXPECT_EQ(f.dtype(), DType::kF32);
   EXPECT_EQ(f.rank(), 0);
   expectError(run("Constant", {}, {}), "exactly one");
+}
+
+TEST(LayoutTest, HugeValuesAreErrorsNotOverflows) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  expectError(run("Split", {iota({4}), vec({kMax, kMax})}, {}, 2), "does not sum to 4");
+  expectError(run("ConstantOfShape", {vec({int64_t{1} << 40, kMax, 0})}), "elements");
+  expectError(run("Expand", {iota({1}), vec({int64_t{1} << 40, int64_t{1} << 40})}), "elements");
+  expectError(run("Tile", {iota({2}), vec({kMax})}), "too large");
+  expectError(run("Range", {i64({}, {0}), i64({}, {kMax}), i64({}, {1})}), "too many");
+  expectError(run("Reshape", {iota({4}), vec({kMax, kMax, 0})}, {{"allowzero", int64_t{1}}}),
+              "elements");
 }
 
 TEST(LayoutTest, StringsMoveAsElements) {
