@@ -121,6 +121,10 @@ class Graph {
   /// The ai.onnx opset the model was imported with (informational).
   int64_t opset() const { return opset_; }
   void setOpset(int64_t v) { opset_ = v; }
+  /// Nodes in the ONNX model this graph was imported from (Constant nodes
+  /// included); 0 if not imported. --dump-fusion reports it as "onnx_nodes".
+  int64_t onnxNodeCount() const { return onnxNodeCount_; }
+  void setOnnxNodeCount(int64_t n) { onnxNodeCount_ = n; }
 
   /// Creates a graph input.
   Value *addInput(std::string name, TensorType type);
@@ -177,6 +181,7 @@ class Graph {
 
   std::string name_ = "main";
   int64_t opset_ = 0;
+  int64_t onnxNodeCount_ = 0;
   std::vector<std::unique_ptr<Value>> values_;
   std::vector<std::unique_ptr<Node>> nodes_;
   std::vector<Value *> inputs_;

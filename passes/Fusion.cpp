@@ -281,6 +281,9 @@ absl::StatusOr<bool> Fusion::run(ir::Graph &graph, PassContext &ctx) {
     plan.hbmBytesUnfused += kernel.bytesUnfused;
     plan.kernels.push_back(std::move(kernel));
   }
+  // The whole-graph baseline is the op-by-op graph before canonicalisation,
+  // when the cost model saw it; otherwise the members' own bytes.
+  if (ctx.unfusedHbmBytes >= 0) plan.hbmBytesUnfused = ctx.unfusedHbmBytes;
   ctx.statistics["fusion.kernels"] = static_cast<int64_t>(plan.kernels.size());
   ctx.statistics["fusion.refusals"] = static_cast<int64_t>(plan.refusals.size());
   return true;

@@ -31,6 +31,10 @@ struct PassContext {
   std::map<std::string, int64_t> symbolBindings;
   /// The target whose roofline the cost model and fusion use.
   TargetSpec target;
+  /// HBM bytes the graph moves if every op runs as its own kernel, recorded
+  /// by the first cost-model run (before canonicalisation merges idioms into
+  /// single ops); -1 until then. The fusion plan reports it as unfused bytes.
+  double unfusedHbmBytes = -1;
   /// Filled by the fusion pass: kernels and the reasons pairs were not fused.
   FusionPlan fusionPlan;
   /// Run the verifier after every pass (debug builds and fusec-opt default).

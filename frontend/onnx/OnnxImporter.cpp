@@ -188,6 +188,7 @@ absl::Status Importer::readOpsets() {
                                                  " is not supported (fusec supports opsets ",
                                                  kMinOpset, " to ", kMaxOpset, ")"));
   graph_->setOpset(opset_);
+  graph_->setOnnxNodeCount(graphProto_.node_size());
   return absl::OkStatus();
 }
 

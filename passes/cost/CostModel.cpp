@@ -17,6 +17,7 @@
 #include <limits>
 
 #include "passes/Pass.h"
+#include "passes/fusion/Fusible.h"
 #include "passes/cost/ArithmeticIntensity.h"
 #include "support/Status.h"
 
@@ -53,8 +54,16 @@ class CostModel : public Pass {
     }
     bool changed = false;
     int64_t annotated = 0, unknown = 0;
+    double eagerBytes = 0;
+    bool eagerKnown = true;
     for (ir::Node *n : graph.nodes()) {
       GroupCost c = nodeCost(*n, target);
+      // The unfused baseline: every op its own kernel, views free (as in an
+      // eager runtime, where Reshape/Squeeze/Unsqueeze alias their input).
+      if (roleOf(*n) != Role::kView) {
+        eagerKnown = eagerKnown && c.known;
+        eagerBytes += c.bytes;
+      }
       if (!c.known) {
         ++unknown;
         for (const char *a : {kFlopsAttr, kBytesAttr, kIntensityAttr, kBoundAttr})
@@ -69,6 +78,7 @@ class CostModel : public Pass {
       changed |= setIfChanged(*n, kBoundAttr,
                               ir::Attribute(std::string(c.memoryBound ? "memory" : "compute")));
     }
+    if (ctx.unfusedHbmBytes < 0 && eagerKnown) ctx.unfusedHbmBytes = eagerBytes;
     ctx.statistics["cost-model.annotated"] += annotated;
     ctx.statistics["cost-model.unknown"] += unknown;
     return changed;

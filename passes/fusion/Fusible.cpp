@@ -213,9 +213,22 @@ FusionDecision canFuse(const GroupShape &pg, const ir::Node &producer, const Gro
       return FusionDecision::no("the epilogue would broadcast the GEMM result to a larger shape");
     return FusionDecision::yes();
   }
-  if (isLibraryCall(cg))
-    return FusionDecision::no(
-        "consumer kernel is a GEMM with an epilogue; ops before the GEMM are not fused into it");
+  if (isLibraryCall(cg)) {
+    // A side input of the epilogue (a bias or mask computed by elementwise
+    // ops) can be computed inside the epilogue instead of read from memory.
+    if (&consumer == cg.anchor)
+      return FusionDecision::no(
+          "consumer is a library GEMM/convolution that reads its operands from memory "
+          "(no prologue fusion)");
+    if (pg.anchor || (pr != Role::kElementwise && pr != Role::kLayout))
+      return FusionDecision::no(absl::StrCat("producer ", opName(producer),
+                                             " cannot be computed inside a GEMM epilogue"));
+    if (producerUsers > 1 || producerIsGraphOutput)
+      return FusionDecision::no(absl::StrCat(
+          "producer has ", producerUsers,
+          " consumers; it is materialised once instead of recomputed in each GEMM epilogue"));
+    return FusionDecision::yes();
+  }
 
   // Two anchored groups: only reductions over the same rows may share a kernel.
   if (pg.anchor && cg.anchor && pg.anchor != cg.anchor) {

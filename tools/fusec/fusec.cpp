@@ -1,10 +1,12 @@
 //===- fusec.cpp - The fusec compiler driver ------------------------------===//
 //
-// `fusec MODEL.onnx --emit=ir [--print-loc] [--elide-constants=N]` imports an
-// ONNX model and prints its text IR. The driver keeps main() thin: flags are
-// rows of one table (kFlags) that parseCommandLine() reads and printUsage()
-// lists, and runDriver() does the work, so that later flags (-o, --target,
-// --shape, --dump-fusion, --print-pipeline) are one row and one branch each.
+// `fusec MODEL.onnx [flags]` imports an ONNX model, runs the pass pipeline of
+// the target (passes/Pipeline.cpp) and prints or writes what the flags ask
+// for: the text IR before or after the pipeline (--emit), the fusion plan
+// (--dump-fusion), the pipeline itself (--print-pipeline). The driver keeps
+// main() thin: flags are rows of one table (flagTable()) that
+// parseCommandLine() reads and printUsage() lists, and runDriver() does the
+// work.
 //
 // Exit codes: 0 success, 1 error (printed as `fusec: error: <message>`),
 // 2 bad usage.
@@ -14,6 +16,7 @@
 #include <cstdio>
 #include <functional>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,8 +25,11 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "frontend/onnx/OnnxImporter.h"
 #include "ir/Printer.h"
+#include "passes/Pipeline.h"
+#include "passes/fusion/FusionDump.h"
 #include "support/Status.h"
 
 namespace {
@@ -31,10 +37,21 @@ namespace {
 /// Everything the command line selects.
 struct DriverOptions {
   std::string input;           ///< the model path (positional)
-  std::string emit;            ///< --emit: what to print ("ir")
+  std::string emit;            ///< --emit: what to print ("ir", "optimized-ir")
   bool printLocations = false; ///< --print-loc
   int64_t elideConstants = -1; ///< --elide-constants=N (-1: never elide)
   bool help = false;           ///< --help
+  /// --shape NAME=2x24 (repeatable): input name -> dims.
+  std::map<std::string, std::vector<int64_t>> shapes;
+  std::string target = "cuda";  ///< --target: backend (cuda, nki, cpu)
+  std::string arch = "sm_90";   ///< --arch
+  std::string device;           ///< --device: TargetSpec name; default from target/arch
+  std::string dumpFusion;       ///< --dump-fusion[=text|json|dot]
+  bool printPipeline = false;   ///< --print-pipeline
+  std::string passes;           ///< --passes=a,b (overrides the default pipeline)
+  bool passStatistics = false;  ///< --pass-statistics
+  std::vector<std::string> debugOnly;  ///< --debug-only=fusion
+  bool noVerify = false;        ///< --no-verify
 };
 
 /// One command-line flag. A flag with a valueName takes `--name=VALUE` or
@@ -44,16 +61,96 @@ struct FlagSpec {
   const char *valueName;  ///< null for boolean flags
   const char *help;
   std::function<absl::Status(DriverOptions &, const std::string &)> apply;
+  /// Value used when the flag is given without one ("--dump-fusion"); null
+  /// means a value is required.
+  const char *implicitValue = nullptr;
 };
 
 const std::vector<FlagSpec> &flagTable() {
   static const std::vector<FlagSpec> kFlags = {
-      {"emit", "KIND", "what to print on stdout: ir (the imported graph as text IR)",
+      {"emit", "KIND",
+       "what to print on stdout: ir (the imported graph as text IR) or optimized-ir (after "
+       "the pipeline; nodes carry fusec.kernel)",
        [](DriverOptions &o, const std::string &v) {
-         if (v != "ir")
+         if (v != "ir" && v != "optimized-ir")
            return absl::InvalidArgumentError(
-               absl::StrCat("unknown --emit kind '", v, "' (expected: ir)"));
+               absl::StrCat("unknown --emit kind '", v, "' (expected: ir, optimized-ir)"));
          o.emit = v;
+         return absl::OkStatus();
+       }},
+      {"shape", "NAME=DIMS",
+       "bind input NAME to static dims, e.g. input_ids=2x24 (repeatable); a symbolic dim "
+       "bound here is bound in every input that uses the same symbol",
+       [](DriverOptions &o, const std::string &v) {
+         size_t eq = v.rfind('=');
+         if (eq == std::string::npos || eq == 0 || eq + 1 == v.size())
+           return absl::InvalidArgumentError(
+               absl::StrCat("--shape expects NAME=DIMS like input_ids=2x24, got '", v, "'"));
+         std::vector<int64_t> dims;
+         for (absl::string_view d : absl::StrSplit(v.substr(eq + 1), 'x')) {
+           int64_t n = 0;
+           if (!absl::SimpleAtoi(d, &n) || n < 0)
+             return absl::InvalidArgumentError(
+                 absl::StrCat("--shape ", v, ": '", std::string(d), "' is not a dimension >= 0"));
+           dims.push_back(n);
+         }
+         o.shapes[v.substr(0, eq)] = dims;
+         return absl::OkStatus();
+       }},
+      {"target", "BACKEND", "code generation target: cuda (default), nki, cpu",
+       [](DriverOptions &o, const std::string &v) {
+         if (v != "cuda" && v != "nki" && v != "cpu")
+           return absl::InvalidArgumentError(
+               absl::StrCat("unknown --target '", v, "' (expected: cuda, nki, cpu)"));
+         o.target = v;
+         return absl::OkStatus();
+       }},
+      {"arch", "ARCH", "GPU architecture for --target cuda: sm_90 (default), sm_80",
+       [](DriverOptions &o, const std::string &v) {
+         o.arch = v;
+         return absl::OkStatus();
+       }},
+      {"device", "NAME",
+       "roofline parameters to decide with: h200, h100, a100, trn1, trn2 (default: h200 for "
+       "sm_90, a100 for sm_80, trn2 for nki)",
+       [](DriverOptions &o, const std::string &v) {
+         o.device = v;
+         return absl::OkStatus();
+       }},
+      {"dump-fusion", "FORMAT",
+       "print every fusion decision: text (default), json, or dot (Graphviz)",
+       [](DriverOptions &o, const std::string &v) {
+         if (v != "text" && v != "json" && v != "dot")
+           return absl::InvalidArgumentError(
+               absl::StrCat("unknown --dump-fusion format '", v, "' (expected: text, json, dot)"));
+         o.dumpFusion = v;
+         return absl::OkStatus();
+       },
+       "text"},
+      {"print-pipeline", nullptr,
+       "print the pass pipeline for the target in the syntax --passes accepts",
+       [](DriverOptions &o, const std::string &) {
+         o.printPipeline = true;
+         return absl::OkStatus();
+       }},
+      {"passes", "A,B,...", "run these passes instead of the target's default pipeline",
+       [](DriverOptions &o, const std::string &v) {
+         o.passes = v;
+         return absl::OkStatus();
+       }},
+      {"pass-statistics", nullptr, "print each pass's counters on stderr",
+       [](DriverOptions &o, const std::string &) {
+         o.passStatistics = true;
+         return absl::OkStatus();
+       }},
+      {"debug-only", "PASS", "print the named pass's debug output (e.g. fusion refusals) on stderr",
+       [](DriverOptions &o, const std::string &v) {
+         o.debugOnly.push_back(v);
+         return absl::OkStatus();
+       }},
+      {"no-verify", nullptr, "do not run the IR verifier after each pass",
+       [](DriverOptions &o, const std::string &) {
+         o.noVerify = true;
          return absl::OkStatus();
        }},
       {"print-loc", nullptr, "print each node's location (its ONNX node name)",
@@ -79,10 +176,15 @@ const std::vector<FlagSpec> &flagTable() {
   return kFlags;
 }
 
-const char kUsage[] = "usage: fusec MODEL.onnx --emit=ir [--print-loc] [--elide-constants=N]";
+const char kUsage[] =
+    "usage: fusec MODEL.onnx [--shape NAME=DIMS]... [--emit=ir|optimized-ir] "
+    "[--dump-fusion[=text|json|dot]] [--print-pipeline] [flags]";
 
 void printUsage(std::ostream &os) {
-  os << kUsage << "\n\nImports an ONNX model and prints it as fusec text IR.\n\nflags:\n";
+  os << kUsage
+     << "\n\nImports an ONNX model, runs the target's pass pipeline (shape specialisation,\n"
+        "constant folding, canonicalisation, cost model, fusion) and reports what it decided.\n\n"
+        "flags:\n";
   for (const FlagSpec &f : flagTable()) {
     std::string left = absl::StrCat("--", f.name, f.valueName ? absl::StrCat("=", f.valueName) : "");
     os << "  " << left << std::string(left.size() < 24 ? 24 - left.size() : 1, ' ') << f.help
@@ -114,6 +216,7 @@ absl::StatusOr<DriverOptions> parseCommandLine(int argc, char **argv) {
     for (const FlagSpec &f : flagTable())
       if (body == f.name) spec = &f;
     if (!spec) return absl::InvalidArgumentError(absl::StrCat("unknown flag '", arg, "'"));
+    if (spec->valueName && !value && spec->implicitValue) value = spec->implicitValue;
     if (spec->valueName && !value) {
       if (i + 1 >= argc)
         return absl::InvalidArgumentError(absl::StrCat("flag --", spec->name, " needs a value"));
@@ -123,26 +226,66 @@ absl::StatusOr<DriverOptions> parseCommandLine(int argc, char **argv) {
       return absl::InvalidArgumentError(absl::StrCat("flag --", spec->name, " takes no value"));
     FUSEC_RETURN_IF_ERROR(spec->apply(opts, value.value_or("")));
   }
-  if (opts.help) return opts;
+  if (opts.help || (opts.printPipeline && positional.empty())) return opts;
   if (positional.size() != 1)
     return absl::InvalidArgumentError(positional.empty() ? "no input model given"
                                                          : "more than one input model given");
   opts.input = positional[0];
-  if (opts.emit.empty())
-    return absl::InvalidArgumentError("nothing to do: pass --emit=ir");
+  if (opts.emit.empty() && opts.dumpFusion.empty() && !opts.printPipeline)
+    return absl::InvalidArgumentError(
+        "nothing to do: pass --emit=ir|optimized-ir, --dump-fusion or --print-pipeline");
   return opts;
 }
 
-/// Imports the model and prints what --emit asks for on \p out.
+/// The TargetSpec name the cost model uses for these options.
+std::string deviceName(const DriverOptions &opts) {
+  if (!opts.device.empty()) return opts.device;
+  if (opts.target == "nki") return "trn2";
+  if (opts.arch == "sm_80" || opts.arch == "sm_86") return "a100";
+  return "h200";
+}
+
+std::vector<std::string> pipelineFor(const DriverOptions &opts) {
+  if (!opts.passes.empty()) {
+    std::vector<std::string> names;
+    for (absl::string_view p : absl::StrSplit(opts.passes, ',', absl::SkipWhitespace()))
+      names.emplace_back(p);
+    return names;
+  }
+  return fusec::passes::defaultPipeline(opts.target);
+}
+
+/// Imports the model, runs the pipeline if anything needs it, and prints
+/// what the flags ask for on \p out.
 absl::Status runDriver(const DriverOptions &opts, std::ostream &out) {
+  namespace passes = fusec::passes;
+  if (opts.printPipeline) {
+    out << passes::pipelineString(pipelineFor(opts)) << "\n";
+    if (opts.input.empty()) return absl::OkStatus();
+  }
   FUSEC_ASSIGN_OR_RETURN(std::unique_ptr<fusec::ir::Graph> graph,
                          fusec::frontend::importOnnxModel(opts.input));
-  if (opts.emit == "ir") {
-    fusec::ir::PrintOptions po;
-    po.printLocations = opts.printLocations;
-    po.elideConstantsLargerThan = opts.elideConstants;
-    out << fusec::ir::printGraph(*graph, po);
-  }
+  fusec::ir::PrintOptions po;
+  po.printLocations = opts.printLocations;
+  po.elideConstantsLargerThan = opts.elideConstants;
+  if (opts.emit == "ir") out << fusec::ir::printGraph(*graph, po);
+  if (opts.emit != "optimized-ir" && opts.dumpFusion.empty()) return absl::OkStatus();
+
+  passes::PassContext ctx;
+  ctx.inputShapes = opts.shapes;
+  ctx.debugOnly = opts.debugOnly;
+  ctx.verifyEach = !opts.noVerify;
+  FUSEC_ASSIGN_OR_RETURN(ctx.target, passes::loadBuiltinTarget(deviceName(opts)));
+  ctx.fusionPlan.onnxNodes = graph->onnxNodeCount();
+  FUSEC_ASSIGN_OR_RETURN(auto pipeline, passes::parsePipeline(passes::pipelineString(pipelineFor(opts))));
+  FUSEC_RETURN_IF_ERROR(passes::runPasses(*graph, ctx, pipeline));
+  if (opts.passStatistics)
+    for (const auto &[name, count] : ctx.statistics)
+      std::cerr << "statistic " << name << " = " << count << "\n";
+  if (opts.emit == "optimized-ir") out << fusec::ir::printGraph(*graph, po);
+  if (opts.dumpFusion == "text") out << passes::fusionPlanToText(ctx.fusionPlan, ctx.target);
+  if (opts.dumpFusion == "json") out << passes::fusionPlanToJson(ctx.fusionPlan, ctx.target);
+  if (opts.dumpFusion == "dot") out << passes::fusionPlanToDot(ctx.fusionPlan, *graph);
   return absl::OkStatus();
 }
 
