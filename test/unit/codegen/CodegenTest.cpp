@@ -1,5 +1,6 @@
 //===- CodegenTest.cpp - Lowering to KernelSpecs and CUDA emission --------===//
 #include <cstdlib>
+#include <map>
 #include <string>
 #include <unistd.h>
 
@@ -8,6 +9,7 @@
 #include "codegen/Lowering.h"
 #include "codegen/cuda/CudaEmitter.h"
 #include "gtest/gtest.h"
+#include "interp/Interpreter.h"
 #include "test/unit/codegen/CodegenCorpus.h"
 #include "test/unit/codegen/CodegenTestUtil.h"
 
@@ -268,6 +270,31 @@ TEST_P(NvccCompileTest, Compiles) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Corpus, NvccCompileTest, ::testing::ValuesIn(testing::corpus()),
+                         [](const ::testing::TestParamInfo<testing::Case> &i) { return i.param.name; });
+
+}  // namespace
+}  // namespace fusec::codegen
+
+namespace fusec::codegen {
+namespace {
+
+// The GPU test's oracle: the reference interpreter runs every corpus graph.
+class ReferenceTest : public ::testing::TestWithParam<testing::Case> {};
+
+TEST_P(ReferenceTest, InterpreterRuns) {
+  auto f = testing::parseAndFuse(GetParam().text);
+  ASSERT_TRUE(f.ok()) << f.status();
+  std::map<std::string, ir::Tensor> inputs;
+  for (const ir::Value *in : (*f)->graph->inputs()) {
+    ir::Tensor t(in->type().dtype, in->type().staticShape());
+    for (int64_t k = 0; k < t.numElements(); ++k) t.setDouble(k, (k % 5) * 0.25);
+    inputs[in->name()] = t;
+  }
+  auto r = interp::runGraph(*(*f)->graph, inputs);
+  ASSERT_TRUE(r.ok()) << r.status();
+}
+
+INSTANTIATE_TEST_SUITE_P(Corpus, ReferenceTest, ::testing::ValuesIn(testing::corpus()),
                          [](const ::testing::TestParamInfo<testing::Case> &i) { return i.param.name; });
 
 }  // namespace
