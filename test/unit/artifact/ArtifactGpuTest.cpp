@@ -1,0 +1,106 @@
+//===- ArtifactGpuTest.cpp - Shared models: compile, load, run, compare ---===//
+//
+// For every shared model (../shared/models or $FUSEC_SHARED_MODELS): bind
+// the test inputs' shapes, run the cuda pipeline, write the artifact with
+// nvcc, then run it with fusec-run's GPU mode (tools/fusec-run/GpuRun.h)
+// against test_data_set_0 and expect PASS at the default tolerances; a
+// 20-run benchmark prints the latency percentiles. Skips without nvcc,
+// without libfusert, or without a CUDA device. $FUSEC_ARTIFACT_KEEP=DIR
+// keeps the artifacts in DIR/<model>.
+//
+//===----------------------------------------------------------------------===//
+#include <cuda_runtime_api.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "codegen/artifact/ArtifactWriter.h"
+#include "codegen/artifact/Nvcc.h"
+#include "frontend/onnx/OnnxImporter.h"
+#include "gtest/gtest.h"
+#include "passes/Pass.h"
+#include "passes/Pipeline.h"
+#include "tools/fusec-run/GpuRun.h"
+
+namespace fusec::artifact {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path modelsDir() {
+  if (const char *env = std::getenv("FUSEC_SHARED_MODELS")) return env;
+  return fs::path(__FILE__).parent_path() / ".." / ".." / ".." / ".." / "shared" / "models";
+}
+
+std::vector<std::string> modelNames() {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto &e : fs::directory_iterator(modelsDir(), ec))
+    if (fs::exists(e.path() / "model.onnx")) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  if (names.empty()) names.push_back("none");
+  return names;
+}
+
+bool haveDevice() {
+  int n = 0;
+  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+}
+
+class SharedModelOnGpu : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(SharedModelOnGpu, RunsAndMatches) {
+  if (GetParam() == "none") GTEST_SKIP() << "no shared models in " << modelsDir();
+  if (!tools::gpuRunAvailable()) GTEST_SKIP() << "built without libfusert";
+  if (findNvcc("").empty()) GTEST_SKIP() << "nvcc not found";
+  if (!haveDevice()) GTEST_SKIP() << "no CUDA device";
+  fs::path dir = modelsDir() / GetParam();
+  auto graph = frontend::importOnnxModel((dir / "model.onnx").string());
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  passes::PassContext ctx;
+  for (int i = 0;; ++i) {
+    fs::path p = dir / "test_data_set_0" / ("input_" + std::to_string(i) + ".pb");
+    if (!fs::exists(p)) break;
+    std::string name;
+    auto t = frontend::loadTensorProtoFile(p.string(), &name);
+    ASSERT_TRUE(t.ok()) << t.status();
+    ctx.inputShapes[name] = t->shape();
+  }
+  auto pipeline = passes::parsePipeline(passes::pipelineString(passes::defaultPipeline("cuda")));
+  ASSERT_TRUE(pipeline.ok()) << pipeline.status();
+  absl::Status st = passes::runPasses(**graph, ctx, *pipeline);
+  ASSERT_TRUE(st.ok()) << st;
+
+  fs::path root;
+  if (const char *keep = std::getenv("FUSEC_ARTIFACT_KEEP")) {
+    root = keep;
+  } else {
+    root = fs::temp_directory_path() / ("fusec-gpu-test-" + std::to_string(::getpid()));
+  }
+  fs::path out = root / GetParam();
+  ArtifactOptions opts;
+  opts.modelName = GetParam();
+  st = writeArtifact(**graph, ctx.fusionPlan, ctx.target, opts, out.string());
+  ASSERT_TRUE(st.ok()) << st;
+  const int rc = tools::runArtifact(out.string(), (dir / "test_data_set_0").string(), 20);
+  EXPECT_EQ(rc, 0) << GetParam() << " does not match its reference outputs (see stdout)";
+  if (!std::getenv("FUSEC_ARTIFACT_KEEP")) {
+    std::error_code ec;
+    fs::remove_all(root, ec);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, SharedModelOnGpu, ::testing::ValuesIn(modelNames()),
+                         [](const auto &info) {
+                           std::string n = info.param;
+                           for (char &ch : n)
+                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           return n;
+                         });
+
+}  // namespace
+}  // namespace fusec::artifact
