@@ -280,7 +280,7 @@ std::string decompose(const KernelSpec &s, const std::string &flat, int begin, i
     if (e != 1) {
       std::string q = inner == 1 ? flat : absl::StrCat(flat, " / (idx_t)", inner);
       std::string v = d == begin ? q : absl::StrCat("(", q, ") % (idx_t)", e);
-      lines.push_back(absl::StrCat("    const idx_t i", d, d == skipInner ? "base" : "", " = ", v, ";\n"));
+      lines.push_back(absl::StrCat("    [[maybe_unused]] const idx_t i", d, d == skipInner ? "base" : "", " = ", v, ";\n"));
     }
     inner *= e;
   }
@@ -566,8 +566,8 @@ absl::StatusOr<std::string> emitReduce(const KernelSpec &s, const std::string &s
                   kernelParams(s), ") {\n");
   absl::StrAppend(&out, "  typedef ", needsWideIndex(s) ? "long long" : "int", " idx_t;\n");
   absl::StrAppend(&out, "  constexpr int G = ", g, ";\n");
-  absl::StrAppend(&out, "  const idx_t row = (idx_t)blockIdx.x * ", block / g, " + (idx_t)(threadIdx.x / G);\n");
-  absl::StrAppend(&out, "  const int lane = threadIdx.x % G;\n");
+  absl::StrAppend(&out, "  [[maybe_unused]] const idx_t row = (idx_t)blockIdx.x * ", block / g, " + (idx_t)(threadIdx.x / G);\n");
+  absl::StrAppend(&out, "  [[maybe_unused]] const int lane = threadIdx.x % G;\n");
   if (block / g > 1) absl::StrAppend(&out, "  if (row >= (idx_t)", rows, ") return;\n");
   std::string dec = decompose(s, "row", 0, np);
   for (auto &line : absl::StrSplit(dec, '\n'))
