@@ -6,7 +6,8 @@
 // against test_data_set_0 and expect PASS at the default tolerances; a
 // 20-run benchmark prints the latency percentiles. Skips without nvcc,
 // without libfusert, or without a CUDA device. $FUSEC_ARTIFACT_KEEP=DIR
-// keeps the artifacts in DIR/<model>.
+// keeps the artifacts in DIR/<model> (written even without a device);
+// $FUSEC_ARTIFACT_PREBUILT=DIR runs DIR/<model> instead of compiling.
 //
 //===----------------------------------------------------------------------===//
 #include <cuda_runtime_api.h>
@@ -56,39 +57,53 @@ class SharedModelOnGpu : public ::testing::TestWithParam<std::string> {};
 TEST_P(SharedModelOnGpu, RunsAndMatches) {
   if (GetParam() == "none") GTEST_SKIP() << "no shared models in " << modelsDir();
   if (!tools::gpuRunAvailable()) GTEST_SKIP() << "built without libfusert";
-  if (findNvcc("").empty()) GTEST_SKIP() << "nvcc not found";
-  if (!haveDevice()) GTEST_SKIP() << "no CUDA device";
   fs::path dir = modelsDir() / GetParam();
-  auto graph = frontend::importOnnxModel((dir / "model.onnx").string());
-  ASSERT_TRUE(graph.ok()) << graph.status();
-  passes::PassContext ctx;
-  for (int i = 0;; ++i) {
-    fs::path p = dir / "test_data_set_0" / ("input_" + std::to_string(i) + ".pb");
-    if (!fs::exists(p)) break;
-    std::string name;
-    auto t = frontend::loadTensorProtoFile(p.string(), &name);
-    ASSERT_TRUE(t.ok()) << t.status();
-    ctx.inputShapes[name] = t->shape();
-  }
-  auto pipeline = passes::parsePipeline(passes::pipelineString(passes::defaultPipeline("cuda")));
-  ASSERT_TRUE(pipeline.ok()) << pipeline.status();
-  absl::Status st = passes::runPasses(**graph, ctx, *pipeline);
-  ASSERT_TRUE(st.ok()) << st;
-
+  fs::path out;
   fs::path root;
-  if (const char *keep = std::getenv("FUSEC_ARTIFACT_KEEP")) {
-    root = keep;
+  bool removeRoot = false;
+  if (const char *prebuilt = std::getenv("FUSEC_ARTIFACT_PREBUILT")) {
+    // Artifacts written earlier (e.g. on a machine with nvcc but no GPU).
+    out = fs::path(prebuilt) / GetParam();
+    ASSERT_TRUE(fs::exists(out / "manifest.json")) << out;
   } else {
-    root = fs::temp_directory_path() / ("fusec-gpu-test-" + std::to_string(::getpid()));
+    if (findNvcc("").empty()) GTEST_SKIP() << "nvcc not found";
+    auto graph = frontend::importOnnxModel((dir / "model.onnx").string());
+    ASSERT_TRUE(graph.ok()) << graph.status();
+    passes::PassContext ctx;
+    for (int i = 0;; ++i) {
+      fs::path p = dir / "test_data_set_0" / ("input_" + std::to_string(i) + ".pb");
+      if (!fs::exists(p)) break;
+      std::string name;
+      auto t = frontend::loadTensorProtoFile(p.string(), &name);
+      ASSERT_TRUE(t.ok()) << t.status();
+      ctx.inputShapes[name] = t->shape();
+    }
+    auto pipeline = passes::parsePipeline(passes::pipelineString(passes::defaultPipeline("cuda")));
+    ASSERT_TRUE(pipeline.ok()) << pipeline.status();
+    absl::Status st = passes::runPasses(**graph, ctx, *pipeline);
+    ASSERT_TRUE(st.ok()) << st;
+    if (const char *keep = std::getenv("FUSEC_ARTIFACT_KEEP")) {
+      root = keep;
+    } else {
+      root = fs::temp_directory_path() / ("fusec-gpu-test-" + std::to_string(::getpid()));
+      removeRoot = true;
+    }
+    out = root / GetParam();
+    ArtifactOptions opts;
+    opts.modelName = GetParam();
+    st = writeArtifact(**graph, ctx.fusionPlan, ctx.target, opts, out.string());
+    ASSERT_TRUE(st.ok()) << st;
   }
-  fs::path out = root / GetParam();
-  ArtifactOptions opts;
-  opts.modelName = GetParam();
-  st = writeArtifact(**graph, ctx.fusionPlan, ctx.target, opts, out.string());
-  ASSERT_TRUE(st.ok()) << st;
+  if (!haveDevice()) {
+    if (removeRoot) {
+      std::error_code ec;
+      fs::remove_all(root, ec);
+    }
+    GTEST_SKIP() << "no CUDA device";
+  }
   const int rc = tools::runArtifact(out.string(), (dir / "test_data_set_0").string(), 20);
   EXPECT_EQ(rc, 0) << GetParam() << " does not match its reference outputs (see stdout)";
-  if (!std::getenv("FUSEC_ARTIFACT_KEEP")) {
+  if (removeRoot) {
     std::error_code ec;
     fs::remove_all(root, ec);
   }
