@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <functional>
 #include <iostream>
 #include <map>
@@ -27,6 +28,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "frontend/onnx/OnnxImporter.h"
+#include "codegen/artifact/ArtifactWriter.h"
 #include "ir/Printer.h"
 #include "passes/Pipeline.h"
 #include "passes/fusion/FusionDump.h"
@@ -52,6 +54,10 @@ struct DriverOptions {
   bool passStatistics = false;  ///< --pass-statistics
   std::vector<std::string> debugOnly;  ///< --debug-only=fusion
   bool noVerify = false;        ///< --no-verify
+  std::string output;           ///< -o OUT: write a compiled artifact there
+  std::string precision = "fp32";  ///< --precision fp32|fp16|bf16
+  bool allowTf32 = false;       ///< --allow-tf32
+  bool noNvcc = false;          ///< --no-nvcc: write sources only
 };
 
 /// One command-line flag. A flag with a valueName takes `--name=VALUE` or
@@ -153,6 +159,31 @@ const std::vector<FlagSpec> &flagTable() {
          o.noVerify = true;
          return absl::OkStatus();
        }},
+      {"o", "OUT",
+       "compile: write the artifact folder OUT (generated .cu, libmodel.so, weights, manifest, "
+       "fusion.json); an existing OUT is replaced only once the new one is complete",
+       [](DriverOptions &o, const std::string &v) {
+         o.output = v;
+         return absl::OkStatus();
+       }},
+      {"precision", "P", "fp32 (default); fp16 or bf16 lower an fp32 model (fp32 accumulation)",
+       [](DriverOptions &o, const std::string &v) {
+         if (v != "fp32" && v != "fp16" && v != "bf16")
+           return absl::InvalidArgumentError(
+               absl::StrCat("unknown --precision '", v, "' (expected: fp32, fp16, bf16)"));
+         o.precision = v;
+         return absl::OkStatus();
+       }},
+      {"allow-tf32", nullptr, "let f32 GEMMs use TF32 tensor cores",
+       [](DriverOptions &o, const std::string &) {
+         o.allowTf32 = true;
+         return absl::OkStatus();
+       }},
+      {"no-nvcc", nullptr, "write the sources and the nvcc command, but do not build",
+       [](DriverOptions &o, const std::string &) {
+         o.noNvcc = true;
+         return absl::OkStatus();
+       }},
       {"print-loc", nullptr, "print each node's location (its ONNX node name)",
        [](DriverOptions &o, const std::string &) {
          o.printLocations = true;
@@ -231,9 +262,9 @@ absl::StatusOr<DriverOptions> parseCommandLine(int argc, char **argv) {
     return absl::InvalidArgumentError(positional.empty() ? "no input model given"
                                                          : "more than one input model given");
   opts.input = positional[0];
-  if (opts.emit.empty() && opts.dumpFusion.empty() && !opts.printPipeline)
+  if (opts.emit.empty() && opts.dumpFusion.empty() && !opts.printPipeline && opts.output.empty())
     return absl::InvalidArgumentError(
-        "nothing to do: pass --emit=ir|optimized-ir, --dump-fusion or --print-pipeline");
+        "nothing to do: pass -o OUT, --emit=ir|optimized-ir, --dump-fusion or --print-pipeline");
   return opts;
 }
 
@@ -269,7 +300,8 @@ absl::Status runDriver(const DriverOptions &opts, std::ostream &out) {
   po.printLocations = opts.printLocations;
   po.elideConstantsLargerThan = opts.elideConstants;
   if (opts.emit == "ir") out << fusec::ir::printGraph(*graph, po);
-  if (opts.emit != "optimized-ir" && opts.dumpFusion.empty()) return absl::OkStatus();
+  if (opts.emit != "optimized-ir" && opts.dumpFusion.empty() && opts.output.empty())
+    return absl::OkStatus();
 
   passes::PassContext ctx;
   ctx.inputShapes = opts.shapes;
@@ -286,6 +318,26 @@ absl::Status runDriver(const DriverOptions &opts, std::ostream &out) {
   if (opts.dumpFusion == "text") out << passes::fusionPlanToText(ctx.fusionPlan, ctx.target);
   if (opts.dumpFusion == "json") out << passes::fusionPlanToJson(ctx.fusionPlan, ctx.target);
   if (opts.dumpFusion == "dot") out << passes::fusionPlanToDot(ctx.fusionPlan, *graph);
+  if (opts.output.empty()) return absl::OkStatus();
+
+  if (opts.target != "cuda")
+    return absl::UnimplementedError(absl::StrCat("-o with --target ", opts.target,
+                                                 " is not implemented yet (only cuda)"));
+  fusec::artifact::ArtifactOptions ao;
+  ao.arch = opts.arch;
+  ao.precision = opts.precision;
+  ao.allowTf32 = opts.allowTf32;
+  ao.runNvcc = !opts.noNvcc;
+  ao.modelPath = opts.input;
+  ao.modelName = std::filesystem::path(opts.input).parent_path().filename().string();
+  fusec::artifact::ArtifactSummary summary;
+  FUSEC_RETURN_IF_ERROR(fusec::artifact::writeArtifact(*graph, ctx.fusionPlan, ctx.target, ao,
+                                                       opts.output, &summary));
+  for (const std::string &w : summary.warnings) std::cerr << "fusec: warning: " << w << "\n";
+  std::cerr << "fusec: wrote " << opts.output << ": " << summary.numSteps << " steps, "
+            << summary.numKernels << " generated kernels, weights " << summary.weightsBytes
+            << " bytes, arena " << summary.arenaBytes << " bytes"
+            << (summary.builtLibrary ? ", libmodel.so built" : ", library not built") << "\n";
   return absl::OkStatus();
 }
 
