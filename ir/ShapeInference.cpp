@@ -13,8 +13,9 @@
 // the value when it is known. A value is known when it is a constant, or when
 // "shape data propagation" can compute its elements: a 1-D / scalar integer
 // value produced by Shape, optionally followed by Gather, Slice, Concat,
-// Unsqueeze, Squeeze, Cast, Identity, Constant or integer Add/Sub/Mul/Div of
-// such values, has its elements tracked as dims (static or symbolic). This is
+// Unsqueeze, Squeeze, Reshape, Cast, Identity, Constant, ConstantOfShape,
+// Equal, Where or integer Add/Sub/Mul/Div of such values, has its elements
+// tracked as dims (static or symbolic). This is
 // computed on demand from producers and memoised in a per-run cache, so the IR
 // itself never changes. Otherwise results get the right rank with "?" dims.
 //
@@ -277,6 +278,61 @@ std::optional<Elems> Inferrer::trackNode(const Node &n, int depth) {
         s = std::clamp<int64_t>(s, 0, len - 1);
         en = std::clamp<int64_t>(en, -1, len - 1);
         for (int64_t i = s; i > en; i += step) e.push_back((*d)[i]);
+      }
+      return e;
+    }
+    case OpKind::kReshape:
+      // Element order is unchanged; track() drops results of rank > 1.
+      return sub(0);
+    case OpKind::kConstantOfShape: {
+      auto shape = intsOf(0);
+      if (!shape || shape->size() > 1) return std::nullopt;
+      int64_t count = shape->empty() ? 1 : (*shape)[0];
+      if (count < 0 || count > kMaxTrackedElems) return std::nullopt;
+      int64_t fill = 0;
+      if (const Attribute *a = n.attr("value"); a && a->kind() == Attribute::Kind::kTensor) {
+        const Tensor &t = a->t();
+        if (!isInteger(t.dtype()) || t.numElements() != 1) return std::nullopt;
+        fill = t.getInt(0);
+      }
+      return Elems(count, Elem::ofInt(fill));
+    }
+    case OpKind::kEqual: {
+      auto a = sub(0), b = sub(1);
+      if (!a || !b) return std::nullopt;
+      if (a->size() != b->size() && a->size() != 1 && b->size() != 1) return std::nullopt;
+      size_t len = std::max(a->size(), b->size());
+      Elems e;
+      for (size_t i = 0; i < len; ++i) {
+        const Elem &x = (*a)[a->size() == 1 ? 0 : i];
+        const Elem &y = (*b)[b->size() == 1 ? 0 : i];
+        if (x.isInt() && y.isInt()) {
+          e.push_back(Elem::ofInt(x.v == y.v));
+        } else if (x.kind == Elem::kSym && y.kind == Elem::kSym && x.sym == y.sym) {
+          e.push_back(Elem::ofInt(1));
+        } else if ((x.kind == Elem::kSym && y.isInt() && y.v < 0) ||
+                   (y.kind == Elem::kSym && x.isInt() && x.v < 0)) {
+          e.push_back(Elem::ofInt(0));  // Dims are never negative.
+        } else {
+          e.push_back(Elem{});
+        }
+      }
+      return e;
+    }
+    case OpKind::kWhere: {
+      auto c = sub(0), a = sub(1), b = sub(2);
+      if (!c || !a || !b) return std::nullopt;
+      size_t len = std::max({c->size(), a->size(), b->size()});
+      for (const Elems *v : {&*c, &*a, &*b})
+        if (v->size() != len && v->size() != 1) return std::nullopt;
+      Elems e;
+      for (size_t i = 0; i < len; ++i) {
+        const Elem &ci = (*c)[c->size() == 1 ? 0 : i];
+        if (!ci.isInt()) {
+          e.push_back(Elem{});
+          continue;
+        }
+        e.push_back(ci.v ? (*a)[a->size() == 1 ? 0 : i] : (*b)[b->size() == 1 ? 0 : i]);
       }
       return e;
     }
@@ -854,7 +910,7 @@ absl::StatusOr<TensorType> Inferrer::slice() {
   TensorType x = inType(0);
   if (!x.rankKnown) return x;
   int64_t r = x.rank();
-  auto starts = ints(1), ends = ints(2);
+  auto starts = data(1), ends = data(2);
   std::optional<std::vector<int64_t>> axes, steps;
   if (has(3)) axes = ints(3);
   if (has(4)) steps = ints(4);
@@ -890,8 +946,16 @@ absl::StatusOr<TensorType> Inferrer::slice() {
     }
     int64_t step = steps ? (*steps)[j] : 1;
     if (step == 0) return error("slice step must not be 0");
-    int64_t s = (*starts)[j], e = (*ends)[j];
+    const Elem &se = (*starts)[j], &ee = (*ends)[j];
     const Dim &d = x.shape[a];
+    if (!se.isInt() || !ee.isInt()) {
+      // x[0:sym] (e.g. position ids sliced to the sequence length) has extent
+      // sym, assuming the symbol is within the axis extent as exporters do.
+      bool prefix = step == 1 && se.isInt() && se.v == 0 && ee.kind == Elem::kSym;
+      out[a] = prefix ? Dim::symbolic(ee.sym) : Dim::unknown();
+      continue;
+    }
+    int64_t s = se.v, e = ee.v;
     if (!d.isStatic()) {
       // Whole-axis slices keep the dim; anything else is unknown.
       bool whole = step == 1 && s == 0 && e >= std::numeric_limits<int32_t>::max();

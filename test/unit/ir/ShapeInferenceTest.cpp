@@ -183,6 +183,33 @@ TEST(ShapeInference, ReshapeOfShapeDerivedValueIsSymbolic) {
             "f32[a,?]");
 }
 
+TEST(ShapeInference, ExporterShapeArithmetic) {
+  // position_ids[:, 0:seq] with seq taken from Shape(input_ids).
+  EXPECT_EQ(inferType("%ids: i64[batch,seq], %pos: i64[1,512]",
+                      "%shape = \"Shape\"(%ids)\n"
+                      "%i = constant i64[1] dense<[1]>\n"
+                      "%len = \"Gather\"(%shape, %i) {axis = 0}\n"
+                      "%z = constant i64[1] dense<[0]>\n"
+                      "%out = \"Slice\"(%pos, %z, %len, %i)"),
+            "i64[1,seq]");
+  // Expand's target from Where(Equal(shape, -1), ones, shape) (torch export).
+  EXPECT_EQ(inferType("%m: bool[batch,1,1,seq], %ids: i64[batch,seq]",
+                      "%s = \"Shape\"(%ids)\n"
+                      "%i0 = constant i64[1] dense<[0]>\n"
+                      "%i1 = constant i64[1] dense<[1]>\n"
+                      "%b = \"Gather\"(%s, %i0) {axis = 0}\n"
+                      "%l = \"Gather\"(%s, %i1) {axis = 0}\n"
+                      "%target = \"Concat\"(%b, %i1, %l, %l) {axis = 0}\n"
+                      "%four = constant i64[1] dense<[4]>\n"
+                      "%ones = \"ConstantOfShape\"(%four) {value = dense<i64[1] [1]>}\n"
+                      "%neg = constant i64[] dense<[-1]>\n"
+                      "%mneg = \"Mul\"(%ones, %neg)\n"
+                      "%eq = \"Equal\"(%target, %mneg)\n"
+                      "%w = \"Where\"(%eq, %ones, %target)\n"
+                      "%out = \"Expand\"(%m, %w)"),
+            "bool[batch,1,seq,seq]");
+}
+
 TEST(ShapeInference, Slice) {
   auto slice = [](const std::string &shape, const std::string &starts, const std::string &ends,
                   const std::string &axes, const std::string &steps) {
