@@ -56,6 +56,7 @@
 //===----------------------------------------------------------------------===//
 #include "ir/Parser.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
@@ -71,8 +72,11 @@ namespace fusec::ir {
 
 namespace {
 
-/// Largest constant the parser will allocate (elements).
+/// Largest constant the parser will allocate, in elements and in bytes (so
+/// that hostile text such as `f64[1000000000000] dense<elided>` is an error,
+/// not an allocation failure).
 constexpr int64_t kMaxParsedElements = int64_t{1} << 31;
+constexpr int64_t kMaxParsedBytes = int64_t{1} << 31;
 
 struct NumberToken {
   std::string text;
@@ -351,7 +355,8 @@ absl::StatusOr<Tensor> Parser::parseDenseData(const TensorType &type, bool allow
       return errorAt(line, col, "constant has too many elements");
     count *= d.value;
   }
-  if (count > kMaxParsedElements) return errorAt(line, col, "constant has too many elements");
+  if (count > kMaxParsedElements || count * std::max<int64_t>(1, dtypeSize(type.dtype)) > kMaxParsedBytes)
+    return errorAt(line, col, "constant has too many elements");
   if (type.dtype == DType::kUndefined) return errorAt(line, col, "constant needs a dtype");
   if (allowElided && consumeKeyword("elided")) return Tensor(type.dtype, type.staticShape());
   FUSEC_RETURN_IF_ERROR(expect('[', allowElided ? "'[' or 'elided'" : "'['"));

@@ -236,6 +236,8 @@ TEST(TextIR, ErrorsHaveLineAndColumn) {
   EXPECT_EQ(err("graph @g(%x: f32[2]) -> (%y) {\n  %y = \"Neg\"(%x)\n  return %y\n}"),
             "3:3: expected ':' and the result types, found 'r'");
   EXPECT_TRUE(absl::StartsWith(err(""), "1:1: expected 'graph'"));
+  EXPECT_EQ(err("graph @g() -> () {\n  %c = constant f64[1000000000000] dense<elided>\n  return\n}"),
+            "2:42: constant has too many elements");
 }
 
 TEST(TextIR, TruncationsAndMutationsNeverCrash) {
