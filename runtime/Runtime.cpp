@@ -13,6 +13,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <new>
@@ -26,6 +28,7 @@
 #include "runtime/internal/CudaStatus.h"
 #include "runtime/internal/GemmPlan.h"
 #include "runtime/internal/Manifest.h"
+#include "runtime/internal/Profile.h"
 #ifdef FUSERT_HAVE_CUDNN
 #include "runtime/internal/ConvPlan.h"
 #endif
@@ -113,8 +116,14 @@ struct fusert_model {
   cudaGraphExec_t graphExec = nullptr;
   std::vector<void *> graphKey; ///< input ptrs, output ptrs, stream
 
+  // Profiling state (fusert_enable_profiling).
+  bool profile = false;
+  std::vector<cudaEvent_t> profEvents; ///< one before each step, one after the last
+  StepProfile profSamples;
+
   ~fusert_model() {
     DeviceGuard guard(device);
+    destroyProfEvents();
     if (graphExec)
       cudaGraphExecDestroy(graphExec);
     steps.clear(); // plans destroy their descriptors before the handles go
@@ -174,6 +183,14 @@ struct fusert_model {
   }
 
   Status load();
+  Status enableProfiling(bool on);
+  void destroyProfEvents() {
+    for (cudaEvent_t e : profEvents)
+      if (e)
+        cudaEventDestroy(e);
+    profEvents.clear();
+  }
+  Status runProfiled(cudaStream_t stream);
   Status loadLibrary();
   Status checkWeightsFile();
   Status uploadWeights();
@@ -310,6 +327,7 @@ Status fusert_model::load() {
 #endif
   FUSERT_RETURN_IF_ERROR(loadLibrary());
   FUSERT_RETURN_IF_ERROR(checkWeightsFile());
+  profSamples.reset(manifest.steps.size());
   // Everything above runs without a GPU; from here on we need one.
   int count = 0;
   cudaError_t err = cudaGetDeviceCount(&count);
@@ -324,14 +342,57 @@ Status fusert_model::load() {
     FUSERT_RETURN_IF_ERROR(cudaStatus(
         cudaMalloc(&arena, manifest.arenaBytes),
         strCat("allocating the ", manifest.arenaBytes, "-byte arena")));
-  return buildPlans();
+  FUSERT_RETURN_IF_ERROR(buildPlans());
+  const char *env = std::getenv("FUSERT_PROFILE");
+  if (env && std::strcmp(env, "1") == 0)
+    FUSERT_RETURN_IF_ERROR(enableProfiling(true));
+  return Status();
+}
+
+Status fusert_model::enableProfiling(bool on) {
+  profile = on;
+  profSamples.reset(manifest.steps.size());
+  if (!on || !profEvents.empty())
+    return Status();
+  profEvents.assign(manifest.steps.size() + 1, nullptr);
+  for (cudaEvent_t &e : profEvents) {
+    Status s = cudaStatus(cudaEventCreate(&e), "creating profiling events");
+    if (!s.ok()) {
+      destroyProfEvents();
+      profile = false;
+      return s;
+    }
+  }
+  return Status();
+}
+
+Status fusert_model::runProfiled(cudaStream_t stream) {
+  FUSERT_RETURN_IF_ERROR(enqueue(stream));
+  cudaEvent_t last = profEvents.back();
+  FUSERT_RETURN_IF_ERROR(
+      cudaStatus(cudaEventSynchronize(last), "waiting for the profiled run"));
+  std::vector<float> us(manifest.steps.size());
+  for (size_t i = 0; i < us.size(); ++i) {
+    float ms = 0;
+    FUSERT_RETURN_IF_ERROR(cudaStatus(
+        cudaEventElapsedTime(&ms, profEvents[i], profEvents[i + 1]),
+        strCat("timing step ", i, " '", manifest.steps[i].name, "'")));
+    us[i] = ms * 1000.0f;
+  }
+  profSamples.addRun(us);
+  return Status();
 }
 
 Status fusert_model::enqueue(cudaStream_t stream) {
+  // Events only when profiling outside a capture (runProfiled reads them).
+  const bool timed = profile && !profEvents.empty();
   for (size_t i = 0; i < manifest.steps.size(); ++i) {
     const StepDesc &s = manifest.steps[i];
     StepState &st = steps[i];
     Status status;
+    if (timed)
+      FUSERT_RETURN_IF_ERROR(cudaStatus(cudaEventRecord(profEvents[i], stream),
+                                        "recording a profiling event"));
     switch (s.kind) {
     case StepKind::kKernel: {
       for (size_t j = 0; j < s.buffers.size(); ++j)
@@ -364,6 +425,9 @@ Status fusert_model::enqueue(cudaStream_t stream) {
     if (!status.ok())
       return status.withContext(strCat("step ", i, " '", s.name, "'"));
   }
+  if (timed)
+    FUSERT_RETURN_IF_ERROR(cudaStatus(cudaEventRecord(profEvents.back(), stream),
+                                      "recording a profiling event"));
   return Status();
 }
 
@@ -452,6 +516,13 @@ fusert_status fusert_load(const char *artifact_dir, fusert_model **out) {
 
 void fusert_unload(fusert_model *model) {
   try {
+    const char *path = std::getenv("FUSERT_PROFILE_JSON");
+    if (model && model->profile && path && *path && model->profSamples.runs() > 0) {
+      std::ofstream f(path, std::ios::trunc);
+      f << formatProfileJson(model->manifest, model->profSamples) << "\n";
+      if (!f)
+        std::fprintf(stderr, "libfusert: cannot write the profile to %s\n", path);
+    }
     delete model;
   } catch (...) {
     // Destructors of the plans and handles do not throw; nothing to report.
@@ -491,6 +562,35 @@ fusert_status fusert_enable_cuda_graph(fusert_model *model, int on) {
   return FUSERT_OK;
 }
 
+fusert_status fusert_enable_profiling(fusert_model *model, int on) {
+  return guarded([&]() -> fusert_status {
+    if (!model)
+      return fail(invalidArgument("model is NULL"));
+    DeviceGuard guard(model->device);
+    Status status = model->enableProfiling(on != 0);
+    return status.ok() ? FUSERT_OK : fail(status);
+  });
+}
+
+fusert_status fusert_profile_report(const fusert_model *model, char *buf,
+                                    size_t size, size_t *needed) {
+  return guarded([&]() -> fusert_status {
+    if (!model)
+      return fail(invalidArgument("model is NULL"));
+    std::string text = formatProfileJson(model->manifest, model->profSamples);
+    if (needed)
+      *needed = text.size() + 1;
+    if (!buf && size == 0)
+      return FUSERT_OK;
+    if (!buf || size < text.size() + 1)
+      return fail(invalidArgument("fusert_profile_report: buffer of ", size,
+                                  " bytes is too small, the report needs ",
+                                  text.size() + 1));
+    std::memcpy(buf, text.c_str(), text.size() + 1);
+    return FUSERT_OK;
+  });
+}
+
 fusert_status fusert_run(fusert_model *model, const fusert_tensor *inputs,
                          size_t num_inputs, fusert_tensor *outputs,
                          size_t num_outputs, cudaStream_t stream) {
@@ -506,6 +606,18 @@ fusert_status fusert_run(fusert_model *model, const fusert_tensor *inputs,
     model->resolveAll(in, out);
 
     cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+    if (model->profile && !model->profEvents.empty()) {
+      if (cudaStreamIsCapturing(stream, &capturing) == cudaSuccess &&
+          capturing == cudaStreamCaptureStatusNone) {
+        status = model->runProfiled(stream);
+      } else {
+        // Inside a caller's capture nothing can be timed: launch untimed.
+        model->profile = false;
+        status = model->enqueue(stream);
+        model->profile = true;
+      }
+      return status.ok() ? FUSERT_OK : fail(status);
+    }
     if (!model->useGraph || isLegacyStream(stream) ||
         cudaStreamIsCapturing(stream, &capturing) != cudaSuccess ||
         capturing != cudaStreamCaptureStatusNone) {

@@ -135,6 +135,35 @@ FUSERT_API fusert_status fusert_run(fusert_model *model, const fusert_tensor *in
  *  Errors: FUSERT_INVALID_ARGUMENT (NULL model). */
 FUSERT_API fusert_status fusert_enable_cuda_graph(fusert_model *model, int on);
 
+/** Turns per-step profiling on (\p on != 0) or off. While on, fusert_run
+ *  launches the steps directly (no CUDA graph), records a CUDA event before
+ *  each step and after the last, waits for the run to finish (the call becomes
+ *  synchronous) and keeps each step's time. Turning it on clears the samples
+ *  kept so far, so a caller can warm up first. Setting the environment
+ *  variable FUSERT_PROFILE=1 turns it on at fusert_load; with
+ *  FUSERT_PROFILE_JSON=PATH, fusert_unload then writes fusert_profile_report's
+ *  JSON to PATH (overwriting it) if at least one run was profiled.
+ *  Step times include any idle gap between launches, so steps much shorter
+ *  than a launch (a few microseconds) read high.
+ *  Errors: FUSERT_INVALID_ARGUMENT (NULL model); FUSERT_CUDA_ERROR (events
+ *  could not be created). */
+FUSERT_API fusert_status fusert_enable_profiling(fusert_model *model, int on);
+
+/** Writes the profile of the runs made since profiling was turned on, as one
+ *  NUL-terminated JSON object, into \p buf of \p size bytes:
+ *    {"model": NAME, "runs": N, "total_us": SUM_OF_MEDIANS,
+ *     "steps": [{"index": I, "name": S, "kind": "kernel"|"gemm"|"conv"|"copy",
+ *                "median_us": T, "min_us": T, "bytes": B, "flops": F}, ...]}
+ *  in step order. `bytes` is the sum of the sizes of the step's distinct
+ *  buffers (a copy counts read + written); `flops` is 2·m·n·k·batch for a
+ *  gemm, 2·outputs·(C/group)·kernel area for a conv, 0 otherwise. Times are
+ *  0 when no run was profiled. *\p needed (if not NULL) receives the size
+ *  the text needs, NUL included; pass buf NULL and size 0 to only ask.
+ *  Errors: FUSERT_INVALID_ARGUMENT (NULL model; buf non-NULL and size smaller
+ *  than needed: nothing is written then). */
+FUSERT_API fusert_status fusert_profile_report(const fusert_model *model, char *buf,
+                                               size_t size, size_t *needed);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -112,6 +112,23 @@ public:
     return Status::fromCode(fusert_enable_cuda_graph(model_, on ? 1 : 0));
   }
 
+  /// See fusert_enable_profiling.
+  Status enableProfiling(bool on) {
+    return Status::fromCode(fusert_enable_profiling(model_, on ? 1 : 0));
+  }
+
+  /// \returns the JSON profile report (see fusert_profile_report), "" on error.
+  std::string profileReport() const {
+    size_t needed = 0;
+    if (fusert_profile_report(model_, nullptr, 0, &needed) != FUSERT_OK)
+      return "";
+    std::string text(needed, '\0');
+    if (fusert_profile_report(model_, &text[0], text.size(), nullptr) != FUSERT_OK)
+      return "";
+    text.resize(needed - 1);
+    return text;
+  }
+
 private:
   std::vector<TensorInfo> infos(bool input) const {
     std::vector<TensorInfo> result;

@@ -545,6 +545,83 @@ TEST_F(RuntimeTest, CudaGraphReplaysAndRecaptures) {
   cudaStreamDestroy(stream);
 }
 
+TEST_F(RuntimeTest, ProfilingNullArguments) {
+  EXPECT_EQ(fusert_enable_profiling(nullptr, 1), FUSERT_INVALID_ARGUMENT);
+  size_t needed = 0;
+  EXPECT_EQ(fusert_profile_report(nullptr, nullptr, 0, &needed),
+            FUSERT_INVALID_ARGUMENT);
+}
+
+TEST_F(RuntimeTest, ProfilingTimesEachStep) {
+  REQUIRE_CUDA_DEVICE();
+  Pipeline p;
+  write(p.manifest, p.weights);
+  ASSERT_EQ(load(), FUSERT_OK) << fusert_last_error();
+  ASSERT_EQ(fusert_enable_cuda_graph(model_, 1), FUSERT_OK);
+  cudaStream_t stream;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
+            cudaSuccess);
+  std::vector<float> x = iota(kN, 0.5f, 0.0f);
+  DeviceFloats dx(x), dy(kN);
+  int64_t xShape[] = {4, 250}, yShape[] = {kN};
+  fusert_tensor in{"x", FUSERT_F32, 2, xShape, dx.ptr()};
+  fusert_tensor out{"y", FUSERT_F32, 1, yShape, dy.ptr()};
+  // A warm-up run before profiling is turned on is not counted.
+  ASSERT_EQ(fusert_run(model_, &in, 1, &out, 1, stream), FUSERT_OK);
+  ASSERT_EQ(fusert_enable_profiling(model_, 1), FUSERT_OK) << fusert_last_error();
+  for (int r = 0; r < 3; ++r)
+    ASSERT_EQ(fusert_run(model_, &in, 1, &out, 1, stream), FUSERT_OK)
+        << fusert_last_error();
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  std::vector<float> want(kN);
+  for (int i = 0; i < kN; ++i)
+    want[i] = 2.0f * (x[i] + p.w[i]);
+  expectNear(dy.get(), want, 0.0f);
+
+  size_t needed = 0;
+  ASSERT_EQ(fusert_profile_report(model_, nullptr, 0, &needed), FUSERT_OK);
+  ASSERT_GT(needed, 1u);
+  std::string small(needed - 1, '\0');
+  EXPECT_EQ(fusert_profile_report(model_, small.data(), small.size(), nullptr),
+            FUSERT_INVALID_ARGUMENT);
+  std::string text(needed, '\0');
+  ASSERT_EQ(fusert_profile_report(model_, text.data(), text.size(), nullptr),
+            FUSERT_OK);
+  Json r = Json::parse(text.c_str());
+  EXPECT_EQ(r["runs"], 3);
+  ASSERT_EQ(r["steps"].size(), 2u);
+  EXPECT_EQ(r["steps"][0]["name"], "add");
+  EXPECT_EQ(r["steps"][0]["bytes"], 3 * kN * 4);
+  EXPECT_EQ(r["steps"][1]["bytes"], 2 * kN * 4);
+  EXPECT_GT(r["steps"][0]["median_us"].get<double>(), 0.0);
+  EXPECT_GT(r["steps"][1]["median_us"].get<double>(), 0.0);
+
+  // FUSERT_PROFILE_JSON: the report is written on unload.
+  fs::path json = dir_ / "profile.json";
+  ASSERT_EQ(setenv("FUSERT_PROFILE_JSON", json.c_str(), 1), 0);
+  fusert_unload(model_);
+  model_ = nullptr;
+  unsetenv("FUSERT_PROFILE_JSON");
+  std::ifstream f(json);
+  ASSERT_TRUE(f.good());
+  Json onDisk = Json::parse(f);
+  EXPECT_EQ(onDisk["runs"], 3);
+
+  // Turning profiling off returns to the CUDA graph path.
+  ASSERT_EQ(load(), FUSERT_OK) << fusert_last_error();
+  ASSERT_EQ(fusert_enable_profiling(model_, 1), FUSERT_OK);
+  ASSERT_EQ(fusert_enable_profiling(model_, 0), FUSERT_OK);
+  ASSERT_EQ(fusert_enable_cuda_graph(model_, 1), FUSERT_OK);
+  ASSERT_EQ(fusert_run(model_, &in, 1, &out, 1, stream), FUSERT_OK);
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  ASSERT_EQ(fusert_profile_report(model_, nullptr, 0, &needed), FUSERT_OK);
+  std::string empty(needed, '\0');
+  ASSERT_EQ(fusert_profile_report(model_, empty.data(), empty.size(), nullptr),
+            FUSERT_OK);
+  EXPECT_EQ(Json::parse(empty.c_str())["runs"], 0);
+  cudaStreamDestroy(stream);
+}
+
 #ifdef FUSERT_TEST_HAVE_CUDNN
 TEST_F(RuntimeTest, ConvWithBias) {
   REQUIRE_CUDA_DEVICE();
