@@ -1,0 +1,659 @@
+//===- FlashAttentionEmitter.cpp - Tiled online-softmax attention kernels -===//
+//
+// The kernels are fixed CUDA templates whose compile-time constants (tile
+// shape, sizes, strides, scale, mask structure) and expression bodies are
+// substituted here; see FlashAttentionEmitter.h for the algorithm
+// (FlashAttention-2, Dao 2023) and the semantics.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/cuda/attention/FlashAttentionEmitter.h"
+
+#include <cctype>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+
+namespace fusec::codegen::attention {
+namespace {
+
+const char *cudaType(AttnElemType t) {
+  switch (t) {
+    case AttnElemType::kBF16: return "__nv_bfloat16";
+    case AttnElemType::kF16: return "__half";
+    case AttnElemType::kF32: return "float";
+  }
+  return "float";
+}
+
+std::string floatLit(double v) {
+  if (std::isinf(v)) return v > 0 ? "INFINITY" : "(-INFINITY)";
+  return absl::StrFormat("%.9ef", v);
+}
+
+int64_t roundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+// Shared helpers, emitted once per translation unit.
+constexpr const char *kPrelude = R"CUDA(#include <cuda_runtime.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <math.h>
+#include <stdint.h>
+)CUDA";
+
+constexpr const char *kHelpers = R"CUDA(#ifndef FUSEC_FLASH_HELPERS
+#define FUSEC_FLASH_HELPERS
+namespace fusec_flash {
+__device__ __forceinline__ uint32_t smemAddr(const void *p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void cpAsync16(void *dst, const void *src, int bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smemAddr(dst)), "l"(src), "r"(bytes));
+}
+__device__ __forceinline__ void cpAsyncCommit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N> __device__ __forceinline__ void cpAsyncWait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+__device__ __forceinline__ void ldsm4(uint32_t (&r)[4], const void *p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smemAddr(p)));
+}
+__device__ __forceinline__ void ldsm4t(uint32_t (&r)[4], const void *p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smemAddr(p)));
+}
+__device__ __forceinline__ void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1, __nv_bfloat16) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+__device__ __forceinline__ void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1, __half) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+__device__ __forceinline__ uint32_t pack2(float lo, float hi, __nv_bfloat16) {
+  __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<uint32_t *>(&v);
+}
+__device__ __forceinline__ uint32_t pack2(float lo, float hi, __half) {
+  __half2 v = __floats2half2_rn(lo, hi);
+  return *reinterpret_cast<uint32_t *>(&v);
+}
+__device__ __forceinline__ float fastExp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+/// tanh with the hardware approximation (max rel. error ~2^-11): for bf16/fp16 kernels.
+__device__ __forceinline__ float fastTanh(float x) {
+  float y;
+  asm("tanh.approx.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+__device__ __forceinline__ float toF(float x) { return x; }
+__device__ __forceinline__ float toF(double x) { return static_cast<float>(x); }
+__device__ __forceinline__ float toF(__nv_bfloat16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ float toF(__half x) { return __half2float(x); }
+__device__ __forceinline__ float toF(bool x) { return x ? 1.0f : 0.0f; }
+template <typename I> __device__ __forceinline__ float toF(I x) { return static_cast<float>(x); }
+}  // namespace fusec_flash
+#endif  // FUSEC_FLASH_HELPERS
+)CUDA";
+
+// Constants and expression functions common to both kernels.
+constexpr const char *kCommon = R"CUDA(
+namespace @NS@ {
+using namespace fusec_flash;
+typedef @T@ T;
+constexpr int kSq = @SQ@, kSk = @SK@, kHq = @HQ@, kGroup = @GROUP@, kBatch = @BATCH@;
+constexpr int kD = @D@, kDV = @DV@;
+constexpr long long kQb = @QB@, kQh = @QH@, kQs = @QS@;
+constexpr long long kKb = @KB@, kKh = @KH@, kKs = @KS@;
+constexpr long long kVb = @VB@, kVh = @VH@, kVs = @VS@;
+constexpr long long kOb = @OB@, kOh = @OH@, kOs = @OS@;
+constexpr float kScale = @SCALE@;
+constexpr bool kRawScores = @RAW@;   // no score mod: fold scale*log2(e) into exp2
+constexpr float kF = @FACTOR@;        // multiplier from the kept score to log2 units
+constexpr bool kCausal = @CAUSAL@;
+constexpr long long kOff = @OFF@, kWindow = @WINDOW@;
+constexpr bool kMaskExpr = @HASMASK@;
+constexpr float kEmptyRow = @EMPTYROW@;
+@TABLES@@BIASLOADERS@
+__device__ __forceinline__ float scoreMod(float s, long long b, long long h, long long q, long long k@BIASPARAMS@) {
+  (void)s; (void)b; (void)h; (void)q; (void)k;
+@BIASVALUES@  return (float)(@MOD@);
+}
+__device__ __forceinline__ bool keepExpr(long long b, long long h, long long q, long long k@BIASPARAMS@) {
+  (void)b; (void)h; (void)q; (void)k;
+@BIASVALUES@  return (bool)(@MASK@);
+}
+/// Structural + expression mask for one element.
+__device__ __forceinline__ bool keep(long long b, long long h, long long q, long long k@BIASPARAMS@) {
+  bool ok = k < kSk;
+  if (kCausal) ok = ok && k <= q + kOff;
+  if (kCausal && kWindow > 0) ok = ok && q + kOff - k < kWindow;
+  if (kMaskExpr) ok = ok && keepExpr(b, h, q, k@BIASARGS@);
+  return ok;
+}
+)CUDA";
+
+// Tensor-core kernel (bf16/fp16), FlashAttention-2 structure.
+constexpr const char *kTensorKernel = R"CUDA(
+constexpr int kBM = @BM@, kBN = @BN@, kNW = @NW@, kNT = kNW * 32, kMinBlocks = @MINB@;
+constexpr int kDP = @DP@, kDVP = @DVP@;
+constexpr int kSQ = kDP + 8, kSV = kDVP + 8;  // shared row strides (elements): +16 B against bank conflicts
+constexpr bool kQReg = @QREG@;
+constexpr bool kVec = @VEC@;                 // 16-byte cp.async loads (dims and strides multiples of 8)
+constexpr int kSmemQ = kBM * (kSQ > kSV ? kSQ : kSV);
+constexpr int kSmemElems = kSmemQ + 2 * kBN * kSQ + 2 * kBN * kSV;
+
+// ROWS x COLSP tile of rows [0, validRows) x cols [0, COLS) from g (row stride rs)
+// into s (row stride SROW); everything else is zero-filled.
+template <int ROWS, int COLS, int COLSP, int SROW>
+__device__ __forceinline__ void loadTile(T *s, const T *g, long long rs, int validRows, int tid) {
+  if constexpr (kVec) {
+    constexpr int kCpr = COLSP / 8;
+    constexpr int kChunks = ROWS * kCpr;
+#pragma unroll
+    for (int i = 0; i < (kChunks + kNT - 1) / kNT; ++i) {
+      const int c = tid + i * kNT;
+      if (kChunks % kNT == 0 || c < kChunks) {
+        const int r = c / kCpr, cc = (c % kCpr) * 8;
+        const bool ok = r < validRows && cc < COLS;
+        cpAsync16(s + r * SROW + cc, ok ? static_cast<const void *>(g + r * rs + cc) : static_cast<const void *>(g),
+                  ok ? 16 : 0);
+      }
+    }
+  } else {
+    for (int c = tid; c < ROWS * COLSP; c += kNT) {
+      const int r = c / COLSP, cc = c % COLSP;
+      s[r * SROW + cc] = (r < validRows && cc < COLS) ? g[r * rs + cc] : T(0.0f);
+    }
+  }
+}
+
+__global__ void __launch_bounds__(kNT, kMinBlocks)
+kernel(const T *__restrict__ Q, const T *__restrict__ K, const T *__restrict__ V@BIASKPARAMS@, T *__restrict__ O) {
+  extern __shared__ __align__(128) unsigned char smemRaw[];
+  T *sQ = reinterpret_cast<T *>(smemRaw);
+  T *sK = sQ + kSmemQ;
+  T *sV = sK + 2 * kBN * kSQ;
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  const int mBlock = gridDim.x - 1 - blockIdx.x;  // heaviest (causal) tiles first
+  const int h = blockIdx.y, b = blockIdx.z, kvh = h / kGroup;
+  const int q0 = mBlock * kBM;
+  const int qLast = min(q0 + kBM, kSq) - 1;
+  const T *gQ = Q + b * kQb + h * kQh + q0 * kQs;
+  const T *gK = K + b * kKb + kvh * kKh;
+  const T *gV = V + b * kVb + kvh * kVh;
+
+  // Key range this query tile can see; tiles outside it are never touched.
+  long long kBegin = 0, kEnd = kSk;
+  if (kCausal) {
+    kEnd = min((long long)kSk, (long long)qLast + kOff + 1);
+    if (kWindow > 0) kBegin = max(0LL, (long long)q0 + kOff - kWindow + 1);
+  }
+  const int jBegin = (int)(kBegin / kBN);
+  const int jEnd = kEnd > kBegin ? (int)((kEnd + kBN - 1) / kBN) : jBegin;
+
+  float accO[kDVP / 8][4];
+#pragma unroll
+  for (int i = 0; i < kDVP / 8; ++i) accO[i][0] = accO[i][1] = accO[i][2] = accO[i][3] = 0.0f;
+  float rowM[2] = {-INFINITY, -INFINITY}, rowL[2] = {0.0f, 0.0f};
+  uint32_t qf[kQReg ? kDP / 16 : 1][4];
+  const int rowInTile = warp * 16 + (lane >> 2);
+  const long long qRow[2] = {q0 + rowInTile, q0 + rowInTile + 8};
+
+  if (jEnd > jBegin) {
+    loadTile<kBM, kD, kDP, kSQ>(sQ, gQ, kQs, kSq - q0, tid);
+    loadTile<kBN, kD, kDP, kSQ>(sK, gK + (long long)jBegin * kBN * kKs, kKs, kSk - jBegin * kBN, tid);
+    cpAsyncCommit();
+    loadTile<kBN, kDV, kDVP, kSV>(sV, gV + (long long)jBegin * kBN * kVs, kVs, kSk - jBegin * kBN, tid);
+    cpAsyncCommit();
+  }
+  for (int j = jBegin; j < jEnd; ++j) {
+    const int buf = (j - jBegin) & 1;
+    const int k0 = j * kBN;
+    if (j + 1 < jEnd) {  // prefetch the next K/V tile into the other stage
+      const int nk0 = k0 + kBN;
+      loadTile<kBN, kD, kDP, kSQ>(sK + (buf ^ 1) * kBN * kSQ, gK + (long long)nk0 * kKs, kKs, kSk - nk0, tid);
+      cpAsyncCommit();
+      loadTile<kBN, kDV, kDVP, kSV>(sV + (buf ^ 1) * kBN * kSV, gV + (long long)nk0 * kVs, kVs, kSk - nk0, tid);
+      cpAsyncCommit();
+    } else {
+      cpAsyncCommit();
+      cpAsyncCommit();
+    }
+    cpAsyncWait<3>();  // K(j) landed
+    __syncthreads();
+    const T *tK = sK + buf * kBN * kSQ;
+    const T *tV = sV + buf * kBN * kSV;
+    if constexpr (kQReg) {
+      if (j == jBegin) {
+#pragma unroll
+        for (int kk = 0; kk < kDP / 16; ++kk) ldsm4(qf[kk], sQ + (warp * 16 + (lane & 15)) * kSQ + kk * 16 + (lane >> 4) * 8);
+      }
+    }
+    // S = Q K^T (16 x kBN per warp, fp32 accumulators).
+    float accS[kBN / 8][4];
+#pragma unroll
+    for (int i = 0; i < kBN / 8; ++i) accS[i][0] = accS[i][1] = accS[i][2] = accS[i][3] = 0.0f;
+#pragma unroll
+    for (int kk = 0; kk < kDP / 16; ++kk) {
+      uint32_t a[4];
+      if constexpr (kQReg) {
+        a[0] = qf[kk][0]; a[1] = qf[kk][1]; a[2] = qf[kk][2]; a[3] = qf[kk][3];
+      } else {
+        ldsm4(a, sQ + (warp * 16 + (lane & 15)) * kSQ + kk * 16 + (lane >> 4) * 8);
+      }
+#pragma unroll
+      for (int nt = 0; nt < kBN / 16; ++nt) {
+        uint32_t kb[4];
+        ldsm4(kb, tK + (nt * 16 + (lane & 7) + ((lane >> 4) << 3)) * kSQ + kk * 16 + ((lane >> 3) & 1) * 8);
+        mma(accS[2 * nt], a, kb[0], kb[1], T());
+        mma(accS[2 * nt + 1], a, kb[2], kb[3], T());
+      }
+    }
+    // Score modification and masking in registers.
+    const bool needMask = kMaskExpr || k0 + kBN > kSk || (kCausal && (long long)k0 + kBN - 1 > (long long)q0 + kOff) ||
+                          (kCausal && kWindow > 0 && (long long)k0 < (long long)qLast + kOff - kWindow + 1);
+#pragma unroll
+    for (int nt = 0; nt < kBN / 8; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const long long qi = qRow[e >> 1];
+        const long long ki = k0 + nt * 8 + (lane & 3) * 2 + (e & 1);
+        float t = accS[nt][e];
+        if constexpr (!kRawScores) t = scoreMod(t * kScale, b, h, qi, ki@BIASARGS@) * 1.44269504088896340736f;
+        if (needMask && !keep(b, h, qi, ki@BIASARGS@)) t = -INFINITY;
+        accS[nt][e] = t;
+      }
+    }
+    // Online softmax: running max / sum per row (2 rows per thread, quad-shared).
+    float mx[2] = {rowM[0], rowM[1]};
+#pragma unroll
+    for (int nt = 0; nt < kBN / 8; ++nt) {
+      mx[0] = fmaxf(mx[0], fmaxf(accS[nt][0], accS[nt][1]));
+      mx[1] = fmaxf(mx[1], fmaxf(accS[nt][2], accS[nt][3]));
+    }
+    float mOff[2], alpha[2];
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
+      mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
+      const float mUse = mx[i] == -INFINITY ? 0.0f : mx[i];
+      alpha[i] = fastExp2((rowM[i] - mUse) * kF);
+      mOff[i] = mUse * kF;
+      rowM[i] = mx[i];
+      rowL[i] *= alpha[i];
+    }
+#pragma unroll
+    for (int nt = 0; nt < kBN / 8; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const float p = fastExp2(fmaf(accS[nt][e], kF, -mOff[e >> 1]));
+        accS[nt][e] = p;
+        rowL[e >> 1] += p;
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < kDVP / 8; ++i) {
+      accO[i][0] *= alpha[0]; accO[i][1] *= alpha[0];
+      accO[i][2] *= alpha[1]; accO[i][3] *= alpha[1];
+    }
+    cpAsyncWait<2>();  // V(j) landed
+    __syncthreads();
+    // O += P V: P re-packed from the S accumulators as A fragments.
+#pragma unroll
+    for (int kk = 0; kk < kBN / 16; ++kk) {
+      uint32_t a[4];
+      a[0] = pack2(accS[2 * kk][0], accS[2 * kk][1], T());
+      a[1] = pack2(accS[2 * kk][2], accS[2 * kk][3], T());
+      a[2] = pack2(accS[2 * kk + 1][0], accS[2 * kk + 1][1], T());
+      a[3] = pack2(accS[2 * kk + 1][2], accS[2 * kk + 1][3], T());
+#pragma unroll
+      for (int dt = 0; dt < kDVP / 16; ++dt) {
+        uint32_t vb[4];
+        ldsm4t(vb, tV + (kk * 16 + (lane & 15)) * kSV + dt * 16 + (lane >> 4) * 8);
+        mma(accO[2 * dt], a, vb[0], vb[1], T());
+        mma(accO[2 * dt + 1], a, vb[2], vb[3], T());
+      }
+    }
+    __syncthreads();  // the next prefetch overwrites this stage
+  }
+
+  // Normalise, stage through shared memory, store coalesced.
+  float inv[2];
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    rowL[i] += __shfl_xor_sync(0xffffffffu, rowL[i], 1);
+    rowL[i] += __shfl_xor_sync(0xffffffffu, rowL[i], 2);
+    inv[i] = rowL[i] > 0.0f ? 1.0f / rowL[i] : 0.0f;
+  }
+  T *sO = sQ;
+  __syncthreads();
+#pragma unroll
+  for (int i = 0; i < kDVP / 8; ++i) {
+    const int col = i * 8 + (lane & 3) * 2;
+    float v0 = accO[i][0] * inv[0], v1 = accO[i][1] * inv[0];
+    float v2 = accO[i][2] * inv[1], v3 = accO[i][3] * inv[1];
+    if (rowL[0] == 0.0f) v0 = v1 = kEmptyRow;
+    if (rowL[1] == 0.0f) v2 = v3 = kEmptyRow;
+    *reinterpret_cast<uint32_t *>(sO + rowInTile * kSV + col) = pack2(v0, v1, T());
+    *reinterpret_cast<uint32_t *>(sO + (rowInTile + 8) * kSV + col) = pack2(v2, v3, T());
+  }
+  __syncthreads();
+  T *gO = O + b * kOb + h * kOh + q0 * kOs;
+  const int validRows = kSq - q0;
+  if constexpr (kVec) {
+    constexpr int kCpr = kDVP / 8;
+    for (int c = tid; c < kBM * kCpr; c += kNT) {
+      const int r = c / kCpr, cc = (c % kCpr) * 8;
+      if (r < validRows && cc < kDV)
+        *reinterpret_cast<uint4 *>(gO + r * kOs + cc) = *reinterpret_cast<const uint4 *>(sO + r * kSV + cc);
+    }
+  } else {
+    for (int c = tid; c < kBM * kDV; c += kNT) {
+      const int r = c / kDV, cc = c % kDV;
+      if (r < validRows) gO[r * kOs + cc] = sO[r * kSV + cc];
+    }
+  }
+}
+}  // namespace @NS@
+
+extern "C" int @SYM@(void *const *buffers, cudaStream_t stream) {
+  using namespace @NS@;
+  constexpr int kSmemBytes = kSmemElems * (int)sizeof(T);
+  static bool configured = false;
+  if (!configured) {
+    cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+    if (e != cudaSuccess) return (int)e;
+    configured = true;
+  }
+  dim3 grid((kSq + kBM - 1) / kBM, kHq, kBatch);
+  kernel<<<grid, kNT, kSmemBytes, stream>>>(static_cast<const T *>(buffers[0]), static_cast<const T *>(buffers[1]),
+                                            static_cast<const T *>(buffers[2])@BIASLAUNCH@, static_cast<T *>(buffers[@OUTIDX@]));
+  return (int)cudaGetLastError();
+}
+)CUDA";
+
+// Exact fp32 SIMT kernel: 4 query rows per warp, one key per lane per tile of 32.
+constexpr const char *kSimtKernel = R"CUDA(
+constexpr int kNW = @NW@, kNT = kNW * 32, kR = 4, kBM = kNW * kR, kBN = 32;
+constexpr int kSKs = kD + 1;  // padded K rows: lane j reads row j without bank conflicts
+constexpr int kDVT = (kDV + 31) / 32;
+constexpr int kSmemElems = kBM * kD + kBN * kSKs + kBN * kDV;
+
+__global__ void __launch_bounds__(kNT)
+kernel(const T *__restrict__ Q, const T *__restrict__ K, const T *__restrict__ V@BIASKPARAMS@, T *__restrict__ O) {
+  extern __shared__ __align__(16) unsigned char smemRaw[];
+  float *sQ = reinterpret_cast<float *>(smemRaw);
+  float *sK = sQ + kBM * kD;
+  float *sV = sK + kBN * kSKs;
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  const int mBlock = gridDim.x - 1 - blockIdx.x;
+  const int h = blockIdx.y, b = blockIdx.z, kvh = h / kGroup;
+  const int q0 = mBlock * kBM;
+  const int qLast = min(q0 + kBM, kSq) - 1;
+  const T *gQ = Q + b * kQb + h * kQh;
+  const T *gK = K + b * kKb + kvh * kKh;
+  const T *gV = V + b * kVb + kvh * kVh;
+  long long kBegin = 0, kEnd = kSk;
+  if (kCausal) {
+    kEnd = min((long long)kSk, (long long)qLast + kOff + 1);
+    if (kWindow > 0) kBegin = max(0LL, (long long)q0 + kOff - kWindow + 1);
+  }
+  const int jBegin = (int)(kBegin / kBN);
+  const int jEnd = kEnd > kBegin ? (int)((kEnd + kBN - 1) / kBN) : jBegin;
+
+  for (int c = tid; c < kBM * kD; c += kNT) {
+    const int r = c / kD, d = c % kD;
+    sQ[c] = q0 + r < kSq ? toF(gQ[(long long)(q0 + r) * kQs + d]) : 0.0f;
+  }
+  float o[kR][kDVT];
+  float m[kR], l[kR];
+#pragma unroll
+  for (int r = 0; r < kR; ++r) {
+    m[r] = -INFINITY;
+    l[r] = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kDVT; ++i) o[r][i] = 0.0f;
+  }
+  for (int j = jBegin; j < jEnd; ++j) {
+    const int k0 = j * kBN;
+    __syncthreads();
+    for (int c = tid; c < kBN * kD; c += kNT) {
+      const int r = c / kD, d = c % kD;
+      sK[r * kSKs + d] = k0 + r < kSk ? toF(gK[(long long)(k0 + r) * kKs + d]) : 0.0f;
+    }
+    for (int c = tid; c < kBN * kDV; c += kNT) {
+      const int r = c / kDV, d = c % kDV;
+      sV[c] = k0 + r < kSk ? toF(gV[(long long)(k0 + r) * kVs + d]) : 0.0f;
+    }
+    __syncthreads();
+    float s[kR];
+#pragma unroll
+    for (int r = 0; r < kR; ++r) s[r] = 0.0f;
+    for (int d = 0; d < kD; ++d) {
+      const float kv = sK[lane * kSKs + d];
+#pragma unroll
+      for (int r = 0; r < kR; ++r) s[r] = fmaf(sQ[(warp * kR + r) * kD + d], kv, s[r]);
+    }
+    const long long ki = k0 + lane;
+#pragma unroll
+    for (int r = 0; r < kR; ++r) {
+      const long long qi = q0 + warp * kR + r;
+      float t = s[r] * kScale;
+      if constexpr (!kRawScores) t = scoreMod(t, b, h, qi, ki@BIASARGS@);
+      if (!keep(b, h, qi, ki@BIASARGS@)) t = -INFINITY;
+      float mx = t;
+#pragma unroll
+      for (int w = 16; w > 0; w >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, w));
+      const float mNew = fmaxf(m[r], mx);
+      const float mUse = mNew == -INFINITY ? 0.0f : mNew;
+      const float alpha = expf(m[r] - mUse);
+      const float p = expf(t - mUse);
+      m[r] = mNew;
+      l[r] = l[r] * alpha + p;
+#pragma unroll
+      for (int i = 0; i < kDVT; ++i) o[r][i] *= alpha;
+      for (int jj = 0; jj < kBN; ++jj) {
+        const float pj = __shfl_sync(0xffffffffu, p, jj);
+#pragma unroll
+        for (int i = 0; i < kDVT; ++i) {
+          const int d = lane + 32 * i;
+          if (d < kDV) o[r][i] = fmaf(pj, sV[jj * kDV + d], o[r][i]);
+        }
+      }
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < kR; ++r) {
+    float sum = l[r];
+#pragma unroll
+    for (int w = 16; w > 0; w >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, w);
+    const int qi = q0 + warp * kR + r;
+    if (qi >= kSq) continue;
+    T *gO = O + b * kOb + h * kOh + (long long)qi * kOs;
+#pragma unroll
+    for (int i = 0; i < kDVT; ++i) {
+      const int d = lane + 32 * i;
+      if (d < kDV) gO[d] = sum > 0.0f ? o[r][i] / sum : kEmptyRow;
+    }
+  }
+}
+}  // namespace @NS@
+
+extern "C" int @SYM@(void *const *buffers, cudaStream_t stream) {
+  using namespace @NS@;
+  constexpr int kSmemBytes = kSmemElems * (int)sizeof(float);
+  static bool configured = false;
+  if (!configured) {
+    cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+    if (e != cudaSuccess) return (int)e;
+    configured = true;
+  }
+  dim3 grid((kSq + kBM - 1) / kBM, kHq, kBatch);
+  kernel<<<grid, kNT, kSmemBytes, stream>>>(static_cast<const T *>(buffers[0]), static_cast<const T *>(buffers[1]),
+                                            static_cast<const T *>(buffers[2])@BIASLAUNCH@, static_cast<T *>(buffers[@OUTIDX@]));
+  return (int)cudaGetLastError();
+}
+)CUDA";
+
+bool isIdentifier(const std::string &s) {
+  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+  for (char c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
+  return true;
+}
+
+FlashLayout denseLayout(const FlashLayout &l, int64_t heads, int64_t seq, int64_t dim) {
+  if (l.strideB != 0 || l.strideH != 0 || l.strideS != 0) return l;
+  return FlashLayout{heads * seq * dim, seq * dim, dim};
+}
+
+}  // namespace
+
+int64_t flashSharedBytes(const FlashAttentionSpec &spec, const AttentionTile &tile) {
+  if (spec.dtype == AttnElemType::kF32) {
+    const int64_t bm = tile.warps * 4;
+    return 4 * (bm * spec.headDim + 32 * (spec.headDim + 1) + 32 * spec.headDimV);
+  }
+  const int64_t sq = roundUp(spec.headDim, 16) + 8, sv = roundUp(spec.headDimV, 16) + 8;
+  return 2 * (tile.blockM * std::max(sq, sv) + 2 * tile.blockN * sq + 2 * tile.blockN * sv);
+}
+
+absl::StatusOr<std::string> emitFlashAttention(const FlashAttentionSpec &spec, const std::string &symbol,
+                                               const FlashEmitOptions &options) {
+  if (!isIdentifier(symbol)) return absl::InvalidArgumentError(absl::StrCat("bad kernel symbol '", symbol, "'"));
+  if (spec.batch < 1 || spec.headsQ < 1 || spec.headsKv < 1 || spec.seqQ < 1 || spec.seqK < 1 ||
+      spec.headDim < 1 || spec.headDimV < 1)
+    return absl::InvalidArgumentError("attention: every extent must be >= 1");
+  if (spec.headsQ % spec.headsKv != 0)
+    return absl::InvalidArgumentError(
+        absl::StrCat("attention: query heads ", spec.headsQ, " not a multiple of kv heads ", spec.headsKv));
+  if (spec.headDim > 256 || spec.headDimV > 256)
+    return absl::UnimplementedError("attention: head dims above 256");
+  if (spec.window < 0 || (spec.window > 0 && !spec.causal))
+    return absl::InvalidArgumentError("attention: a sliding window needs the causal structure (window > 0)");
+  if (spec.batch > 65535 || spec.headsQ > 65535 || spec.seqQ > (int64_t{1} << 30) || spec.seqK > (int64_t{1} << 30))
+    return absl::UnimplementedError("attention: grid too large");
+  const bool f32 = spec.dtype == AttnElemType::kF32;
+  if (f32 && spec.allowTf32) return absl::UnimplementedError("attention: TF32 path not implemented");
+
+  const AttentionTile tile = options.override ? *options.override
+                                              : lookupAttentionTile(options.smVersion, spec.dtype,
+                                                                    std::max(spec.headDim, spec.headDimV));
+  if (!f32) {
+    if (tile.warps < 1 || tile.blockM != tile.warps * 16 || tile.blockN < 16 || tile.blockN % 16 != 0 ||
+        tile.stages != 2)
+      return absl::InvalidArgumentError(absl::StrCat("attention: bad tensor-core tile ", describeTile(tile)));
+  } else if (tile.warps < 1 || tile.warps > 32) {
+    return absl::InvalidArgumentError(absl::StrCat("attention: bad fp32 tile ", describeTile(tile)));
+  }
+  if (flashSharedBytes(spec, tile) > 227 * 1024)
+    return absl::UnimplementedError(absl::StrCat("attention: tile ", describeTile(tile), " needs ",
+                                                 flashSharedBytes(spec, tile), " bytes of shared memory"));
+
+  const FlashLayout q = denseLayout(spec.q, spec.headsQ, spec.seqQ, spec.headDim);
+  const FlashLayout k = denseLayout(spec.k, spec.headsKv, spec.seqK, spec.headDim);
+  const FlashLayout v = denseLayout(spec.v, spec.headsKv, spec.seqK, spec.headDimV);
+  const FlashLayout o = denseLayout(spec.o, spec.headsQ, spec.seqQ, spec.headDimV);
+
+  // Biases: loaders, parameters, values.
+  const int nb = static_cast<int>(spec.biases.size());
+  std::string loaders, params, args, values, kparams, launch;
+  for (int i = 0; i < nb; ++i) {
+    const FlashBias &bi = spec.biases[i];
+    const std::string bt = bi.cType.empty() ? std::string(cudaType(bi.dtype)) : bi.cType;
+    absl::StrAppend(&loaders, "__device__ __forceinline__ float loadBias", i, "(const ", bt,
+                    " *p, long long b, long long h, long long q, long long k) {\n  q = q < kSq ? q : kSq - 1;\n",
+                    "  k = k < kSk ? k : kSk - 1;\n  return toF(p[b * ", bi.strideB, "LL + h * ", bi.strideH,
+                    "LL + q * ", bi.strideQ, "LL + k * ", bi.strideK, "LL]);\n}\n");
+    absl::StrAppend(&params, ", const ", bt, " *__restrict__ biasp", i);
+    absl::StrAppend(&args, ", biasp", i);
+    absl::StrAppend(&values, "  const float bias", i, " = loadBias", i, "(biasp", i, ", b, h, q, k);\n  (void)bias",
+                    i, ";\n");
+    absl::StrAppend(&launch, ", static_cast<const ", bt, " *>(buffers[", 3 + i, "])");
+  }
+  kparams = params;
+  std::string tables;
+  for (const auto &[name, vals] : spec.tables) {
+    if (!isIdentifier(name)) return absl::InvalidArgumentError(absl::StrCat("attention: bad table name '", name, "'"));
+    std::vector<std::string> lits;
+    for (float x : vals) lits.push_back(floatLit(x));
+    if (lits.empty()) lits.push_back("0.0f");
+    absl::StrAppend(&tables, "__constant__ float tab_", name, "[", lits.size(), "] = {", absl::StrJoin(lits, ", "),
+                    "};\n");
+  }
+
+  const bool raw = spec.scoreMod.empty() && spec.scale > 0 && !f32;
+  const double log2e = 1.4426950408889634;
+  const std::string ns = absl::StrCat("fa_", symbol);
+  std::vector<std::pair<std::string, std::string>> subs = {
+      {"@NS@", ns},
+      {"@SYM@", symbol},
+      {"@T@", cudaType(spec.dtype)},
+      {"@SQ@", absl::StrCat(spec.seqQ)},
+      {"@SK@", absl::StrCat(spec.seqK)},
+      {"@HQ@", absl::StrCat(spec.headsQ)},
+      {"@GROUP@", absl::StrCat(spec.headsQ / spec.headsKv)},
+      {"@BATCH@", absl::StrCat(spec.batch)},
+      {"@D@", absl::StrCat(spec.headDim)},
+      {"@DV@", absl::StrCat(spec.headDimV)},
+      {"@QB@", absl::StrCat(q.strideB, "LL")}, {"@QH@", absl::StrCat(q.strideH, "LL")},
+      {"@QS@", absl::StrCat(q.strideS, "LL")}, {"@KB@", absl::StrCat(k.strideB, "LL")},
+      {"@KH@", absl::StrCat(k.strideH, "LL")}, {"@KS@", absl::StrCat(k.strideS, "LL")},
+      {"@VB@", absl::StrCat(v.strideB, "LL")}, {"@VH@", absl::StrCat(v.strideH, "LL")},
+      {"@VS@", absl::StrCat(v.strideS, "LL")}, {"@OB@", absl::StrCat(o.strideB, "LL")},
+      {"@OH@", absl::StrCat(o.strideH, "LL")}, {"@OS@", absl::StrCat(o.strideS, "LL")},
+      {"@SCALE@", floatLit(spec.scale)},
+      {"@RAW@", raw ? "true" : "false"},
+      {"@FACTOR@", floatLit(raw ? spec.scale * log2e : 1.0)},
+      {"@CAUSAL@", spec.causal ? "true" : "false"},
+      {"@OFF@", absl::StrCat(spec.causalOffset, "LL")},
+      {"@WINDOW@", absl::StrCat(spec.window, "LL")},
+      {"@HASMASK@", spec.maskExpr.empty() ? "false" : "true"},
+      {"@EMPTYROW@", spec.fullyMaskedNaN ? "NAN" : "0.0f"},
+      {"@TABLES@", tables},
+      {"@BIASLOADERS@", loaders},
+      {"@BIASPARAMS@", params},
+      {"@BIASKPARAMS@", kparams},
+      {"@BIASARGS@", args},
+      {"@BIASVALUES@", values},
+      {"@BIASLAUNCH@", launch},
+      {"@OUTIDX@", absl::StrCat(3 + nb)},
+      {"@MOD@", spec.scoreMod.empty() ? "s" : spec.scoreMod},
+      {"@MASK@", spec.maskExpr.empty() ? "true" : spec.maskExpr},
+      {"@BM@", absl::StrCat(tile.blockM)},
+      {"@BN@", absl::StrCat(tile.blockN)},
+      {"@NW@", absl::StrCat(tile.warps)},
+      {"@MINB@", absl::StrCat(std::max(1, tile.minBlocksPerSm))},
+      {"@DP@", absl::StrCat(roundUp(spec.headDim, 16))},
+      {"@DVP@", absl::StrCat(roundUp(spec.headDimV, 16))},
+      {"@QREG@", tile.qInRegisters ? "true" : "false"},
+  };
+  const auto mult8 = [](int64_t x) { return x % 8 == 0; };
+  const bool vec = mult8(spec.headDim) && mult8(spec.headDimV) && mult8(q.strideB) && mult8(q.strideH) &&
+                   mult8(q.strideS) && mult8(k.strideB) && mult8(k.strideH) && mult8(k.strideS) &&
+                   mult8(v.strideB) && mult8(v.strideH) && mult8(v.strideS) && mult8(o.strideB) &&
+                   mult8(o.strideH) && mult8(o.strideS);
+  subs.push_back({"@VEC@", vec ? "true" : "false"});
+
+  // Expressions are substituted last so that their text is never rescanned.
+  std::string text = absl::StrCat(
+      "// fusec tiled attention (FlashAttention-2 structure): B=", spec.batch, " Hq=", spec.headsQ,
+      " Hkv=", spec.headsKv, " Sq=", spec.seqQ, " Sk=", spec.seqK, " D=", spec.headDim, " Dv=", spec.headDimV,
+      f32 ? " fp32 exact SIMT" : " tensor cores (mma.sync m16n8k16)", ", tile ", describeTile(tile), "\n",
+      options.includePrelude ? kPrelude : "", kHelpers, kCommon, f32 ? kSimtKernel : kTensorKernel);
+  std::vector<std::pair<std::string, std::string>> first, last;
+  for (auto &s : subs) (s.first == "@MOD@" || s.first == "@MASK@" ? last : first).push_back(s);
+  text = absl::StrReplaceAll(text, first);
+  text = absl::StrReplaceAll(text, last);
+  return text;
+}
+
+}  // namespace fusec::codegen::attention

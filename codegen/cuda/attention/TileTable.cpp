@@ -1,0 +1,54 @@
+//===- TileTable.cpp - Per-arch tile sizes for generated attention -===//
+//
+// Rows are (minimum SM version, dtype class, largest head dim, tile). The
+// first row whose SM version is <= the target's and whose head-dim limit
+// covers the request wins.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/cuda/attention/TileTable.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace fusec::codegen::attention {
+namespace {
+
+struct Row {
+  int minSm;
+  bool f32;  // exact fp32 SIMT path (blockM = query rows per CTA)
+  int64_t maxHeadDim;
+  AttentionTile tile;
+};
+
+// Half precision (bf16/fp16) rows: 16 query rows per warp on mma.sync.
+// fp32 rows: SIMT kernel, 4 query rows per warp, blockN fixed to 32.
+constexpr Row kRows[] = {
+    // sm_90 (H200-tuned).
+    {90, false, 64, {128, 64, 8, 2, true, 2}},
+    {90, false, 128, {128, 64, 8, 2, true, 1}},
+    {90, false, 256, {64, 32, 4, 2, false, 1}},
+    {90, true, 256, {16, 32, 4, 1, false, 1}},
+    // sm_80 defaults.
+    {0, false, 64, {128, 64, 8, 2, true, 2}},
+    {0, false, 128, {128, 64, 8, 2, true, 1}},
+    {0, false, 256, {64, 32, 4, 2, false, 1}},
+    {0, true, 256, {16, 32, 4, 1, false, 1}},
+};
+
+}  // namespace
+
+AttentionTile lookupAttentionTile(int smVersion, AttnElemType dtype, int64_t headDim) {
+  const bool f32 = dtype == AttnElemType::kF32;
+  for (const Row &r : kRows) {
+    if (r.minSm <= smVersion && r.f32 == f32 && headDim <= r.maxHeadDim) return r.tile;
+  }
+  // Larger head dims than any row: the smallest tiles.
+  if (f32) return AttentionTile{16, 32, 4, 1, false, 1};
+  return AttentionTile{64, 32, 4, 2, false, 1};
+}
+
+std::string describeTile(const AttentionTile &t) {
+  return absl::StrCat(t.blockM, "x", t.blockN, "x", t.warps, "w s", t.stages,
+                      t.qInRegisters ? " qreg" : " qsmem", " mb", t.minBlocksPerSm);
+}
+
+}  // namespace fusec::codegen::attention

@@ -1,0 +1,40 @@
+//===- TileTable.h - Per-arch tile sizes for generated attention -*- C++ -*-===//
+//
+// Tile shapes for the tiled online-softmax attention kernels emitted by
+// FlashAttentionEmitter.h, per (SM version, element type, head dimension).
+// The numbers for sm_90 were chosen by measurement on an H200 (see
+// bench/attention/); other architectures fall back to the sm_80 rows.
+//
+//===----------------------------------------------------------------------===//
+#ifndef FUSEC_CODEGEN_CUDA_ATTENTION_TILETABLE_H
+#define FUSEC_CODEGEN_CUDA_ATTENTION_TILETABLE_H
+
+#include <cstdint>
+#include <string>
+
+namespace fusec::codegen::attention {
+
+/// Element type of Q, K, V and O.
+enum class AttnElemType { kBF16, kF16, kF32 };
+
+/// Tile configuration of one attention kernel.
+struct AttentionTile {
+  int blockM = 128;          ///< query rows per CTA (16 per warp on the tensor-core path)
+  int blockN = 64;           ///< keys per K/V tile (multiple of 16)
+  int warps = 8;             ///< warps per CTA
+  int stages = 2;            ///< K/V shared-memory stages (2 = cp.async double buffering)
+  bool qInRegisters = true;  ///< keep the Q fragments in registers for the whole key loop
+  int minBlocksPerSm = 1;    ///< __launch_bounds__ minimum CTAs per SM (register cap)
+};
+
+/// Returns the tile configuration for \p smVersion (e.g. 90 for sm_90),
+/// element type \p dtype and head dimension \p headDim (the larger of the QK
+/// and V head dims). Always returns a usable configuration.
+AttentionTile lookupAttentionTile(int smVersion, AttnElemType dtype, int64_t headDim);
+
+/// "BMxBNxWw Ss q{reg|smem} mbN", for logs and kernel comments.
+std::string describeTile(const AttentionTile &t);
+
+}  // namespace fusec::codegen::attention
+
+#endif  // FUSEC_CODEGEN_CUDA_ATTENTION_TILETABLE_H

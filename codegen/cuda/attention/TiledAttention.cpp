@@ -1,0 +1,212 @@
+//===- TiledAttention.cpp - AttentionSpec -> tiled tensor-core kernel -===//
+#include "codegen/cuda/attention/TiledAttention.h"
+
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace fusec::codegen::attention {
+namespace {
+
+using ir::ScoreExpr;
+using ir::ScoreNode;
+using ir::ScoreOp;
+using ir::ScoreType;
+
+/// cq*q + ck*k + c0.
+struct Linear {
+  int64_t cq = 0, ck = 0, c0 = 0;
+};
+
+std::optional<Linear> linear(const ScoreExpr &e, int id, int depth = 0) {
+  if (id < 0 || id >= static_cast<int>(e.nodes.size()) || depth > 64) return std::nullopt;
+  const ScoreNode &n = e.node(id);
+  if (n.type != ScoreType::kInt) return std::nullopt;
+  auto sub = [&](int x) { return linear(e, x, depth + 1); };
+  switch (n.op) {
+    case ScoreOp::kConst: return Linear{0, 0, static_cast<int64_t>(n.value)};
+    case ScoreOp::kQ: return Linear{1, 0, 0};
+    case ScoreOp::kK: return Linear{0, 1, 0};
+    case ScoreOp::kNeg: {
+      auto a = sub(n.a);
+      if (!a) return std::nullopt;
+      return Linear{-a->cq, -a->ck, -a->c0};
+    }
+    case ScoreOp::kAdd:
+    case ScoreOp::kSub: {
+      auto a = sub(n.a), b = sub(n.b);
+      if (!a || !b) return std::nullopt;
+      const int64_t s = n.op == ScoreOp::kAdd ? 1 : -1;
+      return Linear{a->cq + s * b->cq, a->ck + s * b->ck, a->c0 + s * b->c0};
+    }
+    case ScoreOp::kMul: {
+      auto a = sub(n.a), b = sub(n.b);
+      if (!a || !b) return std::nullopt;
+      if (a->cq == 0 && a->ck == 0) return Linear{a->c0 * b->cq, a->c0 * b->ck, a->c0 * b->c0};
+      if (b->cq == 0 && b->ck == 0) return Linear{b->c0 * a->cq, b->c0 * a->ck, b->c0 * a->c0};
+      return std::nullopt;
+    }
+    default: return std::nullopt;
+  }
+}
+
+void conjuncts(const ScoreExpr &e, int id, std::vector<int> &out) {
+  const ScoreNode &n = e.node(id);
+  if (n.op == ScoreOp::kAnd) {
+    conjuncts(e, n.a, out);
+    conjuncts(e, n.b, out);
+  } else {
+    out.push_back(id);
+  }
+}
+
+/// A conjunct as "d CMP 0" with d = q - k + c; returns false if not of that form.
+/// On success: upper = true and bound u for k <= q + u, or upper = false and
+/// window-style bound w for q - k < w.
+bool classify(const ScoreExpr &e, int id, bool &upper, int64_t &bound) {
+  const ScoreNode &n = e.node(id);
+  if (n.op != ScoreOp::kLt && n.op != ScoreOp::kLe && n.op != ScoreOp::kGt && n.op != ScoreOp::kGe) return false;
+  auto a = linear(e, n.a), b = linear(e, n.b);
+  if (!a || !b) return false;
+  Linear d{a->cq - b->cq, a->ck - b->ck, a->c0 - b->c0};  // d CMP 0
+  ScoreOp op = n.op;
+  if (d.cq == -1 && d.ck == 1) {  // negate: flip the comparison
+    d = Linear{1, -1, -d.c0};
+    op = op == ScoreOp::kLt ? ScoreOp::kGt : op == ScoreOp::kLe ? ScoreOp::kGe : op == ScoreOp::kGt ? ScoreOp::kLt : ScoreOp::kLe;
+  }
+  if (d.cq != 1 || d.ck != -1) return false;
+  // q - k + c OP 0.
+  switch (op) {
+    case ScoreOp::kGe: upper = true; bound = d.c0; return true;       // k <= q + c
+    case ScoreOp::kGt: upper = true; bound = d.c0 - 1; return true;   // k <= q + c - 1
+    case ScoreOp::kLt: upper = false; bound = -d.c0; return true;     // q - k < -c
+    case ScoreOp::kLe: upper = false; bound = -d.c0 + 1; return true; // q - k < -c + 1
+    default: return false;
+  }
+}
+
+std::optional<std::string> cTypeOf(ir::DType t) {
+  switch (t) {
+    case ir::DType::kF32: return "float";
+    case ir::DType::kF64: return "double";
+    case ir::DType::kF16: return "__half";
+    case ir::DType::kBF16: return "__nv_bfloat16";
+    case ir::DType::kBool: return "bool";
+    case ir::DType::kI8: return "signed char";
+    case ir::DType::kU8: return "unsigned char";
+    case ir::DType::kI16: return "short";
+    case ir::DType::kU16: return "unsigned short";
+    case ir::DType::kI32: return "int";
+    case ir::DType::kU32: return "unsigned int";
+    case ir::DType::kI64: return "long long";
+    case ir::DType::kU64: return "unsigned long long";
+    default: return std::nullopt;
+  }
+}
+
+}  // namespace
+
+MaskStructure analyzeMask(const ScoreExpr &mask) {
+  MaskStructure m;
+  if (mask.empty()) return m;
+  std::vector<int> parts;
+  conjuncts(mask, mask.root, parts);
+  std::vector<int> windows;
+  std::vector<int64_t> windowBounds;
+  for (int id : parts) {
+    bool upper = false;
+    int64_t bound = 0;
+    if (!classify(mask, id, upper, bound)) {
+      m.residual.push_back(id);
+    } else if (upper) {
+      m.offset = m.causal ? std::min(m.offset, bound) : bound;
+      m.causal = true;
+    } else {
+      windows.push_back(id);
+      windowBounds.push_back(bound);
+    }
+  }
+  // Windows are q - k < w; in the generator's terms q + offset - k < w + offset.
+  for (size_t i = 0; i < windows.size(); ++i) {
+    const int64_t w = windowBounds[i] + m.offset;
+    if (!m.causal || w <= 0) {
+      m.residual.push_back(windows[i]);
+      continue;
+    }
+    if (m.window == 0 || w < m.window) {
+      if (m.window != 0) {
+        // The looser window stays exact by keeping it element-wise (harmless).
+      }
+      m.window = w;
+    }
+  }
+  return m;
+}
+
+absl::StatusOr<FlashAttentionSpec> toFlashSpec(const AttentionSpec &spec, const ScorePrinter &print) {
+  FlashAttentionSpec f;
+  if (spec.qType != spec.kType || spec.qType != spec.vType || spec.qType != spec.oType)
+    return absl::UnimplementedError("tiled attention: Q, K, V and O must share one dtype");
+  switch (spec.qType) {
+    case ir::DType::kBF16: f.dtype = AttnElemType::kBF16; break;
+    case ir::DType::kF16: f.dtype = AttnElemType::kF16; break;
+    case ir::DType::kF32: f.dtype = AttnElemType::kF32; break;
+    default: return absl::UnimplementedError("tiled attention: dtype not bf16/f16/f32");
+  }
+  for (const auto *st : {&spec.qStrides, &spec.kStrides, &spec.vStrides, &spec.oStrides})
+    if ((*st)[3] != 1) return absl::UnimplementedError("tiled attention: innermost stride must be 1");
+  if (spec.headDim > 256 || spec.headDimV > 256) return absl::UnimplementedError("tiled attention: head dim > 256");
+  f.batch = spec.batch;
+  f.headsQ = spec.numHeads;
+  f.headsKv = spec.kvHeads;
+  f.seqQ = spec.seqQ;
+  f.seqK = spec.seqK;
+  f.headDim = spec.headDim;
+  f.headDimV = spec.headDimV;
+  f.scale = spec.scale;
+  f.q = FlashLayout{spec.qStrides[0], spec.qStrides[1], spec.qStrides[2]};
+  f.k = FlashLayout{spec.kStrides[0], spec.kStrides[1], spec.kStrides[2]};
+  f.v = FlashLayout{spec.vStrides[0], spec.vStrides[1], spec.vStrides[2]};
+  f.o = FlashLayout{spec.oStrides[0], spec.oStrides[1], spec.oStrides[2]};
+  f.fullyMaskedNaN = true;
+  f.tables = spec.tables;
+  for (const AttentionBias &b : spec.biases) {
+    auto ct = cTypeOf(b.dtype);
+    if (!ct) return absl::UnimplementedError("tiled attention: bias dtype without a C type");
+    FlashBias fb;
+    fb.cType = *ct;
+    fb.strideB = b.strides[0];
+    fb.strideH = b.strides[1];
+    fb.strideQ = b.strides[2];
+    fb.strideK = b.strides[3];
+    f.biases.push_back(fb);
+  }
+  if (!spec.scoreMod.empty()) f.scoreMod = print(spec.scoreMod, false);
+  const MaskStructure ms = analyzeMask(spec.mask);
+  f.causal = ms.causal;
+  f.causalOffset = ms.offset;
+  f.window = ms.window;
+  std::vector<std::string> rest;
+  for (int id : ms.residual) {
+    ScoreExpr sub = spec.mask;
+    sub.root = id;
+    rest.push_back(absl::StrCat("(", print(sub, true), ")"));
+  }
+  f.maskExpr = absl::StrJoin(rest, " && ");
+  return f;
+}
+
+absl::StatusOr<std::string> emitTiledAttention(const AttentionSpec &spec, const std::string &symbol,
+                                               const ScorePrinter &print, const TiledAttentionOptions &options) {
+  auto f = toFlashSpec(spec, print);
+  if (!f.ok()) return f.status();
+  FlashEmitOptions opt;
+  opt.smVersion = options.smVersion;
+  opt.includePrelude = options.prelude.empty();
+  auto text = emitFlashAttention(*f, symbol, opt);
+  if (!text.ok()) return text.status();
+  return absl::StrCat(options.prelude, *text);
+}
+
+}  // namespace fusec::codegen::attention
