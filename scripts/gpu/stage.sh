@@ -1,22 +1,71 @@
 #!/usr/bin/env bash
 # Developer tool: prepares what a GPU session on the device machine needs
 # (that machine has CUDA, nvcc and PyTorch but none of our Debian -dev
-# packages). Builds a stripped Release tree in build-gpu/ and copies into
-# .gpu/ (ignored): the shared libraries the tools link that the device lacks,
-# and the shared models. Then carry [build-gpu/bin, build-gpu/lib, .gpu] and
-# run scripts/gpu/run.sh there.
+# packages). Builds a stripped Release tree in build-gpu/ and stages into
+# .gpu/ (ignored):
+#   .gpu/bin     the device's binaries: fusec, fusec-run, the GPU test binaries
+#                (RuntimeTest, CodegenGpuTest, ArtifactGpuTest, and
+#                AttentionKernelTest + fusec-emit-attention when they exist)
+#   .gpu/lib     libfusert, the runtime tests' kernel library, and the
+#                non-system shared libraries the binaries link (Abseil,
+#                protobuf, ONNX, GoogleTest; not CUDA: the device has it)
+#   .gpu/shared  ../shared/models and ../shared/bench
+# Then, on the device tool: carry [".gpu"] and run `bash scripts/gpu/run.sh`
+# (carrying build-gpu/bin and build-gpu/lib too also works, at a larger
+# size). The script checks that the tree that travels (tracked and
+# untracked-not-ignored files + .gpu) fits the device tool's 64 MiB.
+# Usage: scripts/gpu/stage.sh [--all]   (--all: build every target, not just
+# the device's)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+all=0
+[ "${1:-}" = --all ] && all=1
+
+TARGETS=(fusec fusec-run fusec_runtime RuntimeTest CodegenGpuTest ArtifactGpuTest)
+OPTIONAL=(AttentionKernelTest fusec-emit-attention)
+BINS=(fusec fusec-run RuntimeTest CodegenGpuTest ArtifactGpuTest AttentionKernelTest
+      fusec-emit-attention)
+
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DFUSEC_WERROR=ON >/dev/null
-cmake --build build-gpu
-rm -rf .gpu && mkdir -p .gpu/lib .gpu/shared
-strip --strip-unneeded build-gpu/bin/* build-gpu/lib/*.so* 2>/dev/null || true
+if [ $all = 1 ]; then
+  cmake --build build-gpu
+else
+  known=$(ninja -C build-gpu -t targets all 2>/dev/null | cut -d: -f1)
+  for t in "${OPTIONAL[@]}"; do
+    grep -qx "$t" <<<"$known" && TARGETS+=("$t")
+  done
+  cmake --build build-gpu --target "${TARGETS[@]}"
+fi
+
+rm -rf .gpu && mkdir -p .gpu/bin .gpu/lib .gpu/shared
+for b in "${BINS[@]}"; do
+  [ -x "build-gpu/bin/$b" ] || continue
+  strip --strip-unneeded -o ".gpu/bin/$b" "build-gpu/bin/$b"
+done
+for l in build-gpu/lib/libfusert.so.0 build-gpu/lib/libfusert.so; do
+  [ -e "$l" ] && strip --strip-unneeded -o ".gpu/lib/$(basename "$l")" "$(readlink -f "$l")"
+done
+kernels=build-gpu/test/unit/runtime/libfusert_test_kernels.so
+[ -f "$kernels" ] && cp "$kernels" .gpu/lib/
 # Non-system libraries: Abseil, protobuf, ONNX, GoogleTest (not CUDA: the device has it).
-for f in build-gpu/bin/* build-gpu/lib/*.so*; do
+for f in .gpu/bin/* .gpu/lib/libfusert.so.0; do
   ldd "$f" 2>/dev/null | awk '/=> \//{print $3}'
 done | sort -u | grep -E "absl|protobuf|onnx|gtest|gmock" | while read -r lib; do
-  cp -L "$lib" .gpu/lib/
+  strip --strip-unneeded -o ".gpu/lib/$(basename "$lib")" "$(readlink -f "$lib")"
 done
 cp -r ../shared/models .gpu/shared/models
 cp -r ../shared/bench .gpu/shared/bench
-du -sh build-gpu/bin build-gpu/lib .gpu
+
+# Size of what travels: the working tree (tracked + untracked-not-ignored)
+# plus .gpu; the device tool refuses more than 64 MiB.
+tree_kib=$(git ls-files -z -co --exclude-standard | du -c -k --files0-from=- 2>/dev/null |
+           tail -1 | cut -f1)
+gpu_kib=$(du -s -k .gpu | cut -f1)
+total=$((tree_kib + gpu_kib))
+du -sh .gpu/bin .gpu/lib .gpu/shared
+echo "travels: working tree ${tree_kib} KiB + .gpu ${gpu_kib} KiB = $((total / 1024)) MiB (limit 64 MiB)"
+if [ $total -gt $((64 * 1024)) ]; then
+  echo "stage.sh: error: over the device tool's 64 MiB limit" >&2
+  exit 1
+fi
+echo "device: carry [\".gpu\"]; command: bash scripts/gpu/run.sh"

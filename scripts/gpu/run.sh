@@ -1,0 +1,272 @@
+#!/usr/bin/env bash
+# scripts/gpu/run.sh - the one script to run per session on the GPU machine.
+#
+# On the build machine first: scripts/gpu/stage.sh (builds build-gpu/, stages
+# binaries, libraries and shared models into .gpu/). Then, with the device
+# tool, from the repo root there:  carry [".gpu"], command
+#   bash scripts/gpu/run.sh
+# (carrying build-gpu/bin and build-gpu/lib as well also works).
+#
+# Steps, each under a time cap so the whole stays within ~9 minutes
+# (FUSEC_GPU_BUDGET_S, default 540):
+#   1. nvidia-smi;
+#   2. GPU test binaries (RuntimeTest, CodegenGpuTest, ArtifactGpuTest,
+#      AttentionKernelTest when staged);
+#   3. the same under compute-sanitizer memcheck (the first few cases each);
+#   4. all shared models compiled in fp32 and bf16 (fusec -o, in parallel),
+#      run and checked (fusec-run OUT --data DIR --bench N), then a few under
+#      memcheck;
+#   5. bench/e2e/run_e2e.sh (GPT-2 small, BERT-base vs PyTorch);
+#   6. bench/attention's benchmark, when present;
+#   7. $OUT/summary.txt (also printed last).
+# Output: $OUT/run.log (everything), $OUT/summary.txt, $OUT/e2e.json; OUT
+# defaults to ./gpu-out. Options: --skip STEP[,STEP] with STEP in tests,
+# sanitizer, models, e2e, attention; FUSEC_E2E_ARGS passes options to e2e.py.
+set -uo pipefail
+source "$(dirname "$0")/env.sh"
+cd "$FUSEC_ROOT" || exit 1
+
+OUT=${OUT:-$FUSEC_ROOT/gpu-out}
+mkdir -p "$OUT"
+WORK=${FUSEC_GPU_WORK:-/tmp/fusec-gpu}
+mkdir -p "$WORK"
+BUDGET=${FUSEC_GPU_BUDGET_S:-540}
+T0=$(date +%s)
+SKIP=","
+while [ $# -gt 0 ]; do
+  case $1 in
+    --skip) SKIP=",$2,"; shift 2 ;;
+    --skip=*) SKIP=",${1#--skip=},"; shift ;;
+    *) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+skipped() { case $SKIP in *",$1,"*) return 0 ;; esac; return 1; }
+
+exec > >(tee "$OUT/run.log") 2>&1
+TEE_PID=$!
+SUMMARY=$WORK/summary.txt
+: > "$SUMMARY"
+sum() { printf '%s\n' "$*" >> "$SUMMARY"; }
+elapsed() { echo $(( $(date +%s) - T0 )); }
+# cap SECONDS: the smaller of SECONDS and what is left of the budget (>= 10).
+cap() {
+  local left=$(( BUDGET - $(elapsed) ))
+  local c=$1
+  [ "$left" -lt "$c" ] && c=$left
+  [ "$c" -lt 10 ] && c=10
+  echo "$c"
+}
+section() { echo; echo "=== [$(elapsed) s] $*"; }
+
+section "device"
+nvidia-smi || echo "nvidia-smi failed"
+echo "root $FUSEC_ROOT, binaries $FUSEC_BIN"
+echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+echo "nvcc: $(command -v nvcc || echo none); compute-sanitizer: $(command -v compute-sanitizer || echo none)"
+sum "fusec GPU session $(date -u +%Y-%m-%dT%H:%MZ) on $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)"
+sum "commit $(git -C "$FUSEC_ROOT" log -1 --format=%h 2>/dev/null || echo unknown)"
+sum ""
+
+TESTS=()
+for t in RuntimeTest CodegenGpuTest ArtifactGpuTest AttentionKernelTest; do
+  [ -x "$FUSEC_BIN/$t" ] && TESTS+=("$t")
+done
+
+# gtest_result LOG: "N passed, M failed, K skipped" from a gtest log.
+gtest_result() {
+  local p f s
+  p=$(grep -Eo '^\[  PASSED  \] [0-9]+' "$1" | grep -Eo '[0-9]+$' | tail -1)
+  f=$(grep -Eo '^\[  FAILED  \] [0-9]+ test' "$1" | grep -Eo '[0-9]+' | tail -1)
+  s=$(grep -Eo '^\[  SKIPPED \] [0-9]+ test' "$1" | grep -Eo '[0-9]+' | tail -1)
+  echo "${p:-0} passed, ${f:-0} failed, ${s:-0} skipped"
+}
+
+# --- 2. GPU tests -----------------------------------------------------------
+if ! skipped tests; then
+  section "GPU tests"
+  sum "tests:"
+  for t in "${TESTS[@]}"; do
+    log=$WORK/$t.log
+    timeout "$(cap 150)" "$FUSEC_BIN/$t" > "$log" 2>&1
+    rc=$?
+    grep -E '^\[  (FAILED|SKIPPED) |^\[==========\]|^\[  PASSED' "$log" | sed "s/^/  $t: /"
+    [ $rc -ne 0 ] && tail -40 "$log" | sed "s/^/  $t| /"
+    verdict=PASS
+    [ $rc -ne 0 ] && verdict="FAIL (rc $rc$([ $rc -eq 124 ] && echo ', timed out'))"
+    echo "$t: $verdict"
+    sum "  $(printf '%-22s %-24s %s' "$t" "$verdict" "$(gtest_result "$log")")"
+  done
+fi
+
+# --- 3. compute-sanitizer ---------------------------------------------------
+if ! skipped sanitizer && command -v compute-sanitizer > /dev/null; then
+  section "compute-sanitizer memcheck (first cases of each test binary)"
+  sum "memcheck:"
+  for t in "${TESTS[@]}"; do
+    case $t in
+      RuntimeTest) filter='*' ;;  # small: all of it
+      ArtifactGpuTest) filter='*mlp_ln_gelu*:*gpt2_tiny*' ;;
+      *) filter=$("$FUSEC_BIN/$t" --gtest_list_tests 2>/dev/null | awk '
+           /^[^ ]/ {suite=$1; next}
+           /^  / && n < 4 {printf "%s%s%s", (n ? ":" : ""), suite, $1; n++}') ;;
+    esac
+    log=$WORK/$t.memcheck.log
+    timeout "$(cap 100)" compute-sanitizer --tool memcheck --error-exitcode 99 \
+      --print-limit 20 "$FUSEC_BIN/$t" --gtest_filter="$filter" > "$log" 2>&1
+    rc=$?
+    errs=$(grep -Eo 'ERROR SUMMARY: [0-9]+ error' "$log" | grep -Eo '[0-9]+' | tail -1)
+    verdict=clean
+    [ $rc -eq 99 ] && verdict="ERRORS ($errs)"
+    [ $rc -eq 124 ] && verdict="timed out"
+    [ $rc -ne 0 ] && [ $rc -ne 99 ] && [ $rc -ne 124 ] && verdict="test failed (rc $rc)"
+    echo "$t [$filter]: $verdict"
+    [ $rc -ne 0 ] && grep -E '=========|FAILED' "$log" | head -30 | sed "s/^/  $t| /"
+    sum "  $(printf '%-22s %-24s %s' "$t" "$verdict" "filter $filter")"
+  done
+fi
+
+# --- 4. shared models, fp32 and bf16 ---------------------------------------
+MODELS_DIR=$FUSEC_SHARED_MODELS
+if ! skipped models && [ -d "$MODELS_DIR" ]; then
+  section "shared models: compile (parallel), run, check"
+  BF16_TOL=${FUSEC_BF16_TOL:---atol 0.05 --rtol 0.05}
+  python3 - "$MODELS_DIR" > "$WORK/model-shapes.txt" <<'PY'
+import json, os, sys
+d = sys.argv[1]
+man = json.load(open(os.path.join(d, "manifest.json")))
+for name in sorted(os.listdir(d)):
+    if not os.path.exists(os.path.join(d, name, "model.onnx")):
+        continue
+    ins = man.get(name, {}).get("inputs", {})
+    flags = " ".join("--shape %s=%s" % (k, "x".join(str(x) for x in v)) for k, v in ins.items())
+    print(name, flags)
+PY
+  mkdir -p "$WORK/models"
+  # One compile job per line: name precision flags...
+  while read -r name flags; do
+    for p in fp32 bf16; do echo "$name $p $flags"; done
+  done < "$WORK/model-shapes.txt" > "$WORK/compile-jobs.txt"
+  compile_one() {
+    local name=$1 p=$2; shift 2
+    local out=$WORK/models/$name.$p t0 t1 rc
+    t0=$(date +%s%N)
+    "$FUSEC_BIN/fusec" "$FUSEC_SHARED_MODELS/$name/model.onnx" "$@" --precision "$p" \
+      -o "$out" > "$out.compile.log" 2>&1
+    rc=$?
+    t1=$(date +%s%N)
+    echo "$rc $(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.1f", (b - a) / 1e9}')" \
+      > "$out.compile.rc"
+  }
+  export -f compile_one
+  export WORK FUSEC_BIN FUSEC_SHARED_MODELS
+  timeout "$(cap 150)" xargs -P 8 -L 1 bash -c 'compile_one "$@"' _ < "$WORK/compile-jobs.txt"
+  sum "shared models (fusec-run OUT --data DIR --bench 50; bf16 with $BF16_TOL):"
+  sum "  $(printf '%-20s %-5s %-28s %8s %10s' model prec result compile_s p50_ms)"
+  while read -r name p flags; do
+    out=$WORK/models/$name.$p
+    read -r crc csec < "$out.compile.rc" 2>/dev/null || { crc=timeout; csec='?'; }
+    if [ "$crc" != 0 ]; then
+      msg=$(grep -v '^$' "$out.compile.log" 2>/dev/null | tail -1 | cut -c1-160)
+      if echo "$msg" | grep -qi 'not implemented'; then
+        result="SKIP (not implemented)"
+      else
+        result="FAIL (compile)"
+      fi
+      echo "$result $name $p: $msg"
+      sum "  $(printf '%-20s %-5s %-28s %8s %10s' "$name" "$p" "$result" "$csec" -)"
+      continue
+    fi
+    tol=""
+    [ "$p" = bf16 ] && tol=$BF16_TOL
+    # shellcheck disable=SC2086
+    timeout "$(cap 60)" "$FUSEC_BIN/fusec-run" "$out" --data "$MODELS_DIR/$name/test_data_set_0" \
+      --bench 50 $tol > "$out.run.log" 2>&1
+    rc=$?
+    sed "s/^/  $name.$p| /" "$out.run.log" | grep -Ev '^\s*$' | tail -8
+    p50=$(grep -Eo 'p50 [0-9.]+' "$out.run.log" | grep -Eo '[0-9.]+' | head -1)
+    if [ $rc -eq 0 ] && grep -q '^PASS' "$out.run.log"; then result=PASS; else result="FAIL (rc $rc)"; fi
+    echo "$result $name $p (compile ${csec}s, p50 ${p50:-?} ms)"
+    sum "  $(printf '%-20s %-5s %-28s %8s %10s' "$name" "$p" "$result" "$csec" "${p50:--}")"
+  done < "$WORK/compile-jobs.txt"
+
+  if ! skipped sanitizer && command -v compute-sanitizer > /dev/null; then
+    section "memcheck of generated kernels (fusec-run, no bench)"
+    sum "memcheck of generated artifacts:"
+    for a in gpt2_tiny.fp32 bert_tiny.fp32 vit_tiny_dynamo.fp32 gpt2_tiny.bf16 llama_tiny_dynamo.bf16; do
+      [ -f "$WORK/models/$a/manifest.json" ] || continue
+      name=${a%.*}
+      log=$WORK/models/$a.memcheck.log
+      tol=""
+      [ "${a##*.}" = bf16 ] && tol=$BF16_TOL
+      # shellcheck disable=SC2086
+      timeout "$(cap 60)" compute-sanitizer --tool memcheck --error-exitcode 99 --print-limit 10 \
+        "$FUSEC_BIN/fusec-run" "$WORK/models/$a" --data "$MODELS_DIR/$name/test_data_set_0" \
+        $tol > "$log" 2>&1
+      rc=$?
+      verdict=clean
+      [ $rc -eq 99 ] && verdict="ERRORS"
+      [ $rc -eq 124 ] && verdict="timed out"
+      [ $rc -ne 0 ] && [ $rc -ne 99 ] && [ $rc -ne 124 ] && verdict="run failed (rc $rc)"
+      echo "$a: $verdict"
+      [ $rc -ne 0 ] && grep -E '=========' "$log" | head -20 | sed "s/^/  $a| /"
+      sum "  $(printf '%-28s %s' "$a" "$verdict")"
+    done
+  fi
+fi
+
+# --- 5. end to end ----------------------------------------------------------
+if ! skipped e2e && [ -f bench/e2e/run_e2e.sh ]; then
+  section "bench/e2e"
+  # shellcheck disable=SC2086
+  OUT=$OUT timeout "$(cap 330)" bash bench/e2e/run_e2e.sh --work "$WORK/e2e" ${FUSEC_E2E_ARGS:-}
+  rc=$?
+  sum "e2e (bench/e2e, rc $rc$([ $rc -eq 124 ] && echo ', timed out')):"
+  if [ -f "$OUT/e2e.json" ]; then
+    python3 - "$OUT/e2e.json" >> "$SUMMARY" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+c = d["ceilings"]
+print("  ceilings: copy %.0f GB/s, cuBLAS bf16 %.0f TFLOP/s" % (c["copy_gbps"], c["gemm_tflops"]))
+print("  %-5s %-5s %8s %8s %8s %8s %10s %8s %9s %s" % ("model", "prec", "fusec", "eager", "sdpa",
+      "compile", "fusec/comp", "floor", "compile_s", "numerics"))
+for r in d["results"]:
+    if "error" in r:
+        print("  %-5s ERROR %s" % (r["model"], r["error"][:150]))
+        continue
+    t = r["times"]
+    comp = t.get("compile", {}).get("ms")
+    print("  %-5s %-5s %8.3f %8.3f %8.3f %8s %10s %8.3f %9.1f %s" % (
+        r["model"], r["precision"], t["fusec"]["ms"], t["eager"]["ms"], t["sdpa"]["ms"],
+        "%.3f" % comp if comp else "-", "%.2f" % (t["fusec"]["ms"] / comp) if comp else "-",
+        r["floor_ms"], r["compile_s"], "PASS" if r["numerics_ok"] else "FAIL"))
+PY
+  fi
+fi
+
+# --- 6. attention benchmark (owned by the attention engineer) ---------------
+if ! skipped attention; then
+  if [ -x bench/attention/run.sh ] || [ -f bench/attention/run.sh ]; then
+    section "bench/attention/run.sh"
+    OUT=$OUT timeout "$(cap 120)" bash bench/attention/run.sh
+    rc=$?
+    sum "attention (bench/attention/run.sh): rc $rc"
+  elif [ -f bench/attention/bench_attention.py ] && [ -x "$FUSEC_BIN/fusec-emit-attention" ]; then
+    section "bench/attention/bench_attention.py"
+    rm -rf "$WORK/attention" && mkdir -p "$WORK/attention"
+    "$FUSEC_BIN/fusec-emit-attention" "$WORK/attention" > /dev/null &&
+      timeout "$(cap 150)" python3 bench/attention/bench_attention.py "$WORK/attention" \
+        > "$WORK/attention.log" 2>&1
+    rc=$?
+    cat "$WORK/attention.log" 2>/dev/null
+    sum "attention (bench/attention/bench_attention.py): rc $rc$([ $rc -eq 124 ] && echo ', timed out')"
+    [ -f "$WORK/attention.log" ] && tail -15 "$WORK/attention.log" | sed 's/^/  /' >> "$SUMMARY"
+  fi
+fi
+
+sum ""
+sum "total $(elapsed) s (budget $BUDGET s)"
+cp "$SUMMARY" "$OUT/summary.txt"
+section "summary ($OUT/summary.txt)"
+cat "$SUMMARY"
+exec 1>&- 2>&-
+wait "$TEE_PID" 2>/dev/null || true
