@@ -29,6 +29,7 @@
 #include "absl/strings/str_cat.h"
 #include "codegen/cuda/attention/FlashAttentionEmitter.h"
 #include "codegen/cuda/attention/TileTable.h"
+#include "codegen/cuda/attention/TiledAttention.h"
 #include "gtest/gtest.h"
 
 #ifdef FUSEC_HAVE_CUDART
@@ -112,7 +113,7 @@ std::vector<Case> makeCases() {
   add("bf16_window256_d128", causal(base(bf, 1, 1, 700, 700, 128), 0, 256));
   // Bias / score mods.
   {
-    Case &c = add("bf16_bias_full", biasAdd(base(bf, 2, 2, 200, 200, 64), FlashBias{AttnElemType::kF32, 2 * 200 * 200, 200 * 200, 200, 1}));
+    Case &c = add("bf16_bias_full", biasAdd(base(bf, 2, 2, 200, 200, 64), FlashBias{AttnElemType::kF32, 2 * 200 * 200, 200 * 200, 200, 1, ""}));
     c.mod = addBias;
     c.biasInit = [](int b, int h, int q, int k) { return std::sin(0.1f * (b + 3 * h + q) + 0.07f * k); };
   }
@@ -134,7 +135,7 @@ std::vector<Case> makeCases() {
   }
   {
     // Padding: per-key -inf bias [B,1,1,Sk]; batch 2 is fully padded.
-    Case &c = add("bf16_padding_mask", biasAdd(base(bf, 3, 2, 200, 200, 64), FlashBias{AttnElemType::kF32, 200, 0, 0, 1}));
+    Case &c = add("bf16_padding_mask", biasAdd(base(bf, 3, 2, 200, 200, 64), FlashBias{AttnElemType::kF32, 200, 0, 0, 1, ""}));
     c.mod = addBias;
     c.biasInit = [](int b, int, int, int k) {
       const int len[3] = {200, 77, 0};
@@ -173,7 +174,7 @@ std::vector<Case> makeCases() {
   {
     auto s = base(f32, 2, 4, 150, 150, 32);
     s.headsKv = 1;
-    s.biases.push_back(FlashBias{AttnElemType::kF32, 0, 150 * 150, 150, 1});
+    s.biases.push_back(FlashBias{AttnElemType::kF32, 0, 150 * 150, 150, 1, ""});
     s.scoreMod = "s + bias0 - 0.5f * (float)(q - k)";
     s.causal = true;
     Case &c = add("f32_gqa_bias_alibi", s);
@@ -536,6 +537,88 @@ TEST(AttentionTileTable, Sm90Rows) {
     EXPECT_EQ(t.blockN % 16, 0) << d;
   }
   EXPECT_EQ(lookupAttentionTile(90, AttnElemType::kBF16, 256).qInRegisters, false);
+}
+
+}  // namespace
+}  // namespace fusec::codegen::attention
+
+namespace fusec::codegen::attention {
+namespace {
+
+// Builders for ScoreExpr ASTs (post-order node lists).
+struct ExprBuilder {
+  ir::ScoreExpr e;
+  int add(ir::ScoreOp op, ir::ScoreType t, int a = -1, int b = -1, double value = 0) {
+    ir::ScoreNode n;
+    n.op = op;
+    n.type = t;
+    n.a = a;
+    n.b = b;
+    n.value = value;
+    e.nodes.push_back(n);
+    e.root = static_cast<int>(e.nodes.size()) - 1;
+    return e.root;
+  }
+  int q() { return add(ir::ScoreOp::kQ, ir::ScoreType::kInt); }
+  int k() { return add(ir::ScoreOp::kK, ir::ScoreType::kInt); }
+  int c(double v) { return add(ir::ScoreOp::kConst, ir::ScoreType::kInt, -1, -1, v); }
+  int bin(ir::ScoreOp op, int a, int b) {
+    const bool cmp = op == ir::ScoreOp::kLt || op == ir::ScoreOp::kLe || op == ir::ScoreOp::kGt ||
+                     op == ir::ScoreOp::kGe || op == ir::ScoreOp::kEq || op == ir::ScoreOp::kAnd;
+    return add(op, cmp ? ir::ScoreType::kBool : ir::ScoreType::kInt, a, b);
+  }
+};
+
+TEST(AttentionMaskAnalysis, CausalAndWindow) {
+  {
+    ExprBuilder x;  // k <= q
+    int kk = x.k(), qq = x.q();
+    x.bin(ir::ScoreOp::kLe, kk, qq);
+    MaskStructure m = analyzeMask(x.e);
+    EXPECT_TRUE(m.causal);
+    EXPECT_EQ(m.offset, 0);
+    EXPECT_EQ(m.window, 0);
+    EXPECT_TRUE(m.residual.empty());
+  }
+  {
+    ExprBuilder x;  // (q >= k) && (q - k < 256)
+    int q1 = x.q(), k1 = x.k();
+    int ge = x.bin(ir::ScoreOp::kGe, q1, k1);
+    int q2 = x.q(), k2 = x.k();
+    int d = x.bin(ir::ScoreOp::kSub, q2, k2);
+    int w = x.c(256);
+    int lt = x.bin(ir::ScoreOp::kLt, d, w);
+    x.bin(ir::ScoreOp::kAnd, ge, lt);
+    MaskStructure m = analyzeMask(x.e);
+    EXPECT_TRUE(m.causal);
+    EXPECT_EQ(m.offset, 0);
+    EXPECT_EQ(m.window, 256);
+    EXPECT_TRUE(m.residual.empty());
+  }
+  {
+    ExprBuilder x;  // k < q + 5  ->  k <= q + 4; plus a residual (k == 3)
+    int kk = x.k(), qq = x.q(), five = x.c(5);
+    int sum = x.bin(ir::ScoreOp::kAdd, qq, five);
+    int lt = x.bin(ir::ScoreOp::kLt, kk, sum);
+    int k2 = x.k(), three = x.c(3);
+    int eq = x.bin(ir::ScoreOp::kEq, k2, three);
+    x.bin(ir::ScoreOp::kAnd, lt, eq);
+    MaskStructure m = analyzeMask(x.e);
+    EXPECT_TRUE(m.causal);
+    EXPECT_EQ(m.offset, 4);
+    ASSERT_EQ(m.residual.size(), 1u);
+    EXPECT_EQ(m.residual[0], eq);
+  }
+  {
+    ExprBuilder x;  // q - k < 8 alone: no causal bound, stays element-wise
+    int qq = x.q(), kk = x.k();
+    int d = x.bin(ir::ScoreOp::kSub, qq, kk);
+    int eight = x.c(8);
+    x.bin(ir::ScoreOp::kLt, d, eight);
+    MaskStructure m = analyzeMask(x.e);
+    EXPECT_FALSE(m.causal);
+    EXPECT_EQ(m.residual.size(), 1u);
+  }
 }
 
 }  // namespace
