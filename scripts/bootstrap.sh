@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Installs every dependency, builds fusec into build/, and runs the main job on
-# a bundled model. Safe to re-run. Usage: bash scripts/bootstrap.sh
+# Installs every dependency, builds fusec into build/, and runs the main job
+# on the bundled model: compile it to a CUDA artifact, show the fusion plan,
+# and check it against its expected outputs (on the GPU when there is one,
+# else with the reference interpreter). Safe to re-run.
+# Usage: bash scripts/bootstrap.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/deps.sh
@@ -8,7 +11,16 @@ install_deps
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build build
 model=examples/models/attn_causal_sdpa
-echo "== fusec $model/model.onnx --emit=ir (first lines)"
-build/bin/fusec "$model/model.onnx" --emit=ir --elide-constants=16 | head -n 20
-echo "== fusec-run --reference $model/model.onnx --data $model/test_data_set_0"
-build/bin/fusec-run --reference "$model/model.onnx" --data "$model/test_data_set_0"
+shapes=(--shape x=2x24x128)
+echo "== fusec $model/model.onnx ${shapes[*]} --dump-fusion"
+build/bin/fusec "$model/model.onnx" "${shapes[@]}" --dump-fusion
+echo "== fusec $model/model.onnx ${shapes[*]} -o build/attn_causal_sdpa.fusec"
+build/bin/fusec "$model/model.onnx" "${shapes[@]}" -o build/attn_causal_sdpa.fusec
+ls -l build/attn_causal_sdpa.fusec
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
+  echo "== fusec-run build/attn_causal_sdpa.fusec (GPU)"
+  build/bin/fusec-run build/attn_causal_sdpa.fusec --data "$model/test_data_set_0" --bench 100
+else
+  echo "== no GPU here: checking the optimised graph with the reference interpreter instead"
+  build/bin/fusec-run --reference --optimize "$model/model.onnx" --data "$model/test_data_set_0"
+fi

@@ -87,6 +87,8 @@ absl::Status parseArgs(int argc, char **argv, const PassHooks &hooks, Options &o
     } else if (a == "-o") {
       if (i + 1 >= argc) return absl::InvalidArgumentError("-o needs a file name");
       opts.output = argv[++i];
+    } else if (a != "-" && absl::StartsWith(a, "-") && hooks.flag && hooks.flag(a)) {
+      continue;
     } else if (a != "-" && absl::StartsWith(a, "-")) {
       return absl::InvalidArgumentError(absl::StrCat("unknown option '", a, "'"));
     } else {
@@ -113,6 +115,7 @@ absl::StatusOr<std::string> readInput(const std::string &path) {
 /// Parses, verifies, transforms and prints one chunk of text.
 absl::StatusOr<std::string> processChunk(const std::string &text, const Options &opts,
                                          const PassHooks &hooks) {
+  if (hooks.beginChunk) hooks.beginChunk();
   FUSEC_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, ir::parseGraph(text));
   if (opts.verify) FUSEC_RETURN_IF_ERROR_CTX(ir::verifyGraph(*graph), "verifier");
   if (opts.inferShapes) {
@@ -125,7 +128,9 @@ absl::StatusOr<std::string> processChunk(const std::string &text, const Options 
     if (opts.verify)
       FUSEC_RETURN_IF_ERROR_CTX(ir::verifyGraph(*graph), "verifier after pass '", p, "'");
   }
-  return ir::printGraph(*graph, opts.print);
+  std::string out = ir::printGraph(*graph, opts.print);
+  if (hooks.endChunk) out += hooks.endChunk();
+  return out;
 }
 
 /// Splits \p text at lines that are exactly `// -----` (surrounding blanks

@@ -26,6 +26,14 @@ struct PassHooks {
   std::function<absl::Status(ir::Graph &graph, const std::string &name)> run;
   /// Lines for --help ("  name  description").
   std::function<std::vector<std::string>()> describe;
+  /// Offered every option the driver does not know; \returns true if it
+  /// consumed it (e.g. --dump-fusion, --debug-only=fusion, --device=h200).
+  std::function<bool(const std::string &arg)> flag;
+  /// Called before each input chunk is processed (passes share state, such
+  /// as the fusion plan, within one chunk).
+  std::function<void()> beginChunk;
+  /// Text appended after each chunk's printed graph (e.g. the fusion plan).
+  std::function<std::string()> endChunk;
 };
 
 /// Runs fusec-opt with \p argc / \p argv. Writes the printed IR to stdout and
