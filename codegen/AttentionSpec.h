@@ -33,8 +33,13 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "ir/DType.h"
 #include "ir/ScoreExpr.h"
+
+namespace fusec::ir {
+class Node;
+}  // namespace fusec::ir
 
 namespace fusec::codegen {
 
@@ -83,6 +88,11 @@ struct AttentionSpec {
 /// Text form (one field per line), deterministic: the spec's structural key
 /// and what FileCheck tests read.
 std::string printAttentionSpec(const AttentionSpec &spec);
+
+/// The spec of one FusedAttention node (static shapes required; dense
+/// strides). Errors: InvalidArgument for non-static shapes, bad attributes
+/// or shapes that do not fit the op's contract (ir/Ops.def).
+absl::StatusOr<AttentionSpec> attentionSpecFor(const ir::Node &node);
 
 }  // namespace fusec::codegen
 

@@ -401,6 +401,7 @@ std::string printKernelSpec(const KernelSpec &spec) {
                                   [](std::string *o, int i) { absl::StrAppend(o, "%", i); }),
                     "] = %", st.value,
                     st.guard >= 0 ? absl::StrCat(" if %", st.guard) : "", "\n");
+  if (spec.kind == SpecKind::kAttention) out += printAttentionSpec(spec.attention);
   return out;
 }
 

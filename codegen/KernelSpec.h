@@ -41,6 +41,7 @@
 #include <tuple>
 #include <vector>
 
+#include "codegen/AttentionSpec.h"
 #include "ir/DType.h"
 
 namespace fusec::codegen {
@@ -116,7 +117,7 @@ struct Store {
 enum class SpecKind {
   kPointwise,  ///< no reduced dims: one pass over the domain
   kReduce,     ///< rows: reductions over the reduced dims, then the epilogue
-  kAttention,  ///< placeholder: online-softmax attention (not lowered yet)
+  kAttention,  ///< online-softmax attention: parameters in KernelSpec::attention
 };
 const char *specKindName(SpecKind k);
 
@@ -130,6 +131,9 @@ class KernelSpec {
   std::vector<Expr> exprs;
   std::vector<Reduction> reductions;
   std::vector<Store> stores;
+  /// kAttention: the attention parameters (buffers mirror its Q, K, V,
+  /// biases, O order); dims/exprs/reductions/stores stay empty.
+  AttentionSpec attention;
 
   /// Adds a loop dim; \returns its index. Parallel dims must come first.
   int addDim(int64_t extent, bool reduced);

@@ -1450,6 +1450,24 @@ absl::StatusOr<std::vector<WorkItem>> lowerGraph(const ir::Graph &graph,
     std::sort(members.begin(), members.end(),
               [&](const Node *a, const Node *b) { return topo.at(a) < topo.at(b); });
     const std::string &name = names[gi];
+    // FusedAttention (its own kernel kind): an attention spec.
+    if (members.size() == 1 && members[0]->kind() == OpKind::kFusedAttention) {
+      const Node *att = members[0];
+      WorkItem it;
+      it.kind = WorkItem::Kind::kKernel;
+      it.name = name;
+      it.nodes = members;
+      FUSEC_ASSIGN_OR_RETURN(it.spec.attention, attentionSpecFor(*att));
+      it.spec.kind = SpecKind::kAttention;
+      for (int i = 0; i < att->numInputs(); ++i) {
+        it.spec.addBuffer(att->input(i)->type().dtype, att->input(i)->type().staticShape(), false);
+        it.buffers.push_back(att->input(i));
+      }
+      it.spec.addBuffer(att->output(0)->type().dtype, att->output(0)->type().staticShape(), true);
+      it.buffers.push_back(att->output(0));
+      items.push_back(std::move(it));
+      continue;
+    }
     // Library calls: the first contraction of the group.
     const Node *contraction = nullptr;
     for (const Node *n : members)

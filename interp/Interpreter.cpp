@@ -16,6 +16,7 @@ const KernelTable &kernelTable() {
     registerReductionKernels(*t);
     registerNnKernels(*t);
     registerLayoutKernels(*t);
+    registerAttentionKernels(*t);
     return t;
   }();
   return *table;

@@ -56,6 +56,8 @@
 
 namespace fusec::ir {
 
+class Node;
+
 enum class ScoreOp {
   kConst,   ///< value (float or int, per type)
   kScore,   ///< the scaled score
@@ -131,6 +133,21 @@ double evalScoreExpr(const ScoreExpr &e, const ScoreEnv &env);
 
 /// Canonical text of one f32 literal ("-inf", "0.125", "-3.40282347e+38").
 std::string scoreFloatLiteral(float v);
+
+/// The attributes of one FusedAttention node (ir/Ops.def), parsed.
+struct AttentionAttrs {
+  int64_t numHeads = 0;    ///< "num_heads" (0 if absent)
+  int64_t kvHeads = 0;     ///< "kv_num_heads" (0 if absent)
+  float scale = 1.0f;      ///< "scale"
+  ScoreExpr scoreMod;      ///< "score_mod" (may be empty = score)
+  ScoreExpr mask;          ///< "mask" (may be empty = none; bool-valued, index-only)
+  std::map<std::string, std::vector<float>> tables;  ///< "tables" + "table_NAME"
+};
+
+/// Reads and parses \p node's attributes; bias inputs are inputs 3.. .
+/// Errors: InvalidArgument for parse errors, a table named but missing, a
+/// mask that reads score, biases or tables.
+absl::StatusOr<AttentionAttrs> readAttentionAttrs(const Node &node);
 
 }  // namespace fusec::ir
 

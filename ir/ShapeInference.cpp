@@ -1303,6 +1303,15 @@ absl::StatusOr<std::vector<TensorType>> Inferrer::run() {
     case OpKind::kConstantOfShape: return one(constantOfShape());
     case OpKind::kRange: return one(range());
     case OpKind::kConstant: return one(constant());
+    case OpKind::kFusedAttention: {
+      // Q [B,Hq,Sq,D], K [B,Hkv,Sk,D], V [B,Hkv,Sk,Dv] -> [B,Hq,Sq,Dv] (ir/Ops.def).
+      TensorType q = inType(0), v = inType(2);
+      if (!q.rankKnown || !v.rankKnown) return V{TensorType::unranked(q.dtype)};
+      if (q.rank() != 4 || v.rank() != 4 || inType(1).rank() != 4)
+        return error("FusedAttention takes rank-4 Q, K and V");
+      q.shape[3] = v.shape[3];
+      return V{q};
+    }
     case OpKind::kUnregistered: break;
   }
   return error("no shape inference for this op");

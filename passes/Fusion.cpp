@@ -183,6 +183,8 @@ std::string Fusion::describeKernel(const Group &g) const {
                                                   " ops, one pass over the output");
     case KernelKind::kLayout:
       return "data movement";
+    case KernelKind::kAttention:
+      return "fused attention (online softmax over keys; scores never reach memory)";
     default:
       return "runs on its own";
   }
@@ -216,7 +218,12 @@ absl::StatusOr<bool> Fusion::run(ir::Graph &graph, PassContext &ctx) {
   FusionPlan &plan = ctx.fusionPlan;
   plan.target = ctx.target.name;
   plan.kernels.clear();
-  plan.refusals.clear();
+  // Refusals recorded by the attention rewrite (it runs earlier) stay.
+  plan.refusals.erase(std::remove_if(plan.refusals.begin(), plan.refusals.end(),
+                                     [](const Refusal &r) {
+                                       return r.reason.rfind("attention rewrite:", 0) != 0;
+                                     }),
+                      plan.refusals.end());
   std::set<std::pair<std::string, std::string>> refused;
   const bool debug = ctx.debugEnabled("fusion");
 
@@ -276,6 +283,12 @@ absl::StatusOr<bool> Fusion::run(ir::Graph &graph, PassContext &ctx) {
       nodes_[m]->setAttr(kKernelAttr, ir::Attribute(kernel.name));
     }
     fillKernelCost(groupCost(graph, members, ctx.target, users_), kernel);
+    if (kernel.kind == KernelKind::kAttention)
+      for (const ir::Node *m : members)
+        if (m->kind() == ir::OpKind::kFusedAttention) {
+          kernel.scoreMod = m->getString("score_mod", "");
+          kernel.mask = m->getString("mask", "");
+        }
     kernel.reason = describeKernel(g);
     plan.hbmBytesFused += kernel.bytes;
     plan.hbmBytesUnfused += kernel.bytesUnfused;

@@ -31,6 +31,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "codegen/cuda/Attention.h"
 #include "support/Status.h"
 
 namespace fusec::codegen {
@@ -897,8 +898,10 @@ absl::StatusOr<std::string> emitCudaKernel(const KernelSpec &spec, const std::st
       FUSEC_ASSIGN_OR_RETURN(std::string body, emitReduce(spec, symbol));
       return out + body;
     }
-    case SpecKind::kAttention:
-      return absl::UnimplementedError("codegen: attention kernels are not generated yet");
+    case SpecKind::kAttention: {
+      FUSEC_ASSIGN_OR_RETURN(std::string body, emitAttentionKernel(spec.attention, symbol));
+      return out + body;
+    }
   }
   return absl::InternalError("codegen: unknown spec kind");
 }

@@ -34,6 +34,7 @@ void registerElementwiseKernels(KernelTable &table);  // unary, binary, Where, C
 void registerReductionKernels(KernelTable &table);    // Reduce*, ArgMax/Min, Softmax, norms
 void registerNnKernels(KernelTable &table);           // MatMul, Gemm, Conv, pools, BatchNorm
 void registerLayoutKernels(KernelTable &table);       // Reshape ... Pad, Shape, Range, ...
+void registerAttentionKernels(KernelTable &table);    // FusedAttention (fusec op)
 
 }  // namespace fusec::interp
 

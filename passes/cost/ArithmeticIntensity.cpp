@@ -171,6 +171,15 @@ OpRule opRule(const ir::Node &n) {
       break;
     }
 
+    case OpKind::kFusedAttention: {  // Q·Kᵀ and P·V: 2·B·H·Sq·Sk·(D + Dv) = 4·B·H·Sq·Sk·D
+      // out is [B,Hq,Sq,Dv]; the score matrix never touches memory, so the
+      // bytes are Q + K + V + biases + out (the default read rule).
+      const double dv = dim(y, -1), sk = dim(n.input(1), -2), d = dim(x, -1);
+      r.flops = dv > 0 ? 2 * (out / dv) * sk * (d + dv) : 0;
+      r.contraction = true;
+      break;
+    }
+
     // Normalisation and softmax.
     case OpKind::kSoftmax:
     case OpKind::kLogSoftmax:

@@ -165,7 +165,8 @@ KernelKind seedKind(Role r, const ir::Node &node) {
     case Role::kRowReduction: return KernelKind::kReduction;
     case Role::kContraction:
       return node.kind() == OpKind::kConv ? KernelKind::kConv : KernelKind::kGemm;
-    default: return KernelKind::kOpaque;
+    default:
+      return node.kind() == OpKind::kFusedAttention ? KernelKind::kAttention : KernelKind::kOpaque;
   }
 }
 

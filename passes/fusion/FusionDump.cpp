@@ -60,6 +60,10 @@ std::string fusionPlanToText(const FusionPlan &plan, const TargetSpec &target) {
                            k.memoryBound ? "memory" : "compute", k.rooflineUs,
                            absl::StrJoin(k.ops, ", "));
     out += absl::StrFormat("%-22s   why: %s\n", "", k.reason);
+    if (k.kind == KernelKind::kAttention)
+      out += absl::StrFormat("%-22s   score_mod: %s; mask: %s\n", "",
+                             k.scoreMod.empty() ? "score" : k.scoreMod,
+                             k.mask.empty() ? "none" : k.mask);
   }
   out += absl::StrFormat("\nnot fused (%d pairs):\n", plan.refusals.size());
   for (const Refusal &r : plan.refusals)
@@ -94,6 +98,10 @@ std::string fusionPlanToJson(const FusionPlan &plan, const TargetSpec &target) {
     jk["bound"] = k.memoryBound ? "memory" : "compute";
     jk["roofline_us"] = k.rooflineUs;
     jk["reason"] = k.reason;
+    if (k.kind == KernelKind::kAttention) {
+      jk["score_mod"] = k.scoreMod.empty() ? "score" : k.scoreMod;
+      jk["mask"] = k.mask;
+    }
     j["kernels"].push_back(jk);
   }
   j["refusals"] = nlohmann::ordered_json::array();

@@ -43,6 +43,10 @@ struct Kernel {
   bool memoryBound = true;          ///< arithmeticIntensity < target ridge point
   double rooflineUs = 0;            ///< max(bytes / bandwidth, flops / peak) in microseconds
   std::string reason;               ///< why these ops form one kernel
+  /// kAttention only: the FusedAttention node's score_mod and mask
+  /// expressions (ir/ScoreExpr.h canonical text; "" = none).
+  std::string scoreMod;
+  std::string mask;
 };
 
 struct Refusal {

@@ -1,0 +1,570 @@
+//===- ScoreExpr.cpp - Attention score/mask expression language ----------===//
+//
+// Recursive-descent parser, canonical printer and f32 evaluator for the
+// language described in ScoreExpr.h.
+//
+//===----------------------------------------------------------------------===//
+#include "ir/ScoreExpr.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "ir/Graph.h"
+#include "support/Status.h"
+
+namespace fusec::ir {
+
+namespace {
+
+constexpr int kMaxDepth = 200;
+constexpr size_t kMaxNodes = 10000;
+
+bool isBinary(ScoreOp op) {
+  switch (op) {
+    case ScoreOp::kAdd: case ScoreOp::kSub: case ScoreOp::kMul: case ScoreOp::kDiv:
+    case ScoreOp::kLt: case ScoreOp::kLe: case ScoreOp::kGt: case ScoreOp::kGe:
+    case ScoreOp::kEq: case ScoreOp::kNe: case ScoreOp::kAnd: case ScoreOp::kOr:
+      return true;
+    default: return false;
+  }
+}
+
+const char *binarySymbol(ScoreOp op) {
+  switch (op) {
+    case ScoreOp::kAdd: return "+";
+    case ScoreOp::kSub: return "-";
+    case ScoreOp::kMul: return "*";
+    case ScoreOp::kDiv: return "/";
+    case ScoreOp::kLt: return "<";
+    case ScoreOp::kLe: return "<=";
+    case ScoreOp::kGt: return ">";
+    case ScoreOp::kGe: return ">=";
+    case ScoreOp::kEq: return "==";
+    case ScoreOp::kNe: return "!=";
+    case ScoreOp::kAnd: return "&&";
+    case ScoreOp::kOr: return "||";
+    default: return "?";
+  }
+}
+
+const char *funcName(ScoreOp op) {
+  switch (op) {
+    case ScoreOp::kTanh: return "tanh";
+    case ScoreOp::kExp: return "exp";
+    case ScoreOp::kLog: return "log";
+    case ScoreOp::kAbs: return "abs";
+    case ScoreOp::kSqrt: return "sqrt";
+    case ScoreOp::kMin: return "min";
+    case ScoreOp::kMax: return "max";
+    default: return nullptr;
+  }
+}
+
+class Parser {
+ public:
+  Parser(const std::string &text, const ScoreExprContext &ctx) : s_(text), ctx_(ctx) {}
+
+  absl::StatusOr<ScoreExpr> run() {
+    skipSpace();
+    if (pos_ == s_.size()) return ScoreExpr{};
+    auto r = parseExpr(0);
+    if (!r.ok()) return r.status();
+    skipSpace();
+    if (pos_ != s_.size()) return error("end of expression");
+    e_.root = *r;
+    return std::move(e_);
+  }
+
+ private:
+  absl::Status error(const std::string &expected) const {
+    std::string near = s_.substr(pos_, 16);
+    return absl::InvalidArgumentError(absl::StrCat("score expression: expected ", expected,
+                                                   " at offset ", pos_, " near '", near,
+                                                   "' in '", s_.substr(0, 200), "'"));
+  }
+  void skipSpace() {
+    while (pos_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[pos_]))) ++pos_;
+  }
+  bool eat(const char *tok) {
+    skipSpace();
+    size_t n = std::char_traits<char>::length(tok);
+    if (s_.compare(pos_, n, tok) == 0) {
+      // "<" must not eat the first char of "<=", etc.
+      if ((n == 1 && (tok[0] == '<' || tok[0] == '>' || tok[0] == '!') && pos_ + 1 < s_.size() &&
+           s_[pos_ + 1] == '=') ||
+          (n == 1 && (tok[0] == '&' || tok[0] == '|')))
+        return false;
+      pos_ += n;
+      return true;
+    }
+    return false;
+  }
+
+  absl::StatusOr<int> add(ScoreNode n) {
+    if (e_.nodes.size() >= kMaxNodes) return error("fewer than 10000 nodes");
+    e_.nodes.push_back(std::move(n));
+    return static_cast<int>(e_.nodes.size()) - 1;
+  }
+  ScoreType typeOf(int id) const { return e_.nodes[id].type; }
+
+  absl::StatusOr<int> makeBinary(ScoreOp op, int a, int b) {
+    ScoreNode n;
+    n.op = op;
+    n.a = a;
+    n.b = b;
+    switch (op) {
+      case ScoreOp::kAdd: case ScoreOp::kSub: case ScoreOp::kMul: case ScoreOp::kDiv:
+      case ScoreOp::kMin: case ScoreOp::kMax: {
+        const bool isInt = typeOf(a) != ScoreType::kFloat && typeOf(b) != ScoreType::kFloat;
+        n.type = isInt ? ScoreType::kInt : ScoreType::kFloat;
+        break;
+      }
+      default: n.type = ScoreType::kBool;
+    }
+    return add(std::move(n));
+  }
+
+  absl::StatusOr<int> parseExpr(int depth) {
+    if (depth > kMaxDepth) return error("nesting depth at most 200");
+    FUSEC_ASSIGN_OR_RETURN(int c, parseOr(depth + 1));
+    if (eat("?")) {
+      FUSEC_ASSIGN_OR_RETURN(int a, parseExpr(depth + 1));
+      if (!eat(":")) return error("':'");
+      FUSEC_ASSIGN_OR_RETURN(int b, parseExpr(depth + 1));
+      return makeSelect(c, a, b);
+    }
+    return c;
+  }
+  absl::StatusOr<int> makeSelect(int c, int a, int b) {
+    ScoreNode n;
+    n.op = ScoreOp::kSelect;
+    n.a = c;
+    n.b = a;
+    n.c = b;
+    if (typeOf(a) == typeOf(b)) n.type = typeOf(a);
+    else if (typeOf(a) == ScoreType::kFloat || typeOf(b) == ScoreType::kFloat) n.type = ScoreType::kFloat;
+    else n.type = ScoreType::kInt;
+    return add(std::move(n));
+  }
+  absl::StatusOr<int> parseOr(int depth) {
+    FUSEC_ASSIGN_OR_RETURN(int l, parseAnd(depth));
+    while (true) {
+      skipSpace();
+      if (s_.compare(pos_, 2, "||") != 0) return l;
+      pos_ += 2;
+      FUSEC_ASSIGN_OR_RETURN(int r, parseAnd(depth));
+      FUSEC_ASSIGN_OR_RETURN(l, makeBinary(ScoreOp::kOr, l, r));
+    }
+  }
+  absl::StatusOr<int> parseAnd(int depth) {
+    FUSEC_ASSIGN_OR_RETURN(int l, parseCmp(depth));
+    while (true) {
+      skipSpace();
+      if (s_.compare(pos_, 2, "&&") != 0) return l;
+      pos_ += 2;
+      FUSEC_ASSIGN_OR_RETURN(int r, parseCmp(depth));
+      FUSEC_ASSIGN_OR_RETURN(l, makeBinary(ScoreOp::kAnd, l, r));
+    }
+  }
+  absl::StatusOr<int> parseCmp(int depth) {
+    FUSEC_ASSIGN_OR_RETURN(int l, parseAdd(depth));
+    skipSpace();
+    static const std::pair<const char *, ScoreOp> kOps[] = {
+        {"<=", ScoreOp::kLe}, {">=", ScoreOp::kGe}, {"==", ScoreOp::kEq},
+        {"!=", ScoreOp::kNe}, {"<", ScoreOp::kLt},  {">", ScoreOp::kGt}};
+    for (const auto &[tok, op] : kOps) {
+      const size_t n = std::char_traits<char>::length(tok);
+      if (s_.compare(pos_, n, tok) == 0) {
+        pos_ += n;
+        FUSEC_ASSIGN_OR_RETURN(int r, parseAdd(depth));
+        return makeBinary(op, l, r);
+      }
+    }
+    return l;
+  }
+  absl::StatusOr<int> parseAdd(int depth) {
+    FUSEC_ASSIGN_OR_RETURN(int l, parseMul(depth));
+    while (true) {
+      skipSpace();
+      if (pos_ < s_.size() && (s_[pos_] == '+' || s_[pos_] == '-')) {
+        const ScoreOp op = s_[pos_] == '+' ? ScoreOp::kAdd : ScoreOp::kSub;
+        ++pos_;
+        FUSEC_ASSIGN_OR_RETURN(int r, parseMul(depth));
+        FUSEC_ASSIGN_OR_RETURN(l, makeBinary(op, l, r));
+      } else {
+        return l;
+      }
+    }
+  }
+  absl::StatusOr<int> parseMul(int depth) {
+    FUSEC_ASSIGN_OR_RETURN(int l, parseUnary(depth));
+    while (true) {
+      skipSpace();
+      if (pos_ < s_.size() && (s_[pos_] == '*' || s_[pos_] == '/')) {
+        const ScoreOp op = s_[pos_] == '*' ? ScoreOp::kMul : ScoreOp::kDiv;
+        ++pos_;
+        FUSEC_ASSIGN_OR_RETURN(int r, parseUnary(depth));
+        FUSEC_ASSIGN_OR_RETURN(l, makeBinary(op, l, r));
+      } else {
+        return l;
+      }
+    }
+  }
+  absl::StatusOr<int> parseUnary(int depth) {
+    if (depth > kMaxDepth) return error("nesting depth at most 200");
+    skipSpace();
+    if (pos_ < s_.size() && (s_[pos_] == '-' || (s_[pos_] == '!' && s_.compare(pos_, 2, "!=") != 0))) {
+      const bool neg = s_[pos_] == '-';
+      ++pos_;
+      FUSEC_ASSIGN_OR_RETURN(int a, parseUnary(depth + 1));
+      // Fold "-<literal>" so that printed negative constants round-trip.
+      if (neg && e_.nodes[a].op == ScoreOp::kConst && a == static_cast<int>(e_.nodes.size()) - 1) {
+        e_.nodes[a].value = -e_.nodes[a].value;
+        return a;
+      }
+      ScoreNode n;
+      n.op = neg ? ScoreOp::kNeg : ScoreOp::kNot;
+      n.a = a;
+      n.type = neg ? (typeOf(a) == ScoreType::kFloat ? ScoreType::kFloat : ScoreType::kInt)
+                   : ScoreType::kBool;
+      return add(std::move(n));
+    }
+    return parsePrimary(depth + 1);
+  }
+
+  absl::StatusOr<int> parseNumber() {
+    const size_t start = pos_;
+    bool isFloat = false;
+    while (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) ++pos_;
+    if (pos_ < s_.size() && s_[pos_] == '.') {
+      isFloat = true;
+      ++pos_;
+      while (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) ++pos_;
+    }
+    if (pos_ < s_.size() && (s_[pos_] == 'e' || s_[pos_] == 'E')) {
+      isFloat = true;
+      ++pos_;
+      if (pos_ < s_.size() && (s_[pos_] == '+' || s_[pos_] == '-')) ++pos_;
+      const size_t digits = pos_;
+      while (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) ++pos_;
+      if (digits == pos_) return error("exponent digits");
+    }
+    const std::string text = s_.substr(start, pos_ - start);
+    if (text == ".") return error("a number");
+    ScoreNode n;
+    n.op = ScoreOp::kConst;
+    if (isFloat) {
+      n.type = ScoreType::kFloat;
+      n.value = static_cast<float>(std::strtod(text.c_str(), nullptr));
+    } else {
+      if (text.size() > 15) return error("an integer literal below 10^15");
+      n.type = ScoreType::kInt;
+      n.value = static_cast<double>(std::strtoll(text.c_str(), nullptr, 10));
+    }
+    return add(std::move(n));
+  }
+
+  absl::StatusOr<int> parsePrimary(int depth) {
+    skipSpace();
+    if (pos_ >= s_.size()) return error("an operand");
+    const char c = s_[pos_];
+    if (std::isdigit(static_cast<unsigned char>(c)) || c == '.') return parseNumber();
+    if (c == '(') {
+      ++pos_;
+      FUSEC_ASSIGN_OR_RETURN(int e, parseExpr(depth + 1));
+      if (!eat(")")) return error("')'");
+      return e;
+    }
+    if (!(std::isalpha(static_cast<unsigned char>(c)) || c == '_')) return error("an operand");
+    const size_t start = pos_;
+    while (pos_ < s_.size() &&
+           (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_'))
+      ++pos_;
+    const std::string id = s_.substr(start, pos_ - start);
+    ScoreNode n;
+    if (id == "inf" || id == "nan") {
+      n.op = ScoreOp::kConst;
+      n.type = ScoreType::kFloat;
+      n.value = id == "inf" ? std::numeric_limits<double>::infinity()
+                            : std::numeric_limits<double>::quiet_NaN();
+      return add(std::move(n));
+    }
+    if (id == "score") {
+      if (!ctx_.allowScore) { pos_ = start; return error("an index-only operand (no 'score')"); }
+      n.op = ScoreOp::kScore;
+      n.type = ScoreType::kFloat;
+      return add(std::move(n));
+    }
+    if (id == "b" || id == "h" || id == "q" || id == "k") {
+      n.op = id == "b" ? ScoreOp::kB : id == "h" ? ScoreOp::kH : id == "q" ? ScoreOp::kQ : ScoreOp::kK;
+      n.type = ScoreType::kInt;
+      return add(std::move(n));
+    }
+    if (id.size() > 4 && id.compare(0, 4, "bias") == 0 &&
+        std::all_of(id.begin() + 4, id.end(), [](char ch) { return std::isdigit(static_cast<unsigned char>(ch)); })) {
+      if (id.size() > 8) { pos_ = start; return error("a bias input number below 10000"); }
+      const int idx = std::atoi(id.c_str() + 4);
+      if (idx >= ctx_.numBiases) {
+        pos_ = start;
+        return error(absl::StrCat("a bias input below bias", ctx_.numBiases, " (got ", id, ")"));
+      }
+      n.op = ScoreOp::kBias;
+      n.index = idx;
+      n.type = ScoreType::kFloat;
+      return add(std::move(n));
+    }
+    skipSpace();
+    if (pos_ < s_.size() && s_[pos_] == '[') {
+      if (!ctx_.allowTables) { pos_ = start; return error("an index-only operand (no tables)"); }
+      if (!ctx_.tables.empty() &&
+          std::find(ctx_.tables.begin(), ctx_.tables.end(), id) == ctx_.tables.end()) {
+        pos_ = start;
+        return error(absl::StrCat("a known table (no table '", id, "')"));
+      }
+      ++pos_;
+      FUSEC_ASSIGN_OR_RETURN(int i, parseExpr(depth + 1));
+      if (!eat("]")) return error("']'");
+      if (typeOf(i) == ScoreType::kFloat) return error("an integer table index");
+      n.op = ScoreOp::kTable;
+      n.name = id;
+      n.a = i;
+      n.type = ScoreType::kFloat;
+      return add(std::move(n));
+    }
+    static const std::pair<const char *, ScoreOp> kFuncs[] = {
+        {"tanh", ScoreOp::kTanh}, {"exp", ScoreOp::kExp}, {"log", ScoreOp::kLog},
+        {"abs", ScoreOp::kAbs},   {"sqrt", ScoreOp::kSqrt}, {"min", ScoreOp::kMin},
+        {"max", ScoreOp::kMax},   {"where", ScoreOp::kSelect}};
+    for (const auto &[name, op] : kFuncs) {
+      if (id != name) continue;
+      if (!eat("(")) return error("'(' after a function name");
+      std::vector<int> args;
+      while (true) {
+        FUSEC_ASSIGN_OR_RETURN(int a, parseExpr(depth + 1));
+        args.push_back(a);
+        if (eat(",")) continue;
+        if (eat(")")) break;
+        return error("',' or ')'");
+      }
+      const size_t want = op == ScoreOp::kSelect ? 3 : (op == ScoreOp::kMin || op == ScoreOp::kMax) ? 2 : 1;
+      if (args.size() != want) return error(absl::StrCat(want, " argument(s) to ", name));
+      if (op == ScoreOp::kSelect) return makeSelect(args[0], args[1], args[2]);
+      if (want == 2) return makeBinary(op, args[0], args[1]);
+      n.op = op;
+      n.a = args[0];
+      n.type = (op == ScoreOp::kAbs && typeOf(args[0]) == ScoreType::kInt) ? ScoreType::kInt
+                                                                            : ScoreType::kFloat;
+      return add(std::move(n));
+    }
+    pos_ = start;
+    return error(absl::StrCat("a known name (unknown '", id, "')"));
+  }
+
+  const std::string &s_;
+  const ScoreExprContext &ctx_;
+  size_t pos_ = 0;
+  ScoreExpr e_;
+};
+
+std::string printNode(const ScoreExpr &e, int id) {
+  const ScoreNode &n = e.nodes[id];
+  switch (n.op) {
+    case ScoreOp::kConst:
+      if (n.type == ScoreType::kFloat) return scoreFloatLiteral(static_cast<float>(n.value));
+      return absl::StrCat(static_cast<int64_t>(n.value));
+    case ScoreOp::kScore: return "score";
+    case ScoreOp::kB: return "b";
+    case ScoreOp::kH: return "h";
+    case ScoreOp::kQ: return "q";
+    case ScoreOp::kK: return "k";
+    case ScoreOp::kBias: return absl::StrCat("bias", n.index);
+    case ScoreOp::kTable: return absl::StrCat(n.name, "[", printNode(e, n.a), "]");
+    case ScoreOp::kNeg: return absl::StrCat("-(", printNode(e, n.a), ")");
+    case ScoreOp::kNot: return absl::StrCat("!(", printNode(e, n.a), ")");
+    case ScoreOp::kSelect:
+      return absl::StrCat("(", printNode(e, n.a), " ? ", printNode(e, n.b), " : ",
+                          printNode(e, n.c), ")");
+    case ScoreOp::kMin: case ScoreOp::kMax:
+      return absl::StrCat(funcName(n.op), "(", printNode(e, n.a), ", ", printNode(e, n.b), ")");
+    case ScoreOp::kTanh: case ScoreOp::kExp: case ScoreOp::kLog: case ScoreOp::kAbs:
+    case ScoreOp::kSqrt:
+      return absl::StrCat(funcName(n.op), "(", printNode(e, n.a), ")");
+    default:
+      if (isBinary(n.op))
+        return absl::StrCat("(", printNode(e, n.a), " ", binarySymbol(n.op), " ",
+                            printNode(e, n.b), ")");
+      return "?";
+  }
+}
+
+bool truthy(double v) { return v != 0; }  // NaN is true, as in C
+
+}  // namespace
+
+std::string scoreFloatLiteral(float v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  if (v == std::floor(v) && std::fabs(v) < 1e15f) return absl::StrFormat("%.1f", v);
+  std::string s = absl::StrFormat("%.9g", v);
+  // Shortest form that round-trips to the same f32.
+  for (int p = 1; p <= 9; ++p) {
+    std::string t = absl::StrFormat("%.*g", p, v);
+    if (static_cast<float>(std::strtod(t.c_str(), nullptr)) == v) {
+      s = t;
+      break;
+    }
+  }
+  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
+  return s;
+}
+
+std::string ScoreExpr::str() const {
+  if (empty()) return "";
+  std::string s = printNode(*this, root);
+  // Drop one redundant outer pair of parentheses for readability when it
+  // encloses the whole text.
+  if (s.size() >= 2 && s.front() == '(' && s.back() == ')') {
+    int depth = 0;
+    bool outer = true;
+    for (size_t i = 0; i + 1 < s.size(); ++i) {
+      if (s[i] == '(') ++depth;
+      else if (s[i] == ')') --depth;
+      if (depth == 0) { outer = false; break; }
+    }
+    if (outer) s = s.substr(1, s.size() - 2);
+  }
+  return s;
+}
+
+bool ScoreExpr::usesScore() const {
+  return std::any_of(nodes.begin(), nodes.end(), [](const ScoreNode &n) { return n.op == ScoreOp::kScore; });
+}
+bool ScoreExpr::usesBias() const {
+  return std::any_of(nodes.begin(), nodes.end(), [](const ScoreNode &n) { return n.op == ScoreOp::kBias; });
+}
+bool ScoreExpr::usesTables() const {
+  return std::any_of(nodes.begin(), nodes.end(), [](const ScoreNode &n) { return n.op == ScoreOp::kTable; });
+}
+bool ScoreExpr::usesIndex(ScoreOp var) const {
+  return std::any_of(nodes.begin(), nodes.end(), [&](const ScoreNode &n) { return n.op == var; });
+}
+int ScoreExpr::numBiasesUsed() const {
+  int m = 0;
+  for (const ScoreNode &n : nodes)
+    if (n.op == ScoreOp::kBias) m = std::max(m, n.index + 1);
+  return m;
+}
+std::vector<std::string> ScoreExpr::tablesUsed() const {
+  std::set<std::string> s;
+  for (const ScoreNode &n : nodes)
+    if (n.op == ScoreOp::kTable) s.insert(n.name);
+  return {s.begin(), s.end()};
+}
+
+absl::StatusOr<ScoreExpr> parseScoreExpr(const std::string &text, const ScoreExprContext &ctx) {
+  Parser p(text, ctx);
+  return p.run();
+}
+
+double evalScoreExpr(const ScoreExpr &e, const ScoreEnv &env) {
+  std::vector<double> v(e.nodes.size(), 0.0);
+  auto f32 = [](double x) { return static_cast<double>(static_cast<float>(x)); };
+  for (size_t i = 0; i < e.nodes.size(); ++i) {
+    const ScoreNode &n = e.nodes[i];
+    const bool fl = n.type == ScoreType::kFloat;
+    auto A = [&] { return v[n.a]; };
+    auto B = [&] { return v[n.b]; };
+    double r = 0;
+    switch (n.op) {
+      case ScoreOp::kConst: r = n.value; break;
+      case ScoreOp::kScore: r = env.score; break;
+      case ScoreOp::kB: r = static_cast<double>(env.b); break;
+      case ScoreOp::kH: r = static_cast<double>(env.h); break;
+      case ScoreOp::kQ: r = static_cast<double>(env.q); break;
+      case ScoreOp::kK: r = static_cast<double>(env.k); break;
+      case ScoreOp::kBias: r = env.bias ? env.bias(n.index) : 0.0; break;
+      case ScoreOp::kTable: {
+        r = std::numeric_limits<double>::quiet_NaN();
+        if (env.tables) {
+          auto it = env.tables->find(n.name);
+          const double idx = A();
+          if (it != env.tables->end() && idx >= 0 && idx < static_cast<double>(it->second.size()))
+            r = it->second[static_cast<size_t>(idx)];
+        }
+        break;
+      }
+      case ScoreOp::kNeg: r = -A(); break;
+      case ScoreOp::kNot: r = truthy(A()) ? 0 : 1; break;
+      case ScoreOp::kAdd: r = A() + B(); break;
+      case ScoreOp::kSub: r = A() - B(); break;
+      case ScoreOp::kMul: r = A() * B(); break;
+      case ScoreOp::kDiv:
+        if (fl) {
+          r = A() / B();
+        } else {
+          const int64_t d = static_cast<int64_t>(B());
+          r = d == 0 ? 0.0 : static_cast<double>(static_cast<int64_t>(A()) / d);
+        }
+        break;
+      case ScoreOp::kLt: r = A() < B(); break;
+      case ScoreOp::kLe: r = A() <= B(); break;
+      case ScoreOp::kGt: r = A() > B(); break;
+      case ScoreOp::kGe: r = A() >= B(); break;
+      case ScoreOp::kEq: r = A() == B(); break;
+      case ScoreOp::kNe: r = A() != B(); break;
+      case ScoreOp::kAnd: r = truthy(A()) && truthy(B()); break;
+      case ScoreOp::kOr: r = truthy(A()) || truthy(B()); break;
+      case ScoreOp::kSelect: r = truthy(A()) ? B() : v[n.c]; break;
+      case ScoreOp::kTanh: r = std::tanh(static_cast<float>(A())); break;
+      case ScoreOp::kExp: r = std::exp(static_cast<float>(A())); break;
+      case ScoreOp::kLog: r = std::log(static_cast<float>(A())); break;
+      case ScoreOp::kAbs: r = std::fabs(A()); break;
+      case ScoreOp::kSqrt: r = std::sqrt(static_cast<float>(A())); break;
+      case ScoreOp::kMin: r = std::fmin(A(), B()); break;
+      case ScoreOp::kMax: r = std::fmax(A(), B()); break;
+    }
+    v[i] = fl ? f32(r) : r;
+  }
+  return v[e.root];
+}
+
+absl::StatusOr<AttentionAttrs> readAttentionAttrs(const Node &node) {
+  AttentionAttrs a;
+  a.numHeads = node.getInt("num_heads", 0);
+  a.kvHeads = node.getInt("kv_num_heads", 0);
+  a.scale = node.getFloat("scale", 1.0f);
+  ScoreExprContext ctx;
+  ctx.numBiases = std::max(0, node.numInputs() - 3);
+  for (const Attribute *names = node.attr("tables"); names && names->kind() == Attribute::Kind::kStrings;) {
+    for (const std::string &t : names->strings()) {
+      const Attribute *vals = node.attr("table_" + t);
+      if (!vals || vals->kind() != Attribute::Kind::kFloats)
+        return absl::InvalidArgumentError(
+            absl::StrCat("FusedAttention: table '", t, "' has no floats attribute 'table_", t, "'"));
+      a.tables[t] = vals->floats();
+      ctx.tables.push_back(t);
+    }
+    break;
+  }
+  if (ctx.tables.empty()) ctx.allowTables = false;
+  {
+    auto e = parseScoreExpr(node.getString("score_mod", ""), ctx);
+    if (!e.ok()) return withContext(e.status(), "FusedAttention score_mod");
+    a.scoreMod = std::move(*e);
+  }
+  ScoreExprContext mctx;
+  mctx.allowScore = false;
+  mctx.allowTables = false;
+  auto m = parseScoreExpr(node.getString("mask", ""), mctx);
+  if (!m.ok()) return withContext(m.status(), "FusedAttention mask");
+  a.mask = std::move(*m);
+  return a;
+}
+
+}  // namespace fusec::ir

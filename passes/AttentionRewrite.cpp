@@ -1,0 +1,770 @@
+//===- AttentionRewrite.cpp - Softmax attention to one FusedAttention ---===//
+//
+// DESIGN.md "Attention rewrite". Attention is found by dataflow, starting at
+// every Softmax:
+//   1. softmax:  axis is the last axis of rank-4 scores [B, H, Sq, Sk].
+//   2. output:   the Softmax result (through float Casts, one use each) is
+//                the left operand of a MatMul P·V.
+//   3. scores:   walking back from the Softmax input through one-use
+//                elementwise ops reaches a MatMul Q·Kᵀ. The ops on the way
+//                become the score expression (ir/ScoreExpr.h):
+//                 - Mul/Div by a splat constant right after the MatMul (and
+//                   on Q or on K, e.g. SDPA's sqrt(scale) on both) fold into
+//                   `scale`;
+//                 - Add/Sub/Mul/Div with a splat constant become literals,
+//                   with any other tensor a bias input (`biasN`);
+//                 - a constant bias of 0 / -inf that equals an index pattern
+//                   (causal "k <= q", shifted diagonals, sliding windows
+//                   "k <= q && (q - k) < W") becomes the `mask`;
+//                 - a constant bias equal to slope[h] * (k - q) (ALiBi, with
+//                   -inf entries as a mask) becomes "slope[h] * (k - q)" with
+//                   a constant table;
+//                 - Where(cond, score, fill) / Where(cond, fill, score): a
+//                   constant cond matching an index pattern with fill -inf is
+//                   a mask; otherwise "cond ? score : fill" with cond inline
+//                   (index pattern) or a bias input and fill a literal or a
+//                   bias input — finite fills stay finite (exporter's exact
+//                   semantics for fully masked rows);
+//                 - Tanh/Exp/Log/Abs/Sqrt/Neg as functions; float Casts are
+//                   dropped (the op computes scores in f32).
+//                A mask is kept in `mask` only while every later op maps
+//                -inf to -inf; otherwise it is applied inline in score_mod
+//                as "(mask ? s : -inf)".
+//   4. q/k/v:    K comes from the MatMul's right operand: a Transpose that
+//                swaps its last two axes is dropped, any other permutation
+//                becomes one Transpose to [B, Hkv, Sk, D]. GQA repeats
+//                Reshape(Expand(Unsqueeze(x, 2), [B,Hkv,g,S,D]), [B,Hkv*g,S,D])
+//                of K and V (the same g on both) are removed and recorded as
+//                kv_num_heads. RoPE and projections stay outside.
+// A candidate that fails a step is left alone and recorded as a refusal in
+// ctx.fusionPlan.refusals: producer = the Q·Kᵀ MatMul (or the Softmax when
+// no MatMul was reached), consumer = the Softmax, reason "attention rewrite:
+// <step> failed: <why>"; the same text is left on the Softmax as attribute
+// "fusec.attention_refused" (so fusec-opt output shows it). Statistic
+// "attention-rewrite.fused".
+//
+//===----------------------------------------------------------------------===//
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <limits>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "ir/ScoreExpr.h"
+#include "ir/ShapeInference.h"
+#include "passes/Pass.h"
+#include "passes/utils/PatternUtils.h"
+#include "support/Status.h"
+
+namespace fusec::passes {
+namespace {
+
+using ir::Node;
+using ir::OpKind;
+using ir::Value;
+
+/// Attribute the pass leaves on a Softmax it refused (visible in text IR).
+constexpr const char *kRefusalAttr = "fusec.attention_refused";
+
+struct Failure {
+  std::string step;
+  std::string why;
+};
+
+/// A matched attention, ready to be rewritten.
+struct Match {
+  Node *softmax = nullptr;
+  Node *qk = nullptr;
+  Node *pv = nullptr;
+  Value *q = nullptr;
+  Value *kSrc = nullptr;            ///< K before the layout fix-up
+  std::vector<int64_t> kPerm;       ///< perm applied to kSrc ([] = identity)
+  Value *v = nullptr;
+  int64_t hq = 0, hkv = 0;
+  double scale = 1.0;
+  std::string scoreMod = "score";
+  std::vector<std::string> masks;
+  std::vector<Value *> biases;
+  std::map<std::string, std::vector<float>> tables;
+  std::vector<Node *> matched;
+};
+
+std::string quoted(const Node *n) { return absl::StrCat("'", n->name(), "' (", n->opType(), ")"); }
+std::string quotedV(const Value *v) { return absl::StrCat("'", v->name(), "'"); }
+
+bool isFloatCast(const Node *n) {
+  return n->kind() == OpKind::kCast &&
+         ir::isFloat(static_cast<ir::DType>(n->getInt("to", 0)));
+}
+
+int64_t staticDim(const Value *v, int64_t d) {
+  const ir::TensorType &t = v->type();
+  if (!t.rankKnown || d >= t.rank()) return -1;
+  return t.shape[d].isStatic() ? t.shape[d].value : -1;
+}
+
+/// The value's static shape, or nullopt.
+std::optional<std::vector<int64_t>> staticShape(const Value *v) {
+  const ir::TensorType &t = v->type();
+  if (!t.rankKnown) return std::nullopt;
+  std::vector<int64_t> s;
+  for (const ir::Dim &d : t.shape) {
+    if (!d.isStatic()) return std::nullopt;
+    s.push_back(d.value);
+  }
+  return s;
+}
+
+std::string lit(double c) { return ir::scoreFloatLiteral(static_cast<float>(c)); }
+
+/// Keep-pattern of a constant over [.., Sq, Sk]: element (q, k) of the last
+/// two axes. Leading axes must repeat the same [Sq, Sk] slice.
+struct KeepGrid {
+  int64_t sq = 0, sk = 0;
+  std::vector<char> keep;  ///< sq * sk
+};
+
+std::optional<KeepGrid> keepGrid(const ir::Tensor &t, int64_t sq, int64_t sk,
+                                 const std::function<bool(double)> &isKeep) {
+  if (t.rank() < 2 || sq <= 0 || sk <= 0) return std::nullopt;
+  if (t.shape()[t.rank() - 2] != sq || t.shape()[t.rank() - 1] != sk) return std::nullopt;
+  KeepGrid g{sq, sk, std::vector<char>(sq * sk)};
+  const int64_t slice = sq * sk, n = t.numElements();
+  for (int64_t i = 0; i < slice; ++i) g.keep[i] = isKeep(t.getDouble(i));
+  for (int64_t i = slice; i < n; ++i)
+    if (static_cast<char>(isKeep(t.getDouble(i))) != g.keep[i % slice]) return std::nullopt;
+  return g;
+}
+
+bool verifyPattern(const KeepGrid &g, const std::string &text) {
+  ir::ScoreExprContext ctx;
+  ctx.allowScore = false;
+  ctx.allowTables = false;
+  auto e = ir::parseScoreExpr(text, ctx);
+  if (!e.ok() || e->empty()) return false;
+  ir::ScoreEnv env;
+  for (int64_t q = 0; q < g.sq; ++q)
+    for (int64_t k = 0; k < g.sk; ++k) {
+      env.q = q;
+      env.k = k;
+      if ((ir::evalScoreExpr(*e, env) != 0) != (g.keep[q * g.sk + k] != 0)) return false;
+    }
+  return true;
+}
+
+std::string offsetTerm(const char *var, int64_t d) {
+  if (d == 0) return var;
+  return d > 0 ? absl::StrCat(var, " + ", d) : absl::StrCat(var, " - ", -d);
+}
+
+/// An index-only expression equal to \p g: "" when everything is kept,
+/// nullopt when no candidate matches.
+std::optional<std::string> indexPattern(const KeepGrid &g) {
+  if (std::all_of(g.keep.begin(), g.keep.end(), [](char c) { return c != 0; }))
+    return std::string();
+  // Row intervals.
+  int64_t firstRow = -1;
+  int64_t hi0 = -1, lo0 = -1, loLast = -1, lastRow = -1;
+  for (int64_t q = 0; q < g.sq; ++q) {
+    int64_t lo = -1, hi = -1;
+    for (int64_t k = 0; k < g.sk; ++k)
+      if (g.keep[q * g.sk + k]) {
+        if (lo < 0) lo = k;
+        hi = k;
+      }
+    if (lo < 0) continue;
+    if (firstRow < 0) { firstRow = q; hi0 = hi; lo0 = lo; }
+    lastRow = q;
+    loLast = lo;
+  }
+  if (firstRow < 0) return std::nullopt;  // everything masked: not an index pattern we emit
+  std::vector<std::string> cands;
+  const int64_t d = hi0 - firstRow;  // keep k <= q + d
+  const std::string causal = absl::StrCat("k <= ", offsetTerm("q", d));
+  cands.push_back(causal);
+  const int64_t w = lastRow - loLast + 1;  // keep q - k < w
+  cands.push_back(absl::StrCat(causal, " && q - k < ", w));
+  cands.push_back(absl::StrCat("q - k < ", w));
+  cands.push_back(absl::StrCat("k >= ", offsetTerm("q", lo0 - firstRow)));
+  for (const std::string &c : cands)
+    if (verifyPattern(g, c)) return c;
+  return std::nullopt;
+}
+
+/// ALiBi: \p c (right-aligned against [B, H, Sq, Sk], leading dims 1)
+/// equals slope[h] * (k - q) where finite; -inf entries form an index mask.
+struct Alibi {
+  std::vector<float> slopes;  ///< one per head (or one)
+  std::string mask;           ///< "" = none
+};
+
+std::optional<Alibi> matchAlibi(const ir::Tensor &c, int64_t hq, int64_t sq, int64_t sk) {
+  const int64_t r = c.rank();
+  if (r < 2 || c.shape()[r - 2] != sq || c.shape()[r - 1] != sk) return std::nullopt;
+  int64_t heads = 1;
+  if (r >= 3) heads = c.shape()[r - 3];
+  if (heads != 1 && heads != hq) return std::nullopt;
+  for (int64_t i = 0; i + 3 < r; ++i)
+    if (c.shape()[i] != 1) return std::nullopt;
+  Alibi a;
+  bool anyNonZero = false;
+  for (int64_t h = 0; h < heads; ++h) {
+    const int64_t base = h * sq * sk;
+    // Slope from the finite entry with the largest |k - q|.
+    int64_t best = 0;
+    double slope = 0;
+    bool found = false;
+    for (int64_t q = 0; q < sq; ++q)
+      for (int64_t k = 0; k < sk; ++k) {
+        const double x = c.getDouble(base + q * sk + k);
+        if (!std::isfinite(x) || k == q) continue;
+        if (std::llabs(k - q) > best) {
+          best = std::llabs(k - q);
+          slope = x / static_cast<double>(k - q);
+          found = true;
+        }
+      }
+    if (!found) return std::nullopt;
+    const float s = static_cast<float>(slope);
+    for (int64_t q = 0; q < sq; ++q)
+      for (int64_t k = 0; k < sk; ++k) {
+        const double x = c.getDouble(base + q * sk + k);
+        if (std::isinf(x) && x < 0) continue;
+        if (!std::isfinite(x)) return std::nullopt;
+        const double want = static_cast<float>(s * static_cast<float>(k - q));
+        if (std::fabs(x - want) > 1e-6 * std::max(1.0, std::fabs(x))) return std::nullopt;
+        if (x != 0) anyNonZero = true;
+      }
+    a.slopes.push_back(s);
+  }
+  if (!anyNonZero) return std::nullopt;
+  auto g = keepGrid(c, sq, sk, [](double x) { return !(std::isinf(x) && x < 0); });
+  if (!g) return std::nullopt;
+  auto m = indexPattern(*g);
+  if (!m) return std::nullopt;
+  a.mask = *m;
+  return a;
+}
+
+class AttentionRewrite : public Pass {
+ public:
+  const char *name() const override { return "attention-rewrite"; }
+
+  absl::StatusOr<bool> run(ir::Graph &graph, PassContext &ctx) override {
+    bool changed = false;
+    int64_t fused = 0;
+    // Drop this pass's refusals from an earlier run.
+    auto &refusals = ctx.fusionPlan.refusals;
+    refusals.erase(std::remove_if(refusals.begin(), refusals.end(),
+                                  [](const Refusal &r) {
+                                    return r.reason.rfind("attention rewrite:", 0) == 0;
+                                  }),
+                   refusals.end());
+    std::vector<Node *> softmaxes;
+    for (Node *n : graph.nodes())
+      if (n->kind() == OpKind::kSoftmax) softmaxes.push_back(n);
+    std::set<const Node *> erased;
+    for (Node *sm : softmaxes) {
+      if (erased.count(sm)) continue;
+      UseInfo uses(graph);
+      Match m;
+      m.softmax = sm;
+      Failure f;
+      bool looksLikeAttention = false;
+      if (!match(graph, uses, m, f, looksLikeAttention)) {
+        if (looksLikeAttention) {
+          refusals.push_back({m.qk ? m.qk->name() : sm->name(), sm->name(),
+                              absl::StrCat("attention rewrite: ", f.step, " failed: ", f.why)});
+          sm->setAttr(kRefusalAttr, ir::Attribute(refusals.back().reason));
+          if (ctx.debugEnabled("attention-rewrite"))
+            std::fprintf(stderr, "[attention-rewrite] %s\n", refusals.back().reason.c_str());
+        }
+        continue;
+      }
+      FUSEC_ASSIGN_OR_RETURN(bool ok, rewrite(graph, m, f, erased));
+      if (!ok) {
+        refusals.push_back({m.qk->name(), sm->name(),
+                            absl::StrCat("attention rewrite: ", f.step, " failed: ", f.why)});
+        sm->setAttr(kRefusalAttr, ir::Attribute(refusals.back().reason));
+        continue;
+      }
+      changed = true;
+      ++fused;
+    }
+    ctx.statistics["attention-rewrite.fused"] += fused;
+    return changed;
+  }
+
+ private:
+  // --- matching ------------------------------------------------------------
+
+  static bool fail(Failure &f, std::string step, std::string why) {
+    f.step = std::move(step);
+    f.why = std::move(why);
+    return false;
+  }
+
+  /// True if \p v leads (through one-use elementwise ops) to a MatMul.
+  static bool reachesMatMul(const Value *v, const UseInfo &uses, int depth = 0) {
+    if (depth > 32 || !v || v->isConstant()) return false;
+    const Node *p = v->producer();
+    if (!p) return false;
+    if (p->kind() == OpKind::kMatMul) return true;
+    if (!uses.hasOneUse(v) || !isChainOp(p)) return false;
+    for (const Value *in : p->inputs())
+      if (reachesMatMul(in, uses, depth + 1)) return true;
+    return false;
+  }
+
+  static bool isChainOp(const Node *p) {
+    switch (p->kind()) {
+      case OpKind::kAdd: case OpKind::kSub: case OpKind::kMul: case OpKind::kDiv:
+      case OpKind::kWhere: case OpKind::kTanh: case OpKind::kExp: case OpKind::kLog:
+      case OpKind::kAbs: case OpKind::kSqrt: case OpKind::kNeg: case OpKind::kIdentity:
+        return true;
+      case OpKind::kCast: return isFloatCast(p);
+      default: return false;
+    }
+  }
+
+  /// Index of the chain operand of \p p (the one leading to the MatMul).
+  static int chainOperand(const Node *p, const UseInfo &uses) {
+    for (int i = 0; i < p->numInputs(); ++i) {
+      if (p->kind() == OpKind::kWhere && i == 0) continue;
+      if (reachesMatMul(p->input(i), uses)) return i;
+    }
+    return -1;
+  }
+
+  /// Peels Mul/Div by a splat constant (one use) off \p v into \p scale.
+  static Value *peelScale(Value *v, const UseInfo &uses, double &scale, Match &m) {
+    while (v && v->producer() && uses.hasOneUse(v)) {
+      Node *p = v->producer();
+      if (p->kind() != OpKind::kMul && p->kind() != OpKind::kDiv) break;
+      const double c1 = splatConstant(p->input(1)).value_or(0.0);
+      const double c0 = p->kind() == OpKind::kMul ? splatConstant(p->input(0)).value_or(0.0) : 0.0;
+      if (c1 != 0 && !p->input(0)->isConstant() && std::isfinite(c1)) {
+        scale = p->kind() == OpKind::kMul ? scale * c1 : scale / c1;
+        m.matched.push_back(p);
+        v = p->input(0);
+      } else if (c0 != 0 && !p->input(1)->isConstant() && std::isfinite(c0)) {
+        scale *= c0;
+        m.matched.push_back(p);
+        v = p->input(1);
+      } else {
+        break;
+      }
+    }
+    return v;
+  }
+
+  /// GQA repeat: Reshape(Expand(Unsqueeze(x, [2]), [B,Hkv,g,S,D]), [B,Hkv*g,S,D]).
+  /// \returns x (and its head count) or nullptr.
+  static Value *peelRepeat(Value *v, const UseInfo &uses, std::vector<Node *> &nodes) {
+    Node *rs = producerOf(v, OpKind::kReshape);
+    if (!rs || !uses.hasOneUse(v)) return nullptr;
+    Node *ex = producerOf(rs->input(0), OpKind::kExpand);
+    if (!ex || !uses.hasOneUse(rs->input(0))) return nullptr;
+    Node *un = producerOf(ex->input(0), OpKind::kUnsqueeze);
+    if (!un) return nullptr;
+    Value *x = un->input(0);
+    auto xs = staticShape(x), es = staticShape(ex->output(0)), rss = staticShape(v);
+    auto us = staticShape(un->output(0));
+    if (!xs || !es || !rss || !us || xs->size() != 4 || es->size() != 5 || rss->size() != 4)
+      return nullptr;
+    const std::vector<int64_t> wantU{(*xs)[0], (*xs)[1], 1, (*xs)[2], (*xs)[3]};
+    if (*us != wantU) return nullptr;
+    if ((*es)[0] != (*xs)[0] || (*es)[1] != (*xs)[1] || (*es)[3] != (*xs)[2] || (*es)[4] != (*xs)[3])
+      return nullptr;
+    const std::vector<int64_t> wantR{(*xs)[0], (*xs)[1] * (*es)[2], (*xs)[2], (*xs)[3]};
+    if (*rss != wantR) return nullptr;
+    nodes.push_back(rs);
+    nodes.push_back(ex);
+    if (uses.hasOneUse(un->output(0))) nodes.push_back(un);
+    return x;
+  }
+
+  bool match(ir::Graph &graph, const UseInfo &uses, Match &m, Failure &f, bool &looksLike) {
+    (void)graph;
+    Node *sm = m.softmax;
+    Value *scores = sm->input(0);
+    // Output side first: does the softmax feed a MatMul?
+    Value *p = sm->output(0);
+    std::vector<Node *> outCasts;
+    while (true) {
+      const auto &us = uses.users(p);
+      if (us.size() == 1 && !uses.isGraphOutput(p) && isFloatCast(us[0])) {
+        outCasts.push_back(us[0]);
+        p = us[0]->output(0);
+        continue;
+      }
+      break;
+    }
+    const auto &pUsers = uses.users(p);
+    Node *pv = pUsers.size() == 1 && pUsers[0]->kind() == OpKind::kMatMul ? pUsers[0] : nullptr;
+    const bool reaches = reachesMatMul(scores, uses) ||
+                         (scores->producer() && scores->producer()->kind() == OpKind::kMatMul);
+    looksLike = pv != nullptr || reaches;
+    if (!looksLike) {
+      for (Node *u : pUsers) looksLike |= u->kind() == OpKind::kMatMul;
+    }
+    // Step 1: softmax axis.
+    const ir::TensorType &st = scores->type();
+    if (!st.rankKnown || st.rank() != 4)
+      return fail(f, "softmax", absl::StrCat("scores ", quotedV(scores), " are not rank 4 [B, H, Sq, Sk]"));
+    int64_t axis = sm->getInt("axis", -1);
+    if (axis < 0) axis += 4;
+    if (axis != 3)
+      return fail(f, "softmax", absl::StrCat("axis ", sm->getInt("axis", -1),
+                                             " is not the last axis of the rank-4 scores"));
+    // Scores chain back to the Q·Kᵀ MatMul.
+    std::vector<Node *> chain;
+    Value *cur = scores;
+    while (true) {
+      Node *pn = cur->producer();
+      if (!pn || cur->isConstant())
+        return fail(f, "scores", absl::StrCat("softmax input does not come from a Q·Kᵀ MatMul"));
+      if (!uses.hasOneUse(cur))
+        return fail(f, "scores", absl::StrCat("score value ", quotedV(cur), " has ",
+                                              uses.users(cur).size() + uses.isGraphOutput(cur),
+                                              " uses (also used outside the attention)"));
+      if (pn->kind() == OpKind::kMatMul) {
+        m.qk = pn;
+        break;
+      }
+      if (!isChainOp(pn))
+        return fail(f, "scores", absl::StrCat("unsupported op ", quoted(pn), " between Q·Kᵀ and Softmax"));
+      const int ci = chainOperand(pn, uses);
+      if (ci < 0)
+        return fail(f, "scores", absl::StrCat("no operand of ", quoted(pn), " leads to a Q·Kᵀ MatMul"));
+      chain.push_back(pn);
+      cur = pn->input(ci);
+      if (chain.size() > 64) return fail(f, "scores", "more than 64 ops between Q·Kᵀ and Softmax");
+    }
+    // Step 2: P·V.
+    if (!pv) {
+      if (pUsers.size() != 1 || uses.isGraphOutput(p))
+        return fail(f, "output", absl::StrCat("softmax result has ", pUsers.size() + uses.isGraphOutput(p),
+                                              " uses; expected one MatMul with V"));
+      return fail(f, "output", absl::StrCat("softmax result feeds ", quoted(pUsers[0]), ", not a MatMul with V"));
+    }
+    if (pv->input(0) != p) return fail(f, "output", "the softmax result is the right operand of the MatMul, not P in P·V");
+    if (!uses.hasOneUse(sm->output(0)) && outCasts.empty())
+      return fail(f, "output", "softmax result has several uses");
+    m.pv = pv;
+    // Step 3: score expression.
+    std::vector<std::string> pending;  // masks not yet applied
+    auto flush = [&] {
+      if (pending.empty()) return;
+      m.scoreMod = absl::StrCat("((", absl::StrJoin(pending, ") && ("), ") ? ", m.scoreMod, " : -inf)");
+      pending.clear();
+    };
+    const int64_t sq = staticDim(scores, 2), sk = staticDim(scores, 3);
+    const int64_t hq = staticDim(scores, 1);
+    auto addBias = [&](Value *b) -> std::optional<std::string> {
+      const ir::TensorType &bt = b->type();
+      if (!bt.rankKnown || bt.rank() > 4) return std::nullopt;
+      for (int64_t d = 0; d < bt.rank(); ++d) {
+        const ir::Dim &bd = bt.shape[d];
+        const ir::Dim &sd = st.shape[4 - bt.rank() + d];
+        if (bd.isStatic() && bd.value == 1) continue;
+        if (bd == sd) continue;
+        return std::nullopt;
+      }
+      for (size_t i = 0; i < m.biases.size(); ++i)
+        if (m.biases[i] == b) return absl::StrCat("bias", i);
+      m.biases.push_back(b);
+      return absl::StrCat("bias", m.biases.size() - 1);
+    };
+    bool atStart = true;
+    for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+      Node *n = *it;
+      m.matched.push_back(n);
+      const int ci = chainOperand(n, uses);
+      const std::string E = m.scoreMod;
+      switch (n->kind()) {
+        case OpKind::kCast: case OpKind::kIdentity:
+          continue;
+        case OpKind::kTanh: case OpKind::kExp: case OpKind::kLog: case OpKind::kAbs:
+        case OpKind::kSqrt: {
+          flush();
+          const char *fn = n->kind() == OpKind::kTanh ? "tanh" : n->kind() == OpKind::kExp ? "exp"
+                           : n->kind() == OpKind::kLog ? "log" : n->kind() == OpKind::kAbs ? "abs" : "sqrt";
+          m.scoreMod = absl::StrCat(fn, "(", m.scoreMod, ")");
+          atStart = false;
+          continue;
+        }
+        case OpKind::kNeg:
+          flush();
+          m.scoreMod = absl::StrCat("-(", m.scoreMod, ")");
+          atStart = false;
+          continue;
+        case OpKind::kAdd: case OpKind::kSub: case OpKind::kMul: case OpKind::kDiv: {
+          Value *side = n->input(1 - ci);
+          const OpKind k = n->kind();
+          std::optional<double> c = splatConstant(side);
+          if (c && atStart && ci == 0 && (k == OpKind::kMul || k == OpKind::kDiv) && *c != 0 &&
+              std::isfinite(*c)) {
+            m.scale = k == OpKind::kMul ? m.scale * *c : m.scale / *c;
+            continue;
+          }
+          if (c && ci == 1 && k == OpKind::kMul && atStart && *c != 0 && std::isfinite(*c)) {
+            m.scale *= *c;
+            continue;
+          }
+          atStart = false;
+          const char *sym = k == OpKind::kAdd ? "+" : k == OpKind::kSub ? "-" : k == OpKind::kMul ? "*" : "/";
+          // -inf preserved: Add/Sub of a finite term with the score on the
+          // left (or Add on either side); Mul/Div by a positive constant.
+          const bool preserves = (k == OpKind::kAdd || (k == OpKind::kSub && ci == 0))
+                                     ? true
+                                     : (c && *c > 0 && ci == 0) || (c && *c > 0 && k == OpKind::kMul);
+          if (!preserves) flush();
+          std::string term;
+          if (c) {
+            if (*c == 0 && (k == OpKind::kAdd || (k == OpKind::kSub && ci == 0))) continue;
+            term = lit(*c);
+          } else if (k == OpKind::kAdd && side->constant() && sq > 0 && sk > 0) {
+            const ir::Tensor &t = *side->constant();
+            bool allZero = true, zeroOrNegInf = true;
+            for (int64_t i = 0; i < t.numElements(); ++i) {
+              const double x = t.getDouble(i);
+              allZero &= x == 0;
+              zeroOrNegInf &= x == 0 || (std::isinf(x) && x < 0);
+            }
+            if (allZero && addBiasShapeOk(side, st)) continue;  // adding zeros: drop the Add
+            if (zeroOrNegInf) {
+              auto g = keepGrid(t, sq, sk, [](double x) { return x == 0; });
+              std::optional<std::string> pat = g ? indexPattern(*g) : std::nullopt;
+              if (pat && addBiasShapeOk(side, st)) {
+                if (!pat->empty()) pending.push_back(*pat);
+                continue;
+              }
+            }
+            if (hq > 0) {
+              if (auto a = matchAlibi(t, hq, sq, sk)) {
+                std::string slope;
+                bool same = std::all_of(a->slopes.begin(), a->slopes.end(),
+                                        [&](float s) { return s == a->slopes[0]; });
+                if (same) {
+                  slope = lit(a->slopes[0]);
+                } else {
+                  std::string name = "slope";
+                  for (int i = 1; m.tables.count(name); ++i) name = absl::StrCat("slope", i);
+                  m.tables[name] = a->slopes;
+                  slope = absl::StrCat(name, "[h]");
+                }
+                m.scoreMod = absl::StrCat("(", E, " + ", slope, " * (k - q))");
+                if (!a->mask.empty()) pending.push_back(a->mask);
+                continue;
+              }
+            }
+          }
+          if (term.empty()) {
+            auto b = addBias(side);
+            if (!b) return fail(f, "scores", absl::StrCat("operand ", quotedV(side), " of ", quoted(n),
+                                                          " does not broadcast to the scores"));
+            term = *b;
+          }
+          m.scoreMod = ci == 0 ? absl::StrCat("(", E, " ", sym, " ", term, ")")
+                               : absl::StrCat("(", term, " ", sym, " ", E, ")");
+          continue;
+        }
+        case OpKind::kWhere: {
+          atStart = false;
+          Value *cond = n->input(0);
+          Value *other = n->input(ci == 1 ? 2 : 1);
+          const bool keepIsTrue = ci == 1;
+          std::optional<std::string> keepExpr;
+          if (cond->constant() && sq > 0 && sk > 0) {
+            auto g = keepGrid(*cond->constant(), sq, sk,
+                              [&](double x) { return (x != 0) == keepIsTrue; });
+            if (g && addBiasShapeOk(cond, st)) keepExpr = indexPattern(*g);
+          }
+          std::optional<double> fill = splatConstant(other);
+          if (keepExpr && keepExpr->empty()) continue;  // always keeps the score
+          if (keepExpr && fill && std::isinf(*fill) && *fill < 0) {
+            pending.push_back(*keepExpr);
+            continue;
+          }
+          const bool fillIsNegInf = fill && std::isinf(*fill) && *fill < 0;
+          if (!fillIsNegInf) flush();
+          std::string condText;
+          if (keepExpr) {
+            condText = *keepExpr;
+          } else {
+            auto b = addBias(cond);
+            if (!b) return fail(f, "scores", absl::StrCat("Where condition ", quotedV(cond),
+                                                          " does not broadcast to the scores"));
+            condText = keepIsTrue ? *b : absl::StrCat("!", *b);
+          }
+          std::string fillText;
+          if (fill) {
+            fillText = lit(*fill);
+          } else {
+            auto b = addBias(other);
+            if (!b) return fail(f, "scores", absl::StrCat("Where operand ", quotedV(other),
+                                                          " does not broadcast to the scores"));
+            fillText = *b;
+          }
+          m.scoreMod = absl::StrCat("((", condText, ") ? ", E, " : ", fillText, ")");
+          continue;
+        }
+        default:
+          return fail(f, "scores", absl::StrCat("unsupported op ", quoted(n)));
+      }
+    }
+    m.masks = pending;
+    m.matched.push_back(sm);
+    for (Node *c : outCasts) m.matched.push_back(c);
+    m.matched.push_back(m.qk);
+    m.matched.push_back(pv);
+    // Step 4: Q, K, V.
+    Value *q = peelScale(m.qk->input(0), uses, m.scale, m);
+    Value *kt = peelScale(m.qk->input(1), uses, m.scale, m);
+    std::vector<int64_t> perm{0, 1, 3, 2};
+    if (Node *tr = producerOf(kt, OpKind::kTranspose)) {
+      std::vector<int64_t> p = tr->getInts("perm");
+      if (p.size() == 4) {
+        if (uses.hasOneUse(kt)) m.matched.push_back(tr);
+        std::swap(p[2], p[3]);
+        perm = p;
+        kt = peelScale(tr->input(0), uses, m.scale, m);
+      }
+    }
+    if (perm == std::vector<int64_t>{0, 1, 2, 3}) perm.clear();
+    Value *v = pv->input(1);
+    for (Value *x : {q, kt, v})
+      if (!x->type().rankKnown || x->type().rank() != 4)
+        return fail(f, "q/k/v", absl::StrCat(quotedV(x), " is not rank 4"));
+    // GQA repeats (only without a K permutation, on both K and V).
+    if (perm.empty()) {
+      std::vector<Node *> kn, vn;
+      Value *k0 = peelRepeat(kt, uses, kn);
+      Value *v0 = peelRepeat(v, uses, vn);
+      if (k0 && v0 && staticDim(k0, 1) == staticDim(v0, 1)) {
+        kt = k0;
+        v = v0;
+        m.matched.insert(m.matched.end(), kn.begin(), kn.end());
+        m.matched.insert(m.matched.end(), vn.begin(), vn.end());
+      }
+    }
+    m.q = q;
+    m.kSrc = kt;
+    m.kPerm = perm;
+    m.v = v;
+    const ir::DType dt = q->type().dtype;
+    if (!ir::isFloat(dt) || kt->type().dtype != dt || v->type().dtype != dt ||
+        pv->output(0)->type().dtype != dt)
+      return fail(f, "q/k/v", absl::StrCat("Q, K, V and the output do not share one float dtype (Q is ",
+                                           ir::dtypeName(dt), ")"));
+    // Head counts and shapes.
+    auto kd = [&](int64_t i) { return staticDim(kt, perm.empty() ? i : perm[i]); };
+    const int64_t b = staticDim(q, 0), hQ = staticDim(q, 1), d = staticDim(q, 3);
+    const int64_t hK = kd(1), dK = kd(3), skK = kd(2);
+    const int64_t hV = staticDim(v, 1), skV = staticDim(v, 2);
+    if (b < 0 || hQ < 0 || d < 0 || hK < 0 || dK < 0 || hV < 0 || skK < 0 || skV < 0)
+      return fail(f, "q/k/v", "shapes are not static (bind them with --shape)");
+    if (d != dK) return fail(f, "q/k/v", absl::StrCat("Q head dim ", d, " != K head dim ", dK));
+    if (hK != hV || skK != skV)
+      return fail(f, "q/k/v", absl::StrCat("K [", hK, " heads, ", skK, " keys] and V [", hV, " heads, ",
+                                           skV, " keys] disagree"));
+    if (kd(0) != b || staticDim(v, 0) != b)
+      return fail(f, "q/k/v", "Q, K and V batch sizes differ (batch broadcasting is not supported)");
+    if (hK <= 0 || hQ % hK != 0)
+      return fail(f, "q/k/v", absl::StrCat(hQ, " query heads are not a multiple of ", hK, " kv heads"));
+    m.hq = hQ;
+    m.hkv = hK;
+    return true;
+  }
+
+  static bool addBiasShapeOk(const Value *b, const ir::TensorType &st) {
+    const ir::TensorType &bt = b->type();
+    if (!bt.rankKnown || bt.rank() > 4) return false;
+    for (int64_t d = 0; d < bt.rank(); ++d) {
+      const ir::Dim &bd = bt.shape[d];
+      if (bd.isStatic() && bd.value == 1) continue;
+      if (!(bd == st.shape[4 - bt.rank() + d])) return false;
+    }
+    return true;
+  }
+
+  // --- rewriting -----------------------------------------------------------
+
+  absl::StatusOr<bool> rewrite(ir::Graph &graph, Match &m, Failure &f, std::set<const Node *> &erased) {
+    // Canonical expressions.
+    ir::ScoreExprContext sctx;
+    sctx.numBiases = static_cast<int>(m.biases.size());
+    for (const auto &[name, vals] : m.tables) sctx.tables.push_back(name);
+    sctx.allowTables = !sctx.tables.empty();
+    auto se = ir::parseScoreExpr(m.scoreMod, sctx);
+    if (!se.ok()) return fail(f, "expression", std::string(se.status().message()));
+    std::string scoreMod = se->str();
+    if (scoreMod == "score") scoreMod.clear();
+    std::string mask;
+    if (!m.masks.empty()) {
+      ir::ScoreExprContext mctx;
+      mctx.allowScore = false;
+      mctx.allowTables = false;
+      auto me = ir::parseScoreExpr(absl::StrCat("(", absl::StrJoin(m.masks, ") && ("), ")"), mctx);
+      if (!me.ok()) return fail(f, "expression", std::string(me.status().message()));
+      mask = me->str();
+    }
+    Value *k = m.kSrc;
+    if (!m.kPerm.empty()) {
+      FUSEC_ASSIGN_OR_RETURN(Node * tr, createNodeBefore(graph, m.pv, "Transpose", {m.kSrc},
+                                                         {{"perm", ir::Attribute(m.kPerm)}}));
+      k = tr->output(0);
+    }
+    std::vector<Value *> inputs{m.q, k, m.v};
+    inputs.insert(inputs.end(), m.biases.begin(), m.biases.end());
+    ir::AttributeMap attrs;
+    attrs["num_heads"] = ir::Attribute(m.hq);
+    attrs["kv_num_heads"] = ir::Attribute(m.hkv);
+    attrs["scale"] = ir::Attribute(static_cast<float>(m.scale));
+    attrs["score_mod"] = ir::Attribute(scoreMod);
+    attrs["mask"] = ir::Attribute(mask);
+    if (!m.tables.empty()) {
+      std::vector<std::string> names;
+      for (const auto &[name, vals] : m.tables) {
+        names.push_back(name);
+        attrs["table_" + name] = ir::Attribute(vals);
+      }
+      attrs["tables"] = ir::Attribute(names);
+    }
+    auto att = createNodeBefore(graph, m.pv, "FusedAttention", inputs, std::move(attrs));
+    if (!att.ok()) return fail(f, "rewrite", std::string(att.status().message()));
+    if (!replaceValue(graph, m.pv->output(0), (*att)->output(0), /*takeName=*/true)) {
+      graph.eraseNode(*att);
+      return fail(f, "rewrite", "the output could not take the MatMul result's name");
+    }
+    // Drop the matched nodes that are now dead.
+    bool again = true;
+    while (again) {
+      again = false;
+      UseInfo uses(graph);
+      for (Node *n : m.matched) {
+        if (erased.count(n)) continue;
+        bool dead = true;
+        for (const Value *o : n->outputs()) dead &= uses.users(o).empty() && !uses.isGraphOutput(o);
+        if (dead) {
+          erased.insert(n);
+          graph.eraseNode(n);
+          again = true;
+        }
+      }
+    }
+    return true;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> createAttentionRewrite() { return std::make_unique<AttentionRewrite>(); }
+
+}  // namespace fusec::passes

@@ -1,0 +1,197 @@
+//===- AttentionRewriteTest.cpp - Attention rewrite on the shared models -===//
+//
+// For every exported model in ../shared/models (FUSEC_SHARED_MODELS
+// overrides): imports it, runs the reference interpreter on
+// test_data_set_0, runs the default pipeline (attention-rewrite included,
+// shapes bound from the data) and checks that
+//   - the rewrite fired the expected number of times (one FusedAttention
+//     per attention layer) and left no Softmax behind in those models;
+//   - the outputs match the unoptimised run and the stored expected outputs
+//     (default tolerances, interp/Compare.h);
+//   - fusion made one "attention" kernel per FusedAttention carrying the
+//     score_mod / mask strings.
+// Also unit tests of the expression language (ir/ScoreExpr.h).
+//
+//===----------------------------------------------------------------------===//
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "frontend/onnx/OnnxImporter.h"
+#include "gtest/gtest.h"
+#include "interp/Compare.h"
+#include "interp/Interpreter.h"
+#include "ir/ScoreExpr.h"
+#include "passes/Pass.h"
+#include "passes/Pipeline.h"
+
+namespace fusec::passes {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path modelsDir() {
+  if (const char *env = std::getenv("FUSEC_SHARED_MODELS")) return env;
+  return fs::path(__FILE__).parent_path() / ".." / ".." / ".." / ".." / "shared" / "models";
+}
+
+/// Attention layers per shared model (README.md of the models).
+const std::map<std::string, int> &expectedAttention() {
+  static const auto *m = new std::map<std::string, int>{
+      {"gpt2_tiny", 2}, {"bert_tiny", 2}, {"llama_tiny_dynamo", 2}, {"vit_tiny_dynamo", 2},
+      {"attn_causal_sdpa", 1}, {"attn_alibi", 1}, {"mlp_ln_gelu", 0}};
+  return *m;
+}
+
+std::vector<std::string> modelNames() {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto &e : fs::directory_iterator(modelsDir(), ec))
+    if (fs::exists(e.path() / "model.onnx")) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+class AttentionModels : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(AttentionModels, FiresAndKeepsOutputs) {
+  fs::path dir = modelsDir() / GetParam();
+  auto graph = frontend::importOnnxModel((dir / "model.onnx").string());
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  ir::Graph &g = **graph;
+  std::map<std::string, ir::Tensor> inputs;
+  std::vector<ir::Tensor> expected;
+  PassContext ctx;
+  for (int i = 0;; ++i) {
+    fs::path p = dir / "test_data_set_0" / ("input_" + std::to_string(i) + ".pb");
+    if (!fs::exists(p)) break;
+    std::string name;
+    auto t = frontend::loadTensorProtoFile(p.string(), &name);
+    ASSERT_TRUE(t.ok()) << t.status();
+    ctx.inputShapes[name] = t->shape();
+    inputs[name] = std::move(*t);
+  }
+  for (int i = 0;; ++i) {
+    fs::path p = dir / "test_data_set_0" / ("output_" + std::to_string(i) + ".pb");
+    if (!fs::exists(p)) break;
+    auto t = frontend::loadTensorProtoFile(p.string());
+    ASSERT_TRUE(t.ok()) << t.status();
+    expected.push_back(std::move(*t));
+  }
+  auto before = interp::runGraph(g, inputs);
+  ASSERT_TRUE(before.ok()) << before.status();
+
+  auto passes = parsePipeline(pipelineString(defaultPipeline("cuda")));
+  ASSERT_TRUE(passes.ok()) << passes.status();
+  absl::Status st = runPasses(g, ctx, *passes);
+  ASSERT_TRUE(st.ok()) << st;
+
+  int fused = 0, softmax = 0;
+  for (const ir::Node *n : g.nodes()) {
+    fused += n->kind() == ir::OpKind::kFusedAttention;
+    softmax += n->kind() == ir::OpKind::kSoftmax;
+  }
+  auto it = expectedAttention().find(GetParam());
+  if (it != expectedAttention().end()) {
+    EXPECT_EQ(fused, it->second) << "FusedAttention nodes";
+    EXPECT_EQ(ctx.statistics["attention-rewrite.fused"], it->second);
+    if (it->second > 0) EXPECT_EQ(softmax, 0) << "a Softmax survived";
+  }
+  int attnKernels = 0;
+  for (const Kernel &k : ctx.fusionPlan.kernels)
+    if (k.kind == KernelKind::kAttention) {
+      ++attnKernels;
+      std::cout << "[attention] " << GetParam() << " " << k.name << ": score_mod '" << k.scoreMod
+                << "' mask '" << k.mask << "'\n";
+    }
+  EXPECT_EQ(attnKernels, fused);
+  for (const Refusal &r : ctx.fusionPlan.refusals)
+    EXPECT_EQ(r.reason.rfind("attention rewrite:", 0), std::string::npos)
+        << r.producer << " -> " << r.consumer << ": " << r.reason;
+
+  auto after = interp::runGraph(g, inputs);
+  ASSERT_TRUE(after.ok()) << after.status();
+  ASSERT_EQ(after->size(), before->size());
+  for (size_t i = 0; i < after->size(); ++i) {
+    interp::CompareResult c = interp::compareTensors((*after)[i], (*before)[i]);
+    EXPECT_TRUE(c.pass) << "output " << i << " vs unoptimised: " << c.message;
+    if (i < expected.size()) {
+      interp::CompareResult e = interp::compareTensors((*after)[i], expected[i]);
+      EXPECT_TRUE(e.pass) << "output " << i << " vs expected: " << e.message;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(SharedModels, AttentionModels, ::testing::ValuesIn(modelNames()),
+                         [](const ::testing::TestParamInfo<std::string> &info) { return info.param; });
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(AttentionModels);
+
+// --- expression language ---------------------------------------------------
+
+ir::ScoreExpr parse(const std::string &s, int biases = 2, std::vector<std::string> tables = {"slope"}) {
+  ir::ScoreExprContext ctx;
+  ctx.numBiases = biases;
+  ctx.tables = std::move(tables);
+  auto e = ir::parseScoreExpr(s, ctx);
+  EXPECT_TRUE(e.ok()) << s << ": " << e.status();
+  return e.ok() ? *e : ir::ScoreExpr{};
+}
+
+TEST(ScoreExpr, RoundTripsCanonicalText) {
+  for (const char *s : {"tanh(score / 30) * 30", "score + bias0", "score + slope[h] * (k - q)",
+                        "k <= q && q - k < 256", "bias1 ? score : -inf", "where(k > q, -1e30, score)",
+                        "-score", "!(k == q) || b != 0", "max(score, -5.5) - min(q, k) / 2",
+                        "abs(k - q) * 0.5 + exp(log(sqrt(2.0)))"}) {
+    ir::ScoreExpr e = parse(s);
+    const std::string c = e.str();
+    ir::ScoreExpr e2 = parse(c);
+    EXPECT_EQ(e2.str(), c) << s;
+  }
+  EXPECT_EQ(parse("tanh(score / 30) * 30").str(), "tanh((score / 30)) * 30");
+  EXPECT_EQ(parse("score + slope[h] * (k - q)").str(), "score + (slope[h] * (k - q))");
+  EXPECT_TRUE(parse("  ").empty());
+}
+
+TEST(ScoreExpr, EvaluatesWithF32AndIntegerSemantics) {
+  std::map<std::string, std::vector<float>> tables{{"slope", {0.5f, 0.25f}}};
+  ir::ScoreEnv env;
+  env.score = 2.0f;
+  env.h = 1;
+  env.q = 5;
+  env.k = 2;
+  env.tables = &tables;
+  env.bias = [](int i) { return i == 0 ? 1.5f : 0.0f; };
+  EXPECT_FLOAT_EQ(ir::evalScoreExpr(parse("score + slope[h] * (k - q)"), env), 2.0f - 0.75f);
+  EXPECT_EQ(ir::evalScoreExpr(parse("k <= q"), env), 1.0);
+  EXPECT_EQ(ir::evalScoreExpr(parse("(k - q) / 2"), env), -1.0);  // truncates toward zero
+  EXPECT_EQ(ir::evalScoreExpr(parse("q / 0"), env), 0.0);
+  EXPECT_FLOAT_EQ(ir::evalScoreExpr(parse("score + bias0"), env), 3.5f);
+  EXPECT_TRUE(std::isinf(ir::evalScoreExpr(parse("bias1 ? score : -inf"), env)));
+  EXPECT_FLOAT_EQ(ir::evalScoreExpr(parse("tanh(score / 30) * 30"), env),
+                  static_cast<float>(std::tanh(2.0f / 30.0f) * 30.0f));
+  EXPECT_TRUE(std::isnan(ir::evalScoreExpr(parse("slope[q]"), env)));  // out of range
+}
+
+TEST(ScoreExpr, RejectsBadText) {
+  ir::ScoreExprContext ctx;
+  ctx.numBiases = 1;
+  for (const char *s : {"score +", "(score", "bias1", "foo", "tanh(score, 2)", "slope[h]",
+                        "score ? ", "1e", "99999999999999999", "k <= q)", "score[1]"}) {
+    auto e = ir::parseScoreExpr(s, ctx);
+    EXPECT_FALSE(e.ok()) << s;
+    if (!e.ok()) EXPECT_EQ(e.status().code(), absl::StatusCode::kInvalidArgument) << s;
+  }
+  ir::ScoreExprContext mask;
+  mask.allowScore = false;
+  mask.allowTables = false;
+  EXPECT_FALSE(ir::parseScoreExpr("score > 0", mask).ok());
+  std::string deep(500, '(');
+  EXPECT_FALSE(ir::parseScoreExpr(deep + "score" + std::string(500, ')'), ctx).ok());
+}
+
+}  // namespace
+}  // namespace fusec::passes
