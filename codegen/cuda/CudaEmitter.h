@@ -53,6 +53,10 @@ struct CudaModule {
 struct CudaOptions {
   std::string arch = "sm_90";
   bool allowTf32 = false;
+  /// Row kernels: the most threads one row gets (32..1024, a multiple of 32);
+  /// 0 picks per row length (512 for a vectorised row that fits registers).
+  /// A tuning knob for benchmarks; results do not depend on it.
+  int rowMaxThreads = 0;
 };
 
 /// Lowers every kernel of \p plan (graph already fused: nodes carry
@@ -61,9 +65,12 @@ absl::StatusOr<CudaModule> lowerToCuda(const ir::Graph &graph, const passes::Fus
                                        const CudaOptions &opts);
 
 /// Prints one spec as a __global__ kernel plus launcher named \p symbol.
-/// \p comment goes into a /* */ header (escaped here).
+/// \p comment goes into a /* */ header (escaped here). Row-reduction and
+/// pointwise specs get a 16-byte vectorised kernel (<symbol>_vec) beside the
+/// scalar one when the innermost extent allows; the launcher picks it when
+/// every vectorised buffer is 16-byte aligned at run time.
 absl::StatusOr<std::string> emitCudaKernel(const KernelSpec &spec, const std::string &symbol,
-                                           const std::string &comment);
+                                           const std::string &comment, const CudaOptions &opts = {});
 
 /// The prelude (includes and scalar helpers) every generated .cu starts with.
 std::string cudaPrelude();

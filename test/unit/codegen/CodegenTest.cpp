@@ -247,10 +247,41 @@ TEST(CudaEmitterTest, VectorisedWhenInnerExtentAllows) {
 
 TEST(CudaEmitterTest, LongRowsLoopOverGlobalMemory) {
   CudaModule m = cuda(testing::softmaxGraph("f32", 3, 65536));
-  EXPECT_TRUE(absl::StrContains(m.source, "for (idx_t j = (idx_t)lane; j < (idx_t)65536; j += G)"))
+  // Scalar fallback: one element per access; vector kernel: 4 floats per access.
+  EXPECT_TRUE(absl::StrContains(m.source, "for (idx_t c = (idx_t)lane; c < (idx_t)65536; c += G)"))
+      << m.source;
+  EXPECT_TRUE(absl::StrContains(m.source, "for (idx_t c = (idx_t)lane; c < (idx_t)16384; c += G)"))
       << m.source;
   CudaModule s = cuda(testing::softmaxGraph("f32", 3, 4096));
   EXPECT_TRUE(absl::StrContains(s.source, "c0[8]")) << s.source;  // row kept in registers
+}
+
+TEST(CudaEmitterTest, RowKernelsMove16BytesPerAccess) {
+  // bf16 LayerNorm of 4096: 512 threads x one 8-element (16-byte) access for
+  // every row operand, the per-column gamma/beta included; the launcher
+  // checks alignment and falls back to the scalar kernel.
+  CudaModule m = cuda(testing::layerNormGraph("bf16", 3, 4096));
+  EXPECT_TRUE(absl::StrContains(m.source, "__launch_bounds__(512) fusec_k0_vec(")) << m.source;
+  EXPECT_TRUE(absl::StrContains(m.source, "constexpr int V = 8;")) << m.source;
+  EXPECT_EQ(count(m.source, "= *reinterpret_cast<const fx::Vec<__nv_bfloat16, V> *>(b"), 4) << m.source;
+  EXPECT_EQ(count(m.source, "*reinterpret_cast<fx::Vec<__nv_bfloat16, V> *>(b"), 2) << m.source;  // y, h
+  EXPECT_TRUE(absl::StrContains(m.source, "(reinterpret_cast<uintptr_t>(buffers[2]) % 16 == 0)")) << m.source;
+  EXPECT_TRUE(absl::StrContains(m.source, "fusec_k0_kernel<<<")) << m.source;
+  // f32 softmax: 4 floats per access.
+  CudaModule f = cuda(testing::softmaxGraph("f32", 3, 4096));
+  EXPECT_TRUE(absl::StrContains(f.source, "constexpr int V = 4;")) << f.source;
+  // A row length no vector divides stays scalar only.
+  CudaModule o = cuda(testing::layerNormGraph("bf16", 3, 7));
+  EXPECT_FALSE(absl::StrContains(o.source, "fusec_k0_vec")) << o.source;
+  // 1000 bf16: 125 accesses of 8, one warp per row.
+  CudaModule w = cuda(testing::rmsNormGraph("bf16", 1, 1000));
+  EXPECT_TRUE(absl::StrContains(w.source, "constexpr int V = 8;")) << w.source;
+  EXPECT_TRUE(absl::StrContains(w.source, "__launch_bounds__(128) fusec_k0_vec(")) << w.source;
+}
+
+TEST(CudaEmitterTest, PointwiseBf16Moves16BytesPerAccess) {
+  CudaModule m = cuda(testing::chainGraph("bf16", 5, 4096));
+  EXPECT_TRUE(absl::StrContains(m.source, "fx::Vec<__nv_bfloat16, 8>")) << m.source;
 }
 
 // Every corpus graph lowers, and its source compiles with nvcc (sm_90).

@@ -1,11 +1,16 @@
 //===- FusecEmitCuda.cpp - Test tool: text IR -> fused -> CUDA / KernelSpecs ===//
 //
-// fusec-emit-cuda [--spec] [--steps] [--no-fusion] FILE|-
+// fusec-emit-cuda [--spec] [--steps] [--manifest] [--no-fusion] [--row-threads=N] FILE|-
 //   Parses text IR, runs the fusion pass, lowers every kernel and prints the
-//   generated CUDA source (default), the KernelSpecs (--spec) or the step list
-//   (--steps). Used by the lit tests in test/lit/codegen.
+//   generated CUDA source (default), the KernelSpecs (--spec), the step list
+//   (--steps) or a JSON manifest of the steps with every buffer's name, dtype
+//   and shape plus the graph inputs/outputs (--manifest; bench/rowkernels
+//   reads it). --row-threads caps the threads per row of row kernels
+//   (CudaOptions::rowMaxThreads, a tuning knob). Used by the lit tests in
+//   test/lit/codegen.
 //
 //===----------------------------------------------------------------------===//
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -18,16 +23,19 @@
 using namespace fusec;
 
 int main(int argc, char **argv) {
-  bool spec = false, steps = false, fuse = true;
+  bool spec = false, steps = false, manifest = false, fuse = true;
+  codegen::CudaOptions opts;
   std::string file;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--spec")) spec = true;
     else if (!std::strcmp(argv[i], "--steps")) steps = true;
+    else if (!std::strcmp(argv[i], "--manifest")) manifest = true;
+    else if (!std::strncmp(argv[i], "--row-threads=", 14)) opts.rowMaxThreads = std::atoi(argv[i] + 14);
     else if (!std::strcmp(argv[i], "--no-fusion")) fuse = false;
     else file = argv[i];
   }
   if (file.empty()) {
-    std::cerr << "usage: fusec-emit-cuda [--spec] [--steps] [--no-fusion] FILE|-\n";
+    std::cerr << "usage: fusec-emit-cuda [--spec] [--steps] [--manifest] [--no-fusion] [--row-threads=N] FILE|-\n";
     return 2;
   }
   std::stringstream ss;
@@ -71,7 +79,12 @@ int main(int argc, char **argv) {
     }
     return 0;
   }
-  auto mod = codegen::lowerToCuda(g, plan, {});
+  if (opts.rowMaxThreads != 0 &&
+      (opts.rowMaxThreads < 32 || opts.rowMaxThreads > 1024 || opts.rowMaxThreads % 32 != 0)) {
+    std::cerr << "error: --row-threads must be a multiple of 32 in [32, 1024]\n";
+    return 2;
+  }
+  auto mod = codegen::lowerToCuda(g, plan, opts);
   if (!mod.ok()) {
     std::cerr << "error: " << mod.status().message() << "\n";
     return 1;
@@ -94,6 +107,33 @@ int main(int argc, char **argv) {
         case codegen::Step::Kind::kCopy: std::cout << "copy\n"; break;
       }
     }
+    return 0;
+  }
+  if (manifest) {
+    auto value = [](const ir::Value *v) {
+      std::ostringstream o;
+      o << "{\"name\": \"" << v->name() << "\", \"dtype\": \"" << ir::dtypeName(v->type().dtype)
+        << "\", \"shape\": [";
+      const ir::Shape sh = v->type().staticShape();
+      for (size_t i = 0; i < sh.size(); ++i) o << (i ? ", " : "") << sh[i];
+      o << "]}";
+      return o.str();
+    };
+    auto list = [&](const std::vector<const ir::Value *> &vs) {
+      std::string o = "[";
+      for (size_t i = 0; i < vs.size(); ++i) o += (i ? ", " : "") + value(vs[i]);
+      return o + "]";
+    };
+    std::vector<const ir::Value *> ins(g.inputs().begin(), g.inputs().end());
+    std::vector<const ir::Value *> outs(g.outputs().begin(), g.outputs().end());
+    std::cout << "{\"inputs\": " << list(ins) << ",\n \"outputs\": " << list(outs) << ",\n \"steps\": [";
+    for (size_t i = 0; i < mod->steps.size(); ++i) {
+      const codegen::Step &s = mod->steps[i];
+      std::cout << (i ? ",\n  " : "\n  ") << "{\"name\": \"" << s.name << "\", \"kind\": \""
+                << (s.kind == codegen::Step::Kind::kKernel ? "kernel" : "library") << "\", \"symbol\": \""
+                << s.symbol << "\", \"buffers\": " << list(s.buffers) << "}";
+    }
+    std::cout << "]}\n";
     return 0;
   }
   std::cout << mod->source;
