@@ -520,9 +520,9 @@ def main():
             if comp else "-", r["floor_ms"], r["compile_s"],
             "PASS" if r["numerics_ok"] else "FAIL"))
     print("target: fusec/compile <= 0.85; compile <= 20 s (nvcc included); floor = analytic "
-          "FLOPs / measured cuBLAS bf16 rate (%.0f TFLOP/s); GPT-2 %.2f TFLOP" % (
-              ceil[1], next((r["flops"] / 1e12 for r in results if r.get("model") == "gpt2"
-                             and "flops" in r), float("nan"))))
+          "FLOPs / measured cuBLAS bf16 rate (%.0f TFLOP/s): %s" % (ceil[1], ", ".join(
+              "%s %.2f TFLOP" % (r["model"], r["flops"] / 1e12) for r in results
+              if "flops" in r)))
     for r in results:
         if r.get("precision") and r["precision"] != args.precision:
             print("NOTE: %s ran fusec in %s (requested %s was refused) against PyTorch bf16: "

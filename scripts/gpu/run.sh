@@ -64,7 +64,8 @@ echo "root $FUSEC_ROOT, binaries $FUSEC_BIN"
 echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
 echo "nvcc: $(command -v nvcc || echo none); compute-sanitizer: $(command -v compute-sanitizer || echo none)"
 sum "fusec GPU session $(date -u +%Y-%m-%dT%H:%MZ) on $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)"
-sum "commit $(git -C "$FUSEC_ROOT" log -1 --format=%h 2>/dev/null || echo unknown)"
+sum "commit $(cat "$FUSEC_ROOT/.gpu/COMMIT" 2>/dev/null ||
+              git -C "$FUSEC_ROOT" log -1 --format=%h 2>/dev/null || echo unknown)"
 sum ""
 
 TESTS=()
@@ -183,7 +184,7 @@ PY
       --bench 50 $tol > "$out.run.log" 2>&1
     rc=$?
     sed "s/^/  $name.$p| /" "$out.run.log" | grep -Ev '^\s*$' | tail -8
-    p50=$(grep -Eo 'p50 [0-9.]+' "$out.run.log" | grep -Eo '[0-9.]+' | head -1)
+    p50=$(sed -n 's/.*latency ms: p50 \([0-9.]*\).*/\1/p' "$out.run.log" | head -1)
     if [ $rc -eq 0 ] && grep -q '^PASS' "$out.run.log"; then result=PASS; else result="FAIL (rc $rc)"; fi
     echo "$result $name $p (compile ${csec}s, p50 ${p50:-?} ms)"
     sum "  $(printf '%-20s %-5s %-28s %8s %10s' "$name" "$p" "$result" "$csec" "${p50:--}")"

@@ -14,22 +14,34 @@
 # (carrying build-gpu/bin and build-gpu/lib too also works, at a larger
 # size). The script checks that the tree that travels (tracked and
 # untracked-not-ignored files + .gpu) fits the device tool's 64 MiB.
-# Usage: scripts/gpu/stage.sh [--all]   (--all: build every target, not just
-# the device's)
+# Usage: scripts/gpu/stage.sh [--all | --no-build]
+#   --all       build every target, not just the device's
+#   --no-build  stage what build-gpu/ already holds
+# build-gpu is configured without -Werror: it is a Release (-O3) tree for
+# running, not the warning gate (GCC 12 at -O3 reports false positives such
+# as maybe-uninitialized on std::optional that the Debug builds never see).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-all=0
-[ "${1:-}" = --all ] && all=1
+all=0 build=1
+case "${1:-}" in
+  --all) all=1 ;;
+  --no-build) build=0 ;;
+  "") ;;
+  *) echo "usage: $0 [--all | --no-build]" >&2; exit 2 ;;
+esac
 
 TARGETS=(fusec fusec-run fusec_runtime RuntimeTest CodegenGpuTest ArtifactGpuTest)
 OPTIONAL=(AttentionKernelTest fusec-emit-attention)
 BINS=(fusec fusec-run RuntimeTest CodegenGpuTest ArtifactGpuTest AttentionKernelTest
       fusec-emit-attention)
 
-cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DFUSEC_WERROR=ON >/dev/null
-if [ $all = 1 ]; then
+if [ $build = 0 ]; then
+  :
+elif [ $all = 1 ]; then
+  cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DFUSEC_WERROR=OFF >/dev/null
   cmake --build build-gpu
 else
+  cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DFUSEC_WERROR=OFF >/dev/null
   known=$(ninja -C build-gpu -t targets all 2>/dev/null | cut -d: -f1)
   for t in "${OPTIONAL[@]}"; do
     grep -qx "$t" <<<"$known" && TARGETS+=("$t")
@@ -45,7 +57,7 @@ done
 for l in build-gpu/lib/libfusert.so.0 build-gpu/lib/libfusert.so; do
   [ -e "$l" ] && strip --strip-unneeded -o ".gpu/lib/$(basename "$l")" "$(readlink -f "$l")"
 done
-kernels=build-gpu/test/unit/runtime/libfusert_test_kernels.so
+kernels="build-gpu/test/unit/runtime/libfusert_test_kernels.so"
 [ -f "$kernels" ] && cp "$kernels" .gpu/lib/
 # Non-system libraries: Abseil, protobuf, ONNX, GoogleTest (not CUDA: the device has it).
 for f in .gpu/bin/* .gpu/lib/libfusert.so.0; do
@@ -53,6 +65,9 @@ for f in .gpu/bin/* .gpu/lib/libfusert.so.0; do
 done | sort -u | grep -E "absl|protobuf|onnx|gtest|gmock" | while read -r lib; do
   strip --strip-unneeded -o ".gpu/lib/$(basename "$lib")" "$(readlink -f "$lib")"
 done
+# What was staged: HEAD, plus "+dirty" when tracked files differ from it.
+echo "$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- 2>/dev/null || echo +dirty)" \
+  > .gpu/COMMIT
 cp -r ../shared/models .gpu/shared/models
 cp -r ../shared/bench .gpu/shared/bench
 
