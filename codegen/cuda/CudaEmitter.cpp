@@ -676,12 +676,22 @@ RowLayout layoutRows(const KernelSpec &s, const Analysis &a) {
     }
   }
   // Values re-read by later loops: element-level, reduction-free frontier.
+  // Loads that no parallel dim indexes (per-column vectors such as gamma and
+  // beta, the same for every row) are re-loaded instead: they hit in cache,
+  // and registers go to the row itself.
+  auto rowInvariantLoad = [&](int id) {
+    const Expr &e = s.exprs[id];
+    if (L.rows <= 1 || e.kind != ExprKind::kLoad || e.guard >= 0) return false;
+    for (int x : collect(s, e.operands, [](int) { return false; }))
+      if (s.exprs[x].kind == ExprKind::kIndex && s.exprs[x].ival < L.np) return false;
+    return true;
+  };
   std::set<int> c;
   for (int l = 1; l <= L.numStages; ++l) {
     collect(s, L.loopRoots[l], [&](int id) {
       if (a.elem[id] && a.reds[id].empty() && s.exprs[id].kind != ExprKind::kIndex &&
           s.exprs[id].kind != ExprKind::kConst) {
-        c.insert(id);
+        if (!rowInvariantLoad(id)) c.insert(id);
         return true;
       }
       return false;
