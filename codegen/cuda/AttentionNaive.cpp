@@ -21,6 +21,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "codegen/cuda/Attention.h"
+#include "codegen/cuda/attention/TiledAttention.h"
 #include "support/Status.h"
 
 namespace fusec::codegen {
@@ -232,6 +233,18 @@ absl::StatusOr<std::string> emitAttentionKernelNaive(const AttentionSpec &spec,
 }
 
 absl::StatusOr<std::string> emitAttentionKernel(const AttentionSpec &spec, const std::string &symbol) {
+  // The tiled tensor-core kernel (codegen/cuda/attention, FlashAttention-2
+  // structure) covers bf16/f16 (and an exact fp32 SIMT path); anything it
+  // declines (Unimplemented) gets the simple kernel, which is correct for
+  // every valid spec.
+  ScoreCudaNames names;
+  for (size_t i = 0; i < spec.biases.size(); ++i) names.bias.push_back(absl::StrCat("bias", i));
+  names.tablePrefix = "tab_";
+  auto print = [&](const ir::ScoreExpr &e, bool asBool) { return scoreExprToCuda(e, names, asBool); };
+  absl::StatusOr<std::string> tiled = attention::emitTiledAttention(spec, symbol, print);
+  // The printed expressions call the fa_* helpers (tables, integer ops).
+  if (tiled.ok()) return absl::StrCat(kHelpers, *tiled);
+  if (tiled.status().code() != absl::StatusCode::kUnimplemented) return tiled.status();
   return emitAttentionKernelNaive(spec, symbol);
 }
 
