@@ -18,6 +18,14 @@ Tolerance defaultTolerance(ir::DType t) {
   }
 }
 
+Tolerance loweredModelTolerance(ir::DType low) {
+  switch (low) {
+    case ir::DType::kBF16: return {0.05, 0.02};
+    case ir::DType::kF16: return {0.01, 0.005};
+    default: return defaultTolerance(ir::DType::kF32);
+  }
+}
+
 CompareResult compareTensors(const ir::Tensor &actual, const ir::Tensor &expected,
                              const Tolerance *tol) {
   CompareResult r;

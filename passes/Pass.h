@@ -37,6 +37,9 @@ struct PassContext {
   double unfusedHbmBytes = -1;
   /// Filled by the fusion pass: kernels and the reasons pairs were not fused.
   FusionPlan fusionPlan;
+  /// Storage precision for lower-precision (fusec --precision): "fp32" or
+  /// empty (no lowering), "bf16" or "fp16".
+  std::string precision = "fp32";
   /// Run the verifier after every pass (debug builds and fusec-opt default).
   bool verifyEach = true;
   /// Per-pass counters ("const-fold.folded" -> 12), printed by --pass-statistics.

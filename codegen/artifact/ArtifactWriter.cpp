@@ -349,10 +349,10 @@ absl::Status writeArtifact(const ir::Graph &graph, const passes::FusionPlan &pla
   if (opts.target != "cuda")
     return absl::UnimplementedError(
         absl::StrCat("artifact target '", opts.target, "' is not supported (only 'cuda')"));
-  if (opts.precision == "fp16" || opts.precision == "bf16")
-    return absl::UnimplementedError(
-        absl::StrCat("--precision ", opts.precision, " is not implemented yet; use fp32"));
-  if (!opts.precision.empty() && opts.precision != "fp32")
+  // fp16 / bf16: the pipeline's lower-precision pass has already retyped
+  // the graph (passes/PrecisionLowering.cpp); the writer emits what it gets.
+  if (!opts.precision.empty() && opts.precision != "fp32" && opts.precision != "fp16" &&
+      opts.precision != "bf16")
     return absl::InvalidArgumentError(
         absl::StrCat("unknown precision '", opts.precision, "' (fp32, fp16 or bf16)"));
   std::string arch = opts.arch;

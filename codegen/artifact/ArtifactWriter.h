@@ -51,8 +51,9 @@ struct ArtifactOptions {
   /// nvcc to run; empty = findNvcc(""). A path given here must work: when it
   /// cannot be executed writeArtifact fails instead of warning.
   std::string nvccPath;
-  /// "fp32" (or empty). "fp16" / "bf16" are reserved for --precision, not
-  /// lowered yet: Unimplemented.
+  /// "fp32" (or empty), "fp16" or "bf16": the precision the graph was
+  /// lowered to by the lower-precision pass (the writer emits the graph's
+  /// own dtypes; this only validates the flag). Other values: InvalidArgument.
   std::string precision = "fp32";
   bool allowTf32 = false;       ///< GEMMs may use TF32 tensor cores for f32
   /// The model file the graph came from, if any: OUT may not contain it.
@@ -77,7 +78,7 @@ struct ArtifactSummary {
 /// Errors: InvalidArgument for a refused \p outDir, symbolic or unknown dims
 /// (the message lists each input and its dims to bind with --shape
 /// NAME=AxB), or a graph that has no outputs; Unimplemented for a target
-/// other than "cuda", a precision other than fp32, and what codegen cannot
+/// other than "cuda" and what codegen cannot
 /// lower; NotFound when ArtifactOptions::nvccPath cannot be run; Internal
 /// when nvcc fails (the message ends with nvcc's output verbatim) or a file
 /// cannot be written.

@@ -7,6 +7,7 @@
 //   --debug-only=PASS          print that pass's debug output (fusion: refusals)
 //   --device=NAME              TargetSpec for the cost model and fusion (h200)
 //   --shape=NAME=2x24          bind an input's dims for shape-specialize
+//   --precision=P              lower-precision's target: fp32 (default), bf16, fp16
 //
 //===----------------------------------------------------------------------===//
 #include <iostream>
@@ -26,6 +27,7 @@ struct PassOptions {
   std::vector<std::string> debugOnly;
   std::string device = "h200";
   std::map<std::string, std::vector<int64_t>> shapes;
+  std::string precision = "fp32";
 };
 
 }  // namespace
@@ -49,6 +51,8 @@ int main(int argc, char **argv) {
       options.debugOnly.push_back(a.substr(13));
     } else if (absl::StartsWith(a, "--device=")) {
       options.device = a.substr(9);
+    } else if (absl::StartsWith(a, "--precision=")) {
+      options.precision = a.substr(12);
     } else if (absl::StartsWith(a, "--shape=")) {
       std::string v = a.substr(8);
       size_t eq = v.rfind('=');
@@ -70,6 +74,7 @@ int main(int argc, char **argv) {
     ctx.verifyEach = false;  // fusec-opt verifies after each pass itself.
     ctx.debugOnly = options.debugOnly;
     ctx.inputShapes = options.shapes;
+    ctx.precision = options.precision;
     auto target = fusec::passes::loadBuiltinTarget(options.device);
     if (target.ok()) ctx.target = *target;
   };
@@ -90,7 +95,7 @@ int main(int argc, char **argv) {
     for (const auto &info : allPasses())
       lines.push_back(absl::StrCat("  ", info.name, "  ", info.description));
     lines.push_back("pass options: --dump-fusion[=text|json] --debug-only=PASS --device=NAME "
-                    "--shape=NAME=DIMS");
+                    "--shape=NAME=DIMS --precision=fp32|bf16|fp16");
     return lines;
   };
   return fusec::opt::fusecOptMain(argc, argv, hooks);

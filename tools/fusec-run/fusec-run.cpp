@@ -45,6 +45,13 @@ graph inputs by tensor name, else by position).
                      kernels are evaluated op by op inside each kernel
   --passes=a,b       with --optimize: run these passes instead of the default
   --data DIR         folder with input_<i>.pb and output_<i>.pb
+  --precision P      fp32 (default), bf16 or fp16. With --optimize: sets the
+                     precision the lower-precision pass lowers to (it is in the
+                     default pipeline; name it in --passes otherwise). For an
+                     artifact: the precision it was compiled with (fusec
+                     --precision). Either way, unless --atol/--rtol are given,
+                     f32 outputs are compared with the model-level tolerance
+                     of that precision (see below)
   --atol X --rtol Y  override the per-dtype tolerance
   --help             this text
 
@@ -55,6 +62,10 @@ Default tolerances by output dtype:
   f32   atol 1e-4  rtol 1e-3
   f16   atol 1e-2  rtol 1e-2
   bf16  atol 5e-2  rtol 5e-2
+Model-level tolerance for f32 outputs of a model lowered with --precision
+(interp/Compare.h, loweredModelTolerance; measured on the 7 shared models):
+  bf16  atol 0.15  rtol 0.08
+  fp16  atol 0.02  rtol 0.01
 The final line starts with PASS or FAIL; the exit status is 0 only on PASS.
 )";
 
@@ -62,6 +73,7 @@ struct Options {
   bool reference = false;
   bool optimize = false;
   std::string passes;
+  std::string precision = "fp32";
   std::string model;
   std::string data;
   std::optional<double> atol, rtol;
@@ -91,6 +103,10 @@ std::string parseArgs(int argc, char **argv, Options &opt) {
       opt.optimize = true;
     } else if (value("--passes", v)) {
       opt.passes = v;
+    } else if (value("--precision", v)) {
+      if (v != "fp32" && v != "bf16" && v != "fp16")
+        return absl::StrCat("unknown --precision '", v, "' (expected fp32, bf16 or fp16)");
+      opt.precision = v;
     } else if (value("--data", v)) {
       opt.data = v;
     } else if (value("--bench", v)) {
@@ -151,6 +167,7 @@ absl::StatusOr<bool> run(const Options &opt) {
   if (opt.optimize) {
     passes::PassContext ctx;
     ctx.verifyEach = true;
+    ctx.precision = opt.precision;
     for (const auto &[name, t] : feedMap) ctx.inputShapes[name] = t.shape();
     std::string spec = opt.passes.empty()
                            ? passes::pipelineString(passes::defaultPipeline("reference"))
@@ -170,6 +187,9 @@ absl::StatusOr<bool> run(const Options &opt) {
   for (size_t i = 0; i < expected.size(); ++i) {
     const ir::Tensor &want = expected[i].second;
     interp::Tolerance tol = interp::defaultTolerance(want.dtype());
+    if (opt.precision != "fp32" && want.dtype() == ir::DType::kF32)
+      tol = interp::loweredModelTolerance(opt.precision == "bf16" ? ir::DType::kBF16
+                                                                   : ir::DType::kF16);
     if (opt.atol) tol.atol = *opt.atol;
     if (opt.rtol) tol.rtol = *opt.rtol;
     interp::CompareResult r = interp::compareTensors(results[i], want, &tol);
@@ -207,8 +227,16 @@ int main(int argc, char **argv) {
                    opt.model.c_str());
       return 2;
     }
-    return tools::runArtifact(opt.model, opt.data, opt.bench, opt.atol.value_or(-1),
-                              opt.rtol.value_or(-1));
+    double atol = opt.atol.value_or(-1), rtol = opt.rtol.value_or(-1);
+    if (opt.precision != "fp32") {
+      // Artifact outputs keep the model's dtype (f32); use the model-level
+      // tolerance of the precision it was compiled with.
+      interp::Tolerance t = interp::loweredModelTolerance(
+          opt.precision == "bf16" ? ir::DType::kBF16 : ir::DType::kF16);
+      if (!opt.atol) atol = t.atol;
+      if (!opt.rtol) rtol = t.rtol;
+    }
+    return tools::runArtifact(opt.model, opt.data, opt.bench, atol, rtol);
   }
   absl::StatusOr<bool> pass = run(opt);
   if (!pass.ok()) {

@@ -166,7 +166,9 @@ const std::vector<FlagSpec> &flagTable() {
          o.output = v;
          return absl::OkStatus();
        }},
-      {"precision", "P", "fp32 (default); fp16 or bf16 lower an fp32 model (fp32 accumulation)",
+      {"precision", "P", "fp32 (default); fp16 or bf16 store activations and weights in that dtype (the "
+       "lower-precision pass; inputs/outputs keep their dtypes; GEMMs accumulate and "
+       "softmax/normalisation statistics stay in fp32)",
        [](DriverOptions &o, const std::string &v) {
          if (v != "fp32" && v != "fp16" && v != "bf16")
            return absl::InvalidArgumentError(
@@ -307,6 +309,7 @@ absl::Status runDriver(const DriverOptions &opts, std::ostream &out) {
   ctx.inputShapes = opts.shapes;
   ctx.debugOnly = opts.debugOnly;
   ctx.verifyEach = !opts.noVerify;
+  ctx.precision = opts.precision;
   FUSEC_ASSIGN_OR_RETURN(ctx.target, passes::loadBuiltinTarget(deviceName(opts)));
   ctx.fusionPlan.onnxNodes = graph->onnxNodeCount();
   FUSEC_ASSIGN_OR_RETURN(auto pipeline, passes::parsePipeline(passes::pipelineString(pipelineFor(opts))));

@@ -1,0 +1,215 @@
+//===- PrecisionLowering.cpp - Lower an fp32 graph to bf16 / fp16 ---------===//
+//
+// The "lower-precision" pass turns an fp32 model into a bf16 or fp16 one
+// (PassContext::precision: "bf16" or "fp16"; "fp32" or empty is a no-op, any
+// other value is InvalidArgument). It runs after canonicalisation and before
+// fusion, so fusion and code generation see the low-precision types.
+//
+// Semantics:
+//   - Graph inputs and outputs keep their dtypes, so callers and test data
+//     stay the same: each f32 graph input gets a Cast to the low dtype whose
+//     result replaces the input in every node (not in the graph outputs);
+//     each graph output that was f32 and became low precision gets a Cast
+//     back to f32, and the Cast's result takes the output's name (the
+//     low-precision value is renamed "<name>_<dtype>").
+//   - Every f32 constant (weights, biases, scalars) is converted to the low
+//     dtype, round to nearest even, saturating: finite values beyond the low
+//     dtype's largest finite value become that value (so a mask constant of
+//     -FLT_MAX becomes -65504 in fp16 / -3.39e38 in bf16 rather than -inf,
+//     and (1 - mask) * min stays finite instead of 0 * -inf = NaN). The
+//     artifact then stores half the weight bytes.
+//   - Every f32 value becomes the low dtype: Cast nodes with to=f32 cast to
+//     the low dtype; ConstantOfShape and Constant values of f32 are
+//     converted; every other node's result dtypes are re-inferred from its
+//     (converted) inputs. Float attributes (epsilon, alpha, scale) stay
+//     attributes (they are applied in fp32 registers).
+//   - Integer, bool and f64 values are untouched. Results an op defines as
+//     f32 independently of its inputs (LayerNormalization's optional
+//     Mean / InvStdDev with stash_type=1) stay f32.
+//   - Accumulation and statistics stay fp32 by construction of the consumers:
+//     MatMul / Gemm / Conv become library calls with bf16/f16 operands and an
+//     f32 compute type (codegen::GemmParams::compute); Softmax, LogSoftmax,
+//     LayerNormalization, RMSNormalization and Reduce* row kernels load the
+//     low dtype, compute in f32 registers and store the low dtype. The
+//     reference interpreter computes each op in double and rounds its result
+//     to the low dtype, which is exactly the "bf16 storage, fp32 math" model.
+//
+// Statistics: lower-precision.constants (converted), lower-precision.values
+// (results retyped), lower-precision.casts (boundary casts added).
+//
+//===----------------------------------------------------------------------===//
+#include <cmath>
+#include <limits>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "ir/ShapeInference.h"
+#include "passes/Pass.h"
+#include "support/Status.h"
+
+namespace fusec::passes {
+namespace {
+
+using ir::DType;
+
+/// The largest finite value of \p t (bf16: 0x7F7F, f16: 65504).
+double maxFinite(DType t) {
+  return t == DType::kF16 ? 65504.0 : static_cast<double>(ir::bf16ToFloat(0x7F7F));
+}
+
+/// \p src (f32) converted to \p low, round to nearest even, saturating.
+ir::Tensor convertTensor(const ir::Tensor &src, DType low) {
+  ir::Tensor out(low, src.shape());
+  const double m = maxFinite(low);
+  const int64_t n = src.numElements();
+  for (int64_t i = 0; i < n; ++i) {
+    double x = src.getDouble(i);
+    if (std::isfinite(x)) x = std::max(-m, std::min(m, x));
+    out.setDouble(i, x);
+  }
+  return out;
+}
+
+const char *shortName(DType t) { return t == DType::kF16 ? "f16" : "bf16"; }
+
+class PrecisionLowering : public Pass {
+ public:
+  const char *name() const override { return "lower-precision"; }
+
+  absl::StatusOr<bool> run(ir::Graph &graph, PassContext &ctx) override {
+    DType low;
+    if (ctx.precision.empty() || ctx.precision == "fp32" || ctx.precision == "f32") return false;
+    if (ctx.precision == "bf16") {
+      low = DType::kBF16;
+    } else if (ctx.precision == "fp16" || ctx.precision == "f16") {
+      low = DType::kF16;
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown precision '", ctx.precision, "' (expected fp32, fp16 or bf16)"));
+    }
+    const int32_t lowCode = static_cast<int32_t>(low);
+    const std::vector<ir::Node *> nodes = graph.nodes();
+    int64_t constants = 0, values = 0, casts = 0;
+
+    // Graph outputs that were f32 before lowering (by position).
+    std::vector<bool> outputWasF32;
+    for (ir::Value *v : graph.outputs()) outputWasF32.push_back(v && v->type().dtype == DType::kF32);
+
+    // 1. Constants (weights and scalars) referenced by nodes or outputs.
+    for (ir::Value *c : graph.constants()) {
+      if (c->type().dtype != DType::kF32 || !c->constant()) continue;
+      graph.setConstant(c, convertTensor(*c->constant(), low));
+      ++constants;
+    }
+
+    // 2. Entry casts: f32 graph inputs feed the nodes through Cast(to=low).
+    absl::flat_hash_map<ir::Value *, ir::Value *> entry;
+    ir::Node *first = nodes.empty() ? nullptr : nodes.front();
+    for (ir::Value *in : graph.inputs()) {
+      if (in->isConstant() || in->type().dtype != DType::kF32) continue;
+      bool used = false;
+      for (ir::Node *n : nodes)
+        for (ir::Value *v : n->inputs()) used |= v == in;
+      if (!used) continue;
+      ir::Node *cast = graph.addNode(
+          "Cast", {in}, {graph.uniqueName(absl::StrCat(in->name(), "_", shortName(low)))},
+          {{"to", ir::Attribute(int64_t{lowCode})}}, absl::StrCat("cast_", in->name()), first);
+      ir::TensorType t = in->type();
+      t.dtype = low;
+      cast->output(0)->setType(t);
+      entry[in] = cast->output(0);
+      ++casts;
+    }
+
+    // 3. Nodes in order: rewire entry casts, retarget f32-producing
+    // attributes, re-infer result dtypes (shapes are kept as they are).
+    for (ir::Node *n : nodes) {
+      for (int i = 0; i < n->numInputs(); ++i)
+        if (auto it = entry.find(n->input(i)); it != entry.end()) n->setInput(i, it->second);
+      switch (n->kind()) {
+        case ir::OpKind::kCast:
+          if (n->getInt("to", 0) == static_cast<int64_t>(DType::kF32))
+            n->setAttr("to", ir::Attribute(int64_t{lowCode}));
+          break;
+        case ir::OpKind::kConstantOfShape: {
+          const ir::Attribute *a = n->attr("value");
+          if (!a) {
+            // The default value is f32 zero.
+            n->setAttr("value", ir::Attribute(ir::Tensor(low, {1})));
+          } else if (a->kind() == ir::Attribute::Kind::kTensor && a->t().dtype() == DType::kF32) {
+            n->setAttr("value", ir::Attribute(convertTensor(a->t(), low)));
+          }
+          break;
+        }
+        case ir::OpKind::kConstant: {
+          const ir::Attribute *a = n->attr("value");
+          if (a && a->kind() == ir::Attribute::Kind::kTensor && a->t().dtype() == DType::kF32) {
+            n->setAttr("value", ir::Attribute(convertTensor(a->t(), low)));
+          } else if (const ir::Attribute *f = n->attr("value_float")) {
+            ir::Tensor t = ir::Tensor::fromDoubles(DType::kF32, {}, {static_cast<double>(f->f())});
+            n->attrs().erase("value_float");
+            n->setAttr("value", ir::Attribute(convertTensor(t, low)));
+          } else if (const ir::Attribute *fs = n->attr("value_floats")) {
+            std::vector<double> d(fs->floats().begin(), fs->floats().end());
+            ir::Tensor t = ir::Tensor::fromDoubles(
+                DType::kF32, {static_cast<int64_t>(d.size())}, d);
+            n->attrs().erase("value_floats");
+            n->setAttr("value", ir::Attribute(convertTensor(t, low)));
+          }
+          break;
+        }
+        default:
+          break;
+      }
+      bool anyF32 = false;
+      for (ir::Value *o : n->outputs()) anyF32 |= o && o->type().dtype == DType::kF32;
+      if (!anyF32) continue;
+      absl::StatusOr<std::vector<ir::TensorType>> inferred = ir::computeNodeTypes(*n);
+      if (!inferred.ok())
+        return withContext(inferred.status(), absl::StrCat("lowering ", n->describe()));
+      const std::vector<ir::TensorType> &types = *inferred;
+      for (int i = 0; i < n->numOutputs() && i < static_cast<int>(types.size()); ++i) {
+        ir::Value *o = n->output(i);
+        if (!o || o->type().dtype != DType::kF32 || types[i].dtype != low) continue;
+        o->mutableType().dtype = low;
+        ++values;
+      }
+    }
+
+    // 4. Exit casts: outputs that were f32 come back as f32 under their name.
+    std::vector<ir::Value *> outs = graph.outputs();
+    absl::flat_hash_map<ir::Value *, ir::Value *> exitOf;
+    for (size_t i = 0; i < outs.size(); ++i) {
+      ir::Value *v = outs[i];
+      if (!v || !outputWasF32[i] || v->type().dtype != low) continue;
+      if (auto it = exitOf.find(v); it != exitOf.end()) {
+        outs[i] = it->second;
+        continue;
+      }
+      const std::string name = v->name();
+      graph.renameValue(v, graph.uniqueName(absl::StrCat(name, "_", shortName(low))));
+      ir::Node *cast = graph.addNode("Cast", {v}, {name},
+                                     {{"to", ir::Attribute(static_cast<int64_t>(DType::kF32))}},
+                                     absl::StrCat("cast_", name));
+      ir::TensorType t = v->type();
+      t.dtype = DType::kF32;
+      cast->output(0)->setType(t);
+      exitOf[v] = cast->output(0);
+      outs[i] = cast->output(0);
+      ++casts;
+    }
+    graph.setOutputs(outs);
+
+    ctx.statistics["lower-precision.constants"] += constants;
+    ctx.statistics["lower-precision.values"] += values;
+    ctx.statistics["lower-precision.casts"] += casts;
+    return constants + values + casts > 0;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> createPrecisionLowering() { return std::make_unique<PrecisionLowering>(); }
+
+}  // namespace fusec::passes
