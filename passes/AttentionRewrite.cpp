@@ -84,6 +84,7 @@ struct Match {
   Value *q = nullptr;
   Value *kSrc = nullptr;            ///< K before the layout fix-up
   std::vector<int64_t> kPerm;       ///< perm applied to kSrc ([] = identity)
+  std::string kName;                ///< name of the exporter's K Transpose, if any
   Value *v = nullptr;
   int64_t hq = 0, hkv = 0;
   double scale = 1.0;
@@ -632,6 +633,7 @@ class AttentionRewrite : public Pass {
       std::vector<int64_t> p = tr->getInts("perm");
       if (p.size() == 4) {
         if (uses.hasOneUse(kt)) m.matched.push_back(tr);
+        m.kName = tr->name();
         std::swap(p[2], p[3]);
         perm = p;
         kt = peelScale(tr->input(0), uses, m.scale, m);
@@ -719,6 +721,8 @@ class AttentionRewrite : public Pass {
     if (!m.kPerm.empty()) {
       FUSEC_ASSIGN_OR_RETURN(Node * tr, createNodeBefore(graph, m.pv, "Transpose", {m.kSrc},
                                                          {{"perm", ir::Attribute(m.kPerm)}}));
+      // Located at the Q·Kᵀ MatMul, not at the P·V MatMul it precedes.
+      tr->setName(m.kName.empty() ? m.qk->name() : m.kName);
       k = tr->output(0);
     }
     std::vector<Value *> inputs{m.q, k, m.v};

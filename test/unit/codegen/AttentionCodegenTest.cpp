@@ -71,77 +71,83 @@ std::string graphText(const Variant &v) {
                       shapeText(v.dtype, {v.b, v.hq, v.sq, dv}), " loc(\"attn\")\n  return %y\n}\n");
 }
 
+Variant named(std::string n) {
+  Variant v;
+  v.name = std::move(n);
+  return v;
+}
+
 std::vector<Variant> variants() {
   std::vector<Variant> vs;
-  vs.push_back({"plain"});
-  Variant c{"causal"};
+  vs.push_back(named("plain"));
+  Variant c = named("causal");
   c.mask = "k <= q";
   c.sq = c.sk = 100;
   c.d = 32;
   vs.push_back(c);
-  Variant bias{"bias"};
+  Variant bias = named("bias");
   bias.scoreMod = "score + bias0";
   bias.biases = {{"f32", {2, 1, 24, 24}}};
   vs.push_back(bias);
-  Variant alibi{"alibi"};
+  Variant alibi = named("alibi");
   alibi.scoreMod = "score + slope[h] * (k - q)";
   alibi.mask = "k <= q";
   alibi.extraAttrs = "table_slope = [0.5, 0.25, 0.125, 0.0625], tables = [\"slope\"]";
   vs.push_back(alibi);
-  Variant cap{"softcap"};
+  Variant cap = named("softcap");
   cap.scoreMod = "tanh(score / 2.0) * 2.0";
   cap.scale = 1.0;
   vs.push_back(cap);
-  Variant sw{"sliding_window"};
+  Variant sw = named("sliding_window");
   sw.mask = "k <= q && q - k < 16";
   sw.sq = sw.sk = 77;
   vs.push_back(sw);
-  Variant pad{"padding_mask"};
+  Variant pad = named("padding_mask");
   pad.scoreMod = "bias0 ? score : -inf";
   pad.biases = {{"bool", {2, 1, 1, 24}}};
   vs.push_back(pad);
-  Variant padFinite{"padding_finite_fill"};
+  Variant padFinite = named("padding_finite_fill");
   padFinite.scoreMod = "score + bias0";
   padFinite.biases = {{"f32", {2, 1, 1, 24}}};
   vs.push_back(padFinite);
-  Variant gqa{"gqa"};
+  Variant gqa = named("gqa");
   gqa.hq = 8;
   gqa.hkv = 2;
   gqa.mask = "k <= q";
   vs.push_back(gqa);
   for (int64_t d : {32, 64, 80, 96, 128, 256}) {
-    Variant h{absl::StrCat("head_dim_", d)};
+    Variant h = named(absl::StrCat("head_dim_", d));
     h.d = d;
     h.sq = h.sk = 70;
     h.b = 1;
     h.hq = h.hkv = 2;
     vs.push_back(h);
   }
-  Variant dv{"dv_differs"};
+  Variant dv = named("dv_differs");
   dv.d = 32;
   dv.dv = 48;
   vs.push_back(dv);
-  Variant rect{"sq_ne_sk"};
+  Variant rect = named("sq_ne_sk");
   rect.sq = 7;
   rect.sk = 130;
   rect.mask = "k <= q + 123";
   vs.push_back(rect);
-  Variant one{"batch1_head1"};
+  Variant one = named("batch1_head1");
   one.b = 1;
   one.hq = one.hkv = 1;
   one.sq = one.sk = 65;
   vs.push_back(one);
-  Variant full{"fully_masked_rows"};
+  Variant full = named("fully_masked_rows");
   full.mask = "k <= q - 3";  // rows 0..2 see no key: NaN, as the decomposition
   vs.push_back(full);
-  Variant bf{"bf16_causal_gqa"};
+  Variant bf = named("bf16_causal_gqa");
   bf.dtype = "bf16";
   bf.hq = 4;
   bf.hkv = 2;
   bf.mask = "k <= q";
   bf.sq = bf.sk = 90;
   vs.push_back(bf);
-  Variant bfBias{"bf16_bias_d128"};
+  Variant bfBias = named("bf16_bias_d128");
   bfBias.dtype = "bf16";
   bfBias.d = 128;
   bfBias.scoreMod = "score + bias0";

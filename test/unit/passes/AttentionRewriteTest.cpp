@@ -99,7 +99,9 @@ TEST_P(AttentionModels, FiresAndKeepsOutputs) {
   if (it != expectedAttention().end()) {
     EXPECT_EQ(fused, it->second) << "FusedAttention nodes";
     EXPECT_EQ(ctx.statistics["attention-rewrite.fused"], it->second);
-    if (it->second > 0) EXPECT_EQ(softmax, 0) << "a Softmax survived";
+    if (it->second > 0) {
+      EXPECT_EQ(softmax, 0) << "a Softmax survived";
+    }
   }
   int attnKernels = 0;
   for (const Kernel &k : ctx.fusionPlan.kernels)
@@ -179,11 +181,14 @@ TEST(ScoreExpr, EvaluatesWithF32AndIntegerSemantics) {
 TEST(ScoreExpr, RejectsBadText) {
   ir::ScoreExprContext ctx;
   ctx.numBiases = 1;
+  ctx.tables = {"alibi"};
   for (const char *s : {"score +", "(score", "bias1", "foo", "tanh(score, 2)", "slope[h]",
                         "score ? ", "1e", "99999999999999999", "k <= q)", "score[1]"}) {
     auto e = ir::parseScoreExpr(s, ctx);
     EXPECT_FALSE(e.ok()) << s;
-    if (!e.ok()) EXPECT_EQ(e.status().code(), absl::StatusCode::kInvalidArgument) << s;
+    if (!e.ok()) {
+      EXPECT_EQ(e.status().code(), absl::StatusCode::kInvalidArgument) << s;
+    }
   }
   ir::ScoreExprContext mask;
   mask.allowScore = false;
