@@ -176,7 +176,10 @@ OpRule opRule(const ir::Node &n) {
       // bytes are Q + K + V + biases + out (the default read rule).
       const double dv = dim(y, -1), sk = dim(n.input(1), -2), d = dim(x, -1);
       r.flops = dv > 0 ? 2 * (out / dv) * sk * (d + dv) : 0;
-      r.contraction = true;
+      // Counted against the vector peak while the kernel is the naive one
+      // (codegen/cuda/AttentionNaive.cpp, no tensor cores); the tiled
+      // tensor-core kernel makes this a matrix-unit contraction.
+      r.contraction = false;
       break;
     }
 

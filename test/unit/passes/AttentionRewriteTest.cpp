@@ -28,6 +28,9 @@
 #include "ir/ScoreExpr.h"
 #include "passes/Pass.h"
 #include "passes/Pipeline.h"
+#include "passes/cost/ArithmeticIntensity.h"
+#include "ir/Parser.h"
+#include "ir/ShapeInference.h"
 
 namespace fusec::passes {
 namespace {
@@ -131,6 +134,36 @@ TEST_P(AttentionModels, FiresAndKeepsOutputs) {
 INSTANTIATE_TEST_SUITE_P(SharedModels, AttentionModels, ::testing::ValuesIn(modelNames()),
                          [](const ::testing::TestParamInfo<std::string> &info) { return info.param; });
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(AttentionModels);
+
+TEST(AttentionOp, CostShapeAndInterpreterErrors) {
+  auto g = ir::parseGraph(R"(graph @a(%q: f32[2,4,16,64], %k: f32[2,2,32,64], %v: f32[2,2,32,64], %b: f32[2,1,1,32]) -> (%y) {
+  %y = "FusedAttention"(%q, %k, %v, %b) {kv_num_heads = 2, mask = "k <= q + 16", num_heads = 4, scale = 0.125, score_mod = "score + bias0"} : f32[2,4,16,64]
+  return %y
+})");
+  ASSERT_TRUE(g.ok()) << g.status();
+  const ir::Node *n = (*g)->nodes()[0];
+  OpCost c = opCost(*n);
+  ASSERT_TRUE(c.known);
+  EXPECT_EQ(c.flops, 4.0 * 2 * 4 * 16 * 32 * 64);  // 4·B·H·Sq·Sk·D
+  EXPECT_EQ(c.bytesRead, 4.0 * (2 * 4 * 16 * 64 + 2 * 2 * 32 * 64 * 2 + 2 * 32));
+  EXPECT_EQ(c.bytesWritten, 4.0 * 2 * 4 * 16 * 64);
+  // Shape inference agrees with the declared type.
+  auto t = ir::computeNodeTypes(*n);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ((*t)[0], n->output(0)->type());
+  // The interpreter rejects a bad expression and a head count mismatch.
+  ir::Tensor q(ir::DType::kF32, {1, 3, 2, 4}), kv(ir::DType::kF32, {1, 2, 2, 4});
+  std::vector<const ir::Tensor *> ins{&q, &kv, &kv};
+  ir::Graph g2;
+  ir::Value *vq = g2.addInput("q", ir::TensorType(ir::DType::kF32, {1, 3, 2, 4}));
+  ir::Value *vk = g2.addInput("k", ir::TensorType(ir::DType::kF32, {1, 2, 2, 4}));
+  ir::Node *bad = g2.addNode("FusedAttention", {vq, vk, vk}, {"y"}, {{"score_mod", ir::Attribute(std::string("score +"))}});
+  auto r = interp::evaluateNode(*bad, ins);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  bad->setAttr("score_mod", ir::Attribute(std::string("")));
+  r = interp::evaluateNode(*bad, ins);  // 3 query heads, 2 kv heads
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+}
 
 // --- expression language ---------------------------------------------------
 
