@@ -97,6 +97,10 @@ class ExprPrinter {
     for (size_t i = 0; i < s.exprs.size(); ++i) name_[i] = absl::StrCat("e", i);
   }
   std::string &name(int id) { return name_[id]; }
+  /// Element-level float divisions whose divisor is this name's expression
+  /// print as a multiplication by the reciprocal `rcp<divisor>` (computed
+  /// once per row by the caller).
+  std::set<int> reciprocalOf;
 
   /// Flat offset of a load/store with index operands \p idx into buffer \p b.
   std::string offset(int b, const std::vector<int> &idx, const std::map<int, std::string> &over = {}) {
@@ -152,7 +156,10 @@ class ExprPrinter {
           case BinaryOp::kAdd: return infix("+");
           case BinaryOp::kSub: return infix("-");
           case BinaryOp::kMul: return infix("*");
-          case BinaryOp::kDiv: return infix("/");
+          case BinaryOp::kDiv:
+            if (reciprocalOf.count(e.operands[1]))
+              return absl::StrCat("(", a, " * rcp", e.operands[1], ")");
+            return infix("/");
           case BinaryOp::kMod: return idx ? infix("%") : absl::StrCat("fx::imod(", a, ", ", b, ")");
           case BinaryOp::kEq: return infix("==");
           case BinaryOp::kNe: return infix("!=");
@@ -574,8 +581,9 @@ RowShape chooseRowShape(int64_t len, int vec, size_t cacheEntries, int maxThread
   r.chunks = len / vec;
   auto fits = [&](int g) {
     const int64_t items = (r.chunks + g - 1) / g;
-    return cacheEntries > 0 && len > 0 &&
-           items * vec * static_cast<int64_t>(cacheEntries) <= kRowCacheValues;
+    // Small blocks may hold more per thread (more registers each).
+    const int64_t budget = g <= 128 ? 2 * kRowCacheValues : kRowCacheValues;
+    return cacheEntries > 0 && len > 0 && items * vec * static_cast<int64_t>(cacheEntries) <= budget;
   };
   if (vec == 1) {
     // Scalar rows (the fallback, and rows whose length no vector divides).
@@ -593,11 +601,12 @@ RowShape chooseRowShape(int64_t len, int vec, size_t cacheEntries, int maxThread
     r.g = 32;
     r.block = 128;
   } else {
-    // One block per row: up to `cap` threads (512 by default: a 4096-wide
-    // bf16 row is then one 16-byte load per thread, f32 two), more when the
-    // row would not fit in registers anyway.
+    // One block per row: up to `cap` threads, more when the row would not
+    // fit in registers anyway. Two accesses per thread by default (measured on the H200, rows of
+    // 4096: bf16 256 threads 1.1-1.3x faster than 512; f32 512 best).
     const int cap = maxThreads > 0 ? maxThreads : 512;
-    int g = static_cast<int>(std::min<int64_t>(cap, (r.chunks + 31) / 32 * 32));
+    const int64_t want = maxThreads > 0 ? r.chunks : (r.chunks + 1) / 2;
+    int g = static_cast<int>(std::min<int64_t>(cap, (want + 31) / 32 * 32));
     if (!fits(g) && maxThreads <= 0)
       g = static_cast<int>(std::min<int64_t>(1024, (r.chunks + 31) / 32 * 32));
     r.g = std::max(32, g);
@@ -643,9 +652,26 @@ struct RowLayout {
   std::vector<std::vector<int>> loopRoots;  ///< per stage, then the epilogue
   std::vector<int> elemStores, rowStores;
   std::vector<int> cache;  ///< element-level values re-read by later loops
+  std::map<int, int> fillLoop;  ///< cache entry -> the loop that computes and stores it
 };
 
-RowLayout layoutRows(const KernelSpec &s, const Analysis &a) {
+/// True for the operations worth keeping in registers rather than redoing.
+bool isCostly(const Expr &e) {
+  if (e.kind == ExprKind::kBinary) return static_cast<BinaryOp>(e.op) == BinaryOp::kPow;
+  if (e.kind != ExprKind::kUnary) return false;
+  switch (static_cast<UnaryOp>(e.op)) {
+    case UnaryOp::kExp: case UnaryOp::kLog: case UnaryOp::kErf: case UnaryOp::kTanh:
+    case UnaryOp::kSigmoid: case UnaryOp::kSin: case UnaryOp::kCos: case UnaryOp::kLog1p:
+      return true;
+    default:
+      return false;
+  }
+}
+
+/// \p reuseLater: a later loop also re-reads costly values (exp(x - max))
+/// that an earlier loop after the first computed, instead of recomputing
+/// them from the first loop's values.
+RowLayout layoutRows(const KernelSpec &s, const Analysis &a, bool reuseLater) {
   RowLayout L;
   L.np = s.numParallelDims();
   L.rank = static_cast<int>(s.dims.size());
@@ -686,16 +712,57 @@ RowLayout layoutRows(const KernelSpec &s, const Analysis &a) {
       if (s.exprs[x].kind == ExprKind::kIndex && s.exprs[x].ival < L.np) return false;
     return true;
   };
+  auto plain = [&](int id) {
+    return a.elem[id] && s.exprs[id].kind != ExprKind::kIndex && s.exprs[id].kind != ExprKind::kConst;
+  };
   std::set<int> c;
-  for (int l = 1; l <= L.numStages; ++l) {
-    collect(s, L.loopRoots[l], [&](int id) {
-      if (a.elem[id] && a.reds[id].empty() && s.exprs[id].kind != ExprKind::kIndex &&
-          s.exprs[id].kind != ExprKind::kConst) {
-        if (!rowInvariantLoad(id)) c.insert(id);
-        return true;
+  if (!reuseLater) {
+    for (int l = 1; l <= L.numStages; ++l) {
+      collect(s, L.loopRoots[l], [&](int id) {
+        if (plain(id) && a.reds[id].empty()) {
+          if (!rowInvariantLoad(id)) {
+            c.insert(id);
+            L.fillLoop[id] = 0;
+          }
+          return true;
+        }
+        return false;
+      });
+    }
+  } else {
+    std::map<int, int> computedIn;  // element-level value -> first loop computing it
+    auto record = [&](int l, const std::set<int> &ids, const std::set<int> &except) {
+      for (int id : ids)
+        if (plain(id) && !except.count(id) && !computedIn.count(id)) computedIn[id] = l;
+    };
+    record(0, collect(s, L.loopRoots[0], [&](int id) { return !a.elem[id]; }), {});
+    for (int l = 1; l <= L.numStages; ++l) {
+      std::set<int> stops;
+      std::set<int> got = collect(s, L.loopRoots[l], [&](int id) {
+        if (!a.elem[id]) return true;
+        auto it = computedIn.find(id);
+        if (!plain(id) || it == computedIn.end()) return false;
+        if (rowInvariantLoad(id)) return true;  // re-loaded
+        // Costly: something in its recomputation (down to the first loop's
+        // values) is a transcendental.
+        bool costly = false;
+        if (it->second > 0)
+          for (int x : collect(s, {id}, [&](int y) {
+                 return !a.elem[y] || (y != id && computedIn.count(y) && computedIn[y] == 0);
+               }))
+            costly = costly || (a.elem[x] && isCostly(s.exprs[x]) && !(computedIn.count(x) && computedIn[x] == 0));
+        if (it->second == 0 || costly) {
+          stops.insert(id);
+          return true;
+        }
+        return false;
+      });
+      for (int id : stops) {
+        c.insert(id);
+        L.fillLoop[id] = computedIn[id];
       }
-      return false;
-    });
+      record(l, got, stops);
+    }
   }
   L.cache.assign(c.begin(), c.end());
   return L;
@@ -718,6 +785,19 @@ std::string emitRowKernel(const KernelSpec &s, const std::string &kname, const A
     if (e.kind == ExprKind::kIndex && e.ival == last) lastIdx = static_cast<int>(i);
     if (e.kind == ExprKind::kReduceResult) pr.name(static_cast<int>(i)) = absl::StrCat("red", e.ival);
   }
+  // Element-level divisions by a row-level value (softmax's 1 / sum) become
+  // one reciprocal per row and a multiplication per element (<= 1.5 ulp).
+  std::map<int, std::set<int>> divisions;  // divisor -> element-level divisions
+  for (size_t i = 0; i < s.exprs.size(); ++i) {
+    const Expr &e = s.exprs[i];
+    if (e.kind == ExprKind::kBinary && static_cast<BinaryOp>(e.op) == BinaryOp::kDiv &&
+        (e.type == ScalarType::kF32 || e.type == ScalarType::kF64) && a.elem[i] &&
+        !a.elem[e.operands[1]] && !s.isConst(e.operands[1])) {
+      pr.reciprocalOf.insert(e.operands[1]);
+      divisions[e.operands[1]].insert(static_cast<int>(i));
+    }
+  }
+  std::set<int> rcpDone;
   std::map<int, std::string> base;  // vector accesses index the first lane
   if (lastIdx >= 0) base[lastIdx] = absl::StrCat("i", last, "base");
   std::map<int, int> cacheSlot;
@@ -764,9 +844,21 @@ std::string emitRowKernel(const KernelSpec &s, const std::string &kname, const A
   // A loop over the row's elements computing \p roots; \p tail appends the
   // per-element statements that use them (`j` is the flat reduced index,
   // `v` the lane of the current vector access).
-  auto emitLoop = [&](const std::vector<int> &roots, bool useCache, bool fillCache, const std::vector<int> &stores,
+  auto emitLoop = [&](const std::vector<int> &roots, int loop, const std::vector<int> &stores,
                       const std::function<std::string(void)> &tail) {
     std::string o = emitOuter(roots, "  ");
+    {
+      std::set<int> reach = collect(s, roots, [&](int id) { return !a.elem[id]; });
+      for (const auto &[d, divs] : divisions) {
+        if (rcpDone.count(d)) continue;
+        bool used = false;
+        for (int dv : divs) used = used || reach.count(dv);
+        if (!used) continue;
+        rcpDone.insert(d);
+        const char *t = cType(s.exprs[d].type);
+        absl::StrAppend(&o, "  const ", t, " rcp", d, " = (", t, ")1 / ", pr.ref(d), ";\n");
+      }
+    }
     const bool unrolled = cached;
     if (unrolled) {
       absl::StrAppend(&o, "#pragma unroll\n  for (int k = 0; k < ", items, "; ++k) {\n");
@@ -777,11 +869,15 @@ std::string emitRowKernel(const KernelSpec &s, const std::string &kname, const A
       absl::StrAppend(&o, "#pragma unroll 4\n  for (idx_t c = (idx_t)lane; c < (idx_t)", sh.chunks,
                       "; c += G) {\n    {\n");
     }
+    // Cache entries: read those an earlier loop stored, store those this
+    // loop computes.
+    auto fromCache = [&](int id) { return cacheSlot.count(id) && L.fillLoop.at(id) < loop; };
+    std::vector<int> fills;
+    for (const auto &[id, slot] : cacheSlot)
+      if (L.fillLoop.at(id) == loop) fills.push_back(id);
     std::vector<int> all = roots;
-    if (fillCache) all.insert(all.end(), L.cache.begin(), L.cache.end());
-    std::set<int> need = collect(s, all, [&](int id) {
-      return !a.elem[id] || (useCache && cacheSlot.count(id));
-    });
+    all.insert(all.end(), fills.begin(), fills.end());
+    std::set<int> need = collect(s, all, [&](int id) { return !a.elem[id] || fromCache(id); });
     std::string in = "      ";
     if (V == 1) {
       absl::StrAppend(&o, "      [[maybe_unused]] const idx_t j = c;\n");
@@ -793,7 +889,7 @@ std::string emitRowKernel(const KernelSpec &s, const std::string &kname, const A
       for (int id : need)
         if (vp.hoisted.count(id)) absl::StrAppend(&o, "      ", pr.stmt(id), "\n");
       for (int id : need) {
-        if (!vp.vecLoads.count(id) || (useCache && cacheSlot.count(id))) continue;
+        if (!vp.vecLoads.count(id) || fromCache(id)) continue;
         const Expr &e = s.exprs[id];
         const char *st = storageType(s.buffers[e.ival].dtype);
         absl::StrAppend(&o, "      const fx::Vec<", st, ", V> v", id, " = *reinterpret_cast<const fx::Vec<", st,
@@ -813,7 +909,7 @@ std::string emitRowKernel(const KernelSpec &s, const std::string &kname, const A
     for (int id : need) {
       const Expr &e = s.exprs[id];
       if (!a.elem[id] || e.kind == ExprKind::kIndex || vp.hoisted.count(id)) continue;
-      if (useCache && cacheSlot.count(id)) {
+      if (fromCache(id)) {
         absl::StrAppend(&o, in, "const ", cType(e.type), " ", pr.name(id), " = c", cacheSlot[id], "[", slot,
                         "];\n");
         continue;
@@ -824,9 +920,7 @@ std::string emitRowKernel(const KernelSpec &s, const std::string &kname, const A
       }
       absl::StrAppend(&o, in, pr.stmt(id), "\n");
     }
-    if (fillCache)
-      for (size_t i = 0; i < L.cache.size(); ++i)
-        absl::StrAppend(&o, in, "c", i, "[", slot, "] = ", pr.ref(L.cache[i]), ";\n");
+    for (int id : fills) absl::StrAppend(&o, in, "c", cacheSlot[id], "[", slot, "] = ", pr.ref(id), ";\n");
     o += indentLines(tail(), in);
     if (V > 1) {
       absl::StrAppend(&o, "      }\n");
@@ -853,7 +947,7 @@ std::string emitRowKernel(const KernelSpec &s, const std::string &kname, const A
       if (rd.kind == ReduceKind::kArgMax || rd.kind == ReduceKind::kArgMin)
         absl::StrAppend(&out, "  long long arg", r, " = -1;\n");
     }
-    out += emitLoop(L.loopRoots[st], cached && st > 0, cached && st == 0, {}, [&]() {
+    out += emitLoop(L.loopRoots[st], st, {}, [&]() {
       std::string t;
       for (int r : reds) {
         const Reduction &rd = s.reductions[r];
@@ -901,7 +995,7 @@ std::string emitRowKernel(const KernelSpec &s, const std::string &kname, const A
     absl::StrAppend(&out, "  }\n");
   }
   if (!L.elemStores.empty()) {
-    out += emitLoop(L.loopRoots[L.numStages], cached, false, L.elemStores, [&]() {
+    out += emitLoop(L.loopRoots[L.numStages], L.numStages, L.elemStores, [&]() {
       std::string t;
       for (int si : L.elemStores) {
         const Store &st = s.stores[si];
@@ -926,14 +1020,23 @@ absl::StatusOr<std::string> emitReduce(const KernelSpec &s, const std::string &s
                                        const CudaOptions &opts) {
   const int rank = static_cast<int>(s.dims.size());
   const Analysis a = analyse(s, rank - 1);
-  const RowLayout L = layoutRows(s, a);
+  // Two register plans: also keeping later loops' costly values (softmax's
+  // exp) when they fit, else only the first loop's values.
+  const RowLayout reuse = layoutRows(s, a, true), first = layoutRows(s, a, false);
+  const RowLayout &L = first;
   const RowVecPlan vp = planRowVec(s, a, L.elemStores);
-  const RowShape scalar = chooseRowShape(L.len, 1, L.cache.size(), opts.rowMaxThreads);
-  std::string out = emitRowKernel(s, symbol + "_kernel", a, L, scalar, RowVecPlan{});
-  RowShape vector;
+  auto pick = [&](int vec, RowShape *sh) -> const RowLayout & {
+    *sh = chooseRowShape(L.len, vec, reuse.cache.size(), opts.rowMaxThreads);
+    if (sh->cached) return reuse;
+    *sh = chooseRowShape(L.len, vec, first.cache.size(), opts.rowMaxThreads);
+    return first;
+  };
+  RowShape scalar, vector;
+  const RowLayout &ls = pick(1, &scalar);
+  std::string out = emitRowKernel(s, symbol + "_kernel", a, ls, scalar, RowVecPlan{});
   if (vp.vec > 1) {
-    vector = chooseRowShape(L.len, vp.vec, L.cache.size(), opts.rowMaxThreads);
-    out += emitRowKernel(s, symbol + "_vec", a, L, vector, vp);
+    const RowLayout &lv = pick(vp.vec, &vector);
+    out += emitRowKernel(s, symbol + "_vec", a, lv, vector, vp);
   }
   absl::StrAppend(&out, "extern \"C\" int ", symbol, "(void *const *buffers, cudaStream_t stream) {\n");
   if (L.rows == 0) {

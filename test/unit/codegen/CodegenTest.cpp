@@ -257,19 +257,21 @@ TEST(CudaEmitterTest, LongRowsLoopOverGlobalMemory) {
 }
 
 TEST(CudaEmitterTest, RowKernelsMove16BytesPerAccess) {
-  // bf16 LayerNorm of 4096: 512 threads x one 8-element (16-byte) access for
+  // bf16 LayerNorm of 4096: 256 threads x two 8-element (16-byte) accesses for
   // every row operand, the per-column gamma/beta included; the launcher
   // checks alignment and falls back to the scalar kernel.
   CudaModule m = cuda(testing::layerNormGraph("bf16", 3, 4096));
-  EXPECT_TRUE(absl::StrContains(m.source, "__launch_bounds__(512) fusec_k0_vec(")) << m.source;
+  EXPECT_TRUE(absl::StrContains(m.source, "__launch_bounds__(256) fusec_k0_vec(")) << m.source;
   EXPECT_TRUE(absl::StrContains(m.source, "constexpr int V = 8;")) << m.source;
   EXPECT_EQ(count(m.source, "= *reinterpret_cast<const fx::Vec<__nv_bfloat16, V> *>(b"), 4) << m.source;
   EXPECT_EQ(count(m.source, "*reinterpret_cast<fx::Vec<__nv_bfloat16, V> *>(b"), 2) << m.source;  // y, h
   EXPECT_TRUE(absl::StrContains(m.source, "(reinterpret_cast<uintptr_t>(buffers[2]) % 16 == 0)")) << m.source;
   EXPECT_TRUE(absl::StrContains(m.source, "fusec_k0_kernel<<<")) << m.source;
-  // f32 softmax: 4 floats per access.
+  // f32 softmax: 4 floats per access, 512 threads; 1 / sum once per row.
   CudaModule f = cuda(testing::softmaxGraph("f32", 3, 4096));
   EXPECT_TRUE(absl::StrContains(f.source, "constexpr int V = 4;")) << f.source;
+  EXPECT_TRUE(absl::StrContains(f.source, "__launch_bounds__(512) fusec_k0_vec(")) << f.source;
+  EXPECT_TRUE(absl::StrContains(f.source, " = (float)1 / red1;")) << f.source;
   // A row length no vector divides stays scalar only.
   CudaModule o = cuda(testing::layerNormGraph("bf16", 3, 7));
   EXPECT_FALSE(absl::StrContains(o.source, "fusec_k0_vec")) << o.source;
