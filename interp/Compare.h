@@ -30,6 +30,10 @@
 //   bert_tiny  0.036  / 0.0057     gpt2_tiny        0.0068 / 0.00088
 //   llama_tiny 0.0061 / 0.00085    mlp_ln_gelu      0.022  / 0.0025
 //   vit_tiny   0.026  / 0.0042
+// The compiled artifacts on an H200 (fusec --precision, fusec-run OUT), max
+// abs error for attn_alibi, attn_causal_sdpa, bert, gpt2, llama, mlp, vit:
+//   bf16: 0.0040 0.0040 0.033 0.0067 0.0061 0.015 0.029
+//   fp16: 0.00039 0.00049 0.0048 0.00079 0.00081 0.0020 0.0039
 // (max relative errors are meaningless here: they come from outputs near 0,
 // e.g. 3e3 on llama logits, which is why atol carries the check.) The worst
 // element uses 39% of the bf16 tolerance (bert_tiny) and 30% of the fp16
