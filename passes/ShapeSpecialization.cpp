@@ -17,6 +17,9 @@
 namespace fusec::passes {
 namespace {
 
+/// Largest element count accepted for a bound input (2^40: 4 TiB of f32).
+constexpr int64_t kMaxElements = int64_t{1} << 40;
+
 class ShapeSpecialization : public Pass {
  public:
   const char *name() const override { return "shape-specialize"; }
@@ -34,6 +37,15 @@ class ShapeSpecialization : public Pass {
         return absl::InvalidArgumentError(absl::StrCat(
             "--shape ", inputName, "=", absl::StrJoin(dims, "x"), " has rank ", dims.size(),
             " but input '", inputName, "' has type ", ty.str()));
+      // The bound input must have a representable size: every later byte
+      // count (cost model, arena plan, kernel grids) is an int64.
+      int64_t elements = 1;
+      for (int64_t d : dims) {
+        if (d > 0 && elements > kMaxElements / d)
+          return absl::InvalidArgumentError(absl::StrCat(
+              "--shape ", inputName, "=", absl::StrJoin(dims, "x"), " has more than 2^40 elements"));
+        elements *= d > 0 ? d : 1;
+      }
       for (size_t d = 0; d < dims.size(); ++d) {
         if (dims[d] < 0)
           return absl::InvalidArgumentError(

@@ -6,6 +6,8 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/artifact/ArtifactWriter.h"
 
+#include <algorithm>
+
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -330,6 +332,30 @@ absl::Status checkStaticShapes(const ir::Graph &graph) {
     return absl::InvalidArgumentError(absl::StrCat(
         "shapes must be static for an artifact (format version 1): ", absl::StrJoin(bad, "; "),
         ". Bind the dims with --shape, e.g. --shape ", absl::StrJoin(examples, " --shape ")));
+  // Every static tensor must have a byte size that int64 arithmetic (arena
+  // offsets, launch grids) represents exactly; 2^46 bytes = 64 TiB.
+  constexpr int64_t kMaxBytes = int64_t{1} << 46;
+  auto tooLarge = [&](const ir::Value *v) {
+    const ir::TensorType &t = v->type();
+    if (!t.rankKnown || !t.isStatic()) return false;
+    int64_t bytes = std::max<int64_t>(1, ir::dtypeSize(t.dtype));
+    for (const ir::Dim &d : t.shape) {
+      if (d.value == 0) return false;
+      if (bytes > kMaxBytes / d.value) return true;
+      bytes *= d.value;
+    }
+    return false;
+  };
+  for (const ir::Value *v : graph.inputs())
+    if (tooLarge(v))
+      return absl::InvalidArgumentError(absl::StrCat("input '", v->name(), "' of type ", v->type().str(),
+                                                     " is larger than 64 TiB"));
+  for (const ir::Node *n : graph.nodes())
+    for (const ir::Value *v : n->outputs())
+      if (tooLarge(v))
+        return absl::InvalidArgumentError(absl::StrCat("value '", v->name(), "' of ", n->describe(),
+                                                       " has type ", v->type().str(),
+                                                       ", larger than 64 TiB"));
   for (const ir::Value *v : graph.outputs()) {
     if (v && !(v->type().rankKnown && v->type().isStatic()))
       return absl::InvalidArgumentError(

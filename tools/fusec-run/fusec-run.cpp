@@ -8,6 +8,7 @@
 //   error, 2 on bad usage.
 //
 //===----------------------------------------------------------------------===//
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -113,10 +114,14 @@ std::string parseArgs(int argc, char **argv, Options &opt) {
       opt.data = v;
     } else if (value("--bench", v)) {
       opt.bench = std::atoi(v.c_str());
-    } else if (value("--atol", v)) {
-      opt.atol = std::strtod(v.c_str(), nullptr);
-    } else if (value("--rtol", v)) {
-      opt.rtol = std::strtod(v.c_str(), nullptr);
+    } else if (value("--atol", v) || value("--rtol", v)) {
+      // A tolerance must be a finite number >= 0; anything else is a usage error.
+      char *end = nullptr;
+      double x = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end != '\0' || !std::isfinite(x) || x < 0)
+        return absl::StrCat(a.rfind("--atol", 0) == 0 ? "--atol" : "--rtol",
+                            " needs a finite number >= 0, got '", v, "'");
+      (a.rfind("--atol", 0) == 0 ? opt.atol : opt.rtol) = x;
     } else if (!a.empty() && a[0] == '-') {
       return absl::StrCat("unknown or incomplete option '", a, "'");
     } else if (opt.model.empty()) {
@@ -222,6 +227,13 @@ int main(int argc, char **argv) {
   }
   if (!opt.reference) {
     std::error_code ec;
+    if (fs::is_directory(opt.model, ec) && !fs::exists(fs::path(opt.model) / "manifest.json", ec)) {
+      std::fprintf(stderr,
+                   "fusec-run: error: '%s' is not a fusec artifact folder (no manifest.json); "
+                   "compile one with fusec MODEL.onnx -o OUT\n",
+                   opt.model.c_str());
+      return 2;
+    }
     if (!fs::is_directory(opt.model, ec)) {
       std::fprintf(stderr,
                    "fusec-run: error: '%s' is not an artifact folder (pass --reference to "
