@@ -20,6 +20,9 @@ echo "== build (ASan + UBSan) =="
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DFUSEC_SANITIZE=ON >/dev/null
 cmake --build build-asan
 echo "== tests under ASan + UBSan =="
+# The tests that only run nvcc over generated CUDA (their host code is the
+# same as in the first pass) are left out here to keep CI within its time.
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  ctest --test-dir build-asan --output-on-failure -j "$jobs"
+  ctest --test-dir build-asan --output-on-failure -j "$jobs" \
+  -E "NvccCompile|AttentionKernelTest|SharedModelArtifact|AttentionCodegen.*Compiles"
 echo "== all tests passed =="
