@@ -21,31 +21,13 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "codegen/cuda/Attention.h"
+#include "codegen/cuda/CudaEmitter.h"
 #include "codegen/cuda/attention/TiledAttention.h"
 #include "support/Status.h"
 
 namespace fusec::codegen {
 
 namespace {
-
-const char *cudaStorage(ir::DType t) {
-  switch (t) {
-    case ir::DType::kF32: return "float";
-    case ir::DType::kF64: return "double";
-    case ir::DType::kF16: return "__half";
-    case ir::DType::kBF16: return "__nv_bfloat16";
-    case ir::DType::kI64: return "int64_t";
-    case ir::DType::kI32: return "int32_t";
-    case ir::DType::kI16: return "int16_t";
-    case ir::DType::kI8: return "int8_t";
-    case ir::DType::kU8: return "uint8_t";
-    case ir::DType::kU16: return "uint16_t";
-    case ir::DType::kU32: return "uint32_t";
-    case ir::DType::kU64: return "uint64_t";
-    case ir::DType::kBool: return "bool";
-    default: return nullptr;
-  }
-}
 
 std::string floatLit(double v) {
   const float f = static_cast<float>(v);
@@ -144,12 +126,12 @@ absl::StatusOr<std::string> emitAttentionKernelNaive(const AttentionSpec &spec,
   if (s.numHeads % s.kvHeads != 0)
     return absl::InvalidArgumentError(absl::StrCat("codegen: attention with ", s.numHeads,
                                                    " query heads and ", s.kvHeads, " kv heads"));
-  const char *qT = cudaStorage(s.qType), *kT = cudaStorage(s.kType), *vT = cudaStorage(s.vType),
-             *oT = cudaStorage(s.oType);
+  const char *qT = cudaStorageType(s.qType), *kT = cudaStorageType(s.kType), *vT = cudaStorageType(s.vType),
+             *oT = cudaStorageType(s.oType);
   if (!qT || !kT || !vT || !oT)
     return absl::UnimplementedError("codegen: attention storage dtype without a CUDA type");
   for (const AttentionBias &b : s.biases)
-    if (!cudaStorage(b.dtype)) return absl::UnimplementedError("codegen: attention bias dtype without a CUDA type");
+    if (!cudaStorageType(b.dtype)) return absl::UnimplementedError("codegen: attention bias dtype without a CUDA type");
   if (s.scoreMod.numBiasesUsed() > static_cast<int>(s.biases.size()))
     return absl::InvalidArgumentError("codegen: score_mod reads a bias input the spec lacks");
   for (const std::string &t : s.scoreMod.tablesUsed())
@@ -177,7 +159,7 @@ absl::StatusOr<std::string> emitAttentionKernelNaive(const AttentionSpec &spec,
   std::string params = absl::StrCat("const ", qT, " *__restrict__ Q, const ", kT, " *__restrict__ K, const ",
                                     vT, " *__restrict__ V");
   for (size_t i = 0; i < s.biases.size(); ++i)
-    absl::StrAppend(&params, ", const ", cudaStorage(s.biases[i].dtype), " *__restrict__ bias", i);
+    absl::StrAppend(&params, ", const ", cudaStorageType(s.biases[i].dtype), " *__restrict__ bias", i);
   absl::StrAppend(&params, ", ", oT, " *__restrict__ O");
 
   absl::StrAppend(&out, "__global__ void __launch_bounds__(", 32 * kRows, ") ", k, "(", params, ") {\n");
@@ -224,7 +206,7 @@ absl::StatusOr<std::string> emitAttentionKernelNaive(const AttentionSpec &spec,
                                 absl::StrCat("(const ", kT, " *)buffers[1]"),
                                 absl::StrCat("(const ", vT, " *)buffers[2]")};
   for (size_t i = 0; i < s.biases.size(); ++i)
-    args.push_back(absl::StrCat("(const ", cudaStorage(s.biases[i].dtype), " *)buffers[", 3 + i, "]"));
+    args.push_back(absl::StrCat("(const ", cudaStorageType(s.biases[i].dtype), " *)buffers[", 3 + i, "]"));
   args.push_back(absl::StrCat("(", oT, " *)buffers[", s.outputBuffer(), "]"));
   absl::StrAppend(&out, "  dim3 grid(", (s.seqQ + kRows - 1) / kRows, ", ", s.numHeads, ", ", s.batch, ");\n");
   absl::StrAppend(&out, "  ", k, "<<<grid, ", 32 * kRows, ", 0, stream>>>(", absl::StrJoin(args, ", "), ");\n");

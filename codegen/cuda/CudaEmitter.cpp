@@ -38,24 +38,6 @@ namespace fusec::codegen {
 
 namespace {
 
-const char *storageType(ir::DType t) {
-  switch (t) {
-    case ir::DType::kF32: return "float";
-    case ir::DType::kF64: return "double";
-    case ir::DType::kF16: return "__half";
-    case ir::DType::kBF16: return "__nv_bfloat16";
-    case ir::DType::kI64: return "int64_t";
-    case ir::DType::kI32: return "int32_t";
-    case ir::DType::kI16: return "int16_t";
-    case ir::DType::kI8: return "int8_t";
-    case ir::DType::kU8: return "uint8_t";
-    case ir::DType::kU16: return "uint16_t";
-    case ir::DType::kU32: return "uint32_t";
-    case ir::DType::kU64: return "uint64_t";
-    case ir::DType::kBool: return "bool";
-    default: return nullptr;
-  }
-}
 
 const char *cType(ScalarType t) {
   switch (t) {
@@ -248,7 +230,7 @@ std::string kernelParams(const KernelSpec &s) {
   std::vector<std::string> ps;
   for (size_t i = 0; i < s.buffers.size(); ++i) {
     const BufferDesc &b = s.buffers[i];
-    ps.push_back(absl::StrCat(b.written ? "" : "const ", storageType(b.dtype), " *__restrict__ b", i));
+    ps.push_back(absl::StrCat(b.written ? "" : "const ", cudaStorageType(b.dtype), " *__restrict__ b", i));
   }
   return absl::StrJoin(ps, ", ");
 }
@@ -257,7 +239,7 @@ std::string launcherArgs(const KernelSpec &s) {
   std::vector<std::string> as;
   for (size_t i = 0; i < s.buffers.size(); ++i) {
     const BufferDesc &b = s.buffers[i];
-    as.push_back(absl::StrCat("static_cast<", b.written ? "" : "const ", storageType(b.dtype),
+    as.push_back(absl::StrCat("static_cast<", b.written ? "" : "const ", cudaStorageType(b.dtype),
                               " *>(buffers[", i, "])"));
   }
   return absl::StrJoin(as, ", ");
@@ -395,13 +377,13 @@ std::string emitPointwiseKernel(const KernelSpec &s, const std::string &kname,
     for (int id : p.vecLoads) {
       if (!needed.count(id)) continue;
       const Expr &e = s.exprs[id];
-      const char *st = storageType(s.buffers[e.ival].dtype);
+      const char *st = cudaStorageType(s.buffers[e.ival].dtype);
       absl::StrAppend(&out, "    const fx::Vec<", st, ", ", vec, "> v", id,
                       " = *reinterpret_cast<const fx::Vec<", st, ", ", vec, "> *>(b", e.ival, " + (",
                       pr.offset(static_cast<int>(e.ival), e.operands, lane0), "));\n");
     }
     for (int si : p.vecStores) {
-      const char *st = storageType(s.buffers[s.stores[si].buffer].dtype);
+      const char *st = cudaStorageType(s.buffers[s.stores[si].buffer].dtype);
       absl::StrAppend(&out, "    fx::Vec<", st, ", ", vec, "> o", si, ";\n");
     }
   }
@@ -421,7 +403,7 @@ std::string emitPointwiseKernel(const KernelSpec &s, const std::string &kname,
   for (size_t si = 0; si < s.stores.size(); ++si) {
     const Store &st = s.stores[si];
     if (p.vecStores.count(static_cast<int>(si))) {
-      absl::StrAppend(&out, "      o", si, ".v[v] = fx::to<", storageType(s.buffers[st.buffer].dtype),
+      absl::StrAppend(&out, "      o", si, ".v[v] = fx::to<", cudaStorageType(s.buffers[st.buffer].dtype),
                       ">(", pr.ref(st.value), ");\n");
       continue;
     }
@@ -433,7 +415,7 @@ std::string emitPointwiseKernel(const KernelSpec &s, const std::string &kname,
   absl::StrAppend(&out, "    }\n");
   for (int si : p.vecStores) {
     const Store &st = s.stores[si];
-    const char *ty = storageType(s.buffers[st.buffer].dtype);
+    const char *ty = cudaStorageType(s.buffers[st.buffer].dtype);
     absl::StrAppend(&out, "    *reinterpret_cast<fx::Vec<", ty, ", ", vec, "> *>(b", st.buffer, " + (",
                     pr.offset(st.buffer, st.index, lane0), ")) = o", si, ";\n");
   }
@@ -891,14 +873,14 @@ std::string emitRowKernel(const KernelSpec &s, const std::string &kname, const A
       for (int id : need) {
         if (!vp.vecLoads.count(id) || fromCache(id)) continue;
         const Expr &e = s.exprs[id];
-        const char *st = storageType(s.buffers[e.ival].dtype);
+        const char *st = cudaStorageType(s.buffers[e.ival].dtype);
         absl::StrAppend(&o, "      const fx::Vec<", st, ", V> v", id, " = *reinterpret_cast<const fx::Vec<", st,
                         ", V> *>(b", e.ival, " + (", pr.offset(static_cast<int>(e.ival), e.operands, base),
                         "));\n");
       }
       for (int si : stores)
         if (vp.vecStores.count(si))
-          absl::StrAppend(&o, "      fx::Vec<", storageType(s.buffers[s.stores[si].buffer].dtype), ", V> o", si,
+          absl::StrAppend(&o, "      fx::Vec<", cudaStorageType(s.buffers[s.stores[si].buffer].dtype), ", V> o", si,
                           ";\n");
       absl::StrAppend(&o, "#pragma unroll\n      for (int v = 0; v < V; ++v) {\n");
       absl::StrAppend(&o, "        [[maybe_unused]] const idx_t j = jbase + (idx_t)v;\n");
@@ -927,7 +909,7 @@ std::string emitRowKernel(const KernelSpec &s, const std::string &kname, const A
       for (int si : stores) {
         if (!vp.vecStores.count(si)) continue;
         const Store &st = s.stores[si];
-        absl::StrAppend(&o, "      *reinterpret_cast<fx::Vec<", storageType(s.buffers[st.buffer].dtype),
+        absl::StrAppend(&o, "      *reinterpret_cast<fx::Vec<", cudaStorageType(s.buffers[st.buffer].dtype),
                         ", V> *>(b", st.buffer, " + (", pr.offset(st.buffer, st.index, base), ")) = o", si,
                         ";\n");
       }
@@ -1000,7 +982,7 @@ std::string emitRowKernel(const KernelSpec &s, const std::string &kname, const A
       for (int si : L.elemStores) {
         const Store &st = s.stores[si];
         if (vp.vecStores.count(si)) {
-          absl::StrAppend(&t, "o", si, ".v[v] = fx::to<", storageType(s.buffers[st.buffer].dtype), ">(",
+          absl::StrAppend(&t, "o", si, ".v[v] = fx::to<", cudaStorageType(s.buffers[st.buffer].dtype), ">(",
                           pr.ref(st.value), ");\n");
           continue;
         }
@@ -1235,7 +1217,7 @@ __device__ __forceinline__ void groupArgReduce(T &v, long long &i) {
 absl::StatusOr<std::string> emitCudaKernel(const KernelSpec &spec, const std::string &symbol,
                                            const std::string &comment, const CudaOptions &opts) {
   for (const BufferDesc &b : spec.buffers)
-    if (!storageType(b.dtype))
+    if (!cudaStorageType(b.dtype))
       return absl::UnimplementedError(absl::StrCat("codegen: no CUDA storage type for dtype ",
                                                    ir::dtypeName(b.dtype)));
   std::string out = absl::StrCat("/* ", escapeComment(comment), " */\n");
@@ -1325,6 +1307,25 @@ absl::StatusOr<CudaModule> lowerToCuda(const ir::Graph &graph, const passes::Fus
     mod.source += body;
   }
   return mod;
+}
+
+const char *cudaStorageType(ir::DType t) {
+  switch (t) {
+    case ir::DType::kF32: return "float";
+    case ir::DType::kF64: return "double";
+    case ir::DType::kF16: return "__half";
+    case ir::DType::kBF16: return "__nv_bfloat16";
+    case ir::DType::kI64: return "int64_t";
+    case ir::DType::kI32: return "int32_t";
+    case ir::DType::kI16: return "int16_t";
+    case ir::DType::kI8: return "int8_t";
+    case ir::DType::kU8: return "uint8_t";
+    case ir::DType::kU16: return "uint16_t";
+    case ir::DType::kU32: return "uint32_t";
+    case ir::DType::kU64: return "uint64_t";
+    case ir::DType::kBool: return "bool";
+    default: return nullptr;
+  }
 }
 
 }  // namespace fusec::codegen

@@ -75,6 +75,11 @@ absl::StatusOr<std::string> emitCudaKernel(const KernelSpec &spec, const std::st
 /// The prelude (includes and scalar helpers) every generated .cu starts with.
 std::string cudaPrelude();
 
+/// The CUDA C++ type that stores one element of \p t in device memory
+/// ("float", "__nv_bfloat16", "int64_t", "bool", ...); null for dtypes with
+/// no CUDA storage type (string, undefined).
+const char *cudaStorageType(ir::DType t);
+
 /// Escapes \p text for a C block comment: "*/" and control characters
 /// (newlines included) cannot end the comment or break the line.
 std::string escapeComment(const std::string &text);
