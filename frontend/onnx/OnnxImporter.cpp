@@ -21,11 +21,13 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "frontend/onnx/internal/FunctionInline.h"
 #include "frontend/onnx/internal/OnnxTensor.h"
 #include "frontend/onnx/internal/OpsetUpgrade.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "ir/ShapeInference.h"
 #include "onnx/onnx_pb.h"
+#include "support/Escape.h"
 #include "support/Status.h"
 
 namespace fusec::frontend {
@@ -43,6 +45,20 @@ using ir::TensorType;
 /// op table describes (RMSNormalization).
 constexpr int64_t kMinOpset = 11;
 constexpr int64_t kMaxOpset = 23;
+
+/// The ONNX IR versions fusec reads: 3 introduced opset_import (older files
+/// have no way to say which op semantics they mean); 14 is the newest the
+/// current onnx release writes (onnx 1.23). A newer IR version may carry
+/// fields this parser would silently drop, so it is refused.
+constexpr int64_t kMinIrVersion = 3;
+constexpr int64_t kMaxIrVersion = 14;
+
+/// "'name'" with the name made safe to print (support/Escape.h).
+std::string quotedName(const std::string &s) { return absl::StrCat("'", printable(s), "'"); }
+
+/// Ops of the op table that fusec's passes create and that a model may not
+/// use (their semantics are fusec's, not ONNX's).
+bool isInternalOp(const ir::OpInfo &info) { return info.kind == ir::OpKind::kFusedAttention; }
 
 bool isOnnxDomain(const std::string &d) { return d.empty() || d == "ai.onnx"; }
 
@@ -139,6 +155,11 @@ class Importer {
   absl::Status readOpsets();
   void assignNodeNames();
   absl::Status checkSupported();
+  void collectUnsupportedInSubgraphs(const onnx::NodeProto &n, const std::string &path,
+                                     std::vector<std::string> &problems) const;
+  std::string domainName(const std::string &domain) const;
+  std::string opsetText(const std::string &domain) const;
+  std::string freshSymbol(const std::string &base);
   absl::Status readDeclaredTypes();
   absl::Status importInitializersAndInputs();
   absl::Status importNode(int index);
@@ -166,6 +187,15 @@ class Importer {
 };
 
 absl::Status Importer::readOpsets() {
+  const int64_t irVersion = model_.ir_version();
+  if (irVersion < kMinIrVersion)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model has IR version ", irVersion, "; fusec reads IR versions ", kMinIrVersion, " to ",
+        kMaxIrVersion, " (files before IR version 3 do not say which opset they use)"));
+  if (irVersion > kMaxIrVersion)
+    return absl::UnimplementedError(absl::StrCat("model has IR version ", irVersion,
+                                                 ", newer than fusec reads (", kMinIrVersion,
+                                                 " to ", kMaxIrVersion, ")"));
   bool found = false;
   for (const auto &os : model_.opset_import()) {
     domainOpsets_[os.domain()] = os.version();
@@ -209,22 +239,59 @@ void Importer::assignNodeNames() {
   }
 }
 
+void Importer::collectUnsupportedInSubgraphs(const onnx::NodeProto &n, const std::string &path,
+                                             std::vector<std::string> &problems) const {
+  for (const auto &a : n.attribute()) {
+    std::vector<const onnx::GraphProto *> bodies;
+    if (a.has_g()) bodies.push_back(&a.g());
+    for (const auto &g : a.graphs()) bodies.push_back(&g);
+    for (size_t b = 0; b < bodies.size(); ++b) {
+      std::string sub = absl::StrCat(path, "/", printable(a.name()),
+                                     bodies.size() > 1 ? absl::StrCat("[", b, "]") : "");
+      for (int i = 0; i < bodies[b]->node_size(); ++i) {
+        const auto &inner = bodies[b]->node(i);
+        std::string name = inner.name().empty() ? absl::StrCat(inner.op_type(), "_", i) : inner.name();
+        std::string innerPath = absl::StrCat(sub, "/", printable(name));
+        const ir::OpInfo *info =
+            isOnnxDomain(inner.domain()) ? ir::lookupOp(inner.op_type()) : nullptr;
+        if (!info || isInternalOp(*info))
+          problems.push_back(absl::StrCat("  node '", innerPath, "' op ", quotedName(inner.op_type()),
+                                          " domain ", quotedName(domainName(inner.domain())),
+                                          " opset ", opsetText(inner.domain()),
+                                          " (inside the body of ", quotedName(path), ")"));
+        collectUnsupportedInSubgraphs(inner, innerPath, problems);
+      }
+    }
+  }
+}
+
+std::string Importer::domainName(const std::string &domain) const {
+  return isOnnxDomain(domain) ? "ai.onnx" : domain;
+}
+
+std::string Importer::opsetText(const std::string &domain) const {
+  if (isOnnxDomain(domain)) return absl::StrCat(opset_);
+  auto it = domainOpsets_.find(domain);
+  return it == domainOpsets_.end() ? std::string("?") : absl::StrCat(it->second);
+}
+
 absl::Status Importer::checkSupported() {
   std::vector<std::string> problems;
   for (int i = 0; i < graphProto_.node_size(); ++i) {
     const auto &n = graphProto_.node(i);
-    const std::string domain = isOnnxDomain(n.domain()) ? "ai.onnx" : n.domain();
-    std::string opsetText = "?";
-    if (isOnnxDomain(n.domain())) {
-      opsetText = absl::StrCat(opset_);
-    } else if (auto it = domainOpsets_.find(n.domain()); it != domainOpsets_.end()) {
-      opsetText = absl::StrCat(it->second);
-    }
-    std::string line = absl::StrCat("  node '", nodeNames_[i], "' op '", n.op_type(),
-                                     "' domain '", domain, "' opset ", opsetText);
+    std::string line = absl::StrCat("  node ", quotedName(nodeNames_[i]), " op ", quotedName(n.op_type()),
+                                    " domain ", quotedName(domainName(n.domain())), " opset ",
+                                    opsetText(n.domain()));
     const ir::OpInfo *info = isOnnxDomain(n.domain()) ? ir::lookupOp(n.op_type()) : nullptr;
+    if (info && isInternalOp(*info)) {
+      problems.push_back(absl::StrCat(line, " (", info->name,
+                                      " is fusec's internal op, not an ONNX op)"));
+      continue;
+    }
     if (!info) {
       problems.push_back(line);
+      // The ops inside an If/Loop/Scan body are reported too, all at once.
+      collectUnsupportedInSubgraphs(n, printable(nodeNames_[i]), problems);
       continue;
     }
     // A supported op can still use a form fusec does not handle.
@@ -232,7 +299,7 @@ absl::Status Importer::checkSupported() {
     for (const auto &a : n.attribute()) {
       auto t = attributeType(a);
       if (!isSupportedAttributeType(t))
-        reasons.push_back(absl::StrCat("attribute '", a.name(), "' of type ",
+        reasons.push_back(absl::StrCat("attribute ", quotedName(a.name()), " of type ",
                                        attributeTypeName(t), " is not supported"));
     }
     int numIn = n.input_size(), numOut = n.output_size();
@@ -251,6 +318,14 @@ absl::Status Importer::checkSupported() {
                                                absl::StrJoin(problems, "\n")));
 }
 
+std::string Importer::freshSymbol(const std::string &base) {
+  std::string id = toIdentifier(base);
+  std::string s = id;
+  for (int i = 1; usedSymbols_.contains(s); ++i) s = absl::StrCat(id, "_", i);
+  usedSymbols_.insert(s);
+  return s;
+}
+
 std::string Importer::symbolFor(const std::string &dimParam) {
   auto it = symbols_.find(dimParam);
   if (it != symbols_.end()) return it->second;
@@ -266,26 +341,32 @@ std::string Importer::symbolFor(const std::string &dimParam) {
 absl::StatusOr<TensorType> Importer::typeFromValueInfo(const onnx::ValueInfoProto &vi,
                                                        const char *what) {
   if (!vi.has_type())
-    return absl::InvalidArgumentError(absl::StrCat(what, " '", vi.name(), "' has no type"));
+    return absl::InvalidArgumentError(absl::StrCat(what, " ", quotedName(vi.name()), " has no type"));
   if (!vi.type().has_tensor_type())
     return absl::UnimplementedError(
-        absl::StrCat(what, " '", vi.name(), "' is not a tensor (sequence, map, optional and "
+        absl::StrCat(what, " ", quotedName(vi.name()), " is not a tensor (sequence, map, optional and "
                      "sparse types are not supported)"));
   const auto &tt = vi.type().tensor_type();
   if (!tt.has_elem_type() || tt.elem_type() == 0)
-    return absl::InvalidArgumentError(absl::StrCat(what, " '", vi.name(), "' has no elem_type"));
+    return absl::InvalidArgumentError(absl::StrCat(what, " ", quotedName(vi.name()), " has no elem_type"));
   std::optional<ir::DType> dt = ir::dtypeFromOnnx(tt.elem_type());
   if (!dt)
-    return absl::InvalidArgumentError(absl::StrCat(what, " '", vi.name(), "' has unsupported dtype ",
+    return absl::InvalidArgumentError(absl::StrCat(what, " ", quotedName(vi.name()), " has unsupported dtype ",
                                                    onnxDTypeName(tt.elem_type())));
   if (!tt.has_shape()) return TensorType::unranked(*dt);
   std::vector<ir::Dim> dims;
   for (int i = 0; i < tt.shape().dim_size(); ++i) {
     const auto &d = tt.shape().dim(i);
     if (d.has_dim_value()) {
+      // Some exporters (old paddle2onnx, some TF converters) write -1 for
+      // "unknown": it becomes a symbol of its own, as a dim_param would.
+      if (d.dim_value() == -1) {
+        dims.push_back(ir::Dim::symbolic(freshSymbol(absl::StrCat(vi.name(), "_dim", i))));
+        continue;
+      }
       if (d.dim_value() < 0)
-        return absl::InvalidArgumentError(absl::StrCat(what, " '", vi.name(),
-                                                       "' has negative dimension ", d.dim_value(),
+        return absl::InvalidArgumentError(absl::StrCat(what, " ", quotedName(vi.name()),
+                                                       " has negative dimension ", d.dim_value(),
                                                        " at axis ", i));
       dims.emplace_back(d.dim_value());
     } else if (d.has_dim_param() && !d.dim_param().empty()) {
@@ -317,7 +398,7 @@ absl::Status Importer::checkNewValueName(const std::string &name, const std::str
   if (name.empty()) return absl::InvalidArgumentError(absl::StrCat(what, " has an empty name"));
   if (graph_->findValue(name))
     return absl::InvalidArgumentError(
-        absl::StrCat(what, " '", name, "' redefines a value (names must be unique)"));
+        absl::StrCat(what, " ", quotedName(name), " redefines a value (names must be unique)"));
   return absl::OkStatus();
 }
 
@@ -360,7 +441,7 @@ absl::StatusOr<Attribute> Importer::convertAttribute(const onnx::AttributeProto 
     default:
       break;
   }
-  return absl::UnimplementedError(absl::StrCat("attribute '", a.name(), "' of type ",
+  return absl::UnimplementedError(absl::StrCat("attribute ", quotedName(a.name()), " of type ",
                                                attributeTypeName(attributeType(a)),
                                                " is not supported"));
 }
@@ -395,7 +476,7 @@ absl::Status Importer::importConstantNode(const onnx::NodeProto &node, const std
     t.strings() = attr.strings();
   } else {
     return absl::InvalidArgumentError(
-        absl::StrCat("Constant has unexpected attribute '", an, "' of type ",
+        absl::StrCat("Constant has unexpected attribute ", quotedName(an), " of type ",
                      attributeTypeName(attributeType(a))));
   }
   FUSEC_RETURN_IF_ERROR(checkNewValueName(node.output(0), "Constant output"));
@@ -422,8 +503,8 @@ absl::Status Importer::importNode(int index) {
     ir::Value *v = graph_->findValue(n.input(i));
     if (!v)
       return absl::InvalidArgumentError(absl::StrCat(
-          "input ", i, " '", n.input(i),
-          "' is not defined by an earlier node, an initializer or a graph input"));
+          "input ", i, " ", quotedName(n.input(i)),
+          " is not defined by an earlier node, an initializer or a graph input"));
     spec.inputs.push_back(v);
   }
   int numOut = n.output_size();
@@ -437,7 +518,7 @@ absl::Status Importer::importNode(int index) {
     } else {
       FUSEC_RETURN_IF_ERROR(checkNewValueName(out, "output"));
       if (!seen.insert(out).second)
-        return absl::InvalidArgumentError(absl::StrCat("output '", out, "' is listed twice"));
+        return absl::InvalidArgumentError(absl::StrCat("output ", quotedName(out), " is listed twice"));
     }
     spec.outputs.push_back(std::move(out));
   }
@@ -472,7 +553,7 @@ absl::Status Importer::importOutputs() {
     ir::Value *v = graph_->findValue(vi.name());
     if (!v)
       return absl::InvalidArgumentError(
-          absl::StrCat("graph output '", vi.name(), "' is not defined by any node"));
+          absl::StrCat("graph output ", quotedName(vi.name()), " is not defined by any node"));
     graph_->markOutput(v);
   }
   return absl::OkStatus();
@@ -487,8 +568,8 @@ absl::StatusOr<std::unique_ptr<ir::Graph>> Importer::run() {
   FUSEC_RETURN_IF_ERROR(readDeclaredTypes());
   for (int i = 0; i < graphProto_.node_size(); ++i) {
     const auto &n = graphProto_.node(i);
-    FUSEC_RETURN_IF_ERROR_CTX(importNode(i), "importing node '", nodeNames_[i], "' (",
-                              n.op_type(), ")");
+    FUSEC_RETURN_IF_ERROR_CTX(importNode(i), "importing node ", quotedName(nodeNames_[i]), " (",
+                              printable(n.op_type()), ")");
   }
   FUSEC_RETURN_IF_ERROR(importOutputs());
   return std::move(graph_);
@@ -517,12 +598,13 @@ absl::StatusOr<std::unique_ptr<ir::Graph>> importOnnxModel(const std::string &pa
   onnx::ModelProto model;
   if (!parseLarge(bytes, model))
     return absl::InvalidArgumentError(absl::StrCat(
-        "failed to parse '", path, "' as an ONNX ModelProto (truncated or corrupt file?)"));
+        "failed to parse ", quotedName(path), " as an ONNX ModelProto (truncated or corrupt file?)"));
   if (!model.has_graph())
     return absl::InvalidArgumentError(
-        absl::StrCat("failed to parse '", path, "' as an ONNX ModelProto: it has no graph"));
+        absl::StrCat("failed to parse ", quotedName(path), " as an ONNX ModelProto: it has no graph"));
   bytes.clear();
   bytes.shrink_to_fit();
+  FUSEC_RETURN_IF_ERROR(internal::inlineLocalFunctions(model));
   Importer importer(model, parentDir(path));
   return importer.run();
 }
@@ -532,7 +614,7 @@ absl::StatusOr<ir::Tensor> loadTensorProtoFile(const std::string &path, std::str
   onnx::TensorProto proto;
   if (!parseLarge(bytes, proto))
     return absl::InvalidArgumentError(
-        absl::StrCat("failed to parse '", path, "' as an ONNX TensorProto"));
+        absl::StrCat("failed to parse ", quotedName(path), " as an ONNX TensorProto"));
   if (name) *name = proto.name();
   return internal::tensorFromProto(proto, parentDir(path));
 }

@@ -10,6 +10,11 @@
 //===----------------------------------------------------------------------===//
 #include "frontend/onnx/internal/OnnxTensor.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -19,12 +24,18 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "support/Escape.h"
 #include "support/Status.h"
 
 namespace fusec::frontend::internal {
 
 namespace fs = std::filesystem;
 using ir::DType;
+
+namespace {
+/// "'text'" made safe to print: paths and names come from the model.
+std::string q(const std::string &text) { return absl::StrCat("'", printable(text), "'"); }
+}  // namespace
 
 std::string onnxDTypeName(int32_t code) {
   // TensorProto.DataType, including codes newer than Debian's onnx.proto.
@@ -42,13 +53,13 @@ std::string onnxDTypeName(int32_t code) {
 absl::StatusOr<std::string> readFileBytes(const std::string &path) {
   std::error_code ec;
   fs::file_status st = fs::status(path, ec);
-  if (ec || !fs::exists(st)) return absl::NotFoundError(absl::StrCat("no such file: '", path, "'"));
+  if (ec || !fs::exists(st)) return absl::NotFoundError(absl::StrCat("no such file: ", q(path)));
   if (!fs::is_regular_file(st))
-    return absl::InvalidArgumentError(absl::StrCat("'", path, "' is not a regular file"));
+    return absl::InvalidArgumentError(absl::StrCat(q(path), " is not a regular file"));
   std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::InvalidArgumentError(absl::StrCat("cannot open '", path, "'"));
+  if (!in) return absl::InvalidArgumentError(absl::StrCat("cannot open ", q(path)));
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) return absl::InvalidArgumentError(absl::StrCat("error reading '", path, "'"));
+  if (in.bad()) return absl::InvalidArgumentError(absl::StrCat("error reading ", q(path)));
   return bytes;
 }
 
@@ -59,19 +70,19 @@ absl::StatusOr<std::string> resolveExternalPath(const std::string &baseDir,
   fs::path loc(location);
   if (loc.is_absolute() || loc.has_root_name() || loc.has_root_directory())
     return absl::InvalidArgumentError(absl::StrCat(
-        "external data location '", location,
-        "' is an absolute path; it must be relative to the model's folder"));
+        "external data location ", q(location),
+        " is an absolute path; it must be relative to the model's folder"));
   std::error_code ec;
   fs::path dir = fs::weakly_canonical(baseDir.empty() ? fs::path(".") : fs::path(baseDir), ec);
   if (ec)
     return absl::InvalidArgumentError(
-        absl::StrCat("cannot resolve model folder '", baseDir, "': ", ec.message()));
+        absl::StrCat("cannot resolve model folder ", q(baseDir), ": ", ec.message()));
   // weakly_canonical resolves `..` and every symlink along the existing part
   // of the path, so the prefix test below cannot be fooled by either.
   fs::path resolved = fs::weakly_canonical(dir / loc, ec);
   if (ec)
     return absl::InvalidArgumentError(
-        absl::StrCat("cannot resolve external data location '", location, "': ", ec.message()));
+        absl::StrCat("cannot resolve external data location ", q(location), ": ", ec.message()));
   auto d = dir.begin(), r = resolved.begin();
   for (; d != dir.end() && r != resolved.end(); ++d, ++r)
     if (*d != *r) break;
@@ -79,19 +90,34 @@ absl::StatusOr<std::string> resolveExternalPath(const std::string &baseDir,
   bool dirExhausted = d == dir.end() || (std::next(d) == dir.end() && d->empty());
   if (!dirExhausted || r == resolved.end())
     return absl::InvalidArgumentError(absl::StrCat(
-        "external data location '", location, "' resolves to '", resolved.string(),
-        "', outside the model's folder '", dir.string(), "'"));
+        "external data location ", q(location), " resolves to ", q(resolved.string()),
+        ", outside the model's folder ", q(dir.string())));
   fs::file_status st = fs::status(resolved, ec);
   if (ec || !fs::exists(st))
-    return absl::NotFoundError(absl::StrCat("external data file '", location,
-                                            "' not found (looked for '", resolved.string(), "')"));
+    return absl::NotFoundError(absl::StrCat("external data file ", q(location),
+                                            " not found (looked for ", q(resolved.string()), ")"));
   if (!fs::is_regular_file(st))
     return absl::InvalidArgumentError(
-        absl::StrCat("external data location '", location, "' is not a regular file"));
+        absl::StrCat("external data location ", q(location), " is not a regular file"));
   return resolved.string();
 }
 
 namespace {
+
+/// Closes a POSIX file descriptor on scope exit.
+class FileDescriptor {
+ public:
+  explicit FileDescriptor(int fd) : fd_(fd) {}
+  ~FileDescriptor() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  FileDescriptor(const FileDescriptor &) = delete;
+  FileDescriptor &operator=(const FileDescriptor &) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
 
 std::string shapeStr(const ir::Shape &s) { return absl::StrCat("[", absl::StrJoin(s, ","), "]"); }
 
@@ -107,31 +133,51 @@ absl::StatusOr<std::string> readExternalData(const onnx::TensorProto &proto,
       int64_t v = 0;
       if (!absl::SimpleAtoi(kv.value(), &v) || v < 0)
         return absl::InvalidArgumentError(
-            absl::StrCat("external data ", kv.key(), " '", kv.value(), "' is not a valid size"));
+            absl::StrCat("external data ", kv.key(), " ", q(kv.value()), " is not a valid size"));
       (kv.key() == "offset" ? offset : length) = v;
     }
     // "checksum" and unknown keys are ignored.
   }
   FUSEC_ASSIGN_OR_RETURN(std::string path, resolveExternalPath(baseDir, location));
-  std::error_code ec;
-  uint64_t fileSize = fs::file_size(path, ec);
-  if (ec) return absl::InvalidArgumentError(absl::StrCat("cannot stat '", path, "'"));
-  uint64_t size = static_cast<uint64_t>(fileSize);
+  // The checks above are by name. A hard link inside the folder can still
+  // name a file outside it, and the path can be swapped for a link between
+  // the check and the open; so the file that is opened is checked itself:
+  // it must be the regular file the path resolved to (same device and
+  // inode, not followed through a final symlink) and have a single link.
+  struct stat byPath {};
+  if (::lstat(path.c_str(), &byPath) != 0 || !S_ISREG(byPath.st_mode))
+    return absl::InvalidArgumentError(absl::StrCat("cannot stat ", q(path)));
+  FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (fd.get() < 0) return absl::InvalidArgumentError(absl::StrCat("cannot open ", q(path)));
+  struct stat opened {};
+  if (::fstat(fd.get(), &opened) != 0 || !S_ISREG(opened.st_mode) ||
+      opened.st_dev != byPath.st_dev || opened.st_ino != byPath.st_ino)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "external data file ", q(location), " changed while it was being opened"));
+  if (opened.st_nlink > 1)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "external data file ", q(location), " has ", static_cast<uint64_t>(opened.st_nlink),
+        " hard links; fusec reads only files with one link (a hard link can name a file "
+        "outside the model's folder)"));
+  uint64_t size = static_cast<uint64_t>(opened.st_size);
   if (static_cast<uint64_t>(offset) > size)
     return absl::InvalidArgumentError(absl::StrCat("external data offset ", offset,
-                                                   " is beyond the end of '", location,
-                                                   "' (", size, " bytes)"));
+                                                   " is beyond the end of ", q(location),
+                                                   " (", size, " bytes)"));
   if (length < 0) length = static_cast<int64_t>(size - static_cast<uint64_t>(offset));
   if (static_cast<uint64_t>(length) > size - static_cast<uint64_t>(offset))
     return absl::InvalidArgumentError(absl::StrCat(
-        "external data offset ", offset, " + length ", length, " is beyond the end of '",
-        location, "' (", size, " bytes)"));
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::InvalidArgumentError(absl::StrCat("cannot open '", path, "'"));
+        "external data offset ", offset, " + length ", length, " is beyond the end of ",
+        q(location), " (", size, " bytes)"));
   std::string bytes(static_cast<size_t>(length), '\0');
-  in.seekg(offset);
-  in.read(bytes.data(), length);
-  if (!in) return absl::InvalidArgumentError(absl::StrCat("error reading '", path, "'"));
+  int64_t done = 0;
+  while (done < length) {
+    ssize_t got = ::pread(fd.get(), bytes.data() + done, static_cast<size_t>(length - done),
+                          static_cast<off_t>(offset + done));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return absl::InvalidArgumentError(absl::StrCat("error reading ", q(path)));
+    done += got;
+  }
   return bytes;
 }
 
@@ -266,7 +312,7 @@ absl::StatusOr<ir::Tensor> convert(const onnx::TensorProto &proto, const std::st
 absl::StatusOr<ir::Tensor> tensorFromProto(const onnx::TensorProto &proto,
                                            const std::string &baseDir) {
   absl::StatusOr<ir::Tensor> t = convert(proto, baseDir);
-  if (!t.ok()) return withContext(t.status(), absl::StrCat("tensor '", proto.name(), "'"));
+  if (!t.ok()) return withContext(t.status(), absl::StrCat("tensor ", q(proto.name())));
   return t;
 }
 

@@ -1,0 +1,310 @@
+//===- ImporterFormsTest.cpp - Hostile and unusual model forms ------------===//
+//
+// The importer's handling of forms production exporters write (-1 dims,
+// model-local functions, If/Loop bodies with unsupported ops) and of hostile
+// input (internal op names, IR versions, hard-linked external data, terminal
+// control characters in names).
+//
+//===----------------------------------------------------------------------===//
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "frontend/onnx/OnnxImporter.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "interp/Interpreter.h"
+#include "ir/Graph.h"
+#include "onnx/onnx_pb.h"
+#include "support/Escape.h"
+#include "test/unit/frontend/OnnxModelBuilder.h"
+
+namespace fusec::frontend {
+namespace {
+
+using namespace onnx_builder;  // NOLINT: test helpers
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+std::string messageOf(const absl::Status &s) { return std::string(s.message()); }
+
+//===----------------------------------------------------------------------===//
+// IR version
+//===----------------------------------------------------------------------===//
+
+TEST(ImporterFormsTest, IrVersionOutsideTheKnownRangeIsRefused) {
+  TempDir dir;
+  for (int64_t v : {0, 2, 15, 1000}) {
+    auto m = makeModel(17);
+    m.set_ir_version(v);
+    addInput(m, "x", {2});
+    addNode(m, "Relu", {"x"}, {"y"}, "r");
+    addOutput(m, "y", {2});
+    auto g = importOnnxModel(writeModel(m, dir.file("model.onnx")));
+    ASSERT_FALSE(g.ok()) << "ir_version " << v;
+    EXPECT_THAT(messageOf(g.status()), HasSubstr("IR version " + std::to_string(v)));
+  }
+  for (int64_t v : {3, 10, 14}) {
+    auto m = makeModel(17);
+    m.set_ir_version(v);
+    addInput(m, "x", {2});
+    addNode(m, "Relu", {"x"}, {"y"}, "r");
+    addOutput(m, "y", {2});
+    EXPECT_TRUE(importOnnxModel(writeModel(m, dir.file("model.onnx"))).ok()) << v;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// -1 as an unknown dimension
+//===----------------------------------------------------------------------===//
+
+TEST(ImporterFormsTest, MinusOneDimBecomesASymbol) {
+  TempDir dir;
+  auto m = makeModel(17);
+  addInput(m, "x", {-1, 3, -1});
+  addNode(m, "Relu", {"x"}, {"y"}, "r");
+  addOutput(m, "y", {-1, 3, -1});
+  auto g = importOnnxModel(writeModel(m, dir.file("model.onnx")));
+  ASSERT_TRUE(g.ok()) << g.status();
+  const ir::TensorType &t = (*g)->findValue("x")->type();
+  ASSERT_EQ(t.rank(), 3);
+  EXPECT_TRUE(t.shape[0].isSymbolic());
+  EXPECT_TRUE(t.shape[2].isSymbolic());
+  EXPECT_EQ(t.shape[1].value, 3);
+  // Two unknown dims are two different symbols, not one.
+  EXPECT_NE(t.shape[0].symbol, t.shape[2].symbol);
+  // Other negative values are still errors.
+  auto m2 = makeModel(17);
+  addInput(m2, "x", {-2});
+  addNode(m2, "Relu", {"x"}, {"y"}, "r");
+  addOutput(m2, "y", {2});
+  auto g2 = importOnnxModel(writeModel(m2, dir.file("model2.onnx")));
+  ASSERT_FALSE(g2.ok());
+  EXPECT_THAT(messageOf(g2.status()), HasSubstr("negative dimension -2"));
+}
+
+//===----------------------------------------------------------------------===//
+// fusec's internal ops are not ONNX ops
+//===----------------------------------------------------------------------===//
+
+TEST(ImporterFormsTest, InternalOpInOnnxDomainIsRefused) {
+  TempDir dir;
+  for (const char *domain : {"", "ai.onnx"}) {
+    auto m = makeModel(17);
+    addInput(m, "q", {1, 1, 4, 8});
+    addInput(m, "k", {1, 1, 4, 8});
+    addInput(m, "v", {1, 1, 4, 8});
+    addNode(m, "FusedAttention", {"q", "k", "v"}, {"o"}, "forged", domain);
+    addOutput(m, "o", {1, 1, 4, 8});
+    auto g = importOnnxModel(writeModel(m, dir.file("model.onnx")));
+    ASSERT_FALSE(g.ok());
+    EXPECT_EQ(g.status().code(), absl::StatusCode::kUnimplemented);
+    EXPECT_THAT(messageOf(g.status()), HasSubstr("node 'forged' op 'FusedAttention'"));
+    EXPECT_THAT(messageOf(g.status()), HasSubstr("internal op"));
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Subgraph bodies in the unsupported-op report
+//===----------------------------------------------------------------------===//
+
+onnx::GraphProto branch(const std::string &op, const std::string &out) {
+  onnx::GraphProto g;
+  auto *n = g.add_node();
+  n->set_op_type(op);
+  n->set_name("inner_" + op);
+  n->add_input("x");
+  n->add_output(out);
+  g.add_output()->set_name(out);
+  return g;
+}
+
+TEST(ImporterFormsTest, UnsupportedOpsInsideIfBranchesAreReported) {
+  TempDir dir;
+  auto m = makeModel(17);
+  addInput(m, "x", {4});
+  addInput(m, "c", {}, onnx::TensorProto::BOOL);
+  auto *node = addNode(m, "If", {"c"}, {"y"}, "choose");
+  auto *thenA = node->add_attribute();
+  thenA->set_name("then_branch");
+  thenA->set_type(onnx::AttributeProto::GRAPH);
+  *thenA->mutable_g() = branch("LSTM", "t");
+  auto *elseA = node->add_attribute();
+  elseA->set_name("else_branch");
+  elseA->set_type(onnx::AttributeProto::GRAPH);
+  *elseA->mutable_g() = branch("Relu", "e");  // supported: not listed
+  // A nested If inside the then branch with an unsupported op of its own.
+  auto *nested = thenA->mutable_g()->add_node();
+  nested->set_op_type("If");
+  nested->set_name("nested_if");
+  nested->add_input("c");
+  nested->add_output("z");
+  auto *na = nested->add_attribute();
+  na->set_name("then_branch");
+  na->set_type(onnx::AttributeProto::GRAPH);
+  *na->mutable_g() = branch("GRU", "g");
+  addOutput(m, "y", {4});
+  auto g = importOnnxModel(writeModel(m, dir.file("model.onnx")));
+  ASSERT_FALSE(g.ok());
+  std::string msg = messageOf(g.status());
+  EXPECT_THAT(msg, HasSubstr("model uses 4 unsupported ops:\n"));
+  EXPECT_THAT(msg, HasSubstr("node 'choose' op 'If'"));
+  EXPECT_THAT(msg, HasSubstr("node 'choose/then_branch/inner_LSTM' op 'LSTM'"));
+  EXPECT_THAT(msg, HasSubstr("node 'choose/then_branch/nested_if' op 'If'"));
+  EXPECT_THAT(msg, HasSubstr("node 'choose/then_branch/nested_if/then_branch/inner_GRU' op 'GRU'"));
+  EXPECT_THAT(msg, Not(HasSubstr("inner_Relu")));
+}
+
+//===----------------------------------------------------------------------===//
+// Model-local functions
+//===----------------------------------------------------------------------===//
+
+/// A local function "custom.ScaledRelu(X) -> Y" = Relu(X) * alpha, alpha a
+/// float attribute referenced from the body (ref_attr_name), with an
+/// optional IR-9 default stored as attribute_proto.
+onnx::FunctionProto scaledRelu(bool withDefault) {
+  onnx::FunctionProto f;
+  f.set_name("ScaledRelu");
+  f.set_domain("custom");
+  f.add_input("X");
+  f.add_output("Y");
+  f.add_attribute("alpha");
+  auto *os = f.add_opset_import();
+  os->set_domain("");
+  os->set_version(17);
+  auto *c = f.add_node();
+  c->set_op_type("Constant");
+  c->add_output("a");
+  auto *va = c->add_attribute();
+  va->set_name("value_float");
+  va->set_type(onnx::AttributeProto::FLOAT);
+  va->set_ref_attr_name("alpha");
+  auto *r = f.add_node();
+  r->set_op_type("Relu");
+  r->add_input("X");
+  r->add_output("r");
+  auto *mul = f.add_node();
+  mul->set_op_type("Mul");
+  mul->add_input("r");
+  mul->add_input("a");
+  mul->add_output("Y");
+  if (withDefault) {
+    // FunctionProto.attribute_proto = field 11 (newer than Debian's onnx.proto).
+    onnx::AttributeProto def;
+    def.set_name("alpha");
+    def.set_type(onnx::AttributeProto::FLOAT);
+    def.set_f(3.0f);
+    f.GetReflection()->MutableUnknownFields(&f)->AddLengthDelimited(11, def.SerializeAsString());
+  }
+  return f;
+}
+
+TEST(ImporterFormsTest, LocalFunctionsAreInlined) {
+  TempDir dir;
+  auto m = makeModel(17);
+  m.set_ir_version(9);
+  auto *os = m.add_opset_import();
+  os->set_domain("custom");
+  os->set_version(1);
+  *m.add_functions() = scaledRelu(/*withDefault=*/true);
+  addInput(m, "x", {4});
+  // Two calls: one sets alpha, one takes the default; value names inside the
+  // body ("r", "a") must not clash with each other or with the graph's "r".
+  auto *c1 = addNode(m, "ScaledRelu", {"x"}, {"y1"}, "call1", "custom");
+  auto *a = c1->add_attribute();
+  a->set_name("alpha");
+  a->set_type(onnx::AttributeProto::FLOAT);
+  a->set_f(2.0f);
+  addNode(m, "ScaledRelu", {"y1"}, {"y2"}, "call2", "custom");
+  addNode(m, "Neg", {"y2"}, {"r"}, "r");
+  addOutput(m, "r", {4});
+  auto g = importOnnxModel(writeModel(m, dir.file("model.onnx")));
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_NE(findNode(**g, "call1/Relu_1"), nullptr);
+  EXPECT_NE(findNode(**g, "call2/Mul_2"), nullptr);
+  std::map<std::string, ir::Tensor> inputs;
+  inputs["x"] = ir::Tensor::fromDoubles(ir::DType::kF32, {4}, {-1, 0, 0.5, 2});
+  auto out = interp::runGraph(**g, inputs);
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ(out->size(), 1u);
+  // -(relu(relu(x) * 2) * 3)
+  EXPECT_EQ((*out)[0].toDoubles(), (std::vector<double>{0, 0, -3, -12}));
+}
+
+TEST(ImporterFormsTest, RecursiveLocalFunctionIsAnErrorNotACrash) {
+  TempDir dir;
+  auto m = makeModel(17);
+  m.set_ir_version(9);
+  auto *os = m.add_opset_import();
+  os->set_domain("custom");
+  os->set_version(1);
+  onnx::FunctionProto f;
+  f.set_name("Loop1");
+  f.set_domain("custom");
+  f.add_input("X");
+  f.add_output("Y");
+  auto *self = f.add_node();
+  self->set_op_type("Loop1");
+  self->set_domain("custom");
+  self->add_input("X");
+  self->add_output("Y");
+  *m.add_functions() = f;
+  addInput(m, "x", {4});
+  addNode(m, "Loop1", {"x"}, {"y"}, "call", "custom");
+  addOutput(m, "y", {4});
+  auto g = importOnnxModel(writeModel(m, dir.file("model.onnx")));
+  ASSERT_FALSE(g.ok());
+  EXPECT_THAT(messageOf(g.status()), HasSubstr("nests deeper than 64"));
+}
+
+//===----------------------------------------------------------------------===//
+// External data: the opened file itself is checked
+//===----------------------------------------------------------------------===//
+
+TEST(ImporterFormsTest, HardLinkedExternalDataIsRefused) {
+  TempDir outside;
+  TempDir dir;
+  std::vector<float> w = {1, 2, 3, 4, 5, 6};
+  writeBytes(outside.file("secret.bin"), floatBytes(w));
+  // A hard link inside the model's folder to a file outside it: every
+  // name-based check passes, so the file's link count must decide.
+  if (::link(outside.file("secret.bin").c_str(), dir.file("w.bin").c_str()) != 0)
+    GTEST_SKIP() << "cannot hard-link across these temporary folders";
+  auto g = importOnnxModel(writeModel(externalModel("w.bin"), dir.file("model.onnx")));
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(messageOf(g.status()), HasSubstr("hard links"));
+}
+
+//===----------------------------------------------------------------------===//
+// Model-controlled text is escaped in diagnostics
+//===----------------------------------------------------------------------===//
+
+TEST(ImporterFormsTest, ControlCharactersInNamesAreEscaped) {
+  TempDir dir;
+  auto m = makeModel(17);
+  addInput(m, "x", {2});
+  const std::string evil = "n\x1b[2J\x07\rPASS\xe2\x80\xae";  // ESC, BEL, CR, U+202E
+  addNode(m, "NotAnOp", {"x"}, {"y"}, evil);
+  addOutput(m, "y", {2});
+  auto g = importOnnxModel(writeModel(m, dir.file("model.onnx")));
+  ASSERT_FALSE(g.ok());
+  std::string msg = messageOf(g.status());
+  EXPECT_THAT(msg, HasSubstr("n\\x1b[2J\\x07\\x0dPASS\\u{202e}"));
+  for (char c : msg) EXPECT_TRUE(c == '\n' || static_cast<unsigned char>(c) >= 0x20) << msg;
+}
+
+TEST(EscapeTest, PrintableKeepsTextAndEscapesControls) {
+  EXPECT_EQ(printable("plain name/with.dots"), "plain name/with.dots");
+  EXPECT_EQ(printable("caf\xc3\xa9"), "caf\xc3\xa9");            // é kept
+  EXPECT_EQ(printable("a\\x1b"), "a\\\\x1b");                     // cannot be forged
+  EXPECT_EQ(printable(std::string("a\0b", 3)), "a\\x00b");
+  EXPECT_EQ(printable("\x7f\xc2\x85"), "\\x7f\\u{85}");           // DEL, NEL (C1)
+  EXPECT_EQ(printable("\xe2\x81\xa6x\xe2\x81\xa9"), "\\u{2066}x\\u{2069}");
+  EXPECT_EQ(printable("\xff\xc0\xaf"), "\\xff\\xc0\\xaf");        // malformed / overlong
+  EXPECT_EQ(printable("\xe2\x80"), "\\xe2\\x80");                 // truncated sequence
+}
+
+}  // namespace
+}  // namespace fusec::frontend
