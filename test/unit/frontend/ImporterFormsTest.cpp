@@ -55,6 +55,26 @@ TEST(ImporterFormsTest, IrVersionOutsideTheKnownRangeIsRefused) {
   }
 }
 
+TEST(ImporterFormsTest, NewestOpsetImportsAndRuns) {
+  TempDir dir;
+  auto m = makeModel(28);
+  m.set_ir_version(13);
+  addInput(m, "x", {3});
+  addNode(m, "Relu", {"x"}, {"r"}, "relu");
+  auto *mod = addNode(m, "Mod", {"r", "two"}, {"y"}, "mod");
+  addIntAttr(mod, "fmod", 1);
+  addFloatInit(m, "two", {}, {2.0f});
+  addOutput(m, "y", {3});
+  auto g = importOnnxModel(writeModel(m, dir.file("model.onnx")));
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ((*g)->opset(), 28);
+  std::map<std::string, ir::Tensor> inputs;
+  inputs["x"] = ir::Tensor::fromDoubles(ir::DType::kF32, {3}, {-1, 3, 4.5});
+  auto out = interp::runGraph(**g, inputs);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].toDoubles(), (std::vector<double>{0, 1, 0.5}));
+}
+
 //===----------------------------------------------------------------------===//
 // -1 as an unknown dimension
 //===----------------------------------------------------------------------===//
