@@ -33,12 +33,14 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "codegen/artifact/MemoryPlan.h"
+#include "program/MemoryPlan.h"
 #include "ir/Graph.h"
 #include "passes/cost/TargetSpec.h"
 #include "passes/fusion/FusionPlan.h"
 
 namespace fusec::artifact {
+
+using namespace ::fusec::program;
 
 struct ArtifactOptions {
   std::string target = "cuda";  ///< only "cuda" is supported

@@ -20,10 +20,13 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "codegen/AttentionSpec.h"
+#include "program/AttentionSpec.h"
 #include "ir/ScoreExpr.h"
 
 namespace fusec::codegen {
+
+// The target-neutral program (program/) is this backend's input vocabulary.
+using namespace ::fusec::program;
 
 /// The CUDA source (kernel + launcher named \p symbol) for \p spec.
 /// Errors: InvalidArgument for inconsistent sizes (Hq % Hkv != 0, zero

@@ -1242,7 +1242,7 @@ absl::StatusOr<CudaModule> lowerToCuda(const ir::Graph &graph, const passes::Fus
                                        const CudaOptions &opts) {
   LoweringOptions lo;
   lo.allowTf32 = opts.allowTf32;
-  FUSEC_ASSIGN_OR_RETURN(std::vector<WorkItem> items, lowerGraph(graph, plan, lo));
+  FUSEC_ASSIGN_OR_RETURN(std::vector<WorkItem> items, lowerGraph(graph, passes::kernelNames(plan), lo));
   CudaModule mod;
   mod.source = cudaPrelude();
   absl::StrAppend(&mod.source, "// target: ", escapeComment(opts.arch), "\n\n");

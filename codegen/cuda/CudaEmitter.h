@@ -20,24 +20,16 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "codegen/KernelSpec.h"
-#include "codegen/Lowering.h"
+#include "program/KernelSpec.h"
+#include "program/Lowering.h"
 #include "ir/Graph.h"
 #include "passes/fusion/FusionPlan.h"
 
 namespace fusec::codegen {
 
-/// One manifest step.
-struct Step {
-  enum class Kind { kKernel, kGemm, kConv, kCopy } kind = Kind::kKernel;
-  std::string name;                        ///< kernel name from the FusionPlan
-  std::string symbol;                      ///< kKernel: the extern "C" launcher
-  std::vector<const ir::Value *> buffers;  ///< kKernel: launcher args, in order
-  GemmParams gemm;                         ///< kGemm
-  ConvParams conv;                         ///< kConv
-  const ir::Value *src = nullptr;          ///< kCopy
-  const ir::Value *dst = nullptr;          ///< kCopy
-};
+// The target-neutral program (program/) is this backend's input vocabulary.
+using namespace ::fusec::program;
+
 
 /// The generated module: the .cu source and the steps that run it.
 /// Every Value named by a step (kernel buffers, GEMM/conv operands) must be

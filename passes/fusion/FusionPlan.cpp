@@ -16,4 +16,11 @@ const char *kernelKindName(KernelKind k) {
   return "opaque";
 }
 
+std::vector<std::string> kernelNames(const FusionPlan &plan) {
+  std::vector<std::string> names;
+  names.reserve(plan.kernels.size());
+  for (const Kernel &k : plan.kernels) names.push_back(k.name);
+  return names;
+}
+
 }  // namespace fusec::passes

@@ -14,10 +14,13 @@
 #include <string>
 #include <vector>
 
+#include "program/Lowering.h"
+
 namespace fusec::passes {
 
-/// Name of the node attribute that records a node's kernel.
-inline constexpr const char *kKernelAttr = "fusec.kernel";
+/// Name of the node attribute that records a node's kernel (the program
+/// layer reads it: one spelling, program::kKernelAttr).
+inline constexpr const char *kKernelAttr = program::kKernelAttr;
 
 /// Kinds of kernels fusion forms.
 enum class KernelKind {
@@ -63,6 +66,9 @@ struct FusionPlan {
   double hbmBytesUnfused = 0;
   double hbmBytesFused = 0;
 };
+
+/// The plan's kernel names, in plan order (what program::lowerGraph takes).
+std::vector<std::string> kernelNames(const FusionPlan &plan);
 
 }  // namespace fusec::passes
 

@@ -22,11 +22,14 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "codegen/AttentionSpec.h"
+#include "program/AttentionSpec.h"
 #include "codegen/cuda/attention/FlashAttentionEmitter.h"
 #include "ir/ScoreExpr.h"
 
 namespace fusec::codegen::attention {
+
+// The target-neutral program (program/) is this backend's input vocabulary.
+using namespace ::fusec::program;
 
 /// The structural part of a mask expression.
 struct MaskStructure {

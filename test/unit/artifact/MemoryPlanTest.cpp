@@ -7,7 +7,7 @@
 // liveness extended through aliases, static-shape errors.
 //
 //===----------------------------------------------------------------------===//
-#include "codegen/artifact/MemoryPlan.h"
+#include "program/MemoryPlan.h"
 
 #include <string>
 #include <vector>
@@ -15,10 +15,9 @@
 #include "gtest/gtest.h"
 #include "ir/Graph.h"
 
-namespace fusec::artifact {
+namespace fusec::program {
 namespace {
 
-using codegen::Step;
 using ir::DType;
 using ir::TensorType;
 using ir::Value;
@@ -378,4 +377,4 @@ TEST(PlanMemory, Errors) {
 }
 
 }  // namespace
-}  // namespace fusec::artifact
+}  // namespace fusec::program

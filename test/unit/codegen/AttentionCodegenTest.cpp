@@ -167,7 +167,7 @@ TEST(AttentionLowering, OneAttentionStepWithExpressions) {
   EXPECT_EQ(plan.kernels[0].kind, passes::KernelKind::kAttention);
   EXPECT_EQ(plan.kernels[0].scoreMod, "score + slope[h] * (k - q)");
   EXPECT_EQ(plan.kernels[0].mask, "k <= q");
-  auto items = lowerGraph(*(*f)->graph, plan, {});
+  auto items = lowerGraph(*(*f)->graph, passes::kernelNames(plan), {});
   ASSERT_TRUE(items.ok()) << items.status();
   ASSERT_EQ(items->size(), 1u);
   const WorkItem &it = (*items)[0];
@@ -187,7 +187,7 @@ TEST(AttentionLowering, BiasStridesBroadcast) {
   Variant v = variants()[6];  // padding mask bool[2,1,1,24]
   auto f = fuse(v);
   ASSERT_TRUE(f.ok()) << f.status();
-  auto items = lowerGraph(*(*f)->graph, (*f)->ctx.fusionPlan, {});
+  auto items = lowerGraph(*(*f)->graph, passes::kernelNames((*f)->ctx.fusionPlan), {});
   ASSERT_TRUE(items.ok()) << items.status();
   const AttentionSpec &s = (*items)[0].spec.attention;
   ASSERT_EQ(s.biases.size(), 1u);
@@ -226,7 +226,7 @@ TEST(AttentionNvcc, AllVariantsCompileForSm90) {
   for (const Variant &v : variants()) {
     auto f = fuse(v);
     ASSERT_TRUE(f.ok()) << v.name << ": " << f.status();
-    auto items = lowerGraph(*(*f)->graph, (*f)->ctx.fusionPlan, {});
+    auto items = lowerGraph(*(*f)->graph, passes::kernelNames((*f)->ctx.fusionPlan), {});
     ASSERT_TRUE(items.ok()) << v.name << ": " << items.status();
     auto k = emitAttentionKernel((*items)[0].spec.attention, absl::StrCat("fusec_attn_", n++));
     ASSERT_TRUE(k.ok()) << v.name << ": " << k.status();

@@ -5,8 +5,8 @@
 #include <unistd.h>
 
 #include "absl/strings/match.h"
-#include "codegen/KernelSpec.h"
-#include "codegen/Lowering.h"
+#include "program/KernelSpec.h"
+#include "program/Lowering.h"
 #include "codegen/cuda/CudaEmitter.h"
 #include "gtest/gtest.h"
 #include "interp/Interpreter.h"
@@ -29,7 +29,7 @@ Lowered lower(const std::string &text) {
   EXPECT_TRUE(f.ok()) << f.status();
   if (!f.ok()) return l;
   l.fused = std::move(*f);
-  auto items = lowerGraph(*l.fused->graph, l.fused->ctx.fusionPlan, {});
+  auto items = lowerGraph(*l.fused->graph, passes::kernelNames(l.fused->ctx.fusionPlan), {});
   EXPECT_TRUE(items.ok()) << items.status();
   if (items.ok()) l.items = std::move(*items);
   return l;

@@ -16,7 +16,7 @@
 #include <iostream>
 #include <sstream>
 
-#include "codegen/Lowering.h"
+#include "program/Lowering.h"
 #include "codegen/cuda/CudaEmitter.h"
 #include "test/unit/codegen/CodegenTestUtil.h"
 
@@ -57,7 +57,7 @@ int main(int argc, char **argv) {
   const ir::Graph &g = *(*fused)->graph;
   const passes::FusionPlan &plan = (*fused)->ctx.fusionPlan;
   if (spec) {
-    auto items = codegen::lowerGraph(g, plan, {});
+    auto items = program::lowerGraph(g, passes::kernelNames(plan), {});
     if (!items.ok()) {
       std::cerr << "error: " << items.status().message() << "\n";
       return 1;

@@ -7,7 +7,7 @@
 // placed whose lifetimes intersect its own.
 //
 //===----------------------------------------------------------------------===//
-#include "codegen/artifact/MemoryPlan.h"
+#include "program/MemoryPlan.h"
 
 #include <algorithm>
 #include <limits>
@@ -17,10 +17,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "codegen/Lowering.h"
+#include "program/Lowering.h"
 #include "support/Status.h"
 
-namespace fusec::artifact {
+namespace fusec::program {
 
 using ir::Value;
 
@@ -133,14 +133,14 @@ const Value *viewRoot(const Value *v) {
   // A view chain cannot be longer than the graph; the bound guards cycles.
   for (int guard = 0; guard < 1 << 20; ++guard) {
     const ir::Node *p = v->producer();
-    if (!p || !codegen::isViewNode(*p) || !p->input(0)) return v;
+    if (!p || !isViewNode(*p) || !p->input(0)) return v;
     v = p->input(0);
   }
   return v;
 }
 
 bool isView(const Value *v) {
-  return v->producer() && codegen::isViewNode(*v->producer()) && v->producer()->input(0);
+  return v->producer() && isViewNode(*v->producer()) && v->producer()->input(0);
 }
 
 /// Builds the plan; one instance per planMemory call.
@@ -187,8 +187,8 @@ class Planner {
   }
 
  private:
-  static std::vector<const Value *> named(const codegen::Step &s) {
-    using K = codegen::Step::Kind;
+  static std::vector<const Value *> named(const Step &s) {
+    using K = Step::Kind;
     switch (s.kind) {
       case K::kKernel: return s.buffers;
       case K::kGemm: {
@@ -375,7 +375,7 @@ class Planner {
 
 }  // namespace
 
-absl::StatusOr<MemoryPlan> planMemory(const ir::Graph &graph, std::vector<codegen::Step> steps) {
+absl::StatusOr<MemoryPlan> planMemory(const ir::Graph &graph, std::vector<Step> steps) {
   MemoryPlan plan;
   plan.steps = std::move(steps);
   Planner planner(graph, plan);
@@ -383,4 +383,4 @@ absl::StatusOr<MemoryPlan> planMemory(const ir::Graph &graph, std::vector<codege
   return plan;
 }
 
-}  // namespace fusec::artifact
+}  // namespace fusec::program

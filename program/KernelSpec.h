@@ -32,8 +32,8 @@
 // convert storage to compute type, stores convert back (round to nearest).
 //
 //===----------------------------------------------------------------------===//
-#ifndef FUSEC_CODEGEN_KERNELSPEC_H
-#define FUSEC_CODEGEN_KERNELSPEC_H
+#ifndef FUSEC_PROGRAM_KERNELSPEC_H
+#define FUSEC_PROGRAM_KERNELSPEC_H
 
 #include <cstdint>
 #include <map>
@@ -41,10 +41,10 @@
 #include <tuple>
 #include <vector>
 
-#include "codegen/AttentionSpec.h"
+#include "program/AttentionSpec.h"
 #include "ir/DType.h"
 
-namespace fusec::codegen {
+namespace fusec::program {
 
 /// Compute (register) types of scalar expressions.
 enum class ScalarType { kBool, kI64, kIdx, kF32, kF64 };
@@ -184,6 +184,6 @@ std::string printKernelSpec(const KernelSpec &spec);
 /// part of a spec), different otherwise. Backends emit one kernel per key.
 std::string canonicalKey(const KernelSpec &spec);
 
-}  // namespace fusec::codegen
+}  // namespace fusec::program
 
-#endif  // FUSEC_CODEGEN_KERNELSPEC_H
+#endif  // FUSEC_PROGRAM_KERNELSPEC_H

@@ -24,8 +24,8 @@
 // is always 1); the lowering fills dense row-major strides today.
 //
 //===----------------------------------------------------------------------===//
-#ifndef FUSEC_CODEGEN_ATTENTIONSPEC_H
-#define FUSEC_CODEGEN_ATTENTIONSPEC_H
+#ifndef FUSEC_PROGRAM_ATTENTIONSPEC_H
+#define FUSEC_PROGRAM_ATTENTIONSPEC_H
 
 #include <array>
 #include <cstdint>
@@ -41,7 +41,7 @@ namespace fusec::ir {
 class Node;
 }  // namespace fusec::ir
 
-namespace fusec::codegen {
+namespace fusec::program {
 
 /// One bias input, read at (b, h, q, k) as base[b*sb + h*sh + q*sq + k*sk].
 struct AttentionBias {
@@ -94,6 +94,6 @@ std::string printAttentionSpec(const AttentionSpec &spec);
 /// or shapes that do not fit the op's contract (ir/Ops.def).
 absl::StatusOr<AttentionSpec> attentionSpecFor(const ir::Node &node);
 
-}  // namespace fusec::codegen
+}  // namespace fusec::program
 
-#endif  // FUSEC_CODEGEN_ATTENTIONSPEC_H
+#endif  // FUSEC_PROGRAM_ATTENTIONSPEC_H

@@ -1,5 +1,5 @@
 //===- KernelSpec.cpp - Kernel description builders and printer -----------===//
-#include "codegen/KernelSpec.h"
+#include "program/KernelSpec.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,7 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 
-namespace fusec::codegen {
+namespace fusec::program {
 
 const char *scalarTypeName(ScalarType t) {
   switch (t) {
@@ -407,4 +407,4 @@ std::string printKernelSpec(const KernelSpec &spec) {
 
 std::string canonicalKey(const KernelSpec &spec) { return printKernelSpec(spec); }
 
-}  // namespace fusec::codegen
+}  // namespace fusec::program

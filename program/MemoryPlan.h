@@ -14,7 +14,7 @@
 //   weight  a constant that some step reads; offsets in weights.bin are
 //           256-byte aligned, in order of first use
 //   alias   the result of a view (Reshape, Squeeze, Unsqueeze, Flatten,
-//           Identity, one-output Dropout; codegen::isViewNode): the same
+//           Identity, one-output Dropout; isViewNode): the same
 //           bytes as its input, offset 0; chains of views resolve to the root
 //   arena   everything else
 //
@@ -27,8 +27,8 @@
 // them. Every offset is a multiple of kBufferAlignment.
 //
 //===----------------------------------------------------------------------===//
-#ifndef FUSEC_CODEGEN_ARTIFACT_MEMORYPLAN_H
-#define FUSEC_CODEGEN_ARTIFACT_MEMORYPLAN_H
+#ifndef FUSEC_PROGRAM_MEMORYPLAN_H
+#define FUSEC_PROGRAM_MEMORYPLAN_H
 
 #include <cstdint>
 #include <string>
@@ -36,10 +36,10 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
-#include "codegen/cuda/CudaEmitter.h"
+#include "program/Lowering.h"
 #include "ir/Graph.h"
 
-namespace fusec::artifact {
+namespace fusec::program {
 
 /// Alignment in bytes of every weight and arena offset (ARTIFACT.md).
 inline constexpr int64_t kBufferAlignment = 256;
@@ -68,9 +68,9 @@ struct PlannedBuffer {
 /// The complete memory plan of one model.
 struct MemoryPlan {
   std::vector<PlannedBuffer> buffers;
-  /// The codegen steps, in order; buffer ids of the Values they name come
+  /// The program steps, in order; buffer ids of the Values they name come
   /// from bufferId(). The copies run after them (step index steps.size() + j).
-  std::vector<codegen::Step> steps;
+  std::vector<Step> steps;
   struct Copy {
     std::string name;  ///< "copy_<output name>"
     int src = -1, dst = -1;
@@ -111,18 +111,18 @@ std::vector<int64_t> planArena(const std::vector<LiveRange> &ranges, int64_t ali
 /// Rounds \p n up to a multiple of \p alignment (> 0).
 int64_t alignUp(int64_t n, int64_t alignment);
 
-/// Plans the buffers of \p graph run by \p steps (the codegen order).
+/// Plans the buffers of \p graph run by \p steps (the program order).
 /// Errors: InvalidArgument if a buffer's shape is not static (naming the
 /// Value) or a graph output is listed twice; Unimplemented for dtypes the
 /// artifact format has no name for (u16, i16, u32, u64, string); Internal
 /// if a step names a null Value or a Value that is neither a graph input, a
 /// constant nor a node result, or if no step writes a graph output.
-absl::StatusOr<MemoryPlan> planMemory(const ir::Graph &graph, std::vector<codegen::Step> steps);
+absl::StatusOr<MemoryPlan> planMemory(const ir::Graph &graph, std::vector<Step> steps);
 
 /// \returns the manifest dtype name ("f32", ...) or null for dtypes the
 /// artifact format does not support.
 const char *manifestDTypeName(ir::DType t);
 
-}  // namespace fusec::artifact
+}  // namespace fusec::program
 
-#endif  // FUSEC_CODEGEN_ARTIFACT_MEMORYPLAN_H
+#endif  // FUSEC_PROGRAM_MEMORYPLAN_H

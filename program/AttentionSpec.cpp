@@ -1,12 +1,12 @@
 //===- AttentionSpec.cpp - Target-neutral attention kernel description ---===//
-#include "codegen/AttentionSpec.h"
+#include "program/AttentionSpec.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "ir/Graph.h"
 #include "support/Status.h"
 
-namespace fusec::codegen {
+namespace fusec::program {
 
 void AttentionSpec::setDenseStrides() {
   auto dense = [](std::array<int64_t, 4> &st, int64_t h, int64_t s, int64_t d) {
@@ -102,4 +102,4 @@ absl::StatusOr<AttentionSpec> attentionSpecFor(const ir::Node &node) {
   return s;
 }
 
-}  // namespace fusec::codegen
+}  // namespace fusec::program

@@ -1,6 +1,6 @@
 //===- Lowering.h - Fused groups to KernelSpecs and library calls -*- C++ -*-===//
 //
-// Turns each kernel of a FusionPlan (nodes tagged "fusec.kernel") into
+// Turns each fused group (nodes tagged "fusec.kernel") into
 // target-neutral work items: generated kernels (KernelSpec + the graph
 // Values bound to its buffers) and library calls (GEMM, convolution) with
 // the graph Values they read and write.
@@ -14,19 +14,21 @@
 // allocates memory must allocate every Value that any work item names.
 //
 //===----------------------------------------------------------------------===//
-#ifndef FUSEC_CODEGEN_LOWERING_H
-#define FUSEC_CODEGEN_LOWERING_H
+#ifndef FUSEC_PROGRAM_LOWERING_H
+#define FUSEC_PROGRAM_LOWERING_H
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "codegen/KernelSpec.h"
+#include "program/KernelSpec.h"
 #include "ir/Graph.h"
-#include "passes/fusion/FusionPlan.h"
 
-namespace fusec::codegen {
+namespace fusec::program {
+
+/// Name of the node attribute that records a node's kernel (set by fusion).
+inline constexpr const char *kKernelAttr = "fusec.kernel";
 
 /// cuBLASLt-style epilogues (ARTIFACT.md "gemm"): gelu is the tanh form.
 enum class GemmEpilogue { kNone, kBias, kRelu, kReluBias, kGelu, kGeluBias };
@@ -76,19 +78,33 @@ struct LoweringOptions {
   bool inlineScalarConstants = true;
 };
 
-/// Lowers every kernel of \p plan. \p graph must carry the fusec.kernel
+/// Lowers every fused group. \p kernelNames are the fusion plan's kernel
+/// names (their order numbers the groups first). \p graph must carry the fusec.kernel
 /// attributes of the fusion pass; nodes without the attribute (other than
 /// views) are each lowered as a kernel of their own. Items come out in a
 /// topological order of the kernels.
 /// Errors: Unimplemented naming node and op for what cannot be lowered;
 /// InvalidArgument for non-static shapes.
 absl::StatusOr<std::vector<WorkItem>> lowerGraph(const ir::Graph &graph,
-                                                 const passes::FusionPlan &plan,
+                                                 const std::vector<std::string> &kernelNames,
                                                  const LoweringOptions &opts);
 
 /// True for ops lowered as aliases (no work item).
 bool isViewNode(const ir::Node &node);
 
-}  // namespace fusec::codegen
+/// One step of the program (ARTIFACT.md "steps"), in execution order. The
+/// backend fills `symbol` (the entry point of a generated kernel).
+struct Step {
+  enum class Kind { kKernel, kGemm, kConv, kCopy } kind = Kind::kKernel;
+  std::string name;                        ///< kernel name from the FusionPlan
+  std::string symbol;                      ///< kKernel: the backend's entry point
+  std::vector<const ir::Value *> buffers;  ///< kKernel: launcher args, in order
+  GemmParams gemm;                         ///< kGemm
+  ConvParams conv;                         ///< kConv
+  const ir::Value *src = nullptr;          ///< kCopy
+  const ir::Value *dst = nullptr;          ///< kCopy
+};
 
-#endif  // FUSEC_CODEGEN_LOWERING_H
+}  // namespace fusec::program
+
+#endif  // FUSEC_PROGRAM_LOWERING_H

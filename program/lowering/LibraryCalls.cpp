@@ -1,0 +1,159 @@
+//===- LibraryCalls.cpp - GEMM and convolution parameters -------------------===//
+//
+// MatMul / Gemm / Conv nodes to library-call parameters.
+//
+//===----------------------------------------------------------------------===//
+#include "program/lowering/GroupLowering.h"
+
+namespace fusec::program::lowering {
+
+//===----------------------------------------------------------------------===//
+// Library calls.
+//===----------------------------------------------------------------------===//
+
+bool gemmDtype(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
+
+/// GEMM parameters for a MatMul / Gemm node writing \p d; nullopt if the
+/// library cannot run it (batch broadcast not one strided batch, dtype).
+std::optional<GemmParams> gemmFor(const Node &n, bool allowTf32) {
+  const Value *a = n.input(0), *b = n.input(1);
+  if (!a->type().isStatic() || !b->type().isStatic() || !n.output(0)->type().isStatic())
+    return std::nullopt;
+  const DType dt = a->type().dtype;
+  if (!gemmDtype(dt) || b->type().dtype != dt || n.output(0)->type().dtype != dt) return std::nullopt;
+  Shape as = a->type().staticShape(), bs = b->type().staticShape(), os = n.output(0)->type().staticShape();
+  GemmParams g;
+  g.a = a;
+  g.b = b;
+  g.d = n.output(0);
+  g.dtype = dt;
+  g.compute = allowTf32 && dt == DType::kF32 ? "tf32" : "f32";
+  if (n.kind() == OpKind::kGemm) {
+    if (as.size() != 2 || bs.size() != 2) return std::nullopt;
+    g.transA = n.getInt("transA", 0) != 0;
+    g.transB = n.getInt("transB", 0) != 0;
+    g.m = g.transA ? as[1] : as[0];
+    g.k = g.transA ? as[0] : as[1];
+    g.n = g.transB ? bs[0] : bs[1];
+    g.alpha = n.getFloat("alpha", 1.0f);
+    g.strideA = g.m * g.k;
+    g.strideB = g.k * g.n;
+    g.strideD = g.m * g.n;
+    if (const Value *cv = n.input(2)) {
+      if (!cv->type().isStatic() || cv->type().dtype != dt) return std::nullopt;
+      Shape cs = cv->type().staticShape();
+      const double beta = n.getFloat("beta", 1.0f);
+      if (cs == Shape{g.m, g.n}) {
+        g.c = cv;
+        g.beta = beta;
+        g.strideC = g.m * g.n;
+      } else if (prod(cs) == g.n && !cs.empty() && cs.back() == g.n && beta == 1.0) {
+        g.bias = cv;
+        g.epilogue = GemmEpilogue::kBias;
+      } else {
+        return std::nullopt;  // broadcast C: run as a generated kernel
+      }
+    }
+    return g;
+  }
+  // MatMul with numpy semantics.
+  if (as.empty() || bs.empty()) return std::nullopt;
+  Shape am = as.size() == 1 ? Shape{1, as[0]} : Shape(as.end() - 2, as.end());
+  Shape bm = bs.size() == 1 ? Shape{bs[0], 1} : Shape(bs.end() - 2, bs.end());
+  g.m = am[0];
+  g.k = am[1];
+  g.n = bm[1];
+  Shape ab(as.begin(), as.end() - std::min<size_t>(as.size(), 2));
+  Shape bb(bs.begin(), bs.end() - std::min<size_t>(bs.size(), 2));
+  if (as.size() == 1) ab.clear();
+  if (bs.size() == 1) bb.clear();
+  const size_t nb = std::max(ab.size(), bb.size());
+  Shape ob(nb, 1);
+  ab.insert(ab.begin(), nb - ab.size(), 1);
+  bb.insert(bb.begin(), nb - bb.size(), 1);
+  for (size_t i = 0; i < nb; ++i) ob[i] = std::max(ab[i], bb[i]);
+  g.batch = prod(ob);
+  auto strideFor = [&](const Shape &s, int64_t mat) -> std::optional<int64_t> {
+    if (s == ob) return mat;
+    if (prod(s) == 1) return 0;
+    return std::nullopt;
+  };
+  auto sa = strideFor(ab, g.m * g.k), sb = strideFor(bb, g.k * g.n);
+  if (!sa || !sb) return std::nullopt;
+  g.strideA = g.batch > 1 ? *sa : g.m * g.k;
+  g.strideB = g.batch > 1 ? *sb : g.k * g.n;
+  g.strideD = g.m * g.n;
+  return g;
+}
+
+absl::StatusOr<ConvParams> convFor(const Node &n) {
+  ConvParams p;
+  p.x = n.input(0);
+  p.w = n.input(1);
+  p.bias = n.input(2);
+  p.y = n.output(0);
+  FUSEC_ASSIGN_OR_RETURN(p.xShape, staticShape(p.x));
+  FUSEC_ASSIGN_OR_RETURN(p.wShape, staticShape(p.w));
+  FUSEC_ASSIGN_OR_RETURN(p.yShape, staticShape(p.y));
+  p.dtype = p.x->type().dtype;
+  if (!gemmDtype(p.dtype)) return unimplemented(n, "convolution of a non-float dtype");
+  const size_t k = p.xShape.size() - 2;
+  std::vector<int64_t> ks = n.getInts("kernel_shape");
+  if (ks.empty()) ks.assign(p.wShape.begin() + 2, p.wShape.end());
+  p.strides = n.getInts("strides", std::vector<int64_t>(k, 1));
+  p.dilations = n.getInts("dilations", std::vector<int64_t>(k, 1));
+  p.pads = n.getInts("pads", std::vector<int64_t>(2 * k, 0));
+  p.group = n.getInt("group", 1);
+  const std::string autoPad = n.getString("auto_pad", "NOTSET");
+  if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+    for (size_t i = 0; i < k; ++i) {
+      int64_t total = std::max<int64_t>(
+          0, (p.yShape[i + 2] - 1) * p.strides[i] + (ks[i] - 1) * p.dilations[i] + 1 - p.xShape[i + 2]);
+      int64_t small = total / 2;
+      p.pads[i] = autoPad == "SAME_UPPER" ? small : total - small;
+      p.pads[i + k] = total - p.pads[i];
+    }
+  } else if (autoPad == "VALID") {
+    std::fill(p.pads.begin(), p.pads.end(), 0);
+  }
+  return p;
+}
+
+/// Matches the epilogue chain of a GEMM group against cuBLASLt's fused
+/// epilogues. \returns the final Value on success.
+const Value *matchGemmEpilogue(const Node &anchor, const std::vector<const Node *> &rest,
+                               GemmParams &g) {
+  const Value *cur = anchor.output(0);
+  size_t i = 0;
+  auto next = [&]() -> const Node * { return i < rest.size() ? rest[i] : nullptr; };
+  const Node *n = next();
+  if (n && n->kind() == OpKind::kAdd && g.epilogue == GemmEpilogue::kNone && !g.c) {
+    const Value *other = n->input(0) == cur ? n->input(1) : n->input(1) == cur ? n->input(0) : nullptr;
+    const bool otherIsMember =
+        other && other->producer() &&
+        std::find(rest.begin(), rest.end(), other->producer()) != rest.end();
+    if (other && other != cur && !otherIsMember && other->type().isStatic() && other->type().dtype == g.dtype &&
+        !other->type().shape.empty() && other->type().numElements() == g.n &&
+        other->type().shape.back().value == g.n &&
+        n->output(0)->type() == cur->type()) {
+      g.bias = other;
+      g.epilogue = GemmEpilogue::kBias;
+      cur = n->output(0);
+      n = (++i, next());
+    }
+  }
+  if (n && (n->kind() == OpKind::kRelu ||
+            (n->kind() == OpKind::kGelu && n->getString("approximate", "none") == "tanh")) &&
+      n->input(0) == cur) {
+    const bool relu = n->kind() == OpKind::kRelu;
+    g.epilogue = g.epilogue == GemmEpilogue::kBias
+                     ? (relu ? GemmEpilogue::kReluBias : GemmEpilogue::kGeluBias)
+                     : (relu ? GemmEpilogue::kRelu : GemmEpilogue::kGelu);
+    cur = n->output(0);
+    ++i;
+  }
+  return i == rest.size() ? cur : nullptr;
+}
+
+
+}  // namespace fusec::program::lowering

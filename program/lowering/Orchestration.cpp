@@ -1,0 +1,349 @@
+//===- Orchestration.cpp - Groups, domain setup, lowerGraph ------------===//
+//
+// Each op's semantics are written in the scalar language of KernelSpec by
+// valueAt(v, idx): "the expression for tensor v at indices idx", built
+// recursively through the group's members (consumer-driven, so broadcasts,
+// transposes, slices and gathers become index arithmetic) and ending in
+// Loads of the group's inputs. Expressions are hash-consed, so each member
+// result is computed once per point.
+//
+// Reductions (Softmax, LogSoftmax, LayerNormalization, RMSNormalization,
+// Reduce*, ArgMax/ArgMin, pooling windows, the K loop of a fallback MatMul)
+// share one domain per kernel: parallel dims = the kept dims of the first
+// reduction (the anchor), reduced dims = its reduced dims. Another reduction
+// joins only if it reduces the same rows (checked structurally: its row
+// index expression must equal the domain's).
+//
+// Semantics follow the ONNX operator pages (opset 13+ forms; the importer
+// upgrades older ones).
+//
+//===----------------------------------------------------------------------===//
+#include "program/lowering/GroupLowering.h"
+
+#include <algorithm>
+#include <functional>
+
+#include "absl/strings/str_join.h"
+
+namespace fusec::program {
+
+using ir::DType;
+using ir::Node;
+using ir::OpKind;
+using ir::Value;
+
+const char *gemmEpilogueName(GemmEpilogue e) {
+  switch (e) {
+    case GemmEpilogue::kNone: return "none";
+    case GemmEpilogue::kBias: return "bias";
+    case GemmEpilogue::kRelu: return "relu";
+    case GemmEpilogue::kReluBias: return "relu_bias";
+    case GemmEpilogue::kGelu: return "gelu";
+    case GemmEpilogue::kGeluBias: return "gelu_bias";
+  }
+  return "none";
+}
+
+bool isViewNode(const Node &node) {
+  switch (node.kind()) {
+    case OpKind::kReshape:
+    case OpKind::kSqueeze:
+    case OpKind::kUnsqueeze:
+    case OpKind::kFlatten:
+    case OpKind::kIdentity:
+      return true;
+    case OpKind::kDropout:
+      return node.numOutputs() < 2 || node.output(1) == nullptr;
+    default:
+      return false;
+  }
+}
+
+
+namespace lowering {
+
+absl::Status GroupLowering::setupDomain(const std::vector<const Value *> &outputs) {
+  const Node *anchor = nullptr;
+  for (const Node *n : order_) {
+    if (isRowReductionOp(n->kind()) || n->kind() == OpKind::kMaxPool ||
+        n->kind() == OpKind::kAveragePool || n->kind() == OpKind::kMatMul ||
+        n->kind() == OpKind::kGemm) {
+      if (external_.count(n->output(0))) continue;
+      if (isRowReductionOp(n->kind())) {
+        FUSEC_ASSIGN_OR_RETURN(Shape s, staticShape(n->input(0)));
+        FUSEC_ASSIGN_OR_RETURN(ReduceAxes ra, reductionAxes(*n, static_cast<int64_t>(s.size())));
+        if (ra.axes.empty()) continue;
+      }
+      anchor = n;
+      break;
+    }
+  }
+  if (anchor) return setupReductionDomain(*anchor);
+  // Pointwise: the largest output.
+  bool first = true;
+  for (const Value *v : outputs) {
+    FUSEC_ASSIGN_OR_RETURN(Shape s, staticShape(v));
+    if (first || prod(s) > prod(domainShape_)) domainShape_ = s;
+    first = false;
+  }
+  domainIdx_.clear();
+  for (int64_t e : domainShape_) domainIdx_.push_back(spec_.index(spec_.addDim(e, false)));
+  numParallel_ = domainShape_.size();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<WorkItem> GroupLowering::run(const std::set<const Value *> &external) {
+  external_ = external;
+  // Outputs: member results read outside the group (through views) or graph outputs.
+  std::vector<const Value *> outputs;
+  std::function<bool(const Value *)> usedOutside = [&](const Value *v) -> bool {
+    if (graph_.isGraphOutput(v)) return true;
+    auto it = users_.find(v);
+    if (it == users_.end()) return false;
+    for (const Node *u : it->second) {
+      if (members_.count(u)) continue;
+      if (isViewNode(*u) && u->input(0) == v) {
+        if (usedOutside(u->output(0))) return true;
+        continue;
+      }
+      return true;
+    }
+    return false;
+  };
+  for (const Node *n : order_) {
+    if (isViewNode(*n)) continue;
+    for (const Value *o : n->outputs())
+      if (o && !external_.count(o) && usedOutside(o)) outputs.push_back(o);
+  }
+  WorkItem item;
+  item.kind = WorkItem::Kind::kKernel;
+  item.nodes = order_;
+  if (outputs.empty()) return item;  // dead group: nothing to store
+
+  // Split: one domain over the input, each output stored where it lies.
+  if (order_.size() == 1 && order_[0]->kind() == OpKind::kSplit) {
+    const Node &n = *order_[0];
+    FUSEC_ASSIGN_OR_RETURN(Shape is, staticShape(n.input(0)));
+    const int64_t axis = n.getInt("axis", 0) < 0 ? n.getInt("axis", 0) + static_cast<int64_t>(is.size())
+                                                 : n.getInt("axis", 0);
+    domainShape_ = is;
+    for (int64_t e : is) domainIdx_.push_back(spec_.index(spec_.addDim(e, false)));
+    numParallel_ = is.size();
+    FUSEC_ASSIGN_OR_RETURN(int x, valueAt(n.input(0), domainIdx_));
+    int64_t off = 0;
+    for (const Value *o : n.outputs()) {
+      FUSEC_ASSIGN_OR_RETURN(Shape os, staticShape(o));
+      const int64_t len = os[axis];
+      if (std::count(outputs.begin(), outputs.end(), o) && len > 0) {
+        std::vector<int> oi = domainIdx_;
+        oi[axis] = bin(BinaryOp::kSub, domainIdx_[axis], spec_.constI(off));
+        int g = bin(BinaryOp::kAnd, bin(BinaryOp::kGe, domainIdx_[axis], spec_.constI(off)),
+                    bin(BinaryOp::kLt, domainIdx_[axis], spec_.constI(off + len)));
+        spec_.addStore(bufferFor(o, true), oi, x, g);
+      }
+      off += len;
+    }
+    item.spec = std::move(spec_);
+    item.buffers = bufferValues_;
+    return item;
+  }
+
+  FUSEC_RETURN_IF_ERROR(setupDomain(outputs));
+  Shape dpar(domainShape_.begin(), domainShape_.begin() + numParallel_);
+  std::vector<int> dparIdx(domainIdx_.begin(), domainIdx_.begin() + numParallel_);
+  const int64_t rowSize = prod(domainShape_, numParallel_);
+  for (const Value *o : outputs) {
+    FUSEC_ASSIGN_OR_RETURN(Shape os, staticShape(o));
+    const int64_t on = prod(os);
+    std::vector<int> oi;
+    int guard = -1;
+    if (anchor_ && on == prod(dpar) * rowSize && rowSize > 1) {
+      // Element-level: the full domain.
+      oi = reshapeIndex(anchorIdx_, anchorShape_, os);
+    } else if (on == prod(dpar)) {
+      oi = reshapeIndex(dparIdx, dpar, os);
+    } else if (os.size() <= dpar.size()) {
+      // Broadcast-compatible with the parallel domain: store where the dropped dims are 0.
+      const size_t off = dpar.size() - os.size();
+      guard = spec_.constB(true);
+      for (size_t d = 0; d < dpar.size(); ++d) {
+        if (d >= off && os[d - off] == dpar[d]) {
+          oi.push_back(dparIdx[d]);
+        } else if (d >= off && os[d - off] == 1) {
+          oi.push_back(spec_.constI(0));
+          guard = bin(BinaryOp::kAnd, guard, bin(BinaryOp::kEq, dparIdx[d], spec_.constI(0)));
+        } else if (d < off) {
+          guard = bin(BinaryOp::kAnd, guard, bin(BinaryOp::kEq, dparIdx[d], spec_.constI(0)));
+        } else {
+          return unimplemented(*o->producer(), absl::StrCat("output '", o->name(), "' of shape ",
+                                                            o->type().str(),
+                                                            " does not fit the kernel's domain"));
+        }
+      }
+    } else {
+      return unimplemented(*o->producer(), absl::StrCat("output '", o->name(), "' of shape ",
+                                                        o->type().str(),
+                                                        " does not fit the kernel's domain"));
+    }
+    if (on == 0) continue;
+    FUSEC_ASSIGN_OR_RETURN(int v, valueAt(o, oi));
+    v = spec_.cast(v, computeTypeOf(o->type().dtype));
+    spec_.addStore(bufferFor(o, true), oi, v, guard);
+  }
+  item.spec = std::move(spec_);
+  item.buffers = bufferValues_;
+  return item;
+}
+
+
+}  // namespace lowering
+
+using namespace lowering;
+
+absl::StatusOr<std::vector<WorkItem>> lowerGraph(const ir::Graph &graph,
+                                                 const std::vector<std::string> &kernelNames,
+                                                 const LoweringOptions &opts) {
+  const std::vector<Node *> nodes = graph.nodes();
+  absl::flat_hash_map<const Node *, int> topo;
+  for (size_t i = 0; i < nodes.size(); ++i) topo[nodes[i]] = static_cast<int>(i);
+  const auto users = graph.userMap();
+
+  // Groups by kernel name; ungrouped non-view nodes form their own groups.
+  std::map<std::string, int> groupIndex;
+  std::vector<std::string> names;
+  std::vector<std::vector<const Node *>> groups;
+  for (const std::string &k : kernelNames) {
+    groupIndex[k] = static_cast<int>(groups.size());
+    names.push_back(k);
+    groups.emplace_back();
+  }
+  for (const Node *n : nodes) {
+    const ir::Attribute *a = n->attr(kKernelAttr);
+    std::string name;
+    if (a && a->kind() == ir::Attribute::Kind::kString) {
+      name = a->s();
+    } else {
+      if (isViewNode(*n)) continue;
+      if (n->kind() == OpKind::kConstant) continue;
+      name = absl::StrCat("u", groups.size(), "_", n->opType());
+    }
+    auto it = groupIndex.find(name);
+    if (it == groupIndex.end()) {
+      it = groupIndex.emplace(name, static_cast<int>(groups.size())).first;
+      names.push_back(name);
+      groups.emplace_back();
+    }
+    groups[it->second].push_back(n);
+  }
+
+  // Kernel dependencies (through views), then a stable topological order.
+  absl::flat_hash_map<const Node *, int> groupOfNode;
+  for (size_t gi = 0; gi < groups.size(); ++gi)
+    for (const Node *n : groups[gi]) groupOfNode[n] = static_cast<int>(gi);
+  std::vector<std::set<int>> deps(groups.size());
+  for (size_t gi = 0; gi < groups.size(); ++gi) {
+    for (const Node *n : groups[gi]) {
+      for (const Value *in : n->inputs()) {
+        const Value *v = in;
+        while (v && v->producer() && isViewNode(*v->producer()) && !groupOfNode.count(v->producer()))
+          v = v->producer()->input(0);
+        if (!v || !v->producer()) continue;
+        auto it = groupOfNode.find(v->producer());
+        if (it != groupOfNode.end() && it->second != static_cast<int>(gi)) deps[gi].insert(it->second);
+      }
+    }
+  }
+  std::vector<int> order;
+  std::vector<int> state(groups.size(), 0);
+  std::function<absl::Status(int)> visit = [&](int g) -> absl::Status {
+    if (state[g] == 2) return absl::OkStatus();
+    if (state[g] == 1)
+      return absl::InternalError(absl::StrCat("codegen: kernels form a cycle at '", names[g], "'"));
+    state[g] = 1;
+    for (int d : deps[g]) FUSEC_RETURN_IF_ERROR(visit(d));
+    state[g] = 2;
+    order.push_back(g);
+    return absl::OkStatus();
+  };
+  for (size_t g = 0; g < groups.size(); ++g) FUSEC_RETURN_IF_ERROR(visit(static_cast<int>(g)));
+
+  std::vector<WorkItem> items;
+  for (int gi : order) {
+    std::vector<const Node *> members = groups[gi];
+    if (members.empty()) continue;
+    std::sort(members.begin(), members.end(),
+              [&](const Node *a, const Node *b) { return topo.at(a) < topo.at(b); });
+    const std::string &name = names[gi];
+    // FusedAttention (its own kernel kind): an attention spec.
+    if (members.size() == 1 && members[0]->kind() == OpKind::kFusedAttention) {
+      const Node *att = members[0];
+      WorkItem it;
+      it.kind = WorkItem::Kind::kKernel;
+      it.name = name;
+      it.nodes = members;
+      FUSEC_ASSIGN_OR_RETURN(it.spec.attention, attentionSpecFor(*att));
+      it.spec.kind = SpecKind::kAttention;
+      for (int i = 0; i < att->numInputs(); ++i) {
+        it.spec.addBuffer(att->input(i)->type().dtype, att->input(i)->type().staticShape(), false);
+        it.buffers.push_back(att->input(i));
+      }
+      it.spec.addBuffer(att->output(0)->type().dtype, att->output(0)->type().staticShape(), true);
+      it.buffers.push_back(att->output(0));
+      items.push_back(std::move(it));
+      continue;
+    }
+    // Library calls: the first contraction of the group.
+    const Node *contraction = nullptr;
+    for (const Node *n : members)
+      if (n->kind() == OpKind::kMatMul || n->kind() == OpKind::kGemm || n->kind() == OpKind::kConv) {
+        contraction = n;
+        break;
+      }
+    std::set<const Value *> external;
+    if (contraction) {
+      std::vector<const Node *> rest;
+      for (const Node *n : members)
+        if (n != contraction) rest.push_back(n);
+      WorkItem lib;
+      lib.name = name;
+      lib.nodes = members;
+      if (contraction->kind() == OpKind::kConv) {
+        FUSEC_ASSIGN_OR_RETURN(lib.conv, convFor(*contraction));
+        lib.kind = WorkItem::Kind::kConv;
+        items.push_back(lib);
+        if (rest.empty()) continue;
+        external.insert(contraction->output(0));
+      } else if (auto g = gemmFor(*contraction, opts.allowTf32)) {
+        lib.kind = WorkItem::Kind::kGemm;
+        lib.gemm = *g;
+        GemmParams fused = *g;
+        const Value *final = matchGemmEpilogue(*contraction, rest, fused);
+        bool finalOk = final != nullptr;
+        if (finalOk && !rest.empty()) {
+          // Intermediate results of the chain must not be needed outside.
+          for (const Node *n : rest)
+            for (const Value *o : n->outputs())
+              if (o != final && (graph.isGraphOutput(o) || graph.users(o).size() > 1)) finalOk = false;
+        }
+        if (finalOk) {
+          fused.d = final;
+          lib.gemm = fused;
+          items.push_back(lib);
+          continue;
+        }
+        items.push_back(lib);
+        if (rest.empty()) continue;
+        external.insert(contraction->output(0));
+      }
+      // else: generated kernel with the contraction as its K reduction.
+    }
+    GroupLowering gl(graph, members, opts, users);
+    auto item = gl.run(external);
+    if (!item.ok()) return withContext(item.status(), absl::StrCat("kernel ", name));
+    item->name = name;
+    if (!item->spec.stores.empty()) items.push_back(std::move(*item));
+  }
+  return items;
+}
+
+}  // namespace fusec::program

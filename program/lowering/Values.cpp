@@ -1,0 +1,330 @@
+//===- Values.cpp - Buffers, loads, broadcasts and elementwise ops ----------===//
+//
+// valueAt(): member results and group inputs at an index; elementwise op semantics (ONNX operator pages).
+//
+//===----------------------------------------------------------------------===//
+#include "program/lowering/GroupLowering.h"
+
+#include <cmath>
+#include <limits>
+
+namespace fusec::program::lowering {
+
+std::vector<int> GroupLowering::reshapeIndex(const std::vector<int> &idx, const Shape &from,
+                                             const Shape &to) {
+  if (from == to) return idx;
+  std::vector<int> nz;
+  Shape fnz, tnz;
+  for (size_t i = 0; i < from.size(); ++i)
+    if (from[i] != 1) {
+      nz.push_back(idx[i]);
+      fnz.push_back(from[i]);
+    }
+  for (int64_t d : to)
+    if (d != 1) tnz.push_back(d);
+  if (fnz == tnz) {
+    std::vector<int> out;
+    size_t k = 0;
+    for (int64_t d : to) out.push_back(d == 1 ? spec_.constI(0) : nz[k++]);
+    return out;
+  }
+  return spec_.delinearize(spec_.linearize(idx, from), to);
+}
+
+bool GroupLowering::isMemberResult(const Value *v) const {
+  return v->producer() && members_.count(v->producer()) && !external_.count(v);
+}
+
+const Value *GroupLowering::viewSource(const Value *v, std::vector<const Node *> *chain) const {
+  while (v) {
+    if (isMemberResult(v)) return v;
+    const Node *p = v->producer();
+    if (!p || !isViewNode(*p) || members_.count(p)) return nullptr;
+    chain->push_back(p);
+    v = p->input(0);
+  }
+  return nullptr;
+}
+
+int GroupLowering::bufferFor(const Value *v, bool written) {
+  auto it = bufferOf_.find(v);
+  if (it != bufferOf_.end()) {
+    if (written) spec_.buffers[it->second].written = true;
+    return it->second;
+  }
+  int b = spec_.addBuffer(v->type().dtype, v->type().staticShape(), written);
+  bufferOf_[v] = b;
+  bufferValues_.push_back(v);
+  return b;
+}
+
+absl::StatusOr<int> GroupLowering::loadValue(const Value *v, const std::vector<int> &idx,
+                                             int guard) {
+  FUSEC_ASSIGN_OR_RETURN(Shape s, staticShape(v));
+  if (v->type().dtype == DType::kString || v->type().dtype == DType::kUndefined)
+    return absl::UnimplementedError(absl::StrCat("codegen: value '", v->name(), "' has dtype ",
+                                                 ir::dtypeName(v->type().dtype)));
+  // Scalar constants become literals.
+  if (opts_.inlineScalarConstants && v->isConstant() && prod(s) == 1) {
+    const ir::Tensor &t = *v->constant();
+    ScalarType ct = computeTypeOf(t.dtype());
+    if (isFloatCompute(ct)) return spec_.constF(t.getDouble(0), ct);
+    return spec_.constI(t.getInt(0) != 0 && ct == ScalarType::kBool ? 1 : t.getInt(0), ct);
+  }
+  if (prod(s) == 0) return c(0, computeTypeOf(v->type().dtype));
+  int b = bufferFor(v, false);
+  return spec_.load(b, idx, guard);
+}
+
+absl::StatusOr<int> GroupLowering::valueAt(const Value *v, const std::vector<int> &idx) {
+  if (!v) return absl::InternalError("codegen: missing value");
+  auto key = std::make_pair(v, idx);
+  auto it = memo_.find(key);
+  if (it != memo_.end()) return it->second;
+  int result;
+  if (isMemberResult(v)) {
+    FUSEC_ASSIGN_OR_RETURN(result, nodeAt(*v->producer(), v->resultIndex(), idx));
+  } else {
+    std::vector<const Node *> chain;
+    const Value *src = viewSource(v, &chain);
+    if (src) {
+      // A view of a member result: same flat offset.
+      FUSEC_ASSIGN_OR_RETURN(Shape vs, staticShape(v));
+      FUSEC_ASSIGN_OR_RETURN(Shape ss, staticShape(src));
+      std::vector<int> sidx = reshapeIndex(idx, vs, ss);
+      FUSEC_ASSIGN_OR_RETURN(result, valueAt(src, sidx));
+    } else {
+      FUSEC_ASSIGN_OR_RETURN(result, loadValue(v, idx));
+    }
+  }
+  memo_[key] = result;
+  return result;
+}
+
+absl::StatusOr<int> GroupLowering::guardedAt(const Value *v, std::vector<int> idx, int guard) {
+  std::vector<const Node *> chain;
+  if (!isMemberResult(v) && !viewSource(v, &chain)) return loadValue(v, idx, guard);
+  // Computed in the kernel: clamp indices into range so the computation
+  // stays in bounds, the caller selects.
+  FUSEC_ASSIGN_OR_RETURN(Shape s, staticShape(v));
+  for (size_t i = 0; i < idx.size(); ++i)
+    idx[i] = bin(BinaryOp::kMin, bin(BinaryOp::kMax, idx[i], spec_.constI(0)),
+                 spec_.constI(std::max<int64_t>(s[i] - 1, 0)));
+  return valueAt(v, idx);
+}
+
+absl::StatusOr<int> GroupLowering::bcastInput(const Node &n, int i, const std::vector<int> &idx,
+                                              const Shape &outShape) {
+  const Value *in = n.input(i);
+  FUSEC_ASSIGN_OR_RETURN(Shape s, staticShape(in));
+  if (s.size() > outShape.size()) return unimplemented(n, "input rank exceeds output rank");
+  const size_t off = outShape.size() - s.size();
+  std::vector<int> sub(s.size());
+  for (size_t d = 0; d < s.size(); ++d) {
+    if (s[d] == outShape[d + off]) sub[d] = idx[d + off];
+    else if (s[d] == 1) sub[d] = spec_.constI(0);
+    else return unimplemented(n, "shapes do not broadcast");
+  }
+  return valueAt(in, sub);
+}
+
+absl::StatusOr<int> GroupLowering::nodeAt(const Node &n, int result, const std::vector<int> &idx) {
+  switch (n.kind()) {
+    case OpKind::kTranspose: case OpKind::kSlice: case OpKind::kGather:
+    case OpKind::kGatherElements: case OpKind::kGatherND: case OpKind::kExpand:
+    case OpKind::kTile: case OpKind::kTrilu: case OpKind::kConcat: case OpKind::kPad:
+    case OpKind::kReshape: case OpKind::kSqueeze: case OpKind::kUnsqueeze:
+    case OpKind::kFlatten: case OpKind::kIdentity:
+    case OpKind::kShape: case OpKind::kSize: case OpKind::kConstantOfShape: case OpKind::kRange:
+      return layoutAt(n, idx);
+    case OpKind::kMaxPool: case OpKind::kAveragePool:
+      return poolAt(n, idx);
+    case OpKind::kMatMul: case OpKind::kGemm:
+      return matmulAt(n, idx);
+    default:
+      break;
+  }
+  if (isRowReductionOp(n.kind())) return reductionAt(n, result, idx);
+  if (n.op() && n.op()->fusionClass == ir::FusionClass::kElementwise)
+    return elementwiseAt(n, result, idx);
+  return unimplemented(n, "no code generator for this op");
+}
+
+absl::StatusOr<int> GroupLowering::elementwiseAt(const Node &n, int result,
+                                                 const std::vector<int> &idx) {
+  FUSEC_ASSIGN_OR_RETURN(Shape os, staticShape(n.output(result)));
+  const DType outDt = n.output(result)->type().dtype;
+  const ScalarType ot = computeTypeOf(outDt);
+  auto in = [&](int i) { return bcastInput(n, i, idx, os); };
+  auto unaryOp = [&](UnaryOp op) -> absl::StatusOr<int> {
+    FUSEC_ASSIGN_OR_RETURN(int a, in(0));
+    return un(op, a);
+  };
+  auto binaryOp = [&](BinaryOp op) -> absl::StatusOr<int> {
+    FUSEC_ASSIGN_OR_RETURN(int a, in(0));
+    FUSEC_ASSIGN_OR_RETURN(int b, in(1));
+    if (typeOf(a) != typeOf(b)) b = spec_.cast(b, typeOf(a));
+    return bin(op, a, b);
+  };
+  switch (n.kind()) {
+    case OpKind::kAbs: return unaryOp(UnaryOp::kAbs);
+    case OpKind::kNeg: return unaryOp(UnaryOp::kNeg);
+    case OpKind::kExp: return unaryOp(UnaryOp::kExp);
+    case OpKind::kLog: return unaryOp(UnaryOp::kLog);
+    case OpKind::kSqrt: return unaryOp(UnaryOp::kSqrt);
+    case OpKind::kReciprocal: return unaryOp(UnaryOp::kRecip);
+    case OpKind::kErf: return unaryOp(UnaryOp::kErf);
+    case OpKind::kTanh: return unaryOp(UnaryOp::kTanh);
+    case OpKind::kSigmoid: return unaryOp(UnaryOp::kSigmoid);
+    case OpKind::kSin: return unaryOp(UnaryOp::kSin);
+    case OpKind::kCos: return unaryOp(UnaryOp::kCos);
+    case OpKind::kFloor: return unaryOp(UnaryOp::kFloor);
+    case OpKind::kCeil: return unaryOp(UnaryOp::kCeil);
+    case OpKind::kRound: return unaryOp(UnaryOp::kRound);
+    case OpKind::kSign: return unaryOp(UnaryOp::kSign);
+    case OpKind::kNot: return unaryOp(UnaryOp::kNot);
+    case OpKind::kIsNaN: return unaryOp(UnaryOp::kIsNaN);
+    case OpKind::kIsInf: {
+      FUSEC_ASSIGN_OR_RETURN(int a, in(0));
+      int r = spec_.constB(false);
+      if (n.getInt("detect_positive", 1)) r = bin(BinaryOp::kOr, r, un(UnaryOp::kIsPosInf, a));
+      if (n.getInt("detect_negative", 1)) r = bin(BinaryOp::kOr, r, un(UnaryOp::kIsNegInf, a));
+      return r;
+    }
+    case OpKind::kRelu: {
+      FUSEC_ASSIGN_OR_RETURN(int a, in(0));
+      return bin(BinaryOp::kMax, a, c(0, typeOf(a)));
+    }
+    case OpKind::kLeakyRelu: {
+      FUSEC_ASSIGN_OR_RETURN(int a, in(0));
+      const ScalarType t = typeOf(a);
+      return spec_.select(bin(BinaryOp::kLt, a, c(0, t)),
+                          bin(BinaryOp::kMul, a, c(n.getFloat("alpha", 0.01f), t)), a);
+    }
+    case OpKind::kElu: {
+      FUSEC_ASSIGN_OR_RETURN(int a, in(0));
+      const ScalarType t = typeOf(a);
+      int e = bin(BinaryOp::kMul, c(n.getFloat("alpha", 1.0f), t),
+                  bin(BinaryOp::kSub, un(UnaryOp::kExp, a), c(1, t)));
+      return spec_.select(bin(BinaryOp::kLt, a, c(0, t)), e, a);
+    }
+    case OpKind::kHardSigmoid: {
+      FUSEC_ASSIGN_OR_RETURN(int a, in(0));
+      const ScalarType t = typeOf(a);
+      int y = bin(BinaryOp::kAdd, bin(BinaryOp::kMul, a, c(n.getFloat("alpha", 0.2f), t)),
+                  c(n.getFloat("beta", 0.5f), t));
+      return bin(BinaryOp::kMax, c(0, t), bin(BinaryOp::kMin, c(1, t), y));
+    }
+    case OpKind::kSoftplus: {
+      FUSEC_ASSIGN_OR_RETURN(int a, in(0));
+      const ScalarType t = typeOf(a);
+      // log(1 + e^x), stable: max(x, 0) + log1p(e^-|x|).
+      return bin(BinaryOp::kAdd, bin(BinaryOp::kMax, a, c(0, t)),
+                 un(UnaryOp::kLog1p, un(UnaryOp::kExp, un(UnaryOp::kNeg, un(UnaryOp::kAbs, a)))));
+    }
+    case OpKind::kGelu: {
+      FUSEC_ASSIGN_OR_RETURN(int a, in(0));
+      const ScalarType t = typeOf(a);
+      int half = bin(BinaryOp::kMul, c(0.5, t), a);
+      if (n.getString("approximate", "none") == "tanh") {
+        int x3 = bin(BinaryOp::kMul, bin(BinaryOp::kMul, a, a), a);
+        int inner = bin(BinaryOp::kMul, c(0.7978845608028654, t),
+                        bin(BinaryOp::kAdd, a, bin(BinaryOp::kMul, c(0.044715, t), x3)));
+        return bin(BinaryOp::kMul, half, bin(BinaryOp::kAdd, c(1, t), un(UnaryOp::kTanh, inner)));
+      }
+      int e = un(UnaryOp::kErf, bin(BinaryOp::kMul, a, c(0.7071067811865476, t)));
+      return bin(BinaryOp::kMul, half, bin(BinaryOp::kAdd, c(1, t), e));
+    }
+    case OpKind::kCast: {
+      FUSEC_ASSIGN_OR_RETURN(int a, in(0));
+      int r = spec_.cast(a, ot);
+      if (outDt == DType::kF16) r = un(UnaryOp::kRoundF16, r);
+      if (outDt == DType::kBF16) r = un(UnaryOp::kRoundBF16, r);
+      return r;
+    }
+    case OpKind::kIdentity:
+      return in(0);
+    case OpKind::kDropout: {
+      if (result == 1) return spec_.constB(true);
+      return in(0);
+    }
+    case OpKind::kClip: {
+      FUSEC_ASSIGN_OR_RETURN(int a, in(0));
+      if (n.input(1)) {
+        FUSEC_ASSIGN_OR_RETURN(int lo, valueAt(n.input(1), {}));
+        a = bin(BinaryOp::kMax, a, spec_.cast(lo, typeOf(a)));
+      }
+      if (n.input(2)) {
+        FUSEC_ASSIGN_OR_RETURN(int hi, valueAt(n.input(2), {}));
+        a = bin(BinaryOp::kMin, a, spec_.cast(hi, typeOf(a)));
+      }
+      return a;
+    }
+    case OpKind::kAdd: return binaryOp(BinaryOp::kAdd);
+    case OpKind::kSub: return binaryOp(BinaryOp::kSub);
+    case OpKind::kMul: return binaryOp(BinaryOp::kMul);
+    case OpKind::kDiv: return binaryOp(BinaryOp::kDiv);
+    case OpKind::kMod:
+      return binaryOp(n.getInt("fmod", 0) || isFloatCompute(ot) ? BinaryOp::kFmod : BinaryOp::kMod);
+    case OpKind::kPow: {
+      FUSEC_ASSIGN_OR_RETURN(int a, in(0));
+      // Small integer constant exponents become multiplications.
+      const Value *e = n.input(1);
+      if (e->isConstant() && e->constant()->numElements() == 1) {
+        double p = e->constant()->getDouble(0);
+        if (p == 1) return a;
+        if (p == 2) return bin(BinaryOp::kMul, a, a);
+        if (p == 3) return bin(BinaryOp::kMul, bin(BinaryOp::kMul, a, a), a);
+        if (p == 0.5 && isFloatCompute(typeOf(a))) return un(UnaryOp::kSqrt, a);
+      }
+      FUSEC_ASSIGN_OR_RETURN(int b, in(1));
+      return bin(BinaryOp::kPow, a, spec_.cast(b, typeOf(a)));
+    }
+    case OpKind::kMax: case OpKind::kMin: case OpKind::kSum: case OpKind::kMean: {
+      FUSEC_ASSIGN_OR_RETURN(int acc, in(0));
+      BinaryOp op = n.kind() == OpKind::kMax   ? BinaryOp::kMax
+                    : n.kind() == OpKind::kMin ? BinaryOp::kMin
+                                               : BinaryOp::kAdd;
+      for (int i = 1; i < n.numInputs(); ++i) {
+        FUSEC_ASSIGN_OR_RETURN(int b, in(i));
+        acc = bin(op, acc, spec_.cast(b, typeOf(acc)));
+      }
+      if (n.kind() == OpKind::kMean) acc = bin(BinaryOp::kDiv, acc, c(n.numInputs(), typeOf(acc)));
+      return acc;
+    }
+    case OpKind::kEqual: return binaryOp(BinaryOp::kEq);
+    case OpKind::kLess: return binaryOp(BinaryOp::kLt);
+    case OpKind::kLessOrEqual: return binaryOp(BinaryOp::kLe);
+    case OpKind::kGreater: return binaryOp(BinaryOp::kGt);
+    case OpKind::kGreaterOrEqual: return binaryOp(BinaryOp::kGe);
+    case OpKind::kAnd: return binaryOp(BinaryOp::kAnd);
+    case OpKind::kOr: return binaryOp(BinaryOp::kOr);
+    case OpKind::kXor: return binaryOp(BinaryOp::kXor);
+    case OpKind::kWhere: {
+      FUSEC_ASSIGN_OR_RETURN(int cond, in(0));
+      FUSEC_ASSIGN_OR_RETURN(int a, in(1));
+      FUSEC_ASSIGN_OR_RETURN(int b, in(2));
+      return spec_.select(spec_.cast(cond, ScalarType::kBool), a, spec_.cast(b, typeOf(a)));
+    }
+    case OpKind::kBatchNormalization: {
+      if (os.size() < 2) return unimplemented(n, "input rank < 2");
+      FUSEC_ASSIGN_OR_RETURN(int x, in(0));
+      const ScalarType t = typeOf(x);
+      std::vector<int> ch = {idx[1]};
+      FUSEC_ASSIGN_OR_RETURN(int scale, valueAt(n.input(1), ch));
+      FUSEC_ASSIGN_OR_RETURN(int bias, valueAt(n.input(2), ch));
+      FUSEC_ASSIGN_OR_RETURN(int mean, valueAt(n.input(3), ch));
+      FUSEC_ASSIGN_OR_RETURN(int var, valueAt(n.input(4), ch));
+      int inv = un(UnaryOp::kRsqrt, bin(BinaryOp::kAdd, spec_.cast(var, t),
+                                        c(n.getFloat("epsilon", 1e-5f), t)));
+      int y = bin(BinaryOp::kMul, bin(BinaryOp::kSub, x, spec_.cast(mean, t)),
+                  bin(BinaryOp::kMul, inv, spec_.cast(scale, t)));
+      return bin(BinaryOp::kAdd, y, spec_.cast(bias, t));
+    }
+    default:
+      return unimplemented(n, "elementwise op without a scalar definition");
+  }
+}
+
+
+}  // namespace fusec::program::lowering
