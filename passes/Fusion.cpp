@@ -67,6 +67,12 @@ class Fusion : public Pass {
   /// \p via names a node on a path that leaves and re-enters.
   bool staysConvex(int a, int b, std::string *via) const;
   void merge(int into, int from);
+  /// The one legality rule: asks the backend (PassContext::legality)
+  /// whether the union of groups \p a and \p b can be lowered as one kernel.
+  /// Refuses with the lowering's reason (Unimplemented); a non-static shape
+  /// (InvalidArgument: shapes not bound yet) is not a refusal.
+  FusionDecision backendAccepts(const ir::Graph &graph, const PassContext &ctx, int a,
+                                int b) const;
   std::string describeKernel(const Group &g) const;
 };
 
@@ -131,6 +137,17 @@ bool Fusion::staysConvex(int a, int b, std::string *via) const {
     }
   }
   return true;
+}
+
+FusionDecision Fusion::backendAccepts(const ir::Graph &graph, const PassContext &ctx, int a,
+                                      int b) const {
+  if (!ctx.legality) return FusionDecision::yes();
+  std::vector<const ir::Node *> members;
+  for (int g : {a, b})
+    for (int m : groups_[g].members) members.push_back(nodes_[m]);
+  absl::Status st = ctx.legality->canLowerGroup(graph, members);
+  if (st.ok() || st.code() != absl::StatusCode::kUnimplemented) return FusionDecision::yes();
+  return FusionDecision::no(absl::StrCat("lowering refuses the merged group: ", st.message()));
 }
 
 void Fusion::merge(int into, int from) {
@@ -247,6 +264,7 @@ absl::StatusOr<bool> Fusion::run(ir::Graph &graph, PassContext &ctx) {
       std::string via;
       if (d && !staysConvex(pg, cg, &via))
         d = FusionDecision::no(absl::StrCat("fusing would create a cycle through '", via, "'"));
+      if (d) d = backendAccepts(graph, ctx, pg, cg);
       if (d) {
         merge(cg, pg);
         continue;

@@ -20,6 +20,7 @@
 #include "ir/Graph.h"
 #include "passes/cost/TargetSpec.h"
 #include "passes/fusion/FusionPlan.h"
+#include "program/Legality.h"
 
 namespace fusec::passes {
 
@@ -37,6 +38,11 @@ struct PassContext {
   double unfusedHbmBytes = -1;
   /// Filled by the fusion pass: kernels and the reasons pairs were not fused.
   FusionPlan fusionPlan;
+  /// The backend's group legality (program/Legality.h): when set, fusion
+  /// merges two groups only if the backend's lowering accepts the merged
+  /// group, and records its refusal as the reason. Null: fusion decides
+  /// alone (tools that do not generate code).
+  const program::GroupLegality *legality = nullptr;
   /// Storage precision for lower-precision (fusec --precision): "fp32" or
   /// empty (no lowering), "bf16" or "fp16".
   std::string precision = "fp32";

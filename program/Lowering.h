@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "program/KernelSpec.h"
 #include "ir/Graph.h"
@@ -88,6 +89,16 @@ struct LoweringOptions {
 absl::StatusOr<std::vector<WorkItem>> lowerGraph(const ir::Graph &graph,
                                                  const std::vector<std::string> &kernelNames,
                                                  const LoweringOptions &opts);
+
+/// Lowers one fused group: \p members (non-view nodes, in graph order)
+/// named \p name. A group whose first contraction (MatMul, Gemm, Conv)
+/// the library runs gives the library call, then (when the library cannot
+/// fuse the epilogue) a generated kernel reading its result; otherwise one
+/// generated kernel. \p users is graph.userMap(). Errors as lowerGraph().
+absl::StatusOr<std::vector<WorkItem>> lowerGroup(
+    const ir::Graph &graph, const std::string &name, const std::vector<const ir::Node *> &members,
+    const LoweringOptions &opts,
+    const absl::flat_hash_map<const ir::Value *, std::vector<ir::Node *>> &users);
 
 /// True for ops lowered as aliases (no work item).
 bool isViewNode(const ir::Node &node);

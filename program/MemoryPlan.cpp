@@ -18,6 +18,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "program/Lowering.h"
+#include "runtime/ArtifactFormat.h"
 #include "support/Status.h"
 
 namespace fusec::program {
@@ -26,11 +27,11 @@ using ir::Value;
 
 const char *storageName(Storage s) {
   switch (s) {
-    case Storage::kInput: return "input";
-    case Storage::kOutput: return "output";
-    case Storage::kWeight: return "weight";
-    case Storage::kArena: return "arena";
-    case Storage::kAlias: return "alias";
+    case Storage::kInput: return artifact_format::kStorageInput;
+    case Storage::kOutput: return artifact_format::kStorageOutput;
+    case Storage::kWeight: return artifact_format::kStorageWeight;
+    case Storage::kArena: return artifact_format::kStorageArena;
+    case Storage::kAlias: return artifact_format::kStorageAlias;
   }
   return "?";
 }

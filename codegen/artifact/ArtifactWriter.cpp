@@ -22,10 +22,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "codegen/artifact/Nvcc.h"
-#include "codegen/cuda/CudaEmitter.h"
+#include "codegen/Backend.h"
 #include "nlohmann/json.hpp"
 #include "passes/fusion/FusionDump.h"
+#include "runtime/ArtifactFormat.h"
 #include "support/Status.h"
 
 namespace fusec::artifact {
@@ -35,8 +35,6 @@ using Json = nlohmann::ordered_json;
 
 namespace {
 
-constexpr const char *kLibrary = "libmodel.so";
-constexpr const char *kSource = "model.cu";
 
 Json bufferJson(const PlannedBuffer &b) {
   Json j;
@@ -72,13 +70,13 @@ Json tensorJson(const PlannedBuffer &b) {
   return j;
 }
 
-Json stepJson(const MemoryPlan &mem, const codegen::Step &s) {
-  using K = codegen::Step::Kind;
+Json stepJson(const MemoryPlan &mem, const Step &s) {
+  using K = Step::Kind;
   auto id = [&](const ir::Value *v) { return mem.bufferId(v); };
   Json j;
   switch (s.kind) {
     case K::kKernel: {
-      j["kind"] = "kernel";
+      j["kind"] = artifact_format::kStepKernel;
       j["name"] = s.name;
       j["symbol"] = s.symbol;
       std::vector<int> ids;
@@ -87,8 +85,8 @@ Json stepJson(const MemoryPlan &mem, const codegen::Step &s) {
       break;
     }
     case K::kGemm: {
-      const codegen::GemmParams &g = s.gemm;
-      j["kind"] = "gemm";
+      const GemmParams &g = s.gemm;
+      j["kind"] = artifact_format::kStepGemm;
       j["name"] = s.name;
       j["a"] = id(g.a);
       j["b"] = id(g.b);
@@ -107,14 +105,14 @@ Json stepJson(const MemoryPlan &mem, const codegen::Step &s) {
       j["trans_b"] = g.transB;
       j["alpha"] = g.alpha;
       j["beta"] = g.beta;
-      j["epilogue"] = codegen::gemmEpilogueName(g.epilogue);
+      j["epilogue"] = gemmEpilogueName(g.epilogue);
       j["dtype"] = manifestDTypeName(g.dtype) ? manifestDTypeName(g.dtype) : "?";
       j["compute"] = g.compute;
       break;
     }
     case K::kConv: {
-      const codegen::ConvParams &c = s.conv;
-      j["kind"] = "conv";
+      const ConvParams &c = s.conv;
+      j["kind"] = artifact_format::kStepConv;
       j["name"] = s.name;
       j["x"] = id(c.x);
       j["w"] = id(c.w);
@@ -131,7 +129,7 @@ Json stepJson(const MemoryPlan &mem, const codegen::Step &s) {
       break;
     }
     case K::kCopy: {
-      j["kind"] = "copy";
+      j["kind"] = artifact_format::kStepCopy;
       j["name"] = s.name;
       j["src"] = id(s.src);
       j["dst"] = id(s.dst);
@@ -143,8 +141,8 @@ Json stepJson(const MemoryPlan &mem, const codegen::Step &s) {
 }
 
 bool hasKernelSteps(const MemoryPlan &mem) {
-  for (const codegen::Step &s : mem.steps)
-    if (s.kind == codegen::Step::Kind::kKernel) return true;
+  for (const Step &s : mem.steps)
+    if (s.kind == Step::Kind::kKernel) return true;
   return false;
 }
 
@@ -162,7 +160,7 @@ bool isPreviousArtifact(const fs::path &dir) {
   std::ifstream in(dir / "manifest.json");
   if (!in) return false;
   Json j = Json::parse(in, nullptr, /*allow_exceptions=*/false);
-  return j.is_object() && j.contains("format") && j["format"] == "fusec-artifact";
+  return j.is_object() && j.contains("format") && j["format"] == artifact_format::kFormat;
 }
 
 /// Applies the OUT rules of the file comment. \p out is absolute and normal.
@@ -241,13 +239,6 @@ absl::Status writeWeights(const fs::path &path, const MemoryPlan &mem) {
   return absl::OkStatus();
 }
 
-bool validArch(const std::string &arch) {
-  if (arch.empty()) return false;
-  for (char c : arch)
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
-  return true;
-}
-
 /// A temporary folder next to \p out: OUT<suffix>XXXXXX.
 absl::StatusOr<fs::path> makeSiblingTemp(const fs::path &out, const char *suffix) {
   std::string pattern = absl::StrCat(out.string(), suffix, "XXXXXX");
@@ -282,15 +273,15 @@ class TempDirGuard {
 
 std::string manifestJson(const MemoryPlan &mem, const std::vector<std::string> &kernelNames,
                          const std::string &modelName, const std::string &target,
-                         const std::string &arch, bool hasLibrary) {
+                         const std::string &arch, const std::string &library) {
   Json m;
-  m["format"] = "fusec-artifact";
-  m["version"] = 1;
+  m["format"] = artifact_format::kFormat;
+  m["version"] = artifact_format::kVersion;
   m["model"] = modelName;
   m["target"] = target;
   m["arch"] = arch;
-  if (hasLibrary) m["library"] = kLibrary;
-  if (!mem.weights.empty()) m["weights"] = Json{{"file", "weights.bin"}, {"bytes", mem.weightsBytes}};
+  if (!library.empty()) m["library"] = library;
+  if (!mem.weights.empty()) m["weights"] = Json{{"file", artifact_format::kWeightsFile}, {"bytes", mem.weightsBytes}};
   m["arena_bytes"] = mem.arenaBytes;
   Json buffers = Json::array();
   for (const PlannedBuffer &b : mem.buffers) buffers.push_back(bufferJson(b));
@@ -301,9 +292,9 @@ std::string manifestJson(const MemoryPlan &mem, const std::vector<std::string> &
   m["inputs"] = std::move(inputs);
   m["outputs"] = std::move(outputs);
   Json steps = Json::array();
-  for (const codegen::Step &s : mem.steps) steps.push_back(stepJson(mem, s));
+  for (const Step &s : mem.steps) steps.push_back(stepJson(mem, s));
   for (const MemoryPlan::Copy &c : mem.copies)
-    steps.push_back(Json{{"kind", "copy"}, {"name", c.name}, {"src", c.src}, {"dst", c.dst},
+    steps.push_back(Json{{"kind", artifact_format::kStepCopy}, {"name", c.name}, {"src", c.src}, {"dst", c.dst},
                          {"bytes", c.bytes}});
   m["steps"] = std::move(steps);
   m["kernels"] = kernelNames;
@@ -372,19 +363,14 @@ absl::Status writeArtifact(const ir::Graph &graph, const passes::FusionPlan &pla
   ArtifactSummary &sum = summary ? *summary : localSummary;
   sum = ArtifactSummary();
 
-  if (opts.target != "cuda")
-    return absl::UnimplementedError(
-        absl::StrCat("artifact target '", opts.target, "' is not supported (only 'cuda')"));
+  FUSEC_ASSIGN_OR_RETURN(const codegen::Backend *backend, codegen::backendFor(opts.target));
   // fp16 / bf16: the pipeline's lower-precision pass has already retyped
   // the graph (passes/PrecisionLowering.cpp); the writer emits what it gets.
   if (!opts.precision.empty() && opts.precision != "fp32" && opts.precision != "fp16" &&
       opts.precision != "bf16")
     return absl::InvalidArgumentError(
         absl::StrCat("unknown precision '", opts.precision, "' (fp32, fp16 or bf16)"));
-  std::string arch = opts.arch;
-  if (arch.empty()) arch = target.arch.rfind("sm_", 0) == 0 ? target.arch : "sm_90";
-  if (!validArch(arch))
-    return absl::InvalidArgumentError(absl::StrCat("invalid --arch '", arch, "' (e.g. sm_90)"));
+  FUSEC_ASSIGN_OR_RETURN(const std::string arch, backend->resolveArch(opts.arch, target));
   if (outDir.empty()) return absl::InvalidArgumentError("no output folder given");
 
   std::error_code ec;
@@ -401,34 +387,30 @@ absl::Status writeArtifact(const ir::Graph &graph, const passes::FusionPlan &pla
     return absl::InvalidArgumentError("the graph has no outputs; nothing to compile");
 
   // Everything that can fail on the model happens before touching the disk.
-  codegen::CudaOptions copts;
-  copts.arch = arch;
-  copts.allowTf32 = opts.allowTf32;
-  FUSEC_ASSIGN_OR_RETURN(codegen::CudaModule mod, codegen::lowerToCuda(graph, plan, copts));
+  codegen::BackendOptions bopts;
+  bopts.arch = arch;
+  bopts.allowTf32 = opts.allowTf32;
+  bopts.modelName = opts.modelName.empty() ? graph.name() : opts.modelName;
+  bopts.buildLibrary = opts.runNvcc;
+  bopts.toolPath = opts.nvccPath;
+  FUSEC_ASSIGN_OR_RETURN(codegen::BackendModule mod,
+                         backend->emit(graph, passes::kernelNames(plan), bopts));
   const std::vector<std::string> kernelNames = mod.kernelNames;
-  const size_t numSymbols = mod.symbols.size();
-  FUSEC_ASSIGN_OR_RETURN(MemoryPlan mem, planMemory(graph, std::move(mod.steps)));
-  const std::string modelName = opts.modelName.empty() ? graph.name() : opts.modelName;
+  FUSEC_ASSIGN_OR_RETURN(MemoryPlan mem, planMemory(graph, mod.steps));
+  const std::string &modelName = bopts.modelName;
   const bool needsLibrary = hasKernelSteps(mem);
-  const std::string manifest = manifestJson(mem, kernelNames, modelName, "cuda", arch, needsLibrary);
+  const std::string manifest = manifestJson(mem, kernelNames, modelName, backend->name(), arch,
+                                            needsLibrary ? mod.library : std::string());
   const std::string fusionJson =
       opts.fusionJson.empty() ? passes::fusionPlanToJson(plan, target) : opts.fusionJson;
 
-  const std::string nvcc = opts.runNvcc ? findNvcc(opts.nvccPath) : std::string();
-  const std::vector<std::string> cmd =
-      nvccCommand(nvcc.empty() ? "nvcc" : nvcc, arch, kSource, kLibrary);
-  sum.nvccCommand = shellQuote(cmd);
+  sum.nvccCommand = mod.buildCommand;
   sum.arenaBytes = mem.arenaBytes;
   sum.arenaNaiveBytes = mem.arenaNaiveBytes;
   sum.weightsBytes = mem.weightsBytes;
   sum.numSteps = static_cast<int>(mem.steps.size() + mem.copies.size());
-  sum.numKernels = static_cast<int>(numSymbols);
+  sum.numKernels = mod.numKernels;
   sum.memorySummary = mem.summary();
-
-  std::string source = absl::StrCat(
-      "/* Generated by fusec for model '", codegen::escapeComment(modelName), "', target ",
-      codegen::escapeComment(arch), ".\n * Build: ", codegen::escapeComment(sum.nvccCommand),
-      "\n */\n", mod.source);
 
   // Write into a sibling temporary folder.
   fs::create_directories(out.parent_path(), ec);
@@ -437,35 +419,19 @@ absl::Status writeArtifact(const ir::Graph &graph, const passes::FusionPlan &pla
                                             "': ", ec.message()));
   FUSEC_ASSIGN_OR_RETURN(fs::path tmp, makeSiblingTemp(out, ".tmp-"));
   TempDirGuard guard(tmp);
-  FUSEC_RETURN_IF_ERROR(writeFile(tmp / "manifest.json", manifest));
-  FUSEC_RETURN_IF_ERROR(writeFile(tmp / kSource, source));
-  FUSEC_RETURN_IF_ERROR(writeWeights(tmp / "weights.bin", mem));
-  FUSEC_RETURN_IF_ERROR(writeFile(tmp / "fusion.json", fusionJson));
+  FUSEC_RETURN_IF_ERROR(writeFile(tmp / artifact_format::kManifestFile, manifest));
+  for (const auto &[name, contents] : mod.files) FUSEC_RETURN_IF_ERROR(writeFile(tmp / name, contents));
+  FUSEC_RETURN_IF_ERROR(writeWeights(tmp / artifact_format::kWeightsFile, mem));
+  FUSEC_RETURN_IF_ERROR(writeFile(tmp / artifact_format::kFusionFile, fusionJson));
 
-  const std::string buildHint =
-      absl::StrCat("cd ", shellQuote({out.string()}), " && ", sum.nvccCommand);
   if (!needsLibrary) {
-    sum.warnings.push_back("no kernel steps: libmodel.so is not needed and was not built");
-  } else if (!opts.runNvcc) {
-    sum.warnings.push_back(
-        absl::StrCat("libmodel.so not built (nvcc disabled); build it with: ", buildHint));
-  } else if (nvcc.empty()) {
-    sum.warnings.push_back(absl::StrCat(
-        "nvcc not found on PATH (nor in $CUDA_HOME/bin or /usr/local/cuda/bin): libmodel.so "
-        "not built; build it with: ",
-        buildHint));
+    sum.warnings.push_back(absl::StrCat("no kernel steps: ", mod.library,
+                                        " is not needed and was not built"));
   } else {
-    std::string log;
-    absl::Status st = runCommand(cmd, tmp.string(), &log);
-    if (!st.ok()) {
-      if (absl::IsNotFound(st))
-        return absl::NotFoundError(absl::StrCat("cannot run nvcc: ", st.message()));
-      return absl::InternalError(absl::StrCat("nvcc failed building libmodel.so for model '",
-                                              modelName, "': ", st.message(), "\n", log));
-    }
-    if (!fs::exists(tmp / kLibrary, ec))
-      return absl::InternalError(absl::StrCat("nvcc succeeded but wrote no ", kLibrary, ":\n", log));
-    sum.builtLibrary = true;
+    codegen::BuildOutcome built;
+    FUSEC_RETURN_IF_ERROR(backend->build(mod, tmp.string(), out.string(), bopts, &built));
+    for (std::string &w : built.warnings) sum.warnings.push_back(std::move(w));
+    sum.builtLibrary = built.built;
   }
 
   // Swap the folders: old OUT away, new into place, old deleted.

@@ -3,7 +3,7 @@
 // writeArtifact() turns a fused graph into the folder of docs/ARTIFACT.md:
 //
 //   manifest.json  buffers (MemoryPlan.h), inputs, outputs, steps, kernels
-//   model.cu       codegen::lowerToCuda's source
+//   the module     the backend's files (CUDA: model.cu, codegen/Backend.h)
 //   weights.bin    every constant a step reads, 256-byte aligned, in its dtype
 //   fusion.json    the --dump-fusion=json plan
 //   libmodel.so    model.cu built by nvcc (Nvcc.h), unless disabled/absent
@@ -43,7 +43,7 @@ namespace fusec::artifact {
 using namespace ::fusec::program;
 
 struct ArtifactOptions {
-  std::string target = "cuda";  ///< only "cuda" is supported
+  std::string target = "cuda";  ///< the backend (codegen::backendFor): only "cuda" today
   /// GPU architecture for nvcc -arch; empty = the TargetSpec's arch, else sm_90.
   std::string arch = "sm_90";
   std::string modelName;        ///< manifest "model"; empty = the graph's name
@@ -80,7 +80,7 @@ struct ArtifactSummary {
 /// Errors: InvalidArgument for a refused \p outDir, symbolic or unknown dims
 /// (the message lists each input and its dims to bind with --shape
 /// NAME=AxB), or a graph that has no outputs; Unimplemented for a target
-/// other than "cuda" and what codegen cannot
+/// whose backend is not available yet (codegen::backendFor) and what codegen cannot
 /// lower; NotFound when ArtifactOptions::nvccPath cannot be run; Internal
 /// when nvcc fails (the message ends with nvcc's output verbatim) or a file
 /// cannot be written.
@@ -89,10 +89,11 @@ absl::Status writeArtifact(const ir::Graph &graph, const passes::FusionPlan &pla
                            const std::string &outDir, ArtifactSummary *summary = nullptr);
 
 /// The manifest.json text for a planned model (exposed for tests).
-/// \p kernelNames are the plan kernel names in step order (unique).
+/// \p kernelNames are the plan kernel names in step order (unique);
+/// \p library is the module's library file ("" = none needed).
 std::string manifestJson(const MemoryPlan &mem, const std::vector<std::string> &kernelNames,
                          const std::string &modelName, const std::string &target,
-                         const std::string &arch, bool hasLibrary);
+                         const std::string &arch, const std::string &library);
 
 /// Checks that no dim of a graph input or output is symbolic or unknown.
 /// Errors: InvalidArgument listing every such input ("input 'ids' has

@@ -1242,51 +1242,27 @@ absl::StatusOr<CudaModule> lowerToCuda(const ir::Graph &graph, const passes::Fus
                                        const CudaOptions &opts) {
   LoweringOptions lo;
   lo.allowTf32 = opts.allowTf32;
-  FUSEC_ASSIGN_OR_RETURN(std::vector<WorkItem> items, lowerGraph(graph, passes::kernelNames(plan), lo));
+  FUSEC_ASSIGN_OR_RETURN(Program prog, buildProgram(graph, passes::kernelNames(plan), lo));
+  return printCudaModule(prog, opts);
+}
+
+absl::StatusOr<CudaModule> printCudaModule(const Program &prog, const CudaOptions &opts) {
   CudaModule mod;
   mod.source = cudaPrelude();
   absl::StrAppend(&mod.source, "// target: ", escapeComment(opts.arch), "\n\n");
-  std::map<std::string, std::string> symbolOfKey;
-  std::map<std::string, std::vector<std::string>> usesOfSymbol;
-  std::vector<std::pair<std::string, const WorkItem *>> firstUse;
-  std::set<std::string> names;
-  for (const WorkItem &it : items) {
-    Step st;
-    st.name = it.name;
-    if (names.insert(it.name).second) mod.kernelNames.push_back(it.name);
-    switch (it.kind) {
-      case WorkItem::Kind::kGemm:
-        st.kind = Step::Kind::kGemm;
-        st.gemm = it.gemm;
-        break;
-      case WorkItem::Kind::kConv:
-        st.kind = Step::Kind::kConv;
-        st.conv = it.conv;
-        break;
-      case WorkItem::Kind::kKernel: {
-        st.kind = Step::Kind::kKernel;
-        const std::string key = canonicalKey(it.spec);
-        auto found = symbolOfKey.find(key);
-        if (found == symbolOfKey.end()) {
-          const std::string sym = absl::StrCat("fusec_k", symbolOfKey.size());
-          found = symbolOfKey.emplace(key, sym).first;
-          mod.symbols.push_back(sym);
-          firstUse.emplace_back(sym, &it);
-        }
-        st.symbol = found->second;
-        usesOfSymbol[st.symbol].push_back(it.name);
-        st.buffers = it.buffers;
-        break;
-      }
-    }
-    mod.steps.push_back(std::move(st));
-  }
-  for (const auto &[sym, it] : firstUse) {
+  mod.kernelNames = prog.kernelNames;
+  mod.steps = prog.steps;
+  for (size_t i = 0; i < mod.steps.size(); ++i)
+    if (prog.kernelOfStep[i] >= 0) mod.steps[i].symbol = cudaKernelSymbol(prog.kernelOfStep[i]);
+  for (size_t k = 0; k < prog.kernels.size(); ++k) {
+    const UniqueKernel &uk = prog.kernels[k];
+    const WorkItem *it = &prog.items[uk.firstItem];
+    const std::string sym = cudaKernelSymbol(static_cast<int>(k));
+    mod.symbols.push_back(sym);
     std::vector<std::string> lines;
     std::string head = absl::StrCat(sym, ": ", it->name, " (", specKindName(it->spec.kind), ")");
-    if (usesOfSymbol[sym].size() > 1)
-      absl::StrAppend(&head, "; also runs ",
-                      absl::StrJoin(usesOfSymbol[sym].begin() + 1, usesOfSymbol[sym].end(), ", "));
+    if (uk.uses.size() > 1)
+      absl::StrAppend(&head, "; also runs ", absl::StrJoin(uk.uses.begin() + 1, uk.uses.end(), ", "));
     lines.push_back(head);
     lines.push_back("ONNX nodes:");
     for (const ir::Node *n : it->nodes)
@@ -1308,6 +1284,8 @@ absl::StatusOr<CudaModule> lowerToCuda(const ir::Graph &graph, const passes::Fus
   }
   return mod;
 }
+
+std::string cudaKernelSymbol(int kernel) { return absl::StrCat("fusec_k", kernel); }
 
 const char *cudaStorageType(ir::DType t) {
   switch (t) {

@@ -22,6 +22,7 @@
 #include "absl/status/statusor.h"
 #include "program/KernelSpec.h"
 #include "program/Lowering.h"
+#include "program/Program.h"
 #include "ir/Graph.h"
 #include "passes/fusion/FusionPlan.h"
 
@@ -55,6 +56,13 @@ struct CudaOptions {
 /// fusec.kernel) to CUDA. Errors as lowerGraph().
 absl::StatusOr<CudaModule> lowerToCuda(const ir::Graph &graph, const passes::FusionPlan &plan,
                                        const CudaOptions &opts);
+
+/// Prints a built program: the unique kernels of \p prog and its steps
+/// with launcher symbols. Errors: Unimplemented for a spec CUDA cannot print.
+absl::StatusOr<CudaModule> printCudaModule(const Program &prog, const CudaOptions &opts);
+
+/// The launcher symbol of unique kernel \p kernel: "fusec_k<kernel>".
+std::string cudaKernelSymbol(int kernel);
 
 /// Prints one spec as a __global__ kernel plus launcher named \p symbol.
 /// \p comment goes into a /* */ header (escaped here). Row-reduction and

@@ -19,6 +19,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "program/lowering/GroupLowering.h"
+#include "program/Legality.h"
 
 #include <algorithm>
 #include <functional>
@@ -200,6 +201,83 @@ absl::StatusOr<WorkItem> GroupLowering::run(const std::set<const Value *> &exter
 
 using namespace lowering;
 
+absl::StatusOr<std::vector<WorkItem>> lowerGroup(
+    const ir::Graph &graph, const std::string &name, const std::vector<const Node *> &members,
+    const LoweringOptions &opts,
+    const absl::flat_hash_map<const Value *, std::vector<Node *>> &users) {
+  std::vector<WorkItem> items;
+  // FusedAttention (its own kernel kind): an attention spec.
+  if (members.size() == 1 && members[0]->kind() == OpKind::kFusedAttention) {
+    const Node *att = members[0];
+    WorkItem it;
+    it.kind = WorkItem::Kind::kKernel;
+    it.name = name;
+    it.nodes = members;
+    FUSEC_ASSIGN_OR_RETURN(it.spec.attention, attentionSpecFor(*att));
+    it.spec.kind = SpecKind::kAttention;
+    for (int i = 0; i < att->numInputs(); ++i) {
+      it.spec.addBuffer(att->input(i)->type().dtype, att->input(i)->type().staticShape(), false);
+      it.buffers.push_back(att->input(i));
+    }
+    it.spec.addBuffer(att->output(0)->type().dtype, att->output(0)->type().staticShape(), true);
+    it.buffers.push_back(att->output(0));
+    items.push_back(std::move(it));
+    return items;
+  }
+  // Library calls: the first contraction of the group.
+  const Node *contraction = nullptr;
+  for (const Node *n : members)
+    if (n->kind() == OpKind::kMatMul || n->kind() == OpKind::kGemm || n->kind() == OpKind::kConv) {
+      contraction = n;
+      break;
+    }
+  std::set<const Value *> external;
+  if (contraction) {
+    std::vector<const Node *> rest;
+    for (const Node *n : members)
+      if (n != contraction) rest.push_back(n);
+    WorkItem lib;
+    lib.name = name;
+    lib.nodes = members;
+    if (contraction->kind() == OpKind::kConv) {
+      FUSEC_ASSIGN_OR_RETURN(lib.conv, convFor(*contraction));
+      lib.kind = WorkItem::Kind::kConv;
+      items.push_back(lib);
+      if (rest.empty()) return items;
+      external.insert(contraction->output(0));
+    } else if (auto g = gemmFor(*contraction, opts.allowTf32)) {
+      lib.kind = WorkItem::Kind::kGemm;
+      lib.gemm = *g;
+      GemmParams fused = *g;
+      const Value *final = matchGemmEpilogue(*contraction, rest, fused);
+      bool finalOk = final != nullptr;
+      if (finalOk && !rest.empty()) {
+        // Intermediate results of the chain must not be needed outside.
+        for (const Node *n : rest)
+          for (const Value *o : n->outputs())
+            if (o != final && (graph.isGraphOutput(o) || graph.users(o).size() > 1)) finalOk = false;
+      }
+      if (finalOk) {
+        fused.d = final;
+        lib.gemm = fused;
+        items.push_back(lib);
+        return items;
+      }
+      items.push_back(lib);
+      if (rest.empty()) return items;
+      external.insert(contraction->output(0));
+    }
+    // else: generated kernel with the contraction as its K reduction.
+  }
+  GroupLowering gl(graph, members, opts, users);
+  auto item = gl.run(external);
+  if (!item.ok())
+    return name.empty() ? item.status() : withContext(item.status(), absl::StrCat("kernel ", name));
+  item->name = name;
+  if (!item->spec.stores.empty()) items.push_back(std::move(*item));
+  return items;
+}
+
 absl::StatusOr<std::vector<WorkItem>> lowerGraph(const ir::Graph &graph,
                                                  const std::vector<std::string> &kernelNames,
                                                  const LoweringOptions &opts) {
@@ -274,76 +352,25 @@ absl::StatusOr<std::vector<WorkItem>> lowerGraph(const ir::Graph &graph,
     std::sort(members.begin(), members.end(),
               [&](const Node *a, const Node *b) { return topo.at(a) < topo.at(b); });
     const std::string &name = names[gi];
-    // FusedAttention (its own kernel kind): an attention spec.
-    if (members.size() == 1 && members[0]->kind() == OpKind::kFusedAttention) {
-      const Node *att = members[0];
-      WorkItem it;
-      it.kind = WorkItem::Kind::kKernel;
-      it.name = name;
-      it.nodes = members;
-      FUSEC_ASSIGN_OR_RETURN(it.spec.attention, attentionSpecFor(*att));
-      it.spec.kind = SpecKind::kAttention;
-      for (int i = 0; i < att->numInputs(); ++i) {
-        it.spec.addBuffer(att->input(i)->type().dtype, att->input(i)->type().staticShape(), false);
-        it.buffers.push_back(att->input(i));
-      }
-      it.spec.addBuffer(att->output(0)->type().dtype, att->output(0)->type().staticShape(), true);
-      it.buffers.push_back(att->output(0));
-      items.push_back(std::move(it));
-      continue;
-    }
-    // Library calls: the first contraction of the group.
-    const Node *contraction = nullptr;
-    for (const Node *n : members)
-      if (n->kind() == OpKind::kMatMul || n->kind() == OpKind::kGemm || n->kind() == OpKind::kConv) {
-        contraction = n;
-        break;
-      }
-    std::set<const Value *> external;
-    if (contraction) {
-      std::vector<const Node *> rest;
-      for (const Node *n : members)
-        if (n != contraction) rest.push_back(n);
-      WorkItem lib;
-      lib.name = name;
-      lib.nodes = members;
-      if (contraction->kind() == OpKind::kConv) {
-        FUSEC_ASSIGN_OR_RETURN(lib.conv, convFor(*contraction));
-        lib.kind = WorkItem::Kind::kConv;
-        items.push_back(lib);
-        if (rest.empty()) continue;
-        external.insert(contraction->output(0));
-      } else if (auto g = gemmFor(*contraction, opts.allowTf32)) {
-        lib.kind = WorkItem::Kind::kGemm;
-        lib.gemm = *g;
-        GemmParams fused = *g;
-        const Value *final = matchGemmEpilogue(*contraction, rest, fused);
-        bool finalOk = final != nullptr;
-        if (finalOk && !rest.empty()) {
-          // Intermediate results of the chain must not be needed outside.
-          for (const Node *n : rest)
-            for (const Value *o : n->outputs())
-              if (o != final && (graph.isGraphOutput(o) || graph.users(o).size() > 1)) finalOk = false;
-        }
-        if (finalOk) {
-          fused.d = final;
-          lib.gemm = fused;
-          items.push_back(lib);
-          continue;
-        }
-        items.push_back(lib);
-        if (rest.empty()) continue;
-        external.insert(contraction->output(0));
-      }
-      // else: generated kernel with the contraction as its K reduction.
-    }
-    GroupLowering gl(graph, members, opts, users);
-    auto item = gl.run(external);
-    if (!item.ok()) return withContext(item.status(), absl::StrCat("kernel ", name));
-    item->name = name;
-    if (!item->spec.stores.empty()) items.push_back(std::move(*item));
+    FUSEC_ASSIGN_OR_RETURN(std::vector<WorkItem> groupItems,
+                           lowerGroup(graph, name, members, opts, users));
+    for (WorkItem &w : groupItems) items.push_back(std::move(w));
   }
   return items;
+}
+
+absl::Status lowerableGroup(const ir::Graph &graph, const std::vector<const Node *> &members) {
+  absl::flat_hash_map<const Node *, int> topo;
+  const std::vector<Node *> nodes = graph.nodes();
+  for (size_t i = 0; i < nodes.size(); ++i) topo[nodes[i]] = static_cast<int>(i);
+  std::vector<const Node *> sorted;
+  for (const Node *n : members)
+    if (!isViewNode(*n) && n->kind() != OpKind::kConstant) sorted.push_back(n);
+  if (sorted.empty()) return absl::OkStatus();
+  std::sort(sorted.begin(), sorted.end(), [&](const Node *a, const Node *b) {
+    return topo.at(a) < topo.at(b);
+  });
+  return lowerGroup(graph, "", sorted, LoweringOptions{}, graph.userMap()).status();
 }
 
 }  // namespace fusec::program

@@ -7,6 +7,8 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/internal/Manifest.h"
 
+#include "runtime/ArtifactFormat.h"
+
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -154,13 +156,13 @@ Status parseBuffer(const Json &j, size_t i, BufferDesc &b) {
   FUSERT_RETURN_IF_ERROR(getNonNegative(j, "bytes", where, b.bytes));
   std::string storage;
   FUSERT_RETURN_IF_ERROR(getString(j, "storage", where, storage));
-  if (storage == "input" || storage == "output") {
-    b.storage = storage == "input" ? Storage::kInput : Storage::kOutput;
+  if (storage == fusec::artifact_format::kStorageInput || storage == fusec::artifact_format::kStorageOutput) {
+    b.storage = storage == fusec::artifact_format::kStorageInput ? Storage::kInput : Storage::kOutput;
     FUSERT_RETURN_IF_ERROR(getId(j, "index", where, b.index));
-  } else if (storage == "weight" || storage == "arena") {
-    b.storage = storage == "weight" ? Storage::kWeight : Storage::kArena;
+  } else if (storage == fusec::artifact_format::kStorageWeight || storage == fusec::artifact_format::kStorageArena) {
+    b.storage = storage == fusec::artifact_format::kStorageWeight ? Storage::kWeight : Storage::kArena;
     FUSERT_RETURN_IF_ERROR(getNonNegative(j, "offset", where, b.offset));
-  } else if (storage == "alias") {
+  } else if (storage == fusec::artifact_format::kStorageAlias) {
     b.storage = Storage::kAlias;
     FUSERT_RETURN_IF_ERROR(getId(j, "of", where, b.of));
     FUSERT_RETURN_IF_ERROR(getNonNegative(j, "offset", where, b.offset));
@@ -248,7 +250,7 @@ Status parseStep(const Json &j, size_t i, StepDesc &s) {
   where = entry("steps", i, s.name);
   std::string kind;
   FUSERT_RETURN_IF_ERROR(getString(j, "kind", where, kind));
-  if (kind == "kernel") {
+  if (kind == fusec::artifact_format::kStepKernel) {
     s.kind = StepKind::kKernel;
     FUSERT_RETURN_IF_ERROR(getString(j, "symbol", where, s.symbol));
     if (s.symbol.empty())
@@ -260,15 +262,15 @@ Status parseStep(const Json &j, size_t i, StepDesc &s) {
           id < INT32_MIN || id > INT32_MAX ? INT32_MIN : id));
     return Status();
   }
-  if (kind == "gemm") {
+  if (kind == fusec::artifact_format::kStepGemm) {
     s.kind = StepKind::kGemm;
     return parseGemm(j, where, s.gemm);
   }
-  if (kind == "conv") {
+  if (kind == fusec::artifact_format::kStepConv) {
     s.kind = StepKind::kConv;
     return parseConv(j, where, s.conv);
   }
-  if (kind == "copy") {
+  if (kind == fusec::artifact_format::kStepCopy) {
     s.kind = StepKind::kCopy;
     FUSERT_RETURN_IF_ERROR(getId(j, "src", where, s.src));
     FUSERT_RETURN_IF_ERROR(getId(j, "dst", where, s.dst));
@@ -562,7 +564,8 @@ Status parseManifest(const std::string &text, Manifest &out) {
   const std::string top = "manifest";
   std::string format;
   FUSERT_RETURN_IF_ERROR(getString(j, "format", top, format));
-  if (format != "fusec-artifact")
+  static_assert(fusec::artifact_format::kVersion == FUSERT_ARTIFACT_VERSION, "artifact version");
+  if (format != fusec::artifact_format::kFormat)
     return invalidArgument("manifest: format '", format,
                            "' is not 'fusec-artifact'");
   int64_t version = 0;

@@ -16,6 +16,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "codegen/Backend.h"
 #include "passes/Pass.h"
 #include "passes/fusion/FusionDump.h"
 #include "tools/fusec-opt/FusecOpt.h"
@@ -77,6 +78,9 @@ int main(int argc, char **argv) {
     ctx.precision = options.precision;
     auto target = fusec::passes::loadBuiltinTarget(options.device);
     if (target.ok()) ctx.target = *target;
+    // Fusion asks the device's backend whether a merged group lowers.
+    if (auto backend = fusec::codegen::backendFor(ctx.target.backend); backend.ok())
+      ctx.legality = *backend;
   };
   hooks.run = [](fusec::ir::Graph &graph, const std::string &name) -> absl::Status {
     if (ctx.target.name.empty())

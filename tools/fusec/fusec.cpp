@@ -28,6 +28,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "frontend/onnx/OnnxImporter.h"
+#include "codegen/Backend.h"
 #include "codegen/artifact/ArtifactWriter.h"
 #include "ir/Printer.h"
 #include "passes/Pipeline.h"
@@ -311,6 +312,9 @@ absl::Status runDriver(const DriverOptions &opts, std::ostream &out) {
   ctx.verifyEach = !opts.noVerify;
   ctx.precision = opts.precision;
   FUSEC_ASSIGN_OR_RETURN(ctx.target, passes::loadBuiltinTarget(deviceName(opts)));
+  // Fusion asks the backend's lowering (one legality rule); none for
+  // backends that are not available yet.
+  if (auto backend = fusec::codegen::backendFor(opts.target); backend.ok()) ctx.legality = *backend;
   ctx.fusionPlan.onnxNodes = graph->onnxNodeCount();
   FUSEC_ASSIGN_OR_RETURN(auto pipeline, passes::parsePipeline(passes::pipelineString(pipelineFor(opts))));
   FUSEC_RETURN_IF_ERROR(passes::runPasses(*graph, ctx, pipeline));
@@ -323,10 +327,10 @@ absl::Status runDriver(const DriverOptions &opts, std::ostream &out) {
   if (opts.dumpFusion == "dot") out << passes::fusionPlanToDot(ctx.fusionPlan, *graph);
   if (opts.output.empty()) return absl::OkStatus();
 
-  if (opts.target != "cuda")
-    return absl::UnimplementedError(absl::StrCat("-o with --target ", opts.target,
-                                                 " is not implemented yet (only cuda)"));
+  // The writer finds the backend (codegen::backendFor): nki and cpu say
+  // they are not available yet.
   fusec::artifact::ArtifactOptions ao;
+  ao.target = opts.target;
   ao.arch = opts.arch;
   ao.precision = opts.precision;
   ao.allowTf32 = opts.allowTf32;

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "codegen/artifact/ArtifactWriter.h"
-#include "codegen/artifact/Nvcc.h"
+#include "codegen/cuda/Nvcc.h"
 #include "frontend/onnx/OnnxImporter.h"
 #include "gtest/gtest.h"
 #include "passes/Pass.h"
@@ -66,7 +66,7 @@ TEST_P(SharedModelOnGpu, RunsAndMatches) {
     out = fs::path(prebuilt) / GetParam();
     ASSERT_TRUE(fs::exists(out / "manifest.json")) << out;
   } else {
-    if (findNvcc("").empty()) GTEST_SKIP() << "nvcc not found";
+    if (codegen::findNvcc("").empty()) GTEST_SKIP() << "nvcc not found";
     auto graph = frontend::importOnnxModel((dir / "model.onnx").string());
     ASSERT_TRUE(graph.ok()) << graph.status();
     passes::PassContext ctx;

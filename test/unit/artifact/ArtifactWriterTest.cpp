@@ -33,7 +33,7 @@
 #include <string>
 #include <vector>
 
-#include "codegen/artifact/Nvcc.h"
+#include "codegen/cuda/Nvcc.h"
 #include "frontend/onnx/OnnxImporter.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -281,7 +281,7 @@ std::unique_ptr<Compiled> compileSmall() {
   return c;
 }
 
-bool haveNvcc() { return !findNvcc("").empty(); }
+bool haveNvcc() { return !codegen::findNvcc("").empty(); }
 
 /// Writes a shell script \p path that prints \p text to stderr and exits 1.
 void writeFakeNvcc(const fs::path &path, const std::string &text) {
@@ -495,18 +495,18 @@ TEST(ArtifactWriter, SymbolicShapesListInputsAndDims) {
 }
 
 TEST(Nvcc, CommandAndQuoting) {
-  auto cmd = nvccCommand("nvcc", "sm_90", "model.cu", "libmodel.so");
-  EXPECT_EQ(shellQuote(cmd),
+  auto cmd = codegen::nvccCommand("nvcc", "sm_90", "model.cu", "libmodel.so");
+  EXPECT_EQ(codegen::shellQuote(cmd),
             "nvcc -O3 -std=c++17 -arch=sm_90 -shared -Xcompiler -fPIC --cudart shared -o "
             "libmodel.so model.cu");
-  EXPECT_EQ(shellQuote({"a b", "it's", ""}), "'a b' 'it'\\''s' ''");
+  EXPECT_EQ(codegen::shellQuote({"a b", "it's", ""}), "'a b' 'it'\\''s' ''");
   std::string out;
-  EXPECT_TRUE(runCommand({"sh", "-c", "echo hi; echo err >&2"}, "", &out).ok());
+  EXPECT_TRUE(codegen::runCommand({"sh", "-c", "echo hi; echo err >&2"}, "", &out).ok());
   EXPECT_EQ(out, "hi\nerr\n");
-  absl::Status st = runCommand({"sh", "-c", "exit 3"}, "", &out);
+  absl::Status st = codegen::runCommand({"sh", "-c", "exit 3"}, "", &out);
   EXPECT_EQ(st.code(), absl::StatusCode::kInternal);
   EXPECT_NE(st.message().find("status 3"), std::string::npos) << st;
-  EXPECT_EQ(runCommand({"/no/such/binary"}, "", &out).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(codegen::runCommand({"/no/such/binary"}, "", &out).code(), absl::StatusCode::kNotFound);
 }
 
 //===----------------------------------------------------------------------===//

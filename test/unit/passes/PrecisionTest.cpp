@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "codegen/artifact/ArtifactWriter.h"
-#include "codegen/artifact/Nvcc.h"
+#include "codegen/cuda/Nvcc.h"
 #include "frontend/onnx/OnnxImporter.h"
 #include "gtest/gtest.h"
 #include "interp/Compare.h"
@@ -453,7 +453,7 @@ TEST_P(Bf16Artifact, HalfWeightsBf16GemmsAndNvccBuilds) {
   artifact::ArtifactSummary s32, s16;
   absl::Status st = compileModel(model, "fp32", false, tmp.path() / "fp32", &s32);
   ASSERT_TRUE(st.ok()) << st;
-  const bool nvcc = !artifact::findNvcc("").empty();
+  const bool nvcc = !codegen::findNvcc("").empty();
   st = compileModel(model, "bf16", nvcc, tmp.path() / "bf16", &s16);
   ASSERT_TRUE(st.ok()) << st;
   std::cout << model << ": weights fp32 " << s32.weightsBytes << " bytes, bf16 "

@@ -9,15 +9,15 @@
 // the command for messages.
 //
 //===----------------------------------------------------------------------===//
-#ifndef FUSEC_CODEGEN_ARTIFACT_NVCC_H
-#define FUSEC_CODEGEN_ARTIFACT_NVCC_H
+#ifndef FUSEC_CODEGEN_CUDA_NVCC_H
+#define FUSEC_CODEGEN_CUDA_NVCC_H
 
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 
-namespace fusec::artifact {
+namespace fusec::codegen {
 
 /// Locates nvcc: \p hint if non-empty (returned as is, even if missing, so
 /// that running it reports the path), else the first executable "nvcc" on
@@ -44,6 +44,6 @@ std::string shellQuote(const std::vector<std::string> &argv);
 absl::Status runCommand(const std::vector<std::string> &argv, const std::string &workDir,
                         std::string *output);
 
-}  // namespace fusec::artifact
+}  // namespace fusec::codegen
 
-#endif  // FUSEC_CODEGEN_ARTIFACT_NVCC_H
+#endif  // FUSEC_CODEGEN_CUDA_NVCC_H

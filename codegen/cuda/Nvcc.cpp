@@ -1,5 +1,5 @@
 //===- Nvcc.cpp - Finding and running nvcc for the artifact's libmodel.so -===//
-#include "codegen/artifact/Nvcc.h"
+#include "codegen/cuda/Nvcc.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -14,7 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 
-namespace fusec::artifact {
+namespace fusec::codegen {
 
 namespace fs = std::filesystem;
 
@@ -149,4 +149,4 @@ absl::Status runCommand(const std::vector<std::string> &argv, const std::string 
       absl::StrCat("'", cmd, "' exited with status ", WEXITSTATUS(status)));
 }
 
-}  // namespace fusec::artifact
+}  // namespace fusec::codegen

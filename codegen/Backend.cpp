@@ -1,0 +1,17 @@
+//===- Backend.cpp - Finding a backend by its --target name -------------===//
+#include "codegen/Backend.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace fusec::codegen {
+
+absl::StatusOr<const Backend *> backendFor(const std::string &target) {
+  if (target == "cuda") return &cudaBackend();
+  if (target == "nki" || target == "cpu")
+    return absl::UnimplementedError(absl::StrCat(
+        "the '", target, "' backend is not available yet: only --target cuda can write an artifact"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown target '", target, "' (expected: cuda, nki, cpu)"));
+}
+
+}  // namespace fusec::codegen

@@ -1,0 +1,100 @@
+//===- Backend.h - The interface every code generation target implements -*- C++ -*-===//
+//
+// A backend turns the target-neutral program (program/) into the target's
+// module (DESIGN.md, "Layers below the passes"). Each backend states:
+//   - its name (the --target spelling) and its pass pipeline;
+//   - its fusion legality: whether a group of nodes can be lowered as one
+//     kernel (program::GroupLegality; the fusion pass asks it through
+//     PassContext so that fusion never forms a group lowering refuses);
+//   - its mapping of library calls (e.g. CUDA: cuBLASLt epilogues) and its
+//     emission: the files of the artifact (ARTIFACT.md) that hold the module,
+//     and how the module's library is built from them.
+// The artifact writer (codegen/artifact) is target-neutral: it plans
+// memory, writes the manifest, weights and the backend's files, and asks
+// the backend to build.
+//
+// Nothing outside codegen/<backend>/ includes a backend's own headers;
+// backends are found by name through backendFor().
+//
+//===----------------------------------------------------------------------===//
+#ifndef FUSEC_CODEGEN_BACKEND_H
+#define FUSEC_CODEGEN_BACKEND_H
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "ir/Graph.h"
+#include "passes/cost/TargetSpec.h"
+#include "program/Legality.h"
+#include "program/Lowering.h"
+
+namespace fusec::codegen {
+
+/// What emission needs besides the graph.
+struct BackendOptions {
+  std::string arch;          ///< resolved by Backend::resolveArch()
+  bool allowTf32 = false;    ///< f32 GEMMs may use TF32 tensor cores
+  std::string modelName;     ///< for headers / comments
+  bool buildLibrary = true;  ///< build the module's library (e.g. nvcc) when the tool is found
+  std::string toolPath;      ///< the build tool to run (e.g. nvcc); empty = search
+};
+
+/// The backend's module of one model.
+struct BackendModule {
+  std::vector<program::Step> steps;      ///< in execution order, symbols filled
+  std::vector<std::string> kernelNames;  ///< plan kernel names in step order (unique)
+  int numKernels = 0;                    ///< unique generated kernels
+  /// Files written into the artifact folder (name relative to it, contents).
+  std::vector<std::pair<std::string, std::string>> files;
+  std::string library;  ///< file the build produces (manifest "library")
+  /// The build command, rendered for messages ("" when the backend has none).
+  std::string buildCommand;
+};
+
+/// What Backend::build() did.
+struct BuildOutcome {
+  bool built = false;
+  std::vector<std::string> warnings;
+};
+
+class Backend : public program::GroupLegality {
+ public:
+  ~Backend() override = default;
+  /// The --target spelling: "cuda", "nki", "cpu".
+  virtual const char *name() const = 0;
+  /// The default pass pipeline (pass names in --passes syntax).
+  virtual std::vector<std::string> passPipeline() const = 0;
+  /// The architecture to compile for: \p requested when given, else from
+  /// \p target. Errors: InvalidArgument for an architecture the backend
+  /// cannot name.
+  virtual absl::StatusOr<std::string> resolveArch(const std::string &requested,
+                                                  const passes::TargetSpec &target) const = 0;
+  /// Lowers the fused \p graph (nodes carry fusec.kernel; \p kernelNames are
+  /// the plan's kernel names) and prints the module. Errors: Unimplemented
+  /// for what cannot be lowered; InvalidArgument for non-static shapes.
+  virtual absl::StatusOr<BackendModule> emit(const ir::Graph &graph,
+                                             const std::vector<std::string> &kernelNames,
+                                             const BackendOptions &opts) const = 0;
+  /// Builds BackendModule::library in \p workDir, where emit()'s files have
+  /// been written; \p finalDir is where the artifact will live (for the
+  /// "build it with" hints). A missing or disabled tool is a warning, a
+  /// failing build an error (Internal; NotFound when BackendOptions::toolPath
+  /// cannot be run).
+  virtual absl::Status build(const BackendModule &module, const std::string &workDir,
+                             const std::string &finalDir, const BackendOptions &opts,
+                             BuildOutcome *outcome) const = 0;
+};
+
+/// The backend for --target \p target. Errors: Unimplemented for targets
+/// whose backend is not available yet (nki, cpu); InvalidArgument for
+/// unknown names.
+absl::StatusOr<const Backend *> backendFor(const std::string &target);
+
+/// The CUDA backend (defined in codegen/cuda; reached through backendFor()).
+const Backend &cudaBackend();
+
+}  // namespace fusec::codegen
+
+#endif  // FUSEC_CODEGEN_BACKEND_H

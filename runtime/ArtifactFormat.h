@@ -1,0 +1,39 @@
+/*===- ArtifactFormat.h - Names of the artifact format (ARTIFACT.md) -----===*
+ *
+ * The spellings the compiler's artifact writer writes and the runtime's
+ * manifest loader reads, in one place: the format tag and version, the
+ * fixed file names, the storage classes and the step kinds. Header-only,
+ * no dependencies (the runtime includes nothing of the compiler; the
+ * compiler may include this).
+ *
+ *===---------------------------------------------------------------------===*/
+#ifndef FUSEC_RUNTIME_ARTIFACTFORMAT_H
+#define FUSEC_RUNTIME_ARTIFACTFORMAT_H
+
+namespace fusec::artifact_format {
+
+/// manifest.json "format" and "version".
+inline constexpr const char *kFormat = "fusec-artifact";
+inline constexpr int kVersion = 1;
+
+/// Files of the artifact folder.
+inline constexpr const char *kManifestFile = "manifest.json";
+inline constexpr const char *kWeightsFile = "weights.bin";
+inline constexpr const char *kFusionFile = "fusion.json";
+
+/// Buffer "storage" classes.
+inline constexpr const char *kStorageInput = "input";
+inline constexpr const char *kStorageOutput = "output";
+inline constexpr const char *kStorageWeight = "weight";
+inline constexpr const char *kStorageArena = "arena";
+inline constexpr const char *kStorageAlias = "alias";
+
+/// Step "kind"s.
+inline constexpr const char *kStepKernel = "kernel";
+inline constexpr const char *kStepGemm = "gemm";
+inline constexpr const char *kStepConv = "conv";
+inline constexpr const char *kStepCopy = "copy";
+
+}  // namespace fusec::artifact_format
+
+#endif  // FUSEC_RUNTIME_ARTIFACTFORMAT_H
