@@ -75,6 +75,7 @@ int KernelSpec::addDim(int64_t extent, bool reduced) {
   LoopDim d;
   d.name = absl::StrCat(reduced ? "r" : "p", dims.size());
   d.extent = extent;
+  d.symbolic = SymExtent::constant(extent);
   d.reduced = reduced;
   dims.push_back(d);
   if (reduced) kind = SpecKind::kReduce;
@@ -84,6 +85,7 @@ int KernelSpec::addDim(int64_t extent, bool reduced) {
 int KernelSpec::addBuffer(ir::DType dtype, std::vector<int64_t> shape, bool written) {
   BufferDesc b;
   b.dtype = dtype;
+  for (int64_t e : shape) b.symbolicShape.push_back(SymExtent::constant(e));
   b.shape = std::move(shape);
   b.written = written;
   buffers.push_back(std::move(b));
@@ -378,15 +380,36 @@ std::string exprText(const KernelSpec &s, int id) {
 
 }  // namespace
 
+bool KernelSpec::hasSymbolicExtents() const {
+  for (const LoopDim &d : dims)
+    if (!d.symbolic.isConstant()) return true;
+  for (const BufferDesc &b : buffers)
+    for (const SymExtent &e : b.symbolicShape)
+      if (!e.isConstant()) return true;
+  return false;
+}
+
 std::string printKernelSpec(const KernelSpec &spec) {
+  // Symbolic extents print after the specialised integers ("= 96 (4*batch)");
+  // a spec with static extents only prints as it always did.
   std::string out = absl::StrCat("kernel ", specKindName(spec.kind), "\n");
   for (const LoopDim &d : spec.dims)
-    absl::StrAppend(&out, "  dim ", d.name, " = ", d.extent, d.reduced ? " reduced" : " parallel",
-                    "\n");
+    absl::StrAppend(&out, "  dim ", d.name, " = ", d.extent,
+                    d.symbolic.isConstant() ? "" : absl::StrCat(" (", d.symbolic.str(), ")"),
+                    d.reduced ? " reduced" : " parallel", "\n");
   for (size_t i = 0; i < spec.buffers.size(); ++i) {
     const BufferDesc &b = spec.buffers[i];
+    bool symbolic = false;
+    for (const SymExtent &e : b.symbolicShape) symbolic |= !e.isConstant();
     absl::StrAppend(&out, "  buffer b", i, " : ", ir::dtypeName(b.dtype), "[",
-                    absl::StrJoin(b.shape, ","), "]", b.written ? " out" : " in", "\n");
+                    absl::StrJoin(b.shape, ","), "]",
+                    symbolic ? absl::StrCat(" (", absl::StrJoin(b.symbolicShape, ",",
+                                                                 [](std::string *o, const SymExtent &e) {
+                                                                   o->append(e.str());
+                                                                 }),
+                                            ")")
+                             : "",
+                    b.written ? " out" : " in", "\n");
   }
   for (size_t i = 0; i < spec.exprs.size(); ++i)
     absl::StrAppend(&out, "  %", i, " = ", exprText(spec, static_cast<int>(i)), "\n");

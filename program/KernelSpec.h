@@ -3,7 +3,8 @@
 // A KernelSpec is what one fused group becomes before any backend sees it
 // (DESIGN.md, "KernelSpec"). It has no CUDA, NKI or CPU concept in it.
 //
-//  - A *domain*: named loop dims with static extents, each parallel or
+//  - A *domain*: named loop dims with extents (an integer, specialised, and
+//    its symbolic form SymExtent, e.g. 4*batch*seq), each parallel or
 //    reduced. Parallel dims come first; reduced dims (if any) last. One
 //    "row" is one point of the parallel dims; the reduced dims span the row.
 //  - *Buffers*: the kernel's arguments (inputs and outputs), each with a
@@ -42,6 +43,7 @@
 #include <vector>
 
 #include "program/AttentionSpec.h"
+#include "program/SymExtent.h"
 #include "ir/DType.h"
 
 namespace fusec::program {
@@ -87,14 +89,20 @@ struct Expr {
 
 struct LoopDim {
   std::string name;   ///< "d0", ... (for printing only)
-  int64_t extent = 1;
+  int64_t extent = 1;  ///< the specialised extent (what the CUDA backend compiles for)
   bool reduced = false;
+  /// The extent as the model states it (SymExtent.h); constant(extent)
+  /// unless the lowering knows the symbols it came from.
+  SymExtent symbolic = SymExtent::constant(1);
 };
 
 struct BufferDesc {
   ir::DType dtype = ir::DType::kF32;
-  std::vector<int64_t> shape;  ///< static, row-major, dense
+  std::vector<int64_t> shape;  ///< specialised, row-major, dense
   bool written = false;        ///< true for outputs
+  /// The dims as the model states them (one per shape dim); constants
+  /// unless the lowering knows the symbols they came from.
+  std::vector<SymExtent> symbolicShape;
 };
 
 enum class ReduceKind { kSum, kProd, kMax, kMin, kArgMax, kArgMin };
@@ -138,6 +146,15 @@ class KernelSpec {
   /// Adds a loop dim; \returns its index. Parallel dims must come first.
   int addDim(int64_t extent, bool reduced);
   int addBuffer(ir::DType dtype, std::vector<int64_t> shape, bool written);
+  /// Records that dim \p dim's extent is \p e (its integer extent stays the
+  /// specialised one). Symbolic dims show in printKernelSpec().
+  void setSymbolicExtent(int dim, const SymExtent &e) { dims[dim].symbolic = e; }
+  /// Records the symbolic dims of buffer \p buffer (one per shape dim).
+  void setSymbolicShape(int buffer, std::vector<SymExtent> shape) {
+    buffers[buffer].symbolicShape = std::move(shape);
+  }
+  /// True if a loop extent or buffer dim is symbolic.
+  bool hasSymbolicExtents() const;
 
   // Expression builders (hash-consed; operands must already exist).
   int constF(double v, ScalarType t = ScalarType::kF32);

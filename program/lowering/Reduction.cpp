@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "program/lowering/GroupLowering.h"
+#include "program/lowering/OpLowering.h"
 
 #include <algorithm>
 #include <cmath>
@@ -67,18 +68,7 @@ absl::StatusOr<ReduceAxes> reductionAxes(const Node &n, int64_t rank) {
   return r;
 }
 
-bool isRowReductionOp(OpKind k) {
-  switch (k) {
-    case OpKind::kSoftmax: case OpKind::kLogSoftmax: case OpKind::kLayerNormalization:
-    case OpKind::kRMSNormalization: case OpKind::kReduceMean: case OpKind::kReduceSum:
-    case OpKind::kReduceMax: case OpKind::kReduceMin: case OpKind::kReduceProd:
-    case OpKind::kReduceSumSquare: case OpKind::kReduceL2: case OpKind::kArgMax:
-    case OpKind::kArgMin: case OpKind::kGlobalAveragePool: case OpKind::kGlobalMaxPool:
-      return true;
-    default:
-      return false;
-  }
-}
+bool isRowReductionOp(OpKind k) { return scalarLoweringOf(k) == ScalarLowering::kReduction; }
 absl::StatusOr<std::vector<int>> GroupLowering::reducedInputIndex(
     const Node &n, const Shape &s, const std::vector<int64_t> &axes,
     const std::vector<int> &keptIdx) {

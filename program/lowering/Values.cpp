@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "program/lowering/GroupLowering.h"
+#include "program/lowering/OpLowering.h"
 
 #include <cmath>
 #include <limits>
@@ -129,24 +130,14 @@ absl::StatusOr<int> GroupLowering::bcastInput(const Node &n, int i, const std::v
 }
 
 absl::StatusOr<int> GroupLowering::nodeAt(const Node &n, int result, const std::vector<int> &idx) {
-  switch (n.kind()) {
-    case OpKind::kTranspose: case OpKind::kSlice: case OpKind::kGather:
-    case OpKind::kGatherElements: case OpKind::kGatherND: case OpKind::kExpand:
-    case OpKind::kTile: case OpKind::kTrilu: case OpKind::kConcat: case OpKind::kPad:
-    case OpKind::kReshape: case OpKind::kSqueeze: case OpKind::kUnsqueeze:
-    case OpKind::kFlatten: case OpKind::kIdentity:
-    case OpKind::kShape: case OpKind::kSize: case OpKind::kConstantOfShape: case OpKind::kRange:
-      return layoutAt(n, idx);
-    case OpKind::kMaxPool: case OpKind::kAveragePool:
-      return poolAt(n, idx);
-    case OpKind::kMatMul: case OpKind::kGemm:
-      return matmulAt(n, idx);
-    default:
-      break;
+  switch (scalarLoweringOf(n.kind())) {
+    case ScalarLowering::kLayout: return layoutAt(n, idx);
+    case ScalarLowering::kPool: return poolAt(n, idx);
+    case ScalarLowering::kMatMul: return matmulAt(n, idx);
+    case ScalarLowering::kReduction: return reductionAt(n, result, idx);
+    case ScalarLowering::kElementwise: return elementwiseAt(n, result, idx);
+    case ScalarLowering::kOwnKernel: break;
   }
-  if (isRowReductionOp(n.kind())) return reductionAt(n, result, idx);
-  if (n.op() && n.op()->fusionClass == ir::FusionClass::kElementwise)
-    return elementwiseAt(n, result, idx);
   return unimplemented(n, "no code generator for this op");
 }
 

@@ -97,3 +97,38 @@ TEST(BackendTest, LegalityAcceptsWhatLowers) {
 
 }  // namespace
 }  // namespace fusec::codegen
+
+namespace fusec::program {
+namespace {
+
+TEST(SymExtentTest, ProductsPrintAndEvaluate) {
+  SymExtent b = SymExtent::symbol("batch"), s = SymExtent::symbol("seq");
+  SymExtent e = SymExtent::constant(4) * s * b;
+  EXPECT_FALSE(e.isConstant());
+  EXPECT_EQ(e.str(), "4*batch*seq");
+  EXPECT_EQ(e, b * SymExtent::constant(4) * s);
+  EXPECT_EQ(*e.evaluate({{"batch", 2}, {"seq", 24}}), 192);
+  EXPECT_FALSE(e.evaluate({{"batch", 2}}).has_value());
+  EXPECT_EQ(SymExtent::constant(48).str(), "48");
+  EXPECT_EQ(product({b, SymExtent::constant(3)}).str(), "3*batch");
+  EXPECT_TRUE((SymExtent::constant(0) * b).isConstant());
+}
+
+TEST(SymExtentTest, KernelSpecCarriesAndPrintsSymbols) {
+  KernelSpec spec;
+  int d = spec.addDim(48, false);
+  int buf = spec.addBuffer(ir::DType::kF32, {2, 24}, true);
+  const std::string staticText = printKernelSpec(spec);
+  EXPECT_FALSE(spec.hasSymbolicExtents());
+  EXPECT_EQ(staticText.find('('), std::string::npos);  // static specs print as before
+  spec.setSymbolicExtent(d, SymExtent::symbol("batch") * SymExtent::constant(24));
+  spec.setSymbolicShape(buf, {SymExtent::symbol("batch"), SymExtent::constant(24)});
+  EXPECT_TRUE(spec.hasSymbolicExtents());
+  const std::string text = printKernelSpec(spec);
+  EXPECT_NE(text.find("dim p0 = 48 (24*batch) parallel"), std::string::npos) << text;
+  EXPECT_NE(text.find("buffer b0 : f32[2,24] (batch,24) out"), std::string::npos) << text;
+  EXPECT_EQ(spec.dims[d].extent, 48);  // the CUDA backend still specialises
+}
+
+}  // namespace
+}  // namespace fusec::program
