@@ -86,9 +86,29 @@ std::optional<int64_t> rowStartAxis(const ir::Node &node) {
       if (axis < 0) axis += rank;
       return axis == rank - 1 ? std::optional<int64_t>(axis) : std::nullopt;
     }
-    default:
+    case OpKind::kAbs: case OpKind::kNeg: case OpKind::kExp: case OpKind::kLog: case OpKind::kSqrt:
+    case OpKind::kReciprocal: case OpKind::kErf: case OpKind::kTanh: case OpKind::kSigmoid:
+    case OpKind::kRelu: case OpKind::kLeakyRelu: case OpKind::kElu: case OpKind::kHardSigmoid:
+    case OpKind::kSoftplus: case OpKind::kGelu: case OpKind::kSin: case OpKind::kCos:
+    case OpKind::kFloor: case OpKind::kCeil: case OpKind::kRound: case OpKind::kSign:
+    case OpKind::kNot: case OpKind::kIsNaN: case OpKind::kIsInf: case OpKind::kCast:
+    case OpKind::kIdentity: case OpKind::kDropout: case OpKind::kClip: case OpKind::kAdd:
+    case OpKind::kSub: case OpKind::kMul: case OpKind::kDiv: case OpKind::kPow: case OpKind::kMod:
+    case OpKind::kMax: case OpKind::kMin: case OpKind::kSum: case OpKind::kMean:
+    case OpKind::kEqual: case OpKind::kLess: case OpKind::kLessOrEqual: case OpKind::kGreater:
+    case OpKind::kGreaterOrEqual: case OpKind::kAnd: case OpKind::kOr: case OpKind::kXor:
+    case OpKind::kWhere: case OpKind::kMatMul: case OpKind::kGemm: case OpKind::kConv:
+    case OpKind::kBatchNormalization: case OpKind::kMaxPool: case OpKind::kAveragePool:
+    case OpKind::kGlobalAveragePool: case OpKind::kGlobalMaxPool: case OpKind::kReshape:
+    case OpKind::kTranspose: case OpKind::kFlatten: case OpKind::kSqueeze: case OpKind::kUnsqueeze:
+    case OpKind::kConcat: case OpKind::kSplit: case OpKind::kSlice: case OpKind::kGather:
+    case OpKind::kGatherElements: case OpKind::kGatherND: case OpKind::kExpand: case OpKind::kTile:
+    case OpKind::kTrilu: case OpKind::kPad: case OpKind::kShape: case OpKind::kSize:
+    case OpKind::kConstantOfShape: case OpKind::kRange: case OpKind::kConstant:
+    case OpKind::kFusedAttention: case OpKind::kUnregistered:
       return std::nullopt;
   }
+  return std::nullopt;  // an OpKind out of range
 }
 
 std::optional<int64_t> numElementsOf(const ir::Value &v) { return v.type().numElements(); }
@@ -129,7 +149,25 @@ Role roleOf(const ir::Node &node) {
       return Role::kContraction;
     case OpKind::kUnregistered:
       return Role::kOpaque;
-    default:
+    case OpKind::kAbs: case OpKind::kNeg: case OpKind::kExp: case OpKind::kLog: case OpKind::kSqrt:
+    case OpKind::kReciprocal: case OpKind::kErf: case OpKind::kTanh: case OpKind::kSigmoid:
+    case OpKind::kRelu: case OpKind::kLeakyRelu: case OpKind::kElu: case OpKind::kHardSigmoid:
+    case OpKind::kSoftplus: case OpKind::kGelu: case OpKind::kSin: case OpKind::kCos:
+    case OpKind::kFloor: case OpKind::kCeil: case OpKind::kRound: case OpKind::kSign:
+    case OpKind::kNot: case OpKind::kIsNaN: case OpKind::kIsInf: case OpKind::kCast:
+    case OpKind::kClip: case OpKind::kAdd: case OpKind::kSub: case OpKind::kMul: case OpKind::kDiv:
+    case OpKind::kPow: case OpKind::kMod: case OpKind::kMax: case OpKind::kMin: case OpKind::kSum:
+    case OpKind::kMean: case OpKind::kEqual: case OpKind::kLess: case OpKind::kLessOrEqual:
+    case OpKind::kGreater: case OpKind::kGreaterOrEqual: case OpKind::kAnd: case OpKind::kOr:
+    case OpKind::kXor: case OpKind::kWhere: case OpKind::kSoftmax: case OpKind::kLogSoftmax:
+    case OpKind::kLayerNormalization: case OpKind::kRMSNormalization:
+    case OpKind::kBatchNormalization: case OpKind::kReduceMean: case OpKind::kReduceSum:
+    case OpKind::kReduceMax: case OpKind::kReduceMin: case OpKind::kReduceProd:
+    case OpKind::kReduceSumSquare: case OpKind::kReduceL2: case OpKind::kArgMax:
+    case OpKind::kArgMin: case OpKind::kMaxPool: case OpKind::kAveragePool:
+    case OpKind::kGlobalAveragePool: case OpKind::kGlobalMaxPool: case OpKind::kShape:
+    case OpKind::kSize: case OpKind::kConstantOfShape: case OpKind::kRange: case OpKind::kConstant:
+    case OpKind::kFusedAttention:
       break;
   }
   if (!node.op()) return Role::kOpaque;

@@ -220,9 +220,28 @@ absl::StatusOr<int> GroupLowering::layoutAt(const Node &n, const std::vector<int
       return bin(BinaryOp::kAdd, start,
                  bin(BinaryOp::kMul, spec_.cast(idx[0], t), spec_.cast(delta, t)));
     }
-    default:
+    case OpKind::kAbs: case OpKind::kNeg: case OpKind::kExp: case OpKind::kLog: case OpKind::kSqrt:
+    case OpKind::kReciprocal: case OpKind::kErf: case OpKind::kTanh: case OpKind::kSigmoid:
+    case OpKind::kRelu: case OpKind::kLeakyRelu: case OpKind::kElu: case OpKind::kHardSigmoid:
+    case OpKind::kSoftplus: case OpKind::kGelu: case OpKind::kSin: case OpKind::kCos:
+    case OpKind::kFloor: case OpKind::kCeil: case OpKind::kRound: case OpKind::kSign:
+    case OpKind::kNot: case OpKind::kIsNaN: case OpKind::kIsInf: case OpKind::kCast:
+    case OpKind::kDropout: case OpKind::kClip: case OpKind::kAdd: case OpKind::kSub:
+    case OpKind::kMul: case OpKind::kDiv: case OpKind::kPow: case OpKind::kMod: case OpKind::kMax:
+    case OpKind::kMin: case OpKind::kSum: case OpKind::kMean: case OpKind::kEqual:
+    case OpKind::kLess: case OpKind::kLessOrEqual: case OpKind::kGreater:
+    case OpKind::kGreaterOrEqual: case OpKind::kAnd: case OpKind::kOr: case OpKind::kXor:
+    case OpKind::kWhere: case OpKind::kMatMul: case OpKind::kGemm: case OpKind::kConv:
+    case OpKind::kSoftmax: case OpKind::kLogSoftmax: case OpKind::kLayerNormalization:
+    case OpKind::kRMSNormalization: case OpKind::kBatchNormalization: case OpKind::kReduceMean:
+    case OpKind::kReduceSum: case OpKind::kReduceMax: case OpKind::kReduceMin:
+    case OpKind::kReduceProd: case OpKind::kReduceSumSquare: case OpKind::kReduceL2:
+    case OpKind::kArgMax: case OpKind::kArgMin: case OpKind::kMaxPool: case OpKind::kAveragePool:
+    case OpKind::kGlobalAveragePool: case OpKind::kGlobalMaxPool: case OpKind::kSplit:
+    case OpKind::kConstant: case OpKind::kFusedAttention: case OpKind::kUnregistered:
       return unimplemented(n, "no index map for this op");
   }
+  return unimplemented(n, "no index map for this op");  // an OpKind out of range
 }
 
 

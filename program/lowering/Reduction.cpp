@@ -45,7 +45,28 @@ absl::StatusOr<ReduceAxes> reductionAxes(const Node &n, int64_t rank) {
     case OpKind::kGlobalMaxPool:
       for (int64_t i = 2; i < rank; ++i) r.axes.push_back(i);
       break;
-    default: {  // Reduce*
+    case OpKind::kAbs: case OpKind::kNeg: case OpKind::kExp: case OpKind::kLog: case OpKind::kSqrt:
+    case OpKind::kReciprocal: case OpKind::kErf: case OpKind::kTanh: case OpKind::kSigmoid:
+    case OpKind::kRelu: case OpKind::kLeakyRelu: case OpKind::kElu: case OpKind::kHardSigmoid:
+    case OpKind::kSoftplus: case OpKind::kGelu: case OpKind::kSin: case OpKind::kCos:
+    case OpKind::kFloor: case OpKind::kCeil: case OpKind::kRound: case OpKind::kSign:
+    case OpKind::kNot: case OpKind::kIsNaN: case OpKind::kIsInf: case OpKind::kCast:
+    case OpKind::kIdentity: case OpKind::kDropout: case OpKind::kClip: case OpKind::kAdd:
+    case OpKind::kSub: case OpKind::kMul: case OpKind::kDiv: case OpKind::kPow: case OpKind::kMod:
+    case OpKind::kMax: case OpKind::kMin: case OpKind::kSum: case OpKind::kMean:
+    case OpKind::kEqual: case OpKind::kLess: case OpKind::kLessOrEqual: case OpKind::kGreater:
+    case OpKind::kGreaterOrEqual: case OpKind::kAnd: case OpKind::kOr: case OpKind::kXor:
+    case OpKind::kWhere: case OpKind::kMatMul: case OpKind::kGemm: case OpKind::kConv:
+    case OpKind::kBatchNormalization: case OpKind::kReduceMean: case OpKind::kReduceSum:
+    case OpKind::kReduceMax: case OpKind::kReduceMin: case OpKind::kReduceProd:
+    case OpKind::kReduceSumSquare: case OpKind::kReduceL2: case OpKind::kMaxPool:
+    case OpKind::kAveragePool: case OpKind::kReshape: case OpKind::kTranspose:
+    case OpKind::kFlatten: case OpKind::kSqueeze: case OpKind::kUnsqueeze: case OpKind::kConcat:
+    case OpKind::kSplit: case OpKind::kSlice: case OpKind::kGather: case OpKind::kGatherElements:
+    case OpKind::kGatherND: case OpKind::kExpand: case OpKind::kTile: case OpKind::kTrilu:
+    case OpKind::kPad: case OpKind::kShape: case OpKind::kSize: case OpKind::kConstantOfShape:
+    case OpKind::kRange: case OpKind::kConstant: case OpKind::kFusedAttention:
+    case OpKind::kUnregistered: {  // Reduce*
       r.keepDims = n.getInt("keepdims", 1) != 0;
       std::vector<int64_t> axes;
       if (const Value *a = n.input(1)) {
@@ -186,7 +207,28 @@ absl::StatusOr<int> GroupLowering::reductionAt(const Node &n, int result,
             n.getInt("select_last_index", 0) != 0))};
       return reds[0];
     }
-    default: {
+    case OpKind::kAbs: case OpKind::kNeg: case OpKind::kExp: case OpKind::kLog: case OpKind::kSqrt:
+    case OpKind::kReciprocal: case OpKind::kErf: case OpKind::kTanh: case OpKind::kSigmoid:
+    case OpKind::kRelu: case OpKind::kLeakyRelu: case OpKind::kElu: case OpKind::kHardSigmoid:
+    case OpKind::kSoftplus: case OpKind::kGelu: case OpKind::kSin: case OpKind::kCos:
+    case OpKind::kFloor: case OpKind::kCeil: case OpKind::kRound: case OpKind::kSign:
+    case OpKind::kNot: case OpKind::kIsNaN: case OpKind::kIsInf: case OpKind::kCast:
+    case OpKind::kIdentity: case OpKind::kDropout: case OpKind::kClip: case OpKind::kAdd:
+    case OpKind::kSub: case OpKind::kMul: case OpKind::kDiv: case OpKind::kPow: case OpKind::kMod:
+    case OpKind::kMax: case OpKind::kMin: case OpKind::kSum: case OpKind::kMean:
+    case OpKind::kEqual: case OpKind::kLess: case OpKind::kLessOrEqual: case OpKind::kGreater:
+    case OpKind::kGreaterOrEqual: case OpKind::kAnd: case OpKind::kOr: case OpKind::kXor:
+    case OpKind::kWhere: case OpKind::kMatMul: case OpKind::kGemm: case OpKind::kConv:
+    case OpKind::kBatchNormalization: case OpKind::kReduceMean: case OpKind::kReduceSum:
+    case OpKind::kReduceMax: case OpKind::kReduceMin: case OpKind::kReduceProd:
+    case OpKind::kReduceSumSquare: case OpKind::kReduceL2: case OpKind::kMaxPool:
+    case OpKind::kAveragePool: case OpKind::kGlobalAveragePool: case OpKind::kGlobalMaxPool:
+    case OpKind::kReshape: case OpKind::kTranspose: case OpKind::kFlatten: case OpKind::kSqueeze:
+    case OpKind::kUnsqueeze: case OpKind::kConcat: case OpKind::kSplit: case OpKind::kSlice:
+    case OpKind::kGather: case OpKind::kGatherElements: case OpKind::kGatherND:
+    case OpKind::kExpand: case OpKind::kTile: case OpKind::kTrilu: case OpKind::kPad:
+    case OpKind::kShape: case OpKind::kSize: case OpKind::kConstantOfShape: case OpKind::kRange:
+    case OpKind::kConstant: case OpKind::kFusedAttention: case OpKind::kUnregistered: {
       if (reds.empty()) {
         int r;
         switch (n.kind()) {
@@ -219,7 +261,29 @@ absl::StatusOr<int> GroupLowering::reductionAt(const Node &n, int result,
               r = spec_.cast(un(UnaryOp::kSqrt, spec_.cast(r, ScalarType::kF64)), xt);
             }
             break;
-          default:
+          case OpKind::kAbs: case OpKind::kNeg: case OpKind::kExp: case OpKind::kLog:
+          case OpKind::kSqrt: case OpKind::kReciprocal: case OpKind::kErf: case OpKind::kTanh:
+          case OpKind::kSigmoid: case OpKind::kRelu: case OpKind::kLeakyRelu: case OpKind::kElu:
+          case OpKind::kHardSigmoid: case OpKind::kSoftplus: case OpKind::kGelu: case OpKind::kSin:
+          case OpKind::kCos: case OpKind::kFloor: case OpKind::kCeil: case OpKind::kRound:
+          case OpKind::kSign: case OpKind::kNot: case OpKind::kIsNaN: case OpKind::kIsInf:
+          case OpKind::kCast: case OpKind::kIdentity: case OpKind::kDropout: case OpKind::kClip:
+          case OpKind::kAdd: case OpKind::kSub: case OpKind::kMul: case OpKind::kDiv:
+          case OpKind::kPow: case OpKind::kMod: case OpKind::kMax: case OpKind::kMin:
+          case OpKind::kSum: case OpKind::kMean: case OpKind::kEqual: case OpKind::kLess:
+          case OpKind::kLessOrEqual: case OpKind::kGreater: case OpKind::kGreaterOrEqual:
+          case OpKind::kAnd: case OpKind::kOr: case OpKind::kXor: case OpKind::kWhere:
+          case OpKind::kMatMul: case OpKind::kGemm: case OpKind::kConv: case OpKind::kSoftmax:
+          case OpKind::kLogSoftmax: case OpKind::kLayerNormalization:
+          case OpKind::kRMSNormalization: case OpKind::kBatchNormalization: case OpKind::kArgMax:
+          case OpKind::kArgMin: case OpKind::kMaxPool: case OpKind::kAveragePool:
+          case OpKind::kReshape: case OpKind::kTranspose: case OpKind::kFlatten:
+          case OpKind::kSqueeze: case OpKind::kUnsqueeze: case OpKind::kConcat:
+          case OpKind::kSplit: case OpKind::kSlice: case OpKind::kGather:
+          case OpKind::kGatherElements: case OpKind::kGatherND: case OpKind::kExpand:
+          case OpKind::kTile: case OpKind::kTrilu: case OpKind::kPad: case OpKind::kShape:
+          case OpKind::kSize: case OpKind::kConstantOfShape: case OpKind::kRange:
+          case OpKind::kConstant: case OpKind::kFusedAttention: case OpKind::kUnregistered:
             return unimplemented(n, "unknown reduction");
         }
         reds = {r};
@@ -227,6 +291,7 @@ absl::StatusOr<int> GroupLowering::reductionAt(const Node &n, int result,
       return reds[0];
     }
   }
+  return unimplemented(n, "unknown reduction");  // an OpKind out of range
 }
 
 absl::Status GroupLowering::setupReductionDomain(const Node &anchor) {

@@ -312,9 +312,21 @@ absl::StatusOr<int> GroupLowering::elementwiseAt(const Node &n, int result,
                   bin(BinaryOp::kMul, inv, spec_.cast(scale, t)));
       return bin(BinaryOp::kAdd, y, spec_.cast(bias, t));
     }
-    default:
+    case OpKind::kMatMul: case OpKind::kGemm: case OpKind::kConv: case OpKind::kSoftmax:
+    case OpKind::kLogSoftmax: case OpKind::kLayerNormalization: case OpKind::kRMSNormalization:
+    case OpKind::kReduceMean: case OpKind::kReduceSum: case OpKind::kReduceMax:
+    case OpKind::kReduceMin: case OpKind::kReduceProd: case OpKind::kReduceSumSquare:
+    case OpKind::kReduceL2: case OpKind::kArgMax: case OpKind::kArgMin: case OpKind::kMaxPool:
+    case OpKind::kAveragePool: case OpKind::kGlobalAveragePool: case OpKind::kGlobalMaxPool:
+    case OpKind::kReshape: case OpKind::kTranspose: case OpKind::kFlatten: case OpKind::kSqueeze:
+    case OpKind::kUnsqueeze: case OpKind::kConcat: case OpKind::kSplit: case OpKind::kSlice:
+    case OpKind::kGather: case OpKind::kGatherElements: case OpKind::kGatherND:
+    case OpKind::kExpand: case OpKind::kTile: case OpKind::kTrilu: case OpKind::kPad:
+    case OpKind::kShape: case OpKind::kSize: case OpKind::kConstantOfShape: case OpKind::kRange:
+    case OpKind::kConstant: case OpKind::kFusedAttention: case OpKind::kUnregistered:
       return unimplemented(n, "elementwise op without a scalar definition");
   }
+  return unimplemented(n, "elementwise op without a scalar definition");  // OpKind out of range
 }
 
 
