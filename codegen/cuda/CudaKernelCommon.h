@@ -1,0 +1,280 @@
+//===- CudaKernelCommon.h - Shared pieces of the CUDA kernel printers -*- C++ -*-===//
+//
+// Internal to codegen/cuda: the scalar-expression printer (one printer for
+// every KernelSpec expression), per-expression analyses and the argument
+// lists that the pointwise (CudaPointwise.cpp) and row-reduction
+// (CudaReduce.cpp) kernel printers share. See CudaEmitter.cpp for the
+// mapping to the GPU.
+//
+//===----------------------------------------------------------------------===//
+#ifndef FUSEC_CODEGEN_CUDA_CUDAKERNELCOMMON_H
+#define FUSEC_CODEGEN_CUDA_CUDAKERNELCOMMON_H
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <set>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "codegen/cuda/Attention.h"
+#include "support/Status.h"
+#include "codegen/cuda/CudaEmitter.h"
+
+namespace fusec::codegen::cuda_detail {
+
+inline const char *cType(ScalarType t) {
+  switch (t) {
+    case ScalarType::kBool: return "bool";
+    case ScalarType::kI64: return "long long";
+    case ScalarType::kIdx: return "idx_t";
+    case ScalarType::kF32: return "float";
+    case ScalarType::kF64: return "double";
+  }
+  return "float";
+}
+
+inline std::string literal(const Expr &e) {
+  switch (e.type) {
+    case ScalarType::kF32:
+    case ScalarType::kF64: {
+      const char *suffix = e.type == ScalarType::kF32 ? "f" : "";
+      if (std::isnan(e.fval)) return e.type == ScalarType::kF32 ? "__int_as_float(0x7fc00000)" : "__longlong_as_double(0x7ff8000000000000LL)";
+      if (std::isinf(e.fval))
+        return e.fval > 0 ? (e.type == ScalarType::kF32 ? "__int_as_float(0x7f800000)" : "__longlong_as_double(0x7ff0000000000000LL)")
+                          : (e.type == ScalarType::kF32 ? "__int_as_float(0xff800000)" : "__longlong_as_double(0xfff0000000000000LL)");
+      std::string s = absl::StrFormat(e.type == ScalarType::kF32 ? "%.9g" : "%.17g", e.fval);
+      if (s.find_first_of(".eE") == std::string::npos) s += ".0";
+      return absl::StrCat("(", s, suffix, ")");
+    }
+    case ScalarType::kBool: return e.ival ? "true" : "false";
+    case ScalarType::kI64:
+      if (e.ival == INT64_MIN) return "(-9223372036854775807LL - 1)";
+      return absl::StrCat("(", e.ival, "LL)");
+    case ScalarType::kIdx: return absl::StrCat("((idx_t)", e.ival, e.ival > INT32_MAX || e.ival < INT32_MIN ? "LL" : "", ")");
+  }
+  return "0";
+}
+
+/// Emits expressions of one spec as C statements.
+class ExprPrinter {
+ public:
+  explicit ExprPrinter(const KernelSpec &s) : s_(s), name_(s.exprs.size()) {
+    for (size_t i = 0; i < s.exprs.size(); ++i) name_[i] = absl::StrCat("e", i);
+  }
+  std::string &name(int id) { return name_[id]; }
+  /// Element-level float divisions whose divisor is this name's expression
+  /// print as a multiplication by the reciprocal `rcp<divisor>` (computed
+  /// once per row by the caller).
+  std::set<int> reciprocalOf;
+
+  /// Flat offset of a load/store with index operands \p idx into buffer \p b.
+  std::string offset(int b, const std::vector<int> &idx, const std::map<int, std::string> &over = {}) {
+    const std::vector<int64_t> &shape = s_.buffers[b].shape;
+    std::vector<std::string> terms;
+    int64_t stride = 1;
+    for (size_t i = shape.size(); i-- > 0;) {
+      int64_t v;
+      const bool isc = s_.isConst(idx[i], &v);
+      if (!(isc && v == 0)) {
+        std::string op = over.count(idx[i]) ? over.at(idx[i]) : ref(idx[i]);
+        if (isc) op = absl::StrCat("(idx_t)", v);
+        terms.push_back(stride == 1 ? op : absl::StrCat(op, " * (idx_t)", stride));
+      }
+      stride *= shape[i];
+    }
+    if (terms.empty()) return "0";
+    std::reverse(terms.begin(), terms.end());
+    return absl::StrJoin(terms, " + ");
+  }
+
+  std::string ref(int id) {
+    const Expr &e = s_.exprs[id];
+    if (e.kind == ExprKind::kConst) return literal(e);
+    return name_[id];
+  }
+
+  /// The right-hand side for expr \p id (not for kIndex / kReduceResult).
+  std::string rhs(int id) {
+    const Expr &e = s_.exprs[id];
+    auto op = [&](int i) { return ref(e.operands[i]); };
+    switch (e.kind) {
+      case ExprKind::kConst: return literal(e);
+      case ExprKind::kLoad: {
+        std::string ld = absl::StrCat("fx::ld(b", e.ival, ", ", offset(static_cast<int>(e.ival), e.operands), ")");
+        if (e.guard >= 0) return absl::StrCat("(", ref(e.guard), " ? ", ld, " : (", cType(e.type), ")0)");
+        return ld;
+      }
+      case ExprKind::kUnary: {
+        const std::string a = op(0);
+        switch (static_cast<UnaryOp>(e.op)) {
+          case UnaryOp::kNeg: return absl::StrCat("(-", a, ")");
+          case UnaryOp::kNot: return absl::StrCat("(!", a, ")");
+          default: return absl::StrCat("fx::", unaryOpName(static_cast<UnaryOp>(e.op)), "(", a, ")");
+        }
+      }
+      case ExprKind::kBinary: {
+        const std::string a = op(0), b = op(1);
+        const BinaryOp bo = static_cast<BinaryOp>(e.op);
+        const bool idx = s_.exprs[e.operands[0]].type == ScalarType::kIdx;
+        auto infix = [&](const char *o) { return absl::StrCat("(", a, " ", o, " ", b, ")"); };
+        switch (bo) {
+          case BinaryOp::kAdd: return infix("+");
+          case BinaryOp::kSub: return infix("-");
+          case BinaryOp::kMul: return infix("*");
+          case BinaryOp::kDiv:
+            if (reciprocalOf.count(e.operands[1]))
+              return absl::StrCat("(", a, " * rcp", e.operands[1], ")");
+            return infix("/");
+          case BinaryOp::kMod: return idx ? infix("%") : absl::StrCat("fx::imod(", a, ", ", b, ")");
+          case BinaryOp::kEq: return infix("==");
+          case BinaryOp::kNe: return infix("!=");
+          case BinaryOp::kLt: return infix("<");
+          case BinaryOp::kLe: return infix("<=");
+          case BinaryOp::kGt: return infix(">");
+          case BinaryOp::kGe: return infix(">=");
+          case BinaryOp::kAnd: return infix("&&");
+          case BinaryOp::kOr: return infix("||");
+          case BinaryOp::kXor: return infix("!=");
+          default:
+            return absl::StrCat("fx::", binaryOpName(bo), "(", a, ", ", b, ")");
+        }
+      }
+      case ExprKind::kSelect:
+        return absl::StrCat("(", op(0), " ? ", op(1), " : ", op(2), ")");
+      case ExprKind::kCast:
+        return absl::StrCat("static_cast<", cType(e.type), ">(", op(0), ")");
+      default:
+        return "0";
+    }
+  }
+
+  std::string stmt(int id) {
+    return absl::StrCat("const ", cType(s_.exprs[id].type), " ", name_[id], " = ", rhs(id), ";");
+  }
+
+ private:
+  const KernelSpec &s_;
+  std::vector<std::string> name_;
+};
+
+/// Per-expr analyses.
+struct Analysis {
+  std::vector<bool> elem;          ///< depends on a reduced dim
+  std::vector<bool> dependsOnDim;  ///< depends on the dim `dim` (pointwise: innermost)
+  std::vector<std::set<int>> reds; ///< reductions used (transitively)
+};
+
+inline Analysis analyse(const KernelSpec &s, int dim) {
+  Analysis a;
+  const size_t n = s.exprs.size();
+  a.elem.assign(n, false);
+  a.dependsOnDim.assign(n, false);
+  a.reds.assign(n, {});
+  for (size_t i = 0; i < n; ++i) {
+    const Expr &e = s.exprs[i];
+    if (e.kind == ExprKind::kIndex) {
+      a.elem[i] = s.dims[e.ival].reduced;
+      a.dependsOnDim[i] = e.ival == dim;
+    }
+    if (e.kind == ExprKind::kReduceResult) a.reds[i].insert(static_cast<int>(e.ival));
+    std::vector<int> ops = e.operands;
+    if (e.guard >= 0) ops.push_back(e.guard);
+    for (int o : ops) {
+      a.elem[i] = a.elem[i] || a.elem[o];
+      a.dependsOnDim[i] = a.dependsOnDim[i] || a.dependsOnDim[o];
+      a.reds[i].insert(a.reds[o].begin(), a.reds[o].end());
+    }
+  }
+  return a;
+}
+
+inline std::vector<int> operandsOf(const Expr &e) {
+  std::vector<int> ops = e.operands;
+  if (e.guard >= 0) ops.push_back(e.guard);
+  return ops;
+}
+
+/// All exprs reachable from \p roots, stopping at \p stop.
+inline std::set<int> collect(const KernelSpec &s, const std::vector<int> &roots,
+                      const std::function<bool(int)> &stop) {
+  std::set<int> seen;
+  std::vector<int> work = roots;
+  while (!work.empty()) {
+    int id = work.back();
+    work.pop_back();
+    if (id < 0 || !seen.insert(id).second) continue;
+    if (stop(id)) continue;
+    for (int o : operandsOf(s.exprs[id])) work.push_back(o);
+  }
+  return seen;
+}
+
+inline std::string kernelParams(const KernelSpec &s) {
+  std::vector<std::string> ps;
+  for (size_t i = 0; i < s.buffers.size(); ++i) {
+    const BufferDesc &b = s.buffers[i];
+    ps.push_back(absl::StrCat(b.written ? "" : "const ", cudaStorageType(b.dtype), " *__restrict__ b", i));
+  }
+  return absl::StrJoin(ps, ", ");
+}
+
+inline std::string launcherArgs(const KernelSpec &s) {
+  std::vector<std::string> as;
+  for (size_t i = 0; i < s.buffers.size(); ++i) {
+    const BufferDesc &b = s.buffers[i];
+    as.push_back(absl::StrCat("static_cast<", b.written ? "" : "const ", cudaStorageType(b.dtype),
+                              " *>(buffers[", i, "])"));
+  }
+  return absl::StrJoin(as, ", ");
+}
+
+inline bool needsWideIndex(const KernelSpec &s) {
+  int64_t maxN = 1;
+  for (const LoopDim &d : s.dims) maxN = std::max(maxN, d.extent);
+  int64_t dom = 1;
+  for (const LoopDim &d : s.dims) dom *= d.extent;
+  maxN = std::max(maxN, dom);
+  for (const BufferDesc &b : s.buffers) {
+    int64_t n = 1;
+    for (int64_t e : b.shape) n *= e;
+    maxN = std::max(maxN, n);
+  }
+  return maxN >= (int64_t{1} << 30);
+}
+
+/// Decomposes \p flat over dims [begin, end) into `i<d>` variables.
+inline std::string decompose(const KernelSpec &s, const std::string &flat, int begin, int end,
+                      int skipInner = -1) {
+  std::string out;
+  int64_t inner = 1;
+  std::vector<std::string> lines;
+  for (int d = end - 1; d >= begin; --d) {
+    const int64_t e = s.dims[d].extent;
+    if (e != 1) {
+      std::string q = inner == 1 ? flat : absl::StrCat(flat, " / (idx_t)", inner);
+      std::string v = d == begin ? q : absl::StrCat("(", q, ") % (idx_t)", e);
+      lines.push_back(absl::StrCat("    [[maybe_unused]] const idx_t i", d, d == skipInner ? "base" : "", " = ", v, ";\n"));
+    }
+    inner *= e;
+  }
+  std::reverse(lines.begin(), lines.end());
+  for (auto &l : lines) out += l;
+  return out;
+}
+
+
+/// The pointwise kernel (+ vectorised variant) and launcher for \p s.
+absl::StatusOr<std::string> emitPointwise(const KernelSpec &s, const std::string &symbol);
+/// The row-reduction kernel (+ vectorised variant) and launcher for \p s.
+absl::StatusOr<std::string> emitReduce(const KernelSpec &s, const std::string &symbol,
+                                       const CudaOptions &opts);
+
+}  // namespace fusec::codegen::cuda_detail
+
+#endif  // FUSEC_CODEGEN_CUDA_CUDAKERNELCOMMON_H

@@ -1,0 +1,188 @@
+//===- CudaPointwise.cpp - Pointwise KernelSpecs to CUDA --------------------===//
+//
+// One thread per output point (grid-stride), a 16-byte vectorised variant when the innermost extent allows.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/cuda/CudaKernelCommon.h"
+
+namespace fusec::codegen::cuda_detail {
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Pointwise kernels.
+//===----------------------------------------------------------------------===//
+
+struct PointwisePlan {
+  int vec = 1;
+  std::set<int> vecLoads;   ///< expr ids
+  std::set<int> vecStores;  ///< store indices
+  std::set<int> vecBuffers;
+};
+
+PointwisePlan planPointwise(const KernelSpec &s, const Analysis &a) {
+  PointwisePlan p;
+  if (s.dims.empty()) return p;
+  const int last = static_cast<int>(s.dims.size()) - 1;
+  const int64_t ext = s.dims[last].extent;
+  if (ext <= 1) return p;
+  int lastIdx = -1;
+  for (size_t i = 0; i < s.exprs.size(); ++i)
+    if (s.exprs[i].kind == ExprKind::kIndex && s.exprs[i].ival == last) lastIdx = static_cast<int>(i);
+  auto ok = [&](int buffer, const std::vector<int> &idx) {
+    const BufferDesc &b = s.buffers[buffer];
+    if (b.shape.empty() || b.shape.back() != ext || idx.back() != lastIdx) return false;
+    for (size_t i = 0; i + 1 < idx.size(); ++i)
+      if (a.dependsOnDim[idx[i]]) return false;
+    return true;
+  };
+  int64_t maxSize = 0;
+  std::set<int> loads, stores;
+  for (size_t i = 0; i < s.stores.size(); ++i) {
+    const Store &st = s.stores[i];
+    if (st.guard < 0 && ok(st.buffer, st.index)) {
+      stores.insert(static_cast<int>(i));
+      maxSize = std::max(maxSize, ir::dtypeSize(s.buffers[st.buffer].dtype));
+    }
+  }
+  if (stores.empty()) return p;
+  for (size_t i = 0; i < s.exprs.size(); ++i) {
+    const Expr &e = s.exprs[i];
+    if (e.kind == ExprKind::kLoad && e.guard < 0 && ok(static_cast<int>(e.ival), e.operands)) {
+      loads.insert(static_cast<int>(i));
+      maxSize = std::max(maxSize, ir::dtypeSize(s.buffers[e.ival].dtype));
+    }
+  }
+  int vec = static_cast<int>(std::min<int64_t>(8, 16 / std::max<int64_t>(maxSize, 1)));
+  while (vec > 1 && ext % vec != 0) vec /= 2;
+  if (vec <= 1) return p;
+  p.vec = vec;
+  p.vecLoads = loads;
+  p.vecStores = stores;
+  for (int l : loads) p.vecBuffers.insert(static_cast<int>(s.exprs[l].ival));
+  for (int st : stores) p.vecBuffers.insert(s.stores[st].buffer);
+  return p;
+}
+
+std::string emitPointwiseKernel(const KernelSpec &s, const std::string &kname,
+                                const PointwisePlan &p, const Analysis &a) {
+  const int rank = static_cast<int>(s.dims.size());
+  const int last = rank - 1;
+  const int vec = p.vec;
+  int64_t total = 1;
+  for (const LoopDim &d : s.dims) total *= d.extent;
+  ExprPrinter pr(s);
+  for (size_t i = 0; i < s.exprs.size(); ++i)
+    if (s.exprs[i].kind == ExprKind::kIndex) pr.name(static_cast<int>(i)) = absl::StrCat("i", s.exprs[i].ival);
+  std::vector<int> roots;
+  for (const Store &st : s.stores) {
+    roots.push_back(st.value);
+    roots.insert(roots.end(), st.index.begin(), st.index.end());
+    if (st.guard >= 0) roots.push_back(st.guard);
+  }
+  std::set<int> needed = collect(s, roots, [](int) { return false; });
+  std::string out;
+  absl::StrAppend(&out, "__global__ void __launch_bounds__(256) ", kname, "(", kernelParams(s), ") {\n");
+  absl::StrAppend(&out, "  typedef ", needsWideIndex(s) ? "long long" : "int", " idx_t;\n");
+  absl::StrAppend(&out, "  const idx_t total = (idx_t)", total / vec, ";\n");
+  absl::StrAppend(&out, "  for (idx_t t = (idx_t)blockIdx.x * 256 + (idx_t)threadIdx.x; t < total; "
+                        "t += (idx_t)gridDim.x * 256) {\n");
+  absl::StrAppend(&out, "    const idx_t flat = t * (idx_t)", vec, ";\n");
+  if (rank > 0) out += decompose(s, "flat", 0, rank, last);
+  // Lane-invariant exprs.
+  for (int id : needed) {
+    const Expr &e = s.exprs[id];
+    if (e.kind == ExprKind::kIndex || e.kind == ExprKind::kConst) continue;
+    if (rank > 0 && a.dependsOnDim[id]) continue;
+    if (p.vecLoads.count(id)) continue;
+    absl::StrAppend(&out, "    ", pr.stmt(id), "\n");
+  }
+  std::map<int, std::string> lane0;
+  if (rank > 0) {
+    for (size_t i = 0; i < s.exprs.size(); ++i)
+      if (s.exprs[i].kind == ExprKind::kIndex && s.exprs[i].ival == last)
+        lane0[static_cast<int>(i)] = absl::StrCat("i", last, "base");
+  }
+  if (vec > 1) {
+    for (int id : p.vecLoads) {
+      if (!needed.count(id)) continue;
+      const Expr &e = s.exprs[id];
+      const char *st = cudaStorageType(s.buffers[e.ival].dtype);
+      absl::StrAppend(&out, "    const fx::Vec<", st, ", ", vec, "> v", id,
+                      " = *reinterpret_cast<const fx::Vec<", st, ", ", vec, "> *>(b", e.ival, " + (",
+                      pr.offset(static_cast<int>(e.ival), e.operands, lane0), "));\n");
+    }
+    for (int si : p.vecStores) {
+      const char *st = cudaStorageType(s.buffers[s.stores[si].buffer].dtype);
+      absl::StrAppend(&out, "    fx::Vec<", st, ", ", vec, "> o", si, ";\n");
+    }
+  }
+  absl::StrAppend(&out, "#pragma unroll\n    for (int v = 0; v < ", vec, "; ++v) {\n");
+  if (rank > 0 && s.dims[last].extent != 1)
+    absl::StrAppend(&out, "      [[maybe_unused]] const idx_t i", last, " = i", last, "base + (idx_t)v;\n");
+  for (int id : needed) {
+    const Expr &e = s.exprs[id];
+    if (e.kind == ExprKind::kIndex || e.kind == ExprKind::kConst) continue;
+    if (p.vecLoads.count(id)) {
+      absl::StrAppend(&out, "      const ", cType(e.type), " ", pr.name(id), " = fx::cvt(v", id, ".v[v]);\n");
+      continue;
+    }
+    if (rank == 0 || !a.dependsOnDim[id]) continue;
+    absl::StrAppend(&out, "      ", pr.stmt(id), "\n");
+  }
+  for (size_t si = 0; si < s.stores.size(); ++si) {
+    const Store &st = s.stores[si];
+    if (p.vecStores.count(static_cast<int>(si))) {
+      absl::StrAppend(&out, "      o", si, ".v[v] = fx::to<", cudaStorageType(s.buffers[st.buffer].dtype),
+                      ">(", pr.ref(st.value), ");\n");
+      continue;
+    }
+    std::string w = absl::StrCat("fx::st(b", st.buffer, ", ", pr.offset(st.buffer, st.index), ", ",
+                                 pr.ref(st.value), ");");
+    if (st.guard >= 0) w = absl::StrCat("if (", pr.ref(st.guard), ") ", w);
+    absl::StrAppend(&out, "      ", w, "\n");
+  }
+  absl::StrAppend(&out, "    }\n");
+  for (int si : p.vecStores) {
+    const Store &st = s.stores[si];
+    const char *ty = cudaStorageType(s.buffers[st.buffer].dtype);
+    absl::StrAppend(&out, "    *reinterpret_cast<fx::Vec<", ty, ", ", vec, "> *>(b", st.buffer, " + (",
+                    pr.offset(st.buffer, st.index, lane0), ")) = o", si, ";\n");
+  }
+  absl::StrAppend(&out, "  }\n}\n\n");
+  return out;
+}
+
+
+}  // namespace
+
+absl::StatusOr<std::string> emitPointwise(const KernelSpec &s, const std::string &symbol) {
+  const int rank = static_cast<int>(s.dims.size());
+  const Analysis a = analyse(s, rank - 1);
+  const PointwisePlan vp = planPointwise(s, a);
+  int64_t total = 1;
+  for (const LoopDim &d : s.dims) total *= d.extent;
+  std::string out = emitPointwiseKernel(s, symbol + "_scalar", PointwisePlan{}, a);
+  if (vp.vec > 1) out += emitPointwiseKernel(s, symbol + "_vec", vp, a);
+  auto grid = [](int64_t n) { return std::max<int64_t>(1, std::min<int64_t>((n + 255) / 256, 1 << 20)); };
+  absl::StrAppend(&out, "extern \"C\" int ", symbol, "(void *const *buffers, cudaStream_t stream) {\n");
+  if (total == 0) {
+    absl::StrAppend(&out, "  (void)buffers; (void)stream;\n  return 0;\n}\n\n");
+    return out;
+  }
+  if (vp.vec > 1) {
+    std::vector<std::string> checks;
+    for (int b : vp.vecBuffers)
+      checks.push_back(absl::StrCat("(reinterpret_cast<uintptr_t>(buffers[", b, "]) % ",
+                                    vp.vec * ir::dtypeSize(s.buffers[b].dtype), " == 0)"));
+    absl::StrAppend(&out, "  if (", absl::StrJoin(checks, " && "), ") {\n    ", symbol, "_vec<<<",
+                    grid(total / vp.vec), ", 256, 0, stream>>>(", launcherArgs(s), ");\n  } else {\n  ");
+  }
+  absl::StrAppend(&out, "  ", symbol, "_scalar<<<", grid(total), ", 256, 0, stream>>>(", launcherArgs(s),
+                  ");\n");
+  if (vp.vec > 1) absl::StrAppend(&out, "  }\n");
+  absl::StrAppend(&out, "  return static_cast<int>(cudaGetLastError());\n}\n\n");
+  return out;
+}
+
+
+}  // namespace fusec::codegen::cuda_detail
