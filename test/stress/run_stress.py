@@ -6,7 +6,11 @@ fp32, bf16 and fp16 for every available backend. fusec lowers every fused
 group while writing the artifact, so a group that fusion formed and
 lowering refuses fails here with the lowering's message.
 
-Usage: run_stress.py FUSEC [SHARED_MODELS_DIR]
+With GROUP_LEGALITY_TEST (the GroupLegalityTest binary), the corpus and
+the shared models are also checked group by group: every fused group is
+lowered by every available backend, in every precision.
+
+Usage: run_stress.py FUSEC [SHARED_MODELS_DIR [GROUP_LEGALITY_TEST]]
 """
 import json
 import os
@@ -28,6 +32,7 @@ def shape_flags(shapes):
 def main():
     fusec = sys.argv[1]
     shared = sys.argv[2] if len(sys.argv) > 2 else ""
+    group_test = sys.argv[3] if len(sys.argv) > 3 else ""
     here = os.path.dirname(os.path.abspath(__file__))
     failures, runs = [], 0
     with tempfile.TemporaryDirectory() as tmp:
@@ -52,6 +57,14 @@ def main():
                     runs += 1
                     if r.returncode != 0:
                         failures.append("%s %s %s: %s" % (name, backend, prec, r.stderr.strip()))
+        if group_test:
+            env = dict(os.environ)
+            env["FUSEC_LEGALITY_MODELS"] = ":".join(d for d in (corpus, shared) if d)
+            r = subprocess.run([group_test], capture_output=True, text=True, env=env)
+            runs += 1
+            print(r.stdout.strip().splitlines()[-1] if r.stdout.strip() else "")
+            if r.returncode != 0:
+                failures.append("GroupLegalityTest:\n" + r.stdout[-4000:])
     for f in failures:
         print("FAIL", f)
     print("%d compiles, %d failed" % (runs, len(failures)))
