@@ -599,20 +599,42 @@ std::string parentDir(const std::string &path) {
 
 }  // namespace
 
+namespace {
+
+absl::StatusOr<std::unique_ptr<ir::Graph>> importParsed(onnx::ModelProto &model,
+                                                        const std::string &what,
+                                                        const std::string &modelDir) {
+  if (!model.has_graph())
+    return absl::InvalidArgumentError(
+        absl::StrCat("failed to parse ", what, " as an ONNX ModelProto: it has no graph"));
+  FUSEC_RETURN_IF_ERROR(internal::inlineLocalFunctions(model));
+  Importer importer(model, modelDir);
+  return importer.run();
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<ir::Graph>> importOnnxModel(const std::string &path) {
   FUSEC_ASSIGN_OR_RETURN(std::string bytes, internal::readFileBytes(path));
   onnx::ModelProto model;
   if (!parseLarge(bytes, model))
     return absl::InvalidArgumentError(absl::StrCat(
         "failed to parse ", quotedName(path), " as an ONNX ModelProto (truncated or corrupt file?)"));
-  if (!model.has_graph())
-    return absl::InvalidArgumentError(
-        absl::StrCat("failed to parse ", quotedName(path), " as an ONNX ModelProto: it has no graph"));
   bytes.clear();
   bytes.shrink_to_fit();
-  FUSEC_RETURN_IF_ERROR(internal::inlineLocalFunctions(model));
-  Importer importer(model, parentDir(path));
-  return importer.run();
+  return importParsed(model, quotedName(path), parentDir(path));
+}
+
+absl::StatusOr<std::unique_ptr<ir::Graph>> importOnnxModelFromBytes(const std::string &bytes,
+                                                                    const std::string &modelDir) {
+  onnx::ModelProto model;
+  if (!parseLarge(bytes, model))
+    return absl::InvalidArgumentError(
+        "failed to parse the bytes as an ONNX ModelProto (truncated or corrupt?)");
+  // With no folder, every external location resolves inside an empty,
+  // non-existent one and is refused as not found.
+  return importParsed(model, "the model bytes",
+                      modelDir.empty() ? std::string("/nonexistent-fusec-model-dir") : modelDir);
 }
 
 absl::StatusOr<ir::Tensor> loadTensorProtoFile(const std::string &path, std::string *name) {
