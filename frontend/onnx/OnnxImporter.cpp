@@ -357,8 +357,7 @@ absl::StatusOr<TensorType> Importer::typeFromValueInfo(const onnx::ValueInfoProt
     return absl::InvalidArgumentError(absl::StrCat(what, " ", quotedName(vi.name()), " has no elem_type"));
   std::optional<ir::DType> dt = ir::dtypeFromOnnx(tt.elem_type());
   if (!dt)
-    return absl::InvalidArgumentError(absl::StrCat(what, " ", quotedName(vi.name()), " has unsupported dtype ",
-                                                   onnxDTypeName(tt.elem_type())));
+    return internal::unsupportedDType(tt.elem_type(), absl::StrCat(what, " ", quotedName(vi.name())));
   if (!tt.has_shape()) return TensorType::unranked(*dt);
   std::vector<ir::Dim> dims;
   for (int i = 0; i < tt.shape().dim_size(); ++i) {
