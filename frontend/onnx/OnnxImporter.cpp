@@ -21,6 +21,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "frontend/onnx/internal/FunctionExpansion.h"
 #include "frontend/onnx/internal/FunctionInline.h"
 #include "frontend/onnx/internal/OnnxTensor.h"
 #include "frontend/onnx/internal/OpsetUpgrade.h"
@@ -260,7 +261,9 @@ void Importer::collectUnsupportedInSubgraphs(const onnx::NodeProto &n, const std
         std::string innerPath = absl::StrCat(sub, "/", printable(name));
         const ir::OpInfo *info =
             isOnnxDomain(inner.domain()) ? ir::lookupOp(inner.op_type()) : nullptr;
-        if (!info || isInternalOp(*info))
+        bool expanded = !info && isOnnxDomain(inner.domain()) &&
+                        internal::isExpandedFunctionOp(inner.op_type());
+        if ((!info && !expanded) || (info && isInternalOp(*info)))
           problems.push_back(absl::StrCat("  node '", innerPath, "' op ", quotedName(inner.op_type()),
                                           " domain ", quotedName(domainName(inner.domain())),
                                           " opset ", opsetText(inner.domain()),
@@ -294,6 +297,8 @@ absl::Status Importer::checkSupported() {
                                       " is fusec's internal op, not an ONNX op)"));
       continue;
     }
+    if (!info && isOnnxDomain(n.domain()) && internal::isExpandedFunctionOp(n.op_type()))
+      continue;  // expanded into table ops while importing
     if (!info) {
       problems.push_back(line);
       // The ops inside an If/Loop/Scan body are reported too, all at once.
@@ -634,6 +639,12 @@ absl::StatusOr<std::unique_ptr<ir::Graph>> importOnnxModelFromBytes(const std::s
   // non-existent one and is refused as not found.
   return importParsed(model, "the model bytes",
                       modelDir.empty() ? std::string("/nonexistent-fusec-model-dir") : modelDir);
+}
+
+bool importerSupportsOp(const std::string &domain, const std::string &opType) {
+  if (!isOnnxDomain(domain)) return false;
+  if (const ir::OpInfo *info = ir::lookupOp(opType)) return !isInternalOp(*info);
+  return internal::isExpandedFunctionOp(opType);
 }
 
 absl::StatusOr<ir::Tensor> loadTensorProtoFile(const std::string &path, std::string *name) {

@@ -33,6 +33,11 @@ absl::StatusOr<std::unique_ptr<ir::Graph>> importOnnxModel(const std::string &pa
 absl::StatusOr<std::unique_ptr<ir::Graph>> importOnnxModelFromBytes(const std::string &bytes,
                                                                     const std::string &modelDir);
 
+/// True if the importer accepts ONNX op \p opType of \p domain ("" or
+/// "ai.onnx" for the default domain): an op of the op table (other than
+/// fusec's internal ops), or a function op it expands into table ops.
+bool importerSupportsOp(const std::string &domain, const std::string &opType);
+
 /// Reads one serialized onnx.TensorProto file (the ONNX backend-test layout's
 /// input_<i>.pb / output_<i>.pb). \p name receives the tensor's name if given.
 absl::StatusOr<ir::Tensor> loadTensorProtoFile(const std::string &path,

@@ -108,7 +108,7 @@ absl::StatusOr<ModelInfo> readModelInfo(const fs::path &model) {
     bool defaultDomain = d.empty() || d == "ai.onnx";
     std::string name = defaultDomain ? node.op_type() : absl::StrCat(d, ".", node.op_type());
     if (seen.insert(name).second) info.opTypes.push_back(name);
-    if ((!defaultDomain || !ir::lookupOp(node.op_type())) && bad.insert(name).second)
+    if (!frontend::importerSupportsOp(d, node.op_type()) && bad.insert(name).second)
       info.unsupported.push_back(name);
   }
   std::set<std::string> inits;
