@@ -30,9 +30,9 @@ case "${1:-}" in
   *) echo "usage: $0 [--all | --no-build]" >&2; exit 2 ;;
 esac
 
-TARGETS=(fusec fusec-run fusec_runtime RuntimeTest CodegenGpuTest ArtifactGpuTest)
+TARGETS=(fusec fusec-run fusec_runtime RuntimeTest RuntimeRobustnessTest CodegenGpuTest ArtifactGpuTest)
 OPTIONAL=(AttentionKernelTest fusec-emit-attention)
-BINS=(fusec fusec-run RuntimeTest CodegenGpuTest ArtifactGpuTest AttentionKernelTest
+BINS=(fusec fusec-run RuntimeTest RuntimeRobustnessTest CodegenGpuTest ArtifactGpuTest AttentionKernelTest
       fusec-emit-attention)
 
 if [ $build = 0 ]; then
