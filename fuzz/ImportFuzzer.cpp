@@ -34,9 +34,12 @@ void compile(const std::string &bytes) {
     for (const ir::Dim &d : t.shape) dims.push_back(d.isStatic() ? d.value : kSymbolExtent);
     ctx.inputShapes[in->name()] = dims;
   }
-  auto target = passes::loadBuiltinTarget("h200");
-  if (!target.ok()) __builtin_trap();  // the built-in table must load
-  ctx.target = *target;
+  static const passes::TargetSpec target = [] {
+    auto t = passes::loadBuiltinTarget("h200");
+    if (!t.ok()) __builtin_trap();  // the built-in table must load
+    return *t;
+  }();
+  ctx.target = target;
   auto pipeline = passes::parsePipeline(passes::pipelineString(passes::defaultPipeline("cuda")));
   if (!pipeline.ok()) __builtin_trap();
   if (!passes::runPasses(**graph, ctx, *pipeline).ok()) return;
