@@ -31,12 +31,23 @@
 
 namespace fusec::testing {
 
+/// The repository root: FUSEC_SOURCE_DIR, an absolute path the build
+/// defines for tests that use this header. (__FILE__ is not used: with
+/// ccache's base_dir it is a path relative to the build folder, so a test
+/// run from another folder found no models and its suites came out empty.)
+inline std::filesystem::path sourceDir() {
+#ifdef FUSEC_SOURCE_DIR
+  return FUSEC_SOURCE_DIR;
+#else
+  return std::filesystem::absolute(std::filesystem::path(__FILE__).parent_path() / ".." / "..");
+#endif
+}
+
 /// The shared models folder: $FUSEC_SHARED_MODELS, else
 /// <repo>/../shared/models.
 inline std::filesystem::path sharedModelsDir() {
   if (const char *env = std::getenv("FUSEC_SHARED_MODELS")) return env;
-  // test/unit/<this file> -> <repo>/../shared/models
-  return std::filesystem::path(__FILE__).parent_path() / ".." / ".." / ".." / "shared" / "models";
+  return sourceDir() / ".." / "shared" / "models";
 }
 
 /// Names of the shared models (folders holding model.onnx), sorted. With

@@ -34,12 +34,24 @@ struct PassOptions {
   std::string precision = "fp32";
 };
 
+PassOptions options;
+
+/// --device, checked against the table of targets when parsed (bad usage).
+fusec::driver::FlagSpec deviceRow() {
+  fusec::driver::FlagSpec f = fusec::driver::deviceFlag(options.device);
+  f.apply = [](const std::string &v) {
+    absl::Status s = fusec::passes::resolveTarget("", "", v).status();
+    if (s.ok()) options.device = v;
+    return s;
+  };
+  return f;
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
   using fusec::passes::allPasses;
   namespace driver = fusec::driver;
-  static PassOptions options;
   static fusec::passes::PassContext ctx;
   static absl::Status targetStatus;
   fusec::opt::PassHooks hooks;
@@ -52,7 +64,7 @@ int main(int argc, char **argv) {
     return std::vector<driver::FlagSpec>{
         driver::dumpFusionFlag(options.dumpFusion, {"text", "json"}),
         driver::debugOnlyFlag(options.debugOnly),
-        driver::deviceFlag(options.device),
+        deviceRow(),
         driver::shapeFlag(options.shapes),
         driver::stringFlag("precision", "P", options.precision,
                            "lower-precision's target: fp32 (default), bf16, fp16"),

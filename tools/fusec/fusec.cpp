@@ -106,7 +106,10 @@ absl::Status parseCommandLine(int argc, char **argv, ToolOptions &opts) {
   FUSEC_ASSIGN_OR_RETURN(std::vector<std::string> positional,
                          driver::parseFlags(flagTable(opts), argc, argv));
   opts.compile.runNvcc = !opts.noNvcc;
-  if (opts.help || (opts.printPipeline && positional.empty())) return absl::OkStatus();
+  if (opts.help) return absl::OkStatus();
+  // A --target/--arch/--device combination the table refuses is bad usage.
+  FUSEC_RETURN_IF_ERROR(driver::resolveOptions(opts.compile).status());
+  if (opts.printPipeline && positional.empty()) return absl::OkStatus();
   if (positional.size() != 1)
     return absl::InvalidArgumentError(positional.empty() ? "no input model given"
                                                          : "more than one input model given");

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "test/unit/TestModels.h"
 
 namespace fusec::driver {
 namespace {
@@ -23,8 +24,7 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string exampleModel() {
-  return (fs::path(__FILE__).parent_path() / ".." / ".." / ".." / "examples" / "models" /
-          "attn_causal_sdpa" / "model.onnx")
+  return (testing::sourceDir() / "examples" / "models" / "attn_causal_sdpa" / "model.onnx")
       .string();
 }
 
@@ -69,7 +69,7 @@ TEST(Compile, RunsTheTargetPipelineOnTheResolvedDevice) {
 
 TEST(Compile, PassesOverrideTheDefaultPipeline) {
   CompileOptions o = exampleOptions();
-  o.passes = "shape-specialize, const-fold";
+  o.passes = "shape-specialize,const-fold";
   absl::StatusOr<Compilation> c = compile(exampleModel(), o);
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->pipeline, (std::vector<std::string>{"shape-specialize", "const-fold"}));
