@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "passes/cost/TargetSpec.h"
 
 namespace fusec::driver {
 
@@ -117,22 +118,62 @@ FlagSpec precisionFlag(std::string &precision, const char *help) {
   return choiceFlag("precision", "P", precision, {"fp32", "fp16", "bf16"}, "", help);
 }
 
-FlagSpec targetFlag(std::string &target) {
-  return stringFlag("target", "BACKEND", target,
-                    "code generation target: cuda (default), nki, cpu (targets/Targets.def)");
+namespace {
+
+/// Help texts built from the table of targets, so that they list what
+/// passes::resolveTarget accepts and name the defaults it picks.
+const char *targetHelp() {
+  static const std::string *text = [] {
+    std::vector<std::string> names;
+    for (const passes::TargetInfo &t : passes::targetTable())
+      names.push_back(names.empty() ? absl::StrCat(t.name, " (default)") : t.name);
+    return new std::string(absl::StrCat("code generation target: ", absl::StrJoin(names, ", ")));
+  }();
+  return text->c_str();
 }
 
-FlagSpec archFlag(std::string &arch) {
-  return stringFlag("arch", "ARCH", arch,
-                    "architecture to generate code for: cuda sm_90 (default), sm_80; nki trn2 "
-                    "(default), trn1; cpu znver4 (default: the device's own)");
+const char *archHelp() {
+  static const std::string *text = [] {
+    std::vector<std::string> perTarget;
+    for (const passes::TargetInfo &t : passes::targetTable()) {
+      std::vector<std::string> archs;
+      for (const passes::ArchInfo &a : t.archs) archs.push_back(a.arch);
+      perTarget.push_back(absl::StrCat(absl::StrJoin(archs, ", "), " (", t.name, ")"));
+    }
+    return new std::string(absl::StrCat("architecture to generate code for: ",
+                                        absl::StrJoin(perTarget, "; "),
+                                        " (default: the device's own)"));
+  }();
+  return text->c_str();
 }
+
+const char *deviceHelp() {
+  static const std::string *text = [] {
+    std::vector<std::string> perTarget, defaults;
+    for (const passes::TargetInfo &t : passes::targetTable()) {
+      perTarget.push_back(absl::StrCat(absl::StrJoin(t.devices, ", "), " (", t.name, ")"));
+      defaults.push_back(absl::StrCat(t.defaultDevice, " for ", t.name));
+      for (const passes::ArchInfo &a : t.archs)
+        if (a.defaultDevice != t.defaultDevice)
+          defaults.push_back(absl::StrCat(a.defaultDevice, " for --arch ", a.arch));
+    }
+    return new std::string(absl::StrCat("roofline parameters to decide with: ",
+                                        absl::StrJoin(perTarget, "; "), " (default: ",
+                                        absl::StrJoin(defaults, ", "), ")"));
+  }();
+  return text->c_str();
+}
+
+}  // namespace
+
+FlagSpec targetFlag(std::string &target) {
+  return stringFlag("target", "BACKEND", target, targetHelp());
+}
+
+FlagSpec archFlag(std::string &arch) { return stringFlag("arch", "ARCH", arch, archHelp()); }
 
 FlagSpec deviceFlag(std::string &device) {
-  return stringFlag("device", "NAME", device,
-                    "roofline parameters to decide with: h200, h100, a100 (cuda), trn1, trn2 "
-                    "(nki), epyc9654 (cpu) (default: h200 for cuda, a100 for --arch sm_80, trn2 "
-                    "for nki, epyc9654 for cpu)");
+  return stringFlag("device", "NAME", device, deviceHelp());
 }
 
 FlagSpec allowTf32Flag(bool &allowTf32) {

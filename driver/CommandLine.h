@@ -13,7 +13,9 @@
 // is positional. Errors are InvalidArgument with a message that names the
 // flag; the tools print it and exit with status 2 (bad usage).
 //
-// This library depends on Abseil only, so that every tool can link it.
+// This library depends on Abseil and the table of targets only
+// (fusec_cost_targets, for the --target/--arch/--device help), so that every
+// tool can link it.
 //
 //===----------------------------------------------------------------------===//
 #ifndef FUSEC_DRIVER_COMMANDLINE_H
@@ -78,7 +80,8 @@ absl::Status parseShapeBinding(const std::string &text, std::string &name,
 FlagSpec shapeFlag(ShapeMap &shapes);
 /// --precision fp32|fp16|bf16 (\p help: the tool's own description).
 FlagSpec precisionFlag(std::string &precision, const char *help);
-/// --target BACKEND; values are checked by passes::resolveTarget().
+/// --target BACKEND; values are checked by passes::resolveTarget(). The
+/// help texts of --target, --arch and --device list the table's entries.
 FlagSpec targetFlag(std::string &target);
 /// --arch ARCH; checked by passes::resolveTarget().
 FlagSpec archFlag(std::string &arch);

@@ -42,6 +42,7 @@ struct ToolOptions {
   bool printPipeline = false;      ///< --print-pipeline
   bool passStatistics = false;     ///< --pass-statistics
   bool noNvcc = false;             ///< --no-nvcc: write sources only
+  fusec::passes::ResolvedTarget target;  ///< --target/--arch/--device, resolved
 };
 
 std::vector<driver::FlagSpec> flagTable(ToolOptions &o) {
@@ -108,7 +109,7 @@ absl::Status parseCommandLine(int argc, char **argv, ToolOptions &opts) {
   opts.compile.runNvcc = !opts.noNvcc;
   if (opts.help) return absl::OkStatus();
   // A --target/--arch/--device combination the table refuses is bad usage.
-  FUSEC_RETURN_IF_ERROR(driver::resolveOptions(opts.compile).status());
+  FUSEC_ASSIGN_OR_RETURN(opts.target, driver::resolveOptions(opts.compile));
   if (opts.printPipeline && positional.empty()) return absl::OkStatus();
   if (positional.size() != 1)
     return absl::InvalidArgumentError(positional.empty() ? "no input model given"
@@ -124,9 +125,8 @@ absl::Status parseCommandLine(int argc, char **argv, ToolOptions &opts) {
 /// Compiles as far as the flags need and prints what they ask for on \p out.
 absl::Status runDriver(ToolOptions &opts, std::ostream &out) {
   namespace passes = fusec::passes;
-  FUSEC_ASSIGN_OR_RETURN(passes::ResolvedTarget target, driver::resolveOptions(opts.compile));
   if (opts.printPipeline) {
-    out << passes::pipelineString(driver::pipelineFor(opts.compile, target)) << "\n";
+    out << passes::pipelineString(driver::pipelineFor(opts.compile, opts.target)) << "\n";
     if (opts.input.empty()) return absl::OkStatus();
   }
   driver::CompileOptions &c = opts.compile;
