@@ -55,7 +55,8 @@ absl::StatusOr<std::vector<std::string>> parseFlags(const std::vector<FlagSpec> 
 void printFlagHelp(const std::vector<FlagSpec> &flags, std::ostream &os, size_t column) {
   for (const FlagSpec &f : flags) {
     if (!f.help) continue;
-    std::string left = absl::StrCat("--", f.name, f.valueName ? absl::StrCat("=", f.valueName) : "");
+    std::string left =
+        absl::StrCat("--", f.name, f.valueName ? absl::StrCat("=", f.valueName) : "");
     os << "  " << left << std::string(left.size() < column ? column - left.size() : 1, ' ')
        << f.help << "\n";
   }
@@ -84,34 +85,33 @@ namespace {
 /// A row whose value must be one of \p allowed.
 FlagSpec choiceFlag(const char *name, const char *valueName, std::string &out,
                     std::vector<std::string> allowed, const char *what, const char *help) {
-  return {name, valueName, help,
-          [&out, allowed, name, what](const std::string &v) {
-            for (const std::string &a : allowed)
-              if (v == a) {
-                out = v;
-                return absl::OkStatus();
-              }
-            return absl::InvalidArgumentError(absl::StrCat("unknown --", name, what, " '", v,
-                                                           "' (expected: ",
-                                                           absl::StrJoin(allowed, ", "), ")"));
-          }};
+  return {
+      name, valueName, help, [&out, allowed, name, what](const std::string &v) {
+        for (const std::string &a : allowed)
+          if (v == a) {
+            out = v;
+            return absl::OkStatus();
+          }
+        return absl::InvalidArgumentError(absl::StrCat(
+            "unknown --", name, what, " '", v, "' (expected: ", absl::StrJoin(allowed, ", "), ")"));
+      }};
 }
 
 }  // namespace
 
 FlagSpec shapeFlag(ShapeMap &shapes) {
-  return {"shape", "NAME=DIMS",
-          "bind input NAME to static dims, e.g. input_ids=2x24 (repeatable, once per input); a "
-          "symbolic dim bound here is bound in every input that uses the same symbol",
-          [&shapes](const std::string &v) {
-            std::string name;
-            std::vector<int64_t> dims;
-            if (absl::Status s = parseShapeBinding(v, name, dims); !s.ok()) return s;
-            if (!shapes.emplace(name, dims).second)
-              return absl::InvalidArgumentError(
-                  absl::StrCat("--shape names input '", name, "' twice"));
-            return absl::OkStatus();
-          }};
+  return {
+      "shape", "NAME=DIMS",
+      "bind input NAME to static dims, e.g. input_ids=2x24 (repeatable, once per input); a "
+      "symbolic dim bound here is bound in every input that uses the same symbol",
+      [&shapes](const std::string &v) {
+        std::string name;
+        std::vector<int64_t> dims;
+        if (absl::Status s = parseShapeBinding(v, name, dims); !s.ok()) return s;
+        if (!shapes.emplace(name, dims).second)
+          return absl::InvalidArgumentError(absl::StrCat("--shape names input '", name, "' twice"));
+        return absl::OkStatus();
+      }};
 }
 
 FlagSpec precisionFlag(std::string &precision, const char *help) {
@@ -140,9 +140,9 @@ const char *archHelp() {
       for (const passes::ArchInfo &a : t.archs) archs.push_back(a.arch);
       perTarget.push_back(absl::StrCat(absl::StrJoin(archs, ", "), " (", t.name, ")"));
     }
-    return new std::string(absl::StrCat("architecture to generate code for: ",
-                                        absl::StrJoin(perTarget, "; "),
-                                        " (default: the device's own)"));
+    return new std::string(
+        absl::StrCat("architecture to generate code for: ", absl::StrJoin(perTarget, "; "),
+                     " (default: the device's own)"));
   }();
   return text->c_str();
 }
@@ -157,9 +157,9 @@ const char *deviceHelp() {
         if (a.defaultDevice != t.defaultDevice)
           defaults.push_back(absl::StrCat(a.defaultDevice, " for --arch ", a.arch));
     }
-    return new std::string(absl::StrCat("roofline parameters to decide with: ",
-                                        absl::StrJoin(perTarget, "; "), " (default: ",
-                                        absl::StrJoin(defaults, ", "), ")"));
+    return new std::string(
+        absl::StrCat("roofline parameters to decide with: ", absl::StrJoin(perTarget, "; "),
+                     " (default: ", absl::StrJoin(defaults, ", "), ")"));
   }();
   return text->c_str();
 }
@@ -185,8 +185,8 @@ FlagSpec dumpFusionFlag(std::string &format, std::vector<std::string> formats) {
       "print every fusion decision: text (default), json, or dot (Graphviz)";
   static const char *const kHelpNoDot = "print every fusion decision: text (default) or json";
   const bool dot = std::find(formats.begin(), formats.end(), "dot") != formats.end();
-  FlagSpec f = choiceFlag("dump-fusion", "FORMAT", format, formats, " format",
-                          dot ? kHelpAll : kHelpNoDot);
+  FlagSpec f =
+      choiceFlag("dump-fusion", "FORMAT", format, formats, " format", dot ? kHelpAll : kHelpNoDot);
   f.implicitValue = "text";
   return f;
 }
@@ -236,21 +236,20 @@ FlagSpec boolFlag(const char *name, bool &flag, const char *help) {
           }};
 }
 
-FlagSpec stringFlag(const char *name, const char *valueName, std::string &value,
-                    const char *help) {
+FlagSpec stringFlag(const char *name, const char *valueName, std::string &value, const char *help) {
   return {name, valueName, help, [&value](const std::string &v) {
             value = v;
             return absl::OkStatus();
           }};
 }
 
-FlagSpec intFlag(const char *name, const char *valueName, int64_t &value, int64_t min,
-                 int64_t max, const char *help) {
+FlagSpec intFlag(const char *name, const char *valueName, int64_t &value, int64_t min, int64_t max,
+                 const char *help) {
   return {name, valueName, help, [&value, name, min, max](const std::string &v) {
             int64_t n = 0;
             if (!absl::SimpleAtoi(v, &n) || n < min || n > max)
-              return absl::InvalidArgumentError(absl::StrCat(
-                  "--", name, " expects an integer in [", min, ", ", max, "], got '", v, "'"));
+              return absl::InvalidArgumentError(absl::StrCat("--", name, " expects an integer in [",
+                                                             min, ", ", max, "], got '", v, "'"));
             value = n;
             return absl::OkStatus();
           }};

@@ -42,8 +42,8 @@ absl::Status emitArtifact(const std::string &modelPath, const CompileOptions &op
                      ? options.modelName
                      : std::filesystem::path(modelPath).parent_path().filename().string();
   artifact::ArtifactSummary summary;
-  FUSEC_RETURN_IF_ERROR(artifact::writeArtifact(*c.graph, c.context.fusionPlan,
-                                                c.context.target, ao, options.output, &summary));
+  FUSEC_RETURN_IF_ERROR(artifact::writeArtifact(*c.graph, c.context.fusionPlan, c.context.target,
+                                                ao, options.output, &summary));
   c.wroteArtifact = true;
   c.artifact.warnings = summary.warnings;
   c.artifact.builtLibrary = summary.builtLibrary;
@@ -58,8 +58,8 @@ absl::Status emitArtifact(const std::string &modelPath, const CompileOptions &op
 
 absl::StatusOr<passes::ResolvedTarget> resolveOptions(const CompileOptions &options) {
   if (options.precision != "fp32" && options.precision != "fp16" && options.precision != "bf16")
-    return absl::InvalidArgumentError(absl::StrCat("unknown --precision '", options.precision,
-                                                   "' (expected: fp32, fp16, bf16)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown --precision '", options.precision, "' (expected: fp32, fp16, bf16)"));
   return passes::resolveTarget(options.target, options.arch, options.device);
 }
 
@@ -80,8 +80,8 @@ absl::Status optimize(ir::Graph &graph, const CompileOptions &options,
   ctx.precision = options.precision;
   ctx.target = target.device;
   ctx.fusionPlan.onnxNodes = graph.onnxNodeCount();
-  FUSEC_ASSIGN_OR_RETURN(auto pipeline,
-                         passes::parsePipeline(passes::pipelineString(pipelineFor(options, target))));
+  FUSEC_ASSIGN_OR_RETURN(
+      auto pipeline, passes::parsePipeline(passes::pipelineString(pipelineFor(options, target))));
   return passes::runPasses(graph, ctx, pipeline);
 }
 

@@ -87,7 +87,8 @@ TEST_P(SharedModelOnGpu, RunsAndMatches) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, SharedModelOnGpu, ::testing::ValuesIn(testing::sharedModelNames(true)),
+INSTANTIATE_TEST_SUITE_P(Models, SharedModelOnGpu,
+                         ::testing::ValuesIn(testing::sharedModelNames(true)),
                          [](const auto &info) {
                            std::string n = info.param;
                            for (char &ch : n)

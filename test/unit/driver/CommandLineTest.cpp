@@ -5,12 +5,11 @@
 // good and malformed values, including a repeated --shape (an error).
 //
 //===----------------------------------------------------------------------===//
-#include "driver/CommandLine.h"
-
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "driver/CommandLine.h"
 #include "gtest/gtest.h"
 
 namespace fusec::driver {
@@ -62,11 +61,30 @@ std::string error(std::vector<std::string> args) {
 
 TEST(ParseFlags, EverySharedFlag) {
   AllFlags f;
-  auto pos = parse(f, {"model.onnx", "--shape", "input_ids=2x24", "--shape=mask=2x24",
-                       "--precision=bf16", "--target", "nki", "--arch=trn1", "--device", "trn1",
-                       "--allow-tf32", "--dump-fusion=json", "--debug-only=fusion",
-                       "--debug-only", "canonicalize", "--passes=a,b", "--no-verify", "--print-loc",
-                       "--elide-constants=16", "--flag", "-o", "out", "--count", "3"});
+  auto pos = parse(f, {"model.onnx",
+                       "--shape",
+                       "input_ids=2x24",
+                       "--shape=mask=2x24",
+                       "--precision=bf16",
+                       "--target",
+                       "nki",
+                       "--arch=trn1",
+                       "--device",
+                       "trn1",
+                       "--allow-tf32",
+                       "--dump-fusion=json",
+                       "--debug-only=fusion",
+                       "--debug-only",
+                       "canonicalize",
+                       "--passes=a,b",
+                       "--no-verify",
+                       "--print-loc",
+                       "--elide-constants=16",
+                       "--flag",
+                       "-o",
+                       "out",
+                       "--count",
+                       "3"});
   ASSERT_TRUE(pos.ok()) << pos.status();
   EXPECT_EQ(*pos, std::vector<std::string>{"model.onnx"});
   EXPECT_EQ(f.shapes, (ShapeMap{{"input_ids", {2, 24}}, {"mask", {2, 24}}}));
@@ -119,7 +137,8 @@ TEST(ParseFlags, UsageErrors) {
 
 TEST(ShapeFlag, MalformedValues) {
   EXPECT_EQ(error({"--shape=x"}), "--shape expects NAME=DIMS like input_ids=2x24, got 'x'");
-  EXPECT_EQ(error({"--shape", "=2x3"}), "--shape expects NAME=DIMS like input_ids=2x24, got '=2x3'");
+  EXPECT_EQ(error({"--shape", "=2x3"}),
+            "--shape expects NAME=DIMS like input_ids=2x24, got '=2x3'");
   EXPECT_EQ(error({"--shape", "x="}), "--shape expects NAME=DIMS like input_ids=2x24, got 'x='");
   EXPECT_EQ(error({"--shape=x=2xx3"}), "--shape x=2xx3: '' is not a dimension >= 0");
   EXPECT_EQ(error({"--shape=x=2x-1"}), "--shape x=2x-1: '-1' is not a dimension >= 0");
@@ -145,7 +164,8 @@ TEST(ShapeFlag, SameInputTwiceIsAnError) {
 
 TEST(SharedFlags, MalformedValues) {
   EXPECT_EQ(error({"--precision=int4"}), "unknown --precision 'int4' (expected: fp32, fp16, bf16)");
-  EXPECT_EQ(error({"--precision", "FP32"}), "unknown --precision 'FP32' (expected: fp32, fp16, bf16)");
+  EXPECT_EQ(error({"--precision", "FP32"}),
+            "unknown --precision 'FP32' (expected: fp32, fp16, bf16)");
   EXPECT_EQ(error({"--dump-fusion=svg"}),
             "unknown --dump-fusion format 'svg' (expected: text, json, dot)");
   EXPECT_EQ(error({"--dump-fusion="}),
@@ -172,10 +192,10 @@ TEST(PrintFlagHelp, ListsVisibleFlagsWithValueNames) {
   std::ostringstream os;
   printFlagHelp(f.table(), os);
   const std::string help = os.str();
-  for (const char *s : {"  --shape=NAME=DIMS", "  --precision=P", "  --target=BACKEND",
-                        "  --arch=ARCH", "  --device=NAME", "  --allow-tf32",
-                        "  --dump-fusion=FORMAT", "  --debug-only=PASS", "  --no-verify",
-                        "  --elide-constants=N", "  --o=OUT"})
+  for (const char *s :
+       {"  --shape=NAME=DIMS", "  --precision=P", "  --target=BACKEND", "  --arch=ARCH",
+        "  --device=NAME", "  --allow-tf32", "  --dump-fusion=FORMAT", "  --debug-only=PASS",
+        "  --no-verify", "  --elide-constants=N", "  --o=OUT"})
     EXPECT_NE(help.find(s), std::string::npos) << s << " missing in\n" << help;
   EXPECT_EQ(help.find("--f "), std::string::npos) << "a hidden alias is listed";
 }

@@ -7,14 +7,13 @@
 // InvalidArgument.
 //
 //===----------------------------------------------------------------------===//
-#include "driver/Driver.h"
-
 #include <unistd.h>
 
 #include <filesystem>
 #include <string>
 #include <vector>
 
+#include "driver/Driver.h"
 #include "gtest/gtest.h"
 #include "test/unit/TestModels.h"
 
@@ -79,7 +78,8 @@ TEST(Compile, PassesOverrideTheDefaultPipeline) {
 
 /// nki and cpu have no backend yet: refused before import, nothing written.
 TEST(Compile, TargetWithoutBackendIsUnimplementedAndWritesNothing) {
-  const fs::path out = fs::temp_directory_path() / ("fusec-driver-test-" + std::to_string(::getpid()));
+  const fs::path out =
+      fs::temp_directory_path() / ("fusec-driver-test-" + std::to_string(::getpid()));
   for (const char *target : {"nki", "cpu"}) {
     CompileOptions o = exampleOptions();
     o.target = target;
@@ -87,7 +87,8 @@ TEST(Compile, TargetWithoutBackendIsUnimplementedAndWritesNothing) {
     absl::StatusOr<Compilation> c = compile(exampleModel(), o);
     ASSERT_FALSE(c.ok());
     EXPECT_EQ(c.status().code(), absl::StatusCode::kUnimplemented);
-    EXPECT_EQ(c.status().message(), std::string("the ") + target + " backend is not implemented yet");
+    EXPECT_EQ(c.status().message(),
+              std::string("the ") + target + " backend is not implemented yet");
     EXPECT_FALSE(fs::exists(out));
     // Without an artifact the passes run on the target's device.
     o.output.clear();
