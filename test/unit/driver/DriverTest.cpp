@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -74,6 +76,33 @@ TEST(Compile, PassesOverrideTheDefaultPipeline) {
   EXPECT_EQ(c->pipeline, (std::vector<std::string>{"shape-specialize", "const-fold"}));
   o.passes = "shape-specialize,no-such-pass";
   EXPECT_FALSE(compile(exampleModel(), o).ok());
+}
+
+/// The artifact is built for the resolved arch (here an older arch than the
+/// default device's, which the table allows for cuda).
+TEST(Compile, WritesTheArtifactForTheResolvedArch) {
+  const fs::path out =
+      fs::temp_directory_path() / ("fusec-driver-arch-" + std::to_string(::getpid()));
+  CompileOptions o = exampleOptions();
+  o.arch = "sm_80";
+  o.device = "h200";
+  o.output = out.string();
+  o.runNvcc = false;
+  absl::StatusOr<Compilation> c = compile(exampleModel(), o);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->wroteArtifact);
+  EXPECT_EQ(c->context.target.name, "h200");
+  EXPECT_GT(c->artifact.numSteps, 0);
+  ASSERT_FALSE(c->artifact.warnings.empty());
+  EXPECT_NE(c->artifact.warnings[0].find("-arch=sm_80"), std::string::npos)
+      << c->artifact.warnings[0];
+  std::ifstream in(out / "manifest.json");
+  std::stringstream manifest;
+  manifest << in.rdbuf();
+  EXPECT_NE(manifest.str().find("sm_80"), std::string::npos);
+  EXPECT_NE(manifest.str().find("attn_causal_sdpa"), std::string::npos) << "model name";
+  std::error_code ec;
+  fs::remove_all(out, ec);
 }
 
 /// nki and cpu have no backend yet: refused before import, nothing written.
