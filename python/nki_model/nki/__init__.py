@@ -109,4 +109,4 @@ def simulate(kernel):
     return kernel if isinstance(kernel, Kernel) else Kernel(kernel)
 
 
-from . import isa, language, model  # noqa: E402,F401
+from . import isa, language, model, typing  # noqa: E402,F401

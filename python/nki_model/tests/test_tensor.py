@@ -216,6 +216,15 @@ class JitTest(unittest.TestCase):
         with self.assertRaisesRegex(NkiModelError, "not an NKI dtype"):
             k(np.zeros(2))
 
+    def test_typing_annotations(self):
+        """nki.typing (0.3+): nt.tensor[shape] annotations on kernel parameters are accepted."""
+        import nki.typing as nt
+
+        @nki.jit
+        def k(a: nt.tensor[2, 2]):
+            return None
+        self.assertIsNone(k(np.zeros((2, 2), np.float32)))
+
     def test_spmd_grid(self):
         """NKI.md 1 "Launch grids": kernel[g](...) runs one instance per program id; shared_hbm is shared."""
         @nki.jit

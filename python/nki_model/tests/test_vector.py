@@ -151,6 +151,40 @@ class StatsTest(unittest.TestCase):
                 nisa.bn_stats(dst=nl.ndarray((8, 6), nl.float32), data=tile(np.zeros((8, 513))))
 
 
+class ScanTest(unittest.TestCase):
+    def test_tensor_tensor_scan(self):
+        """NKI.md 4 "Which engine runs what" (VectorE tensor_tensor_scan): r[i] = op1(op0(d0[i], r[i-1]), d1[i])."""
+        a, b = rand(4, 6, seed=1), rand(4, 6, seed=2)
+        init = rand(4, 1, seed=3)
+        want = np.empty_like(a)
+        r = init[:, 0].astype(np.float64)
+        for i in range(6):
+            r = a[:, i] * r + b[:, i]
+            want[:, i] = r
+        with invocation():
+            d = nl.ndarray((4, 6), nl.float32)
+            nisa.tensor_tensor_scan(dst=d, data0=tile(a), data1=tile(b), initial=tile(init), op0=nl.multiply,
+                                    op1=nl.add)
+            np.testing.assert_allclose(values(d), want, rtol=1e-5, atol=1e-6)
+            nisa.tensor_tensor_scan(dst=d, data0=tile(a), data1=tile(b), initial=0.0, op0=nl.subtract,
+                                    op1=nl.subtract, reverse0=True, reverse1=True)
+            r, w2 = np.zeros(4), np.empty_like(a)
+            for i in range(6):
+                r = b[:, i] - (r - a[:, i])
+                w2[:, i] = r
+            np.testing.assert_allclose(values(d), w2, rtol=1e-5, atol=1e-6)
+
+    def test_tensor_partition_reduce(self):
+        """NKI.md 4 "nisa.tensor_reduce": reducing across partitions uses tensor_partition_reduce (GpSimd)."""
+        x = rand(16, 8)
+        with invocation():
+            d = nl.ndarray((1, 8), nl.float32)
+            nisa.tensor_partition_reduce(dst=d, op=nl.maximum, data=tile(x))
+            np.testing.assert_array_equal(values(d)[0], x.max(0))
+            with self.assertRaisesRegex(NkiModelError, "data is in PSUM"):
+                nisa.tensor_partition_reduce(dst=d, op=nl.add, data=tile(x, buffer=nl.psum))
+
+
 class IotaSelectTest(unittest.TestCase):
     def test_iota(self):
         """NKI.md 4: iota writes offset + partition*channel_multiplier + sum(i_k*step_k) (int32), SBUF only."""

@@ -276,5 +276,5 @@ def activation_reduce(dst, op, data, reduce_op, reduce_res, bias=None, scale=1.0
                reduce_cmd=reduce_cmd.reset_reduce)
 
 
-from ._vector import (affine_select, bn_aggr, bn_stats, iota, reciprocal, tensor_reduce,  # noqa: E402,F401
-                      tensor_scalar, tensor_tensor)
+from ._vector import (affine_select, bn_aggr, bn_stats, iota, reciprocal, tensor_partition_reduce,  # noqa
+                      tensor_reduce, tensor_scalar, tensor_tensor, tensor_tensor_scan)

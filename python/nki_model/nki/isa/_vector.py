@@ -244,3 +244,43 @@ def affine_select(dst, pattern, channel_multiplier, on_true_tile, on_false_value
     src = C.per_partition(on_true_tile._view if on_true_tile.dtype == dst.dtype else on_true_tile._read(), p)
     out = np.where(pred, src.astype(np.float64), np.float64(np.float32(on_false_value)))
     dst._write(out.reshape(dst.shape))
+
+
+def tensor_tensor_scan(dst, data0, data1, initial, op0, op1, reverse0=False, reverse1=False, name=None):
+    """Per partition, along the flattened free axis: r[i] = op1(op0(data0[i], r[i-1]), data1[i]) with
+    r[-1] = initial (a number or a [P, 1] tile); reverse0 puts data0 on the right of op0, reverse1 data1 on the
+    left of op1. fp32 math; data0 and data1 cannot both be in PSUM (Vector Engine)."""
+    call = "nisa.tensor_tensor_scan"
+    for role, t in (("data0", data0), ("data1", data1), ("dst", dst)):
+        C.tensor(call, role, t, ON_CHIP, "Vector")
+    C.same_layout(call, "data0", data0, "data1", data1)
+    C.same_layout(call, "data0", data0, "dst", dst)
+    check(not (data0.buffer is psum and data1.buffer is psum), call, "data0 and data1 cannot both be in PSUM")
+    n0, n1 = _ops.op_name(op0), _ops.op_name(op1)
+    check(n0 in _ops.ARITH and n1 in _ops.ARITH, call, "op0 and op1 must be binary arithmetic operators")
+    p = data0.shape[0]
+    a = C.per_partition(data0._read(np.float32), p)
+    b = C.per_partition(data1._read(np.float32), p)
+    r = C.vector_operand(call, "initial", initial, p).reshape(-1) * np.ones(p, np.float32)
+    out = np.empty_like(a)
+    for i in range(a.shape[1]):
+        t = _ops.binary(n0, r, a[:, i]) if reverse0 else _ops.binary(n0, a[:, i], r)
+        r = (_ops.binary(n1, b[:, i], t) if reverse1 else _ops.binary(n1, t, b[:, i])).astype(np.float32)
+        out[:, i] = r
+    C.psum_read(data0)
+    C.psum_read(data1)
+    dst._write(out.reshape(dst.shape))
+    C.psum_write(dst, False, False)
+
+
+def tensor_partition_reduce(dst, op, data, name=None):
+    """Reduces across partitions with op (add, maximum, minimum, ...) on GpSimd: dst[1, F] (SBUF only)."""
+    call = "nisa.tensor_partition_reduce"
+    C.tensor(call, "data", data, (sbuf,), "GpSimd")
+    C.tensor(call, "dst", dst, (sbuf,), "GpSimd")
+    opn = _ops.op_name(op)
+    check(opn in _ops.REDUCE and opn != "subtract", call, f"op {opn!r} is not a partition reduction operator")
+    check(dst.shape[0] == 1 and dst.free_size() == data.free_size(), call,
+          f"dst must be [1, {data.free_size()}], got {list(dst.shape)}")
+    vals = C.per_partition(data._read(np.float32), data.shape[0])
+    dst._write(_ops.reduce(opn, vals, (0,)).reshape(dst.shape))
