@@ -13,7 +13,8 @@ from . import _dtypes, _runtime
 from ._errors import NkiModelError, check
 from ._tensor import NkiTensor, _Storage, shared_hbm
 
-__all__ = ["jit", "simulate", "Kernel", "NkiModelError"]
+__all__ = ["jit", "simulate", "Kernel", "NkiModelError", "dtype"]
+dtype = _dtypes.DType  # the type of nl dtypes (annotations use nki.dtype)
 
 
 def _wrap_input(call, i, a):

@@ -68,7 +68,8 @@ class Invocation:
         self.sbuf_peak = 0
         self.psum_banks = [False] * target.psum_num_banks
         self.psum_peak_banks = 0
-        self.act_reduce_regs = None  # lazily a float32 array of 128 (one register per lane)
+        self.act_reduce_regs = None  # ScalarE: lazily a float32 array of 128 (one register per lane)
+        self.vec_reduce_regs = None  # VectorE accumulator registers, likewise
         self.shared_hbm = shared_hbm if shared_hbm is not None else []
         self.shared_hbm_index = 0
         self.active = True

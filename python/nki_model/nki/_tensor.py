@@ -43,6 +43,8 @@ class _Storage:
         self.name = name
         self.mm_valid = None  # PSUM: element last written by a matmul (accumulate=True is legal)
         self.mm_open = None   # PSUM: matmul accumulation group still open (accumulate=None adds)
+        self.partition_base = 0  # first physical partition (ndarray(address=...))
+        self.free_base = 0       # byte offset inside each partition (ndarray(address=...))
         if buffer is psum:
             state = np.dtype(f"u{array.dtype.itemsize}")
             self.mm_valid = np.zeros(array.shape, dtype=state)
@@ -97,14 +99,14 @@ class NkiTensor:
 
     # -- geometry used by the instruction checks ------------------------------------------------------
     def partition_start(self):
-        """First partition of an on-chip view (its allocation's row index)."""
+        """First physical partition of an on-chip view."""
         base = self._storage.array
-        return _byte_offset(self._view, base) // base.strides[0]
+        return self._storage.partition_base + _byte_offset(self._view, base) // base.strides[0]
 
     def free_bytes_range(self):
-        """(lo, hi) byte range inside each partition that an on-chip view touches."""
+        """(lo, hi) physical byte range inside each partition that an on-chip view touches."""
         base = self._storage.array
-        lo = _byte_offset(self._view, base) % base.strides[0]
+        lo = self._storage.free_base + _byte_offset(self._view, base) % base.strides[0]
         span = sum((n - 1) * s for n, s in zip(self._view.shape[1:], self._view.strides[1:]) if n > 0)
         return lo, lo + span + self._view.itemsize
 

@@ -47,6 +47,12 @@ class DmaTest(unittest.TestCase):
             s = nl.ndarray((16, 8), nl.float32)
             nisa.dma_transpose(dst=s, src=hbm(x))
             np.testing.assert_array_equal(values(s), x.T)
+            h4 = hbm(rand(5, 1, 1, 16))
+            d4 = nl.ndarray((16, 1, 1, 5), nl.float32)
+            nisa.dma_transpose(dst=d4, src=h4)  # 4-D: permutation (3, 1, 2, 0)
+            np.testing.assert_array_equal(values(d4), np.transpose(values(h4), (3, 1, 2, 0)))
+            with self.assertRaisesRegex(NkiModelError, "must equal dst dtype"):
+                nisa.dma_transpose(dst=nl.ndarray((16, 8), nl.bfloat16), src=hbm(x))
         with invocation(target="trn1"):
             with self.assertRaisesRegex(NkiModelError, "NeuronCore-v3"):
                 nisa.dma_transpose(dst=nl.ndarray((16, 8), nl.float32), src=hbm(x))

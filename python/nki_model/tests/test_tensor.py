@@ -102,6 +102,35 @@ class AllocationTest(unittest.TestCase):
             self.assertEqual(sum(inv.psum_banks), 4)
             del wide
 
+    def test_manual_address(self):
+        """NKI.md 2 "Allocation": address=(partition_offset, free_offset) places a tensor by hand; it must fit,
+        it is outside the automatic budget, and instruction rules see its physical partitions and bytes."""
+        with invocation() as inv:
+            a = nl.ndarray((32, 512), nl.float32, buffer=nl.psum, address=(32, 2048))
+            self.assertEqual(sum(inv.psum_banks), 0)
+            self.assertEqual(a.partition_start(), 32)
+            with self.assertRaisesRegex(NkiModelError, "exceed the 16384 bytes of PSUM"):
+                nl.ndarray((1, 512), nl.float32, buffer=nl.psum, address=(0, 15 * 1024))
+            with self.assertRaisesRegex(NkiModelError, "exceeds 128 partitions"):
+                nl.ndarray((64, 4), nl.float32, address=(96, 0))
+            b = nl.ndarray((4, 512), nl.float32, buffer=nl.psum, address=(0, 1024))
+            with self.assertRaisesRegex(NkiModelError, "crossing a 2048-byte PSUM bank"):
+                nisa.nc_matmul(dst=b, stationary=nl.zeros((8, 4), nl.float32), moving=nl.zeros((8, 512), nl.float32))
+            with self.assertRaisesRegex(NkiModelError, "starting at partition 16"):
+                nisa.memset(dst=nl.ndarray((8, 4), nl.float32, address=(16, 0)), value=0.0)
+
+    def test_nki_object_dataclass(self):
+        """nl.NKIObject subclasses (also @dataclass ones with plain class attributes) take keyword arguments."""
+        import dataclasses
+
+        @dataclasses.dataclass
+        class Params(nl.NKIObject):
+            tile = 128
+            name = None
+        p = Params(tile=64)
+        self.assertEqual((p.tile, p.name), (64, None))
+        self.assertIsInstance(nl.float32, nki.dtype)
+
     def test_outside_kernel(self):
         """NKI.md 1: nl/nisa calls belong inside a kernel; the model refuses them elsewhere."""
         with self.assertRaisesRegex(NkiModelError, "outside a running kernel"):

@@ -185,6 +185,37 @@ class ScanTest(unittest.TestCase):
                 nisa.tensor_partition_reduce(dst=d, op=nl.add, data=tile(x, buffer=nl.psum))
 
 
+class FusedTest(unittest.TestCase):
+    def test_scalar_tensor_tensor(self):
+        """NKI.md 4 (VectorE family): scalar_tensor_tensor = (data op0 operand0) op1 operand1."""
+        x, c, y = rand(8, 16, seed=1), rand(8, 1, seed=2), rand(8, 16, seed=3)
+        with invocation():
+            d = nl.ndarray((8, 16), nl.float32)
+            nisa.scalar_tensor_tensor(dst=d, data=tile(x), op0=nl.multiply, operand0=tile(c), op1=nl.subtract,
+                                      operand1=tile(y), reverse1=True)
+            np.testing.assert_allclose(values(d), y - x * c, rtol=1e-6)
+            with self.assertRaisesRegex(NkiModelError, "cannot both be in PSUM"):
+                nisa.scalar_tensor_tensor(dst=d, data=tile(x, buffer=nl.psum), op0=nl.add, operand0=1.0,
+                                          op1=nl.add, operand1=tile(y, buffer=nl.psum))
+
+    def test_tensor_scalar_reduce(self):
+        """tensor_scalar_reduce: dst = data op0 operand0, row reduction into the VectorE accumulators."""
+        x = rand(8, 16)
+        with invocation():
+            d, r = nl.ndarray((8, 16), nl.float32), nl.ndarray((8, 1), nl.float32)
+            nisa.tensor_scalar_reduce(dst=d, data=tile(x), op0=nl.multiply, operand0=2.0, reduce_op=nl.max,
+                                      reduce_res=r, reduce_res_negate=True)
+            np.testing.assert_allclose(values(d), 2 * x, rtol=1e-6)
+            np.testing.assert_allclose(values(r)[:, 0], -(2 * x).max(1), rtol=1e-6)
+            nisa.tensor_scalar_reduce(dst=d, data=tile(x), op0=nl.add, operand0=0.0, reduce_op=nl.add,
+                                      reduce_cmd=nisa.reduce_cmd.load_reduce, reduce_init=tile(np.ones((8, 1))))
+            nisa.tensor_scalar_reduce(dst=d, data=tile(x), op0=nl.add, operand0=0.0, reduce_op=nl.add,
+                                      reduce_res=r, reduce_cmd=nisa.reduce_cmd.reduce)
+            np.testing.assert_allclose(values(r)[:, 0], 1 + 2 * x.sum(1), rtol=1e-5, atol=1e-5)
+            with self.assertRaisesRegex(NkiModelError, "reduce_op must be"):
+                nisa.tensor_scalar_reduce(dst=d, data=tile(x), op0=nl.add, operand0=0.0, reduce_op=nl.subtract)
+
+
 class IotaSelectTest(unittest.TestCase):
     def test_iota(self):
         """NKI.md 4: iota writes offset + partition*channel_multiplier + sum(i_k*step_k) (int32), SBUF only."""

@@ -88,14 +88,20 @@ def dma_copy(dst, src, priority=None, oob_mode=oob_mode.error, dge_mode=dge_mode
 
 def dma_transpose(dst, src, axes=None, priority=None, dge_mode=dge_mode.unknown, oob_mode=oob_mode.error,
                   name=None):
-    """2-D transpose by DMA (v3+): src in HBM or SBUF, dst in SBUF; dst = src.T."""
+    """Transpose by DMA (v3+): src in HBM or SBUF, dst in SBUF, same dtype. The permutation is fixed by the rank:
+    2-D (1, 0), 3-D (2, 1, 0), 4-D (3, 1, 2, 0); dst.shape is src.shape permuted so."""
     call = "nisa.dma_transpose"
     check(_target(call).gen >= 3, call, "DMA transpose needs NeuronCore-v3 or newer")
     C.tensor(call, "src", src, (sbuf, private_hbm, shared_hbm))
     C.tensor(call, "dst", dst, (sbuf,))
-    check(src.ndim == 2 and axes in (None, (1, 0), [1, 0]), call, "only 2-D transposes are modelled")
-    check(dst.shape == (src.shape[1], src.shape[0]), call, f"dst must be {(src.shape[1], src.shape[0])}")
-    dst._write(src._view.T if src.dtype == dst.dtype else src._read().T)
+    perms = {2: (1, 0), 3: (2, 1, 0), 4: (3, 1, 2, 0)}
+    check(src.ndim in perms, call, f"src must be 2-D to 4-D, got {src.ndim}-D")
+    perm = perms[src.ndim]
+    check(axes is None or tuple(axes) == perm, call, f"axes must be {perm} for a {src.ndim}-D src")
+    check(src.dtype == dst.dtype, call, f"src dtype {src.dtype.name} must equal dst dtype {dst.dtype.name}")
+    want = tuple(src.shape[i] for i in perm)
+    check(dst.shape == want, call, f"dst must have shape {want}, got {dst.shape}")
+    dst._write(np.transpose(src._view, perm))
 
 
 def tensor_copy(dst, src, engine=engine.unknown, name=None):
@@ -278,3 +284,4 @@ def activation_reduce(dst, op, data, reduce_op, reduce_res, bias=None, scale=1.0
 
 from ._vector import (affine_select, bn_aggr, bn_stats, iota, reciprocal, tensor_partition_reduce,  # noqa
                       tensor_reduce, tensor_scalar, tensor_tensor, tensor_tensor_scan)
+from ._fused import scalar_tensor_tensor, tensor_scalar_reduce  # noqa: E402,F401

@@ -18,6 +18,21 @@ from .._tensor import (DynSlice, MemoryRegion, NkiTensor, _Storage, hbm, private
                        sbuf, shared_hbm)
 
 fp32 = float32  # old spelling used as nl.fp32.min in some kernels
+DType = _dtypes.DType
+
+
+class NKIObject:
+    """Base class for kernel-side configuration objects and dataclasses (nki.language.NKIObject). Subclasses
+    (also @dataclass ones, whose fields may be plain class attributes) are built from keyword arguments."""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "__init__" not in cls.__dict__:  # @dataclass does not replace an __init__ the class already has
+            cls.__init__ = NKIObject.__init__
+
+    def __init__(self, **kwargs):
+        for key, value in kwargs.items():
+            setattr(self, key, value)
 
 
 # ------------------------------------------------------------------------------------------------ tile sizes
@@ -71,7 +86,9 @@ def ndarray(shape, dtype, buffer=sbuf, name="", address=None):
 
     On-chip tensors: axis 0 is the partition axis (<= 128) and at least one free axis is required; SBUF costs
     prod(shape[1:]) * itemsize bytes per partition against the target's budget, PSUM whole 2 KiB banks.
-    `address` is accepted and ignored (the model allocates by itself).
+    `address=(partition_offset, free_offset_bytes)` places an on-chip tensor by hand: it must fit the partitions
+    and the per-partition capacity (PSUM offsets 4-byte aligned); it is outside the automatic budget and gets
+    its own storage (tensors placed at overlapping addresses do not share data in the model).
     """
     call = "nl.ndarray"
     inv = _runtime.current(call)
@@ -96,14 +113,32 @@ def ndarray(shape, dtype, buffer=sbuf, name="", address=None):
         check(len(shape) >= 2, call, f"an on-chip tensor needs a partition axis and a free axis, got {shape}")
         check(shape[0] <= inv.target.pmax, call, f"partition axis {shape[0]} > {inv.target.pmax} partitions")
         nbytes = int(np.prod(shape[1:])) * dt.itemsize
-        record = inv.alloc_sbuf(call, nbytes) if buffer is sbuf else inv.alloc_psum(call, nbytes)
+        if address is not None:
+            _check_address(call, inv.target, buffer, shape, nbytes, address)
+        else:
+            record = inv.alloc_sbuf(call, nbytes) if buffer is sbuf else inv.alloc_psum(call, nbytes)
     arr = np.full(shape, dt.fill_value(), dtype=dt.storage)
     st = _Storage(arr, buffer, dt, name)
+    if address is not None and not buffer.is_hbm:
+        st.partition_base, st.free_base = int(address[0]), int(address[1])
     if record is not None:
         _runtime.track(st, inv, record)
     if buffer is shared_hbm:
         inv.shared_hbm.append(st)
     return NkiTensor(arr, st)
+
+
+def _check_address(call, target, buffer, shape, nbytes, address):
+    check(isinstance(address, (tuple, list)) and len(address) == 2, call,
+          f"address must be (partition_offset, free_offset), got {address!r}")
+    p0, f0 = int(address[0]), int(address[1])
+    check(p0 >= 0 and p0 + shape[0] <= target.pmax, call,
+          f"address partition range {p0}..{p0 + shape[0]} exceeds {target.pmax} partitions")
+    cap = target.sbuf_usable_bytes if buffer is sbuf else target.psum_bank_bytes * target.psum_num_banks
+    check(f0 >= 0 and f0 + nbytes <= cap, call,
+          f"address bytes {f0}..{f0 + nbytes} per partition exceed the {cap} bytes of {buffer.name.upper()}")
+    if buffer is psum:
+        check(f0 % 4 == 0, call, f"PSUM address {f0} is not 4-byte aligned (psum_min_align)")
 
 
 def zeros(shape, dtype, buffer=sbuf, name=""):
