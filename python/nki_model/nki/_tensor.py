@@ -274,19 +274,68 @@ class NkiTensor:
         return [[s, n] for s, n in zip(self.strides, self.shape)]
 
     def ap(self, pattern, offset=None, scalar_offset=None, vector_offset=None, indirect_dim=0, dtype=None):
-        """Static access patterns: [[stride, count], ...] in elements from the view's offset (+ offset)."""
+        """Access pattern [[stride, count], ...] in elements, from the view's offset (+ offset).
+
+        scalar_offset (a 1x1 on-chip tensor) adds its value times the stride of axis `indirect_dim` of this
+        tensor; vector_offset (a [P, 1] SBUF tensor, HBM tensors only) replaces the first pattern entry: row p
+        starts at its own index times that stride (a gather/scatter usable by dma_copy). Index values are read
+        when .ap() is called (the model is eager); addresses outside the allocation are refused.
+        """
         call = "NkiTensor.ap"
-        check(scalar_offset is None and vector_offset is None, call, "indirect access patterns are not modelled")
+        check(scalar_offset is None or vector_offset is None, call, "scalar_offset and vector_offset exclude each other")
         check(dtype is None or _dtypes.as_dtype(dtype) == self.dtype, call, "dtype reinterpretation not modelled")
         base = self._storage.array
-        start = self.offset + (offset or 0)
+        start = self.offset + (0 if offset is None else int(offset))
+        if scalar_offset is not None or vector_offset is not None:
+            check(0 <= indirect_dim < self.ndim, call, f"indirect_dim {indirect_dim} outside the tensor's axes")
+            scale = self.strides[indirect_dim]
+        if scalar_offset is not None:
+            check(isinstance(scalar_offset, NkiTensor) and scalar_offset.on_chip and scalar_offset.size == 1,
+                  call, "scalar_offset must be a 1x1 SBUF/PSUM tensor (registers are not modelled)")
+            start += int(scalar_offset._view.reshape(-1)[0]) * scale
         shape = tuple(int(n) for _, n in pattern)
-        strides = tuple(int(s) * base.itemsize for s, _ in pattern)
-        last = start + sum((n - 1) * s for s, n in pattern)
-        check(min(start, start + sum((n - 1) * s for s, n in pattern if s < 0)) >= 0 and last < base.size, call,
-              "access pattern reaches outside the tensor's allocation")
+        strides = tuple(int(sd) * base.itemsize for sd, _ in pattern)
+        if vector_offset is not None:
+            check(self.buffer.is_hbm, call, "vector_offset indexes HBM tensors only")
+            check(isinstance(vector_offset, NkiTensor) and vector_offset.buffer is sbuf
+                  and vector_offset.free_size() == 1, call, "vector_offset must be a [P, 1] SBUF tensor")
+            rows = vector_offset._view.reshape(-1).astype(np.int64)
+            check(rows.shape[0] == shape[0], call,
+                  f"vector_offset has {rows.shape[0]} indices for a pattern of {shape[0]} rows")
+            return _Indirect(self, start + rows * scale, shape[1:], strides[1:])
+        lo = start + sum((n - 1) * sd for sd, n in pattern if sd < 0)
+        hi = start + sum((n - 1) * sd for sd, n in pattern if sd > 0)
+        check(lo >= 0 and hi < base.size, call, "access pattern reaches outside the tensor's allocation")
         if self.on_chip:
             check(len(pattern) >= 2 and pattern[0][0] == base.strides[0] // base.itemsize, call,
                   "an on-chip pattern's first entry must step one partition")
         flat = base.reshape(-1)[start:]
         return self._new(np.lib.stride_tricks.as_strided(flat, shape, strides))
+
+
+class _Indirect(NkiTensor):
+    """A gathered (vector_offset) view of an HBM tensor: row p starts at element row_starts[p]. Reading gathers,
+    writing scatters; rows whose addresses fall outside the allocation are `oob_rows` (dma_copy's oob_mode)."""
+
+    def __init__(self, tensor, row_starts, rest_shape, rest_strides):
+        base = tensor._storage.array
+        span_hi = sum((n - 1) * sd for sd, n in zip(rest_strides, rest_shape) if sd > 0) // base.itemsize
+        span_lo = sum((n - 1) * sd for sd, n in zip(rest_strides, rest_shape) if sd < 0) // base.itemsize
+        self.oob_rows = (row_starts + span_lo < 0) | (row_starts + span_hi >= base.size)
+        flat = base.reshape(-1)
+        rows = []
+        for p, r in enumerate(row_starts):
+            r = int(r) if not self.oob_rows[p] else 0
+            rows.append(np.lib.stride_tricks.as_strided(flat[r:], tuple(rest_shape), tuple(rest_strides)))
+        self._rows = rows
+        super().__init__(np.stack(rows) if rows else np.zeros((0,) + tuple(rest_shape), base.dtype),
+                         tensor._storage)
+
+    def is_indirect(self):
+        return True
+
+    def _write(self, values, skip=None):
+        vals = self._storage.dtype.convert(np.broadcast_to(np.asarray(values), self._view.shape))
+        for p, row in enumerate(self._rows):
+            if not self.oob_rows[p] and (skip is None or not skip[p]):
+                row[...] = vals[p]

@@ -40,6 +40,32 @@ class DmaTest(unittest.TestCase):
             with self.assertRaisesRegex(NkiModelError, "nisa.dma_copy: src is in PSUM"):
                 nisa.dma_copy(dst=hbm(np.zeros((4, 4), np.float32)), src=p)
 
+    def test_indirect_gather_scatter(self):
+        """NKI.md 2 "Indexing" (access patterns) / dma_copy docs: vector_offset gathers or scatters HBM rows,
+        scalar_offset shifts by a value read from SBUF; out-of-bounds rows raise unless oob_mode=skip."""
+        data = np.arange(40, dtype=np.float32).reshape(10, 4)
+        with invocation():
+            src = hbm(data)
+            idx = tile([[7], [2], [9]], nl.int32)
+            g = nl.ndarray((3, 4), nl.float32)
+            nisa.dma_copy(dst=g, src=src.ap(pattern=[[4, 3], [1, 4]], vector_offset=idx, indirect_dim=0))
+            np.testing.assert_array_equal(values(g), data[[7, 2, 9]])
+            out = hbm(np.zeros((10, 4), np.float32))
+            nisa.dma_copy(dst=out.ap(pattern=[[4, 3], [1, 4]], vector_offset=idx, indirect_dim=0), src=g)
+            np.testing.assert_array_equal(values(out)[[7, 2, 9]], data[[7, 2, 9]])
+            self.assertEqual(values(out)[0].sum(), 0)
+            one = nl.ndarray((1, 1), nl.float32)
+            nisa.dma_copy(dst=one, src=src.ap(pattern=[[4, 1], [1, 1]], offset=8,
+                                              scalar_offset=tile([[3]], nl.int32), indirect_dim=1))
+            self.assertEqual(values(one)[0, 0], data[2, 3])
+            bad = tile([[1], [12], [3]], nl.int32)
+            with self.assertRaisesRegex(NkiModelError, "out of bounds"):
+                nisa.dma_copy(dst=g, src=src.ap(pattern=[[4, 3], [1, 4]], vector_offset=bad, indirect_dim=0))
+            nisa.memset(dst=g, value=-1.0)
+            nisa.dma_copy(dst=g, src=src.ap(pattern=[[4, 3], [1, 4]], vector_offset=bad, indirect_dim=0),
+                          oob_mode=nisa.oob_mode.skip)
+            np.testing.assert_array_equal(values(g), np.stack([data[1], np.full(4, -1.0), data[3]]))
+
     def test_dma_transpose(self):
         """NKI.md 4 "nc_transpose" alternative: dma_transpose (v3+) transposes HBM -> SBUF."""
         x = rand(8, 16)

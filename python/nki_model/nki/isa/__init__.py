@@ -58,6 +58,7 @@ class nc_version(Enum):
 
 
 tensor_engine, vector_engine, scalar_engine, gpsimd_engine = engine.tensor, engine.vector, engine.scalar, engine.gpsimd
+_ENGINE, _OOB, _RC = engine, oob_mode, reduce_cmd  # the enums, for functions whose parameters shadow them
 
 
 def get_nc_version():
@@ -72,7 +73,9 @@ def _target(call):
 # ------------------------------------------------------------------------------------------------ data movement
 def dma_copy(dst, src, priority=None, oob_mode=oob_mode.error, dge_mode=dge_mode.unknown, engine=engine.unknown,
              name=None):
-    """dst = src between HBM and SBUF (not PSUM since 0.3). Element counts must match; dtypes convert via fp32."""
+    """dst = src between HBM and SBUF (not PSUM since 0.3). Element counts must match; dtypes convert via fp32.
+    Indirect (vector_offset) views gather/scatter rows; out-of-bounds rows raise, or are skipped with
+    oob_mode=skip."""
     call = "nisa.dma_copy"
     _target(call)
     dma_ok = (sbuf, private_hbm, shared_hbm)
@@ -82,8 +85,15 @@ def dma_copy(dst, src, priority=None, oob_mode=oob_mode.error, dge_mode=dge_mode
                                           "nisa.tensor_copy first)")
         C.tensor(call, role, t, dma_ok)
     check(dst.size == src.size, call, f"src has {src.size} elements but dst has {dst.size}")
+    for role, t in (("src", src), ("dst", dst)):
+        if t.is_indirect() and t.oob_rows.any():
+            check(oob_mode is _OOB.skip, call, f"{role} indirect index out of bounds (oob_mode=error)")
     vals = src._view if src.dtype == dst.dtype else src._read(np.float32)
-    dst._write(np.reshape(vals, dst.shape))
+    vals = np.reshape(vals, dst.shape)
+    if src.is_indirect() and src.oob_rows.any():  # skipped rows leave dst as it was
+        keep = np.repeat(src.oob_rows, src.size // src.shape[0]).reshape(dst.shape)
+        vals = np.where(keep, dst._view, vals)
+    dst._write(vals)
 
 
 def dma_transpose(dst, src, axes=None, priority=None, dge_mode=dge_mode.unknown, oob_mode=oob_mode.error,
@@ -126,7 +136,7 @@ def memset(dst, value, engine=engine.unknown, name=None):
     """Fills an on-chip dst with a constant (Vector or GpSimd engine)."""
     call = "nisa.memset"
     C.tensor(call, "dst", dst, ON_CHIP, engine.name)
-    check(engine in (engine.unknown, vector_engine, gpsimd_engine), call, "memset runs on Vector or GpSimd only")
+    check(engine in (_ENGINE.unknown, vector_engine, gpsimd_engine), call, "memset runs on Vector or GpSimd only")
     if engine is gpsimd_engine:
         C.no_gpsimd_psum(call, "GpSimd", dst)
     check(isinstance(value, (int, float, np.integer, np.floating)), call, "value must be a compile-time number")
@@ -205,7 +215,7 @@ def nc_transpose(dst, data, engine=engine.unknown, name=None):
     PSUM either way, up to [32, 32]. dst has data's dtype."""
     call = "nisa.nc_transpose"
     _target(call)
-    if engine is engine.unknown:
+    if engine is _ENGINE.unknown:
         use_te = isinstance(data, NkiTensor) and isinstance(dst, NkiTensor) and data.buffer is sbuf \
             and dst.buffer is psum
         engine = tensor_engine if use_te else vector_engine
@@ -260,12 +270,12 @@ def activation(dst, op, data, bias=None, scale=1.0, reduce_op=None, reduce_res=N
     if inv.act_reduce_regs is None:
         inv.act_reduce_regs = np.full(128, np.nan, dtype=np.float32)
     lanes = slice(data.partition_start(), data.partition_start() + p)
-    if reduce_cmd in (reduce_cmd.reset, reduce_cmd.reset_reduce):
+    if reduce_cmd in (_RC.reset, _RC.reset_reduce):
         inv.act_reduce_regs[lanes] = 0.0
-    if reduce_cmd in (reduce_cmd.reduce, reduce_cmd.reset_reduce):
+    if reduce_cmd in (_RC.reduce, _RC.reset_reduce):
         check(reduce_op is not None, call, f"reduce_cmd={reduce_cmd.name} needs reduce_op=nl.add")
         inv.act_reduce_regs[lanes] += out.sum(axis=1, dtype=np.float32)
-    check(reduce_cmd is not reduce_cmd.load_reduce, call, "reduce_cmd.load_reduce is not an activation command")
+    check(reduce_cmd is not _RC.load_reduce, call, "reduce_cmd.load_reduce is not an activation command")
     dst._write(out.reshape(dst.shape))
     C.psum_write(dst, False, False)
     if reduce_res is not None:
@@ -279,7 +289,7 @@ def activation(dst, op, data, bias=None, scale=1.0, reduce_op=None, reduce_res=N
 def activation_reduce(dst, op, data, reduce_op, reduce_res, bias=None, scale=1.0, name=None):
     """activation(..., reduce_cmd=reset_reduce, reduce_res=reduce_res): reduce_res = row sums of op's output."""
     activation(dst, op, data, bias=bias, scale=scale, reduce_op=reduce_op, reduce_res=reduce_res,
-               reduce_cmd=reduce_cmd.reset_reduce)
+               reduce_cmd=_RC.reset_reduce)
 
 
 from ._vector import (affine_select, bn_aggr, bn_stats, iota, reciprocal, tensor_partition_reduce,  # noqa

@@ -7,6 +7,7 @@ the operator constants passed as `op=` to nisa instructions (they carry an `_nki
 
 import builtins
 import contextlib
+import dataclasses
 
 import numpy as np
 
@@ -22,17 +23,35 @@ DType = _dtypes.DType
 
 
 class NKIObject:
-    """Base class for kernel-side configuration objects and dataclasses (nki.language.NKIObject). Subclasses
-    (also @dataclass ones, whose fields may be plain class attributes) are built from keyword arguments."""
+    """Base class for kernel-side configuration objects (nki.language.NKIObject). A subclass, @dataclass or not,
+    is built from positional arguments (its dataclass fields in order) and keyword arguments; fields not given
+    take their defaults; unannotated class attributes work as keyword-settable defaults."""
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         if "__init__" not in cls.__dict__:  # @dataclass does not replace an __init__ the class already has
             cls.__init__ = NKIObject.__init__
 
-    def __init__(self, **kwargs):
+    def __init__(self, *args, **kwargs):
+        fields = [f for f in dataclasses.fields(self) if f.init] if dataclasses.is_dataclass(self) else []
+        if len(args) > len(fields):
+            raise TypeError(f"{type(self).__name__} takes {len(fields)} positional arguments, got {len(args)}")
+        for f, v in zip(fields, args):
+            setattr(self, f.name, v)
         for key, value in kwargs.items():
             setattr(self, key, value)
+        for f in fields:
+            if f.name in self.__dict__:
+                continue
+            if f.default_factory is not dataclasses.MISSING:
+                setattr(self, f.name, f.default_factory())
+            elif f.default is not dataclasses.MISSING:
+                setattr(self, f.name, f.default)
+            else:
+                raise TypeError(f"{type(self).__name__} missing argument {f.name!r}")
+        post = getattr(self, "__post_init__", None)
+        if post is not None:
+            post()
 
 
 # ------------------------------------------------------------------------------------------------ tile sizes
