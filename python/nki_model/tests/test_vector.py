@@ -216,6 +216,60 @@ class FusedTest(unittest.TestCase):
                 nisa.tensor_scalar_reduce(dst=d, data=tile(x), op0=nl.add, operand0=0.0, reduce_op=nl.subtract)
 
 
+class SelectionTest(unittest.TestCase):
+    def test_nc_stream_shuffle(self):
+        """nc_stream_shuffle: per 32-partition quadrant, dst[i] = src[mask[i]], 255 keeps dst[i]."""
+        x = rand(64, 4)
+        mask = [31 - i for i in range(32)]
+        mask[5] = 255
+        with invocation():
+            d = tile(np.zeros((64, 4)))
+            nisa.nc_stream_shuffle(dst=d, src=tile(x), shuffle_mask=mask)
+            want = np.concatenate([x[0:32][::-1], x[32:64][::-1]])
+            want[5] = want[37] = 0
+            np.testing.assert_array_equal(values(d), want)
+            big = tile(np.zeros((128, 4)))
+            with self.assertRaisesRegex(NkiModelError, "must start at one of"):
+                nisa.nc_stream_shuffle(dst=big[64:128], src=tile(np.zeros((128, 4)))[32:96], shuffle_mask=[0] * 32)
+
+    def test_tensor_copy_predicated(self):
+        """tensor_copy_predicated: copy where the (unsigned) predicate is set; the rest of dst is unchanged."""
+        x, pred = rand(4, 6), (rand(4, 6, seed=5) > 0)
+        with invocation():
+            d = tile(np.full((4, 6), 9.0))
+            nisa.tensor_copy_predicated(dst=d, src=tile(x), predicate=tile(pred, nl.uint8))
+            np.testing.assert_array_equal(values(d), np.where(pred, x, 9.0))
+            nisa.tensor_copy_predicated(dst=d, src=0.0, predicate=tile(pred, nl.uint8), reverse_pred=True)
+            np.testing.assert_array_equal(values(d), np.where(pred, x, 0.0))
+            with self.assertRaisesRegex(NkiModelError, "predicate must be uint8"):
+                nisa.tensor_copy_predicated(dst=d, src=tile(x), predicate=tile(pred, nl.float32))
+
+    def test_max8_and_find_index8(self):
+        """max8: 8 largest per partition, descending; nc_find_index8: first index of each value (all ones if
+        absent)."""
+        x = rand(4, 100)
+        with invocation():
+            m = nl.ndarray((4, 8), nl.float32)
+            nisa.max8(dst=m, src=tile(x))
+            np.testing.assert_array_equal(values(m), -np.sort(-x, 1)[:, :8])
+            idx = nl.ndarray((4, 8), nl.uint32)
+            v = values(m).copy()
+            v[0, 7] = 123.0
+            nisa.nc_find_index8(dst=idx, data=tile(x), vals=tile(v))
+            want = np.argsort(-x, 1)[:, :8].astype(np.int64)
+            want[0, 7] = 2 ** 32 - 1
+            np.testing.assert_array_equal(values(idx), want)
+            with self.assertRaisesRegex(NkiModelError, "8..16384 allowed"):
+                nisa.max8(dst=m, src=tile(x[:, :4]))
+
+    def test_shared_constant(self):
+        """nl.shared_constant: a shared_hbm tensor holding constant data."""
+        with invocation():
+            c = nl.shared_constant(np.arange(6, dtype=np.int32).reshape(2, 3))
+            self.assertIs(c.buffer, nl.shared_hbm)
+            np.testing.assert_array_equal(values(c), np.arange(6).reshape(2, 3))
+
+
 class IotaSelectTest(unittest.TestCase):
     def test_iota(self):
         """NKI.md 4: iota writes offset + partition*channel_multiplier + sum(i_k*step_k) (int32), SBUF only."""

@@ -295,3 +295,4 @@ def activation_reduce(dst, op, data, reduce_op, reduce_res, bias=None, scale=1.0
 from ._vector import (affine_select, bn_aggr, bn_stats, iota, reciprocal, tensor_partition_reduce,  # noqa
                       tensor_reduce, tensor_scalar, tensor_tensor, tensor_tensor_scan)
 from ._fused import scalar_tensor_tensor, tensor_scalar_reduce  # noqa: E402,F401
+from ._select import max8, nc_find_index8, nc_stream_shuffle, tensor_copy_predicated  # noqa: E402,F401

@@ -188,6 +188,15 @@ def transpose(x, dtype=None):
     return out
 
 
+def shared_constant(constant):
+    """A shared_hbm tensor holding `constant` (a NumPy array or the path of a .npy file)."""
+    from . import ndarray, shared_hbm
+    arr = np.load(constant) if isinstance(constant, str) else np.asarray(constant)
+    t = ndarray(arr.shape, arr.dtype, buffer=shared_hbm)
+    t._write(arr)
+    return t
+
+
 def shared_identity_matrix(n, dtype=None, dst=None):
     from . import ndarray, uint8
     t = dst if dst is not None else ndarray((n, n), dtype or uint8, buffer=sbuf)
@@ -196,5 +205,5 @@ def shared_identity_matrix(n, dtype=None, dst=None):
 
 
 __all__ += ["load", "store", "copy", "where", "broadcast_to", "expand_dims", "softmax", "rms_norm", "matmul",
-            "transpose", "shared_identity_matrix"]
+            "transpose", "shared_identity_matrix", "shared_constant"]
 del builtins
