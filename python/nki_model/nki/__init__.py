@@ -76,6 +76,9 @@ class Kernel:
 
     def __call__(self, *args, **kwargs):
         call = f"nki.jit({self.__name__})"
+        running = _runtime.current_or_none()
+        if running is not None and running.active:  # a kernel called from a kernel runs inline, on its tensors
+            return self.fn(*args, **kwargs)
         target = _runtime.resolve_target(self.target)
         targs = [_wrap_input(call, i, a) for i, a in enumerate(args)]
         tkw = {k: _wrap_input(call, k, v) for k, v in kwargs.items()}

@@ -245,6 +245,21 @@ class JitTest(unittest.TestCase):
         with self.assertRaisesRegex(NkiModelError, "not an NKI dtype"):
             k(np.zeros(2))
 
+    def test_kernel_called_from_kernel_runs_inline(self):
+        """A jitted kernel called inside another works on the caller's tensors (no NumPy round trip)."""
+        @nki.jit
+        def inner(t):
+            nisa.memset(dst=t, value=2.0)
+            return t
+
+        @nki.jit
+        def outer(a):
+            out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+            t = inner(nl.ndarray(a.shape, dtype=a.dtype))
+            nisa.dma_copy(dst=out, src=t)
+            return out
+        np.testing.assert_array_equal(outer(np.zeros((2, 3), np.float32)), 2.0)
+
     def test_typing_annotations(self):
         """nki.typing (0.3+): nt.tensor[shape] annotations on kernel parameters are accepted."""
         import nki.typing as nt
