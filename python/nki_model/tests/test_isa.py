@@ -211,6 +211,21 @@ class MatmulTest(unittest.TestCase):
             with self.assertRaisesRegex(NkiModelError, "crossing a 2048-byte PSUM bank"):
                 nisa.nc_matmul(dst=d[:, 256:768], stationary=s, moving=m)
 
+    def test_is_transpose_mode(self):
+        """nisa.nc_matmul docs: is_transpose=True with an identity moving tile is the TensorE transpose: dst keeps
+        the data dtype, NaN/Inf survive (bit-exact on v3+), and it overwrites."""
+        x = rand(16, 8)
+        x[3, 2] = np.nan
+        with invocation():
+            eye = nl.shared_identity_matrix(16, dtype=nl.bfloat16)
+            d = nl.ndarray((8, 16), nl.bfloat16, buffer=nl.psum)
+            for _ in range(2):
+                nisa.nc_matmul(dst=d, stationary=tile(x, nl.bfloat16), moving=eye, is_transpose=True)
+            np.testing.assert_array_equal(values(d), bf16(x).T)
+            with self.assertRaisesRegex(NkiModelError, "is_transpose=True: dst dtype float32 must equal"):
+                nisa.nc_matmul(dst=nl.ndarray((8, 16), nl.float32, buffer=nl.psum), stationary=tile(x, nl.bfloat16),
+                               moving=eye, is_transpose=True)
+
     def test_nc_transpose(self):
         """NKI.md 4 "nisa.nc_transpose": TensorE SBUF -> PSUM up to 128x128, same dtype; VectorE up to 32x32."""
         x = rand(96, 40)

@@ -154,6 +154,8 @@ def nc_matmul(dst, stationary, moving, is_stationary_onezero=False, is_moving_on
 
     accumulate=False overwrites, True adds (the location must hold a matmul result), None adds where a matmul
     accumulation group is open: a matmul opens it, a non-matmul read or write of the location closes it.
+    is_transpose=True (moving an identity) is the Tensor Engine transpose: any input dtype, dst has stationary's
+    dtype, and by default it overwrites.
     """
     call = "nisa.nc_matmul"
     tgt = _target(call)
@@ -161,13 +163,17 @@ def nc_matmul(dst, stationary, moving, is_stationary_onezero=False, is_moving_on
     C.tensor(call, "moving", moving, (sbuf,), "Tensor")
     C.tensor(call, "dst", dst, (psum,), "Tensor")
     check(perf_mode in (matmul_perf_mode.none, None), call, "perf_mode=double_row is not modelled")
-    for role, t in (("stationary", stationary), ("moving", moving)):
-        check(t.dtype.name in _MM_DTYPES, call, f"{role} dtype {t.dtype.name} is not a Tensor Engine input type")
-    fp32ish = ("float32", "tfloat32")
-    check((stationary.dtype.name in fp32ish) == (moving.dtype.name in fp32ish), call,
-          "if one matmul input is float32/tfloat32 the other must be float32/tfloat32 too")
-    ok_dst = ("float32",) if tgt.gen < 4 else ("float32", "bfloat16")
-    check(dst.dtype.name in ok_dst, call, f"dst must be {'/'.join(ok_dst)} on {tgt.name}, got {dst.dtype.name}")
+    if is_transpose:  # transpose mode (stationary against an identity): any dtype, dst keeps stationary's
+        check(dst.dtype == stationary.dtype, call, f"is_transpose=True: dst dtype {dst.dtype.name} must equal "
+                                                   f"stationary dtype {stationary.dtype.name}")
+    else:
+        for role, t in (("stationary", stationary), ("moving", moving)):
+            check(t.dtype.name in _MM_DTYPES, call, f"{role} dtype {t.dtype.name} is not a Tensor Engine input type")
+        fp32ish = ("float32", "tfloat32")
+        check((stationary.dtype.name in fp32ish) == (moving.dtype.name in fp32ish), call,
+              "if one matmul input is float32/tfloat32 the other must be float32/tfloat32 too")
+        ok_dst = ("float32",) if tgt.gen < 4 else ("float32", "bfloat16")
+        check(dst.dtype.name in ok_dst, call, f"dst must be {'/'.join(ok_dst)} on {tgt.name}, got {dst.dtype.name}")
     rows, cols = 128, 128
     if tile_position or tile_size:
         check(len(tile_position) == 2 and len(tile_size) == 2, call, "tile_position and tile_size must both be set")
@@ -193,7 +199,12 @@ def nc_matmul(dst, stationary, moving, is_stationary_onezero=False, is_moving_on
               f"dst covers bytes {lo}..{hi} of each partition, crossing a {bank}-byte PSUM bank boundary")
     s = stationary._read(np.float32).reshape(k, m)
     mv = moving._read(np.float32).reshape(k, n)
-    res = np.matmul(s.T, mv, dtype=np.float32)
+    if is_transpose and k == n and np.array_equal(mv, np.eye(k, dtype=np.float32)):
+        res = s.T  # bit-exact transpose (NaN/Inf preserved), as on v3+
+    else:
+        res = np.matmul(s.T, mv, dtype=np.float32)
+    if is_transpose and accumulate is None:
+        accumulate = False  # a transpose overwrites (nc_transpose exposes no accumulation)
     valid, opened = dst._psum_state()
     valid, opened = valid.reshape(m, n) != 0, opened.reshape(m, n) != 0
     if accumulate is True:

@@ -88,9 +88,10 @@ def tensor_scalar(dst, data, op0, operand0, reverse0=False, op1=None, operand1=N
         check(data.dtype.kind == "int" and dst.dtype.kind == "int", call, "bitvec ops need integer dtypes")
         t = C.per_partition(data._view.astype(np.int64), p)
         ops = [(names[0], operand0, reverse0), (names[1], operand1, reverse1)]
-        for n, operand, rev in ops:
+        for i, (n, operand, rev) in enumerate(ops):
             if n is None:
                 continue
+            C.vector_operand(call, f"operand{i}", operand, p)  # shape/buffer checks
             v = operand._view.astype(np.int64).reshape(p, 1) if isinstance(operand, NkiTensor) else int(operand)
             t = _ops.binary(n, v, t) if rev else _ops.binary(n, t, v)
     else:
