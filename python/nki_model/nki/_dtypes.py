@@ -118,8 +118,23 @@ float8_e4m3fn = DType("float8_e4m3fn", 1, "float", np.float32,
 float8_e5m2 = DType("float8_e5m2", 1, "float", np.float32,
                     lambda v: _round_small_float(v, 2, -14, 57344.0, True))
 
+
+
+def _not_modelled(name):
+    def q(v):
+        from ._errors import NkiModelError
+        raise NkiModelError(f"nl.{name}", "values of this dtype are not modelled (MX / packed formats)")
+    return q
+
+
+# Names that exist so kernels can refer to them; storing values of these types is refused.
+float8_e8m0fnu = DType("float8_e8m0fnu", 1, "float", np.float32, _not_modelled("float8_e8m0fnu"))
+float8_e5m2_x4 = DType("float8_e5m2_x4", 4, "float", np.float32, _not_modelled("float8_e5m2_x4"))
+float8_e4m3fn_x4 = DType("float8_e4m3fn_x4", 4, "float", np.float32, _not_modelled("float8_e4m3fn_x4"))
+float4_e2m1fn_x4 = DType("float4_e2m1fn_x4", 2, "float", np.float32, _not_modelled("float4_e2m1fn_x4"))
+
 ALL = [bool_, int8, int16, int32, uint8, uint16, uint32, float16, float32, bfloat16, tfloat32,
-       float8_e4m3, float8_e4m3fn, float8_e5m2]
+       float8_e4m3, float8_e4m3fn, float8_e5m2, float8_e8m0fnu, float8_e5m2_x4, float8_e4m3fn_x4, float4_e2m1fn_x4]
 _BY_NAME = {d.name: d for d in ALL}
 _BY_NUMPY = {np.dtype(np.bool_): bool_, np.dtype(np.int8): int8, np.dtype(np.int16): int16,
              np.dtype(np.int32): int32, np.dtype(np.uint8): uint8, np.dtype(np.uint16): uint16,

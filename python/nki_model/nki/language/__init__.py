@@ -12,8 +12,9 @@ import dataclasses
 import numpy as np
 
 from .. import _dtypes, _runtime
-from .._dtypes import (bfloat16, bool_, float8_e4m3, float8_e4m3fn, float8_e5m2, float16, float32,  # noqa: F401
-                       int8, int16, int32, tfloat32, uint8, uint16, uint32)
+from .._dtypes import (bfloat16, bool_, float4_e2m1fn_x4, float8_e4m3, float8_e4m3fn,  # noqa: F401
+                       float8_e4m3fn_x4, float8_e5m2, float8_e5m2_x4, float8_e8m0fnu, float16, float32, int8,
+                       int16, int32, tfloat32, uint8, uint16, uint32)
 from .._errors import NkiModelError, check
 from .._tensor import (DynSlice, MemoryRegion, NkiTensor, _Storage, hbm, private_hbm, psum,  # noqa: F401
                        sbuf, shared_hbm)
