@@ -39,6 +39,13 @@ class DTypeTest(unittest.TestCase):
         np.testing.assert_array_equal(nl.float8_e4m3.convert(np.array([1.0625, 1.1875, 0.3])),
                                       np.array([1.0, 1.25, 0.3125], dtype=np.float32))
 
+    def test_packed_dtypes_are_names_only(self):
+        """NKI.md 4 "dtypes": MX/packed types exist; the model refuses to store values of them."""
+        with invocation():
+            t = nl.ndarray((4, 4), nl.float8_e4m3fn_x4)
+            with self.assertRaisesRegex(NkiModelError, "not modelled"):
+                nisa.memset(dst=t, value=0.0)
+
     def test_dtype_equality_with_numpy(self):
         """NKI.md 4 "dtypes": old code passes numpy dtypes; they name the same NKI types."""
         self.assertEqual(nl.float32, np.float32)
