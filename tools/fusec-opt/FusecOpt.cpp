@@ -31,6 +31,7 @@
 #include "ir/Printer.h"
 #include "ir/ShapeInference.h"
 #include "ir/Verifier.h"
+#include "support/Escape.h"
 #include "support/Status.h"
 
 namespace fusec::opt {
@@ -57,7 +58,9 @@ constexpr const char *kUsage =
     "  --split-input-file     process chunks separated by '// -----' separately\n"
     "  -o FILE                write output to FILE\n";
 
-void reportError(const std::string &msg) { std::cerr << "fusec-opt: error: " << msg << "\n"; }
+void reportError(const std::string &msg) {
+  std::cerr << "fusec-opt: error: " << printableLines(msg) << "\n";
+}
 
 absl::Status parseArgs(int argc, char **argv, const PassHooks &hooks, Options &opts,
                        bool &help) {

@@ -24,8 +24,9 @@
 #include "interp/Compare.h"
 #include "interp/Interpreter.h"
 #include "passes/Pipeline.h"
-#include "tools/fusec-run/GpuRun.h"
+#include "support/Escape.h"
 #include "support/Status.h"
+#include "tools/fusec-run/GpuRun.h"
 
 namespace fs = std::filesystem;
 using namespace fusec;
@@ -190,7 +191,7 @@ absl::StatusOr<bool> run(const Options &opt) {
     if (opt.atol) tol.atol = *opt.atol;
     if (opt.rtol) tol.rtol = *opt.rtol;
     interp::CompareResult r = interp::compareTensors(results[i], want, &tol);
-    std::string name = graph->outputs()[i]->name();
+    std::string name = printable(graph->outputs()[i]->name());
     std::printf("output %zu '%s' %s: max abs err %.3g, max rel err %.3g (atol %g, rtol %g) %s%s%s\n",
                 i, name.c_str(), ir::dtypeName(want.dtype()), r.maxAbsError, r.maxRelError,
                 tol.atol, tol.rtol, r.pass ? "ok" : "MISMATCH", r.pass ? "" : ": ",
@@ -244,10 +245,12 @@ int main(int argc, char **argv) {
   }
   absl::StatusOr<bool> pass = run(opt);
   if (!pass.ok()) {
-    std::fprintf(stderr, "fusec-run: error: %s\n", std::string(pass.status().message()).c_str());
-    std::printf("FAIL %s: %s\n", opt.model.c_str(), std::string(pass.status().message()).c_str());
+    std::string msg = printableLines(std::string(pass.status().message()));
+    std::fprintf(stderr, "fusec-run: error: %s\n", msg.c_str());
+    // The verdict line is one line: the message's own line breaks are escaped.
+    std::printf("FAIL %s: %s\n", printable(opt.model).c_str(), printable(msg).c_str());
     return 1;
   }
-  std::printf("%s %s\n", *pass ? "PASS" : "FAIL", opt.model.c_str());
+  std::printf("%s %s\n", *pass ? "PASS" : "FAIL", printable(opt.model).c_str());
   return *pass ? 0 : 1;
 }

@@ -25,6 +25,7 @@
 #include "ir/Printer.h"
 #include "passes/Pipeline.h"
 #include "passes/fusion/FusionDump.h"
+#include "support/Escape.h"
 #include "support/Status.h"
 
 namespace {
@@ -148,7 +149,7 @@ absl::Status runDriver(ToolOptions &opts, std::ostream &out) {
   FUSEC_ASSIGN_OR_RETURN(driver::Compilation result, driver::compile(opts.input, c));
   if (!result.wroteArtifact) return absl::OkStatus();
   const driver::ArtifactReport &a = result.artifact;
-  for (const std::string &w : a.warnings) std::cerr << "fusec: warning: " << w << "\n";
+  for (const std::string &w : a.warnings) std::cerr << "fusec: warning: " << fusec::printableLines(w) << "\n";
   std::cerr << "fusec: wrote " << c.output << ": " << a.numSteps << " steps, " << a.numKernels
             << " generated kernels, weights " << a.weightsBytes << " bytes, arena "
             << a.arenaBytes << " bytes"
@@ -161,7 +162,7 @@ absl::Status runDriver(ToolOptions &opts, std::ostream &out) {
 int main(int argc, char **argv) {
   ToolOptions opts;
   if (absl::Status s = parseCommandLine(argc, argv, opts); !s.ok()) {
-    std::cerr << "fusec: error: " << s.message() << "\n" << kUsage << "\n";
+    std::cerr << "fusec: error: " << fusec::printableLines(std::string(s.message())) << "\n" << kUsage << "\n";
     return 2;
   }
   if (opts.help) {
@@ -170,7 +171,7 @@ int main(int argc, char **argv) {
   }
   absl::Status s = runDriver(opts, std::cout);
   if (!s.ok()) {
-    std::cerr << "fusec: error: " << s.message() << "\n";
+    std::cerr << "fusec: error: " << fusec::printableLines(std::string(s.message())) << "\n";
     return 1;
   }
   return 0;
