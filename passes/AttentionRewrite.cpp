@@ -329,8 +329,31 @@ class AttentionRewrite : public Pass {
       case OpKind::kAbs: case OpKind::kSqrt: case OpKind::kNeg: case OpKind::kIdentity:
         return true;
       case OpKind::kCast: return isFloatCast(p);
-      default: return false;
+      case OpKind::kReciprocal: case OpKind::kErf: case OpKind::kSigmoid: case OpKind::kRelu:
+      case OpKind::kLeakyRelu: case OpKind::kElu: case OpKind::kHardSigmoid:
+      case OpKind::kSoftplus: case OpKind::kGelu: case OpKind::kSin: case OpKind::kCos:
+      case OpKind::kFloor: case OpKind::kCeil: case OpKind::kRound: case OpKind::kSign:
+      case OpKind::kNot: case OpKind::kIsNaN: case OpKind::kIsInf: case OpKind::kDropout:
+      case OpKind::kClip: case OpKind::kPow: case OpKind::kMod: case OpKind::kMax:
+      case OpKind::kMin: case OpKind::kSum: case OpKind::kMean: case OpKind::kEqual:
+      case OpKind::kLess: case OpKind::kLessOrEqual: case OpKind::kGreater:
+      case OpKind::kGreaterOrEqual: case OpKind::kAnd: case OpKind::kOr: case OpKind::kXor:
+      case OpKind::kMatMul: case OpKind::kGemm: case OpKind::kConv: case OpKind::kSoftmax:
+      case OpKind::kLogSoftmax: case OpKind::kLayerNormalization: case OpKind::kRMSNormalization:
+      case OpKind::kBatchNormalization: case OpKind::kReduceMean: case OpKind::kReduceSum:
+      case OpKind::kReduceMax: case OpKind::kReduceMin: case OpKind::kReduceProd:
+      case OpKind::kReduceSumSquare: case OpKind::kReduceL2: case OpKind::kArgMax:
+      case OpKind::kArgMin: case OpKind::kMaxPool: case OpKind::kAveragePool:
+      case OpKind::kGlobalAveragePool: case OpKind::kGlobalMaxPool: case OpKind::kReshape:
+      case OpKind::kTranspose: case OpKind::kFlatten: case OpKind::kSqueeze:
+      case OpKind::kUnsqueeze: case OpKind::kConcat: case OpKind::kSplit: case OpKind::kSlice:
+      case OpKind::kGather: case OpKind::kGatherElements: case OpKind::kGatherND:
+      case OpKind::kExpand: case OpKind::kTile: case OpKind::kTrilu: case OpKind::kPad:
+      case OpKind::kShape: case OpKind::kSize: case OpKind::kConstantOfShape: case OpKind::kRange:
+      case OpKind::kConstant: case OpKind::kFusedAttention: case OpKind::kUnregistered:
+        return false;
     }
+    return false;
   }
 
   /// Index of the chain operand of \p p (the one leading to the MatMul).
@@ -418,10 +441,9 @@ class AttentionRewrite : public Pass {
     const ir::TensorType &st = scores->type();
     if (!st.rankKnown || st.rank() != 4)
       return fail(f, "softmax", absl::StrCat("scores ", quotedV(scores), " are not rank 4 [B, H, Sq, Sk]"));
-    int64_t axis = sm->getInt("axis", -1);
-    if (axis < 0) axis += 4;
-    if (axis != 3)
-      return fail(f, "softmax", absl::StrCat("axis ", sm->getInt("axis", -1),
+    // The softmax row must be the last axis (ir/Ops.def's Row column).
+    if (!ir::rowAxes(*sm))
+      return fail(f, "softmax", absl::StrCat("axis ", sm->attrI("axis"),
                                              " is not the last axis of the rank-4 scores"));
     // Scores chain back to the Q·Kᵀ MatMul.
     std::vector<Node *> chain;
@@ -616,7 +638,29 @@ class AttentionRewrite : public Pass {
           m.scoreMod = absl::StrCat("((", condText, ") ? ", E, " : ", fillText, ")");
           continue;
         }
-        default:
+        case OpKind::kReciprocal: case OpKind::kErf: case OpKind::kSigmoid: case OpKind::kRelu:
+        case OpKind::kLeakyRelu: case OpKind::kElu: case OpKind::kHardSigmoid:
+        case OpKind::kSoftplus: case OpKind::kGelu: case OpKind::kSin: case OpKind::kCos:
+        case OpKind::kFloor: case OpKind::kCeil: case OpKind::kRound: case OpKind::kSign:
+        case OpKind::kNot: case OpKind::kIsNaN: case OpKind::kIsInf: case OpKind::kDropout:
+        case OpKind::kClip: case OpKind::kPow: case OpKind::kMod: case OpKind::kMax:
+        case OpKind::kMin: case OpKind::kSum: case OpKind::kMean: case OpKind::kEqual:
+        case OpKind::kLess: case OpKind::kLessOrEqual: case OpKind::kGreater:
+        case OpKind::kGreaterOrEqual: case OpKind::kAnd: case OpKind::kOr: case OpKind::kXor:
+        case OpKind::kMatMul: case OpKind::kGemm: case OpKind::kConv: case OpKind::kSoftmax:
+        case OpKind::kLogSoftmax: case OpKind::kLayerNormalization:
+        case OpKind::kRMSNormalization: case OpKind::kBatchNormalization:
+        case OpKind::kReduceMean: case OpKind::kReduceSum: case OpKind::kReduceMax:
+        case OpKind::kReduceMin: case OpKind::kReduceProd: case OpKind::kReduceSumSquare:
+        case OpKind::kReduceL2: case OpKind::kArgMax: case OpKind::kArgMin: case OpKind::kMaxPool:
+        case OpKind::kAveragePool: case OpKind::kGlobalAveragePool: case OpKind::kGlobalMaxPool:
+        case OpKind::kReshape: case OpKind::kTranspose: case OpKind::kFlatten:
+        case OpKind::kSqueeze: case OpKind::kUnsqueeze: case OpKind::kConcat: case OpKind::kSplit:
+        case OpKind::kSlice: case OpKind::kGather: case OpKind::kGatherElements:
+        case OpKind::kGatherND: case OpKind::kExpand: case OpKind::kTile: case OpKind::kTrilu:
+        case OpKind::kPad: case OpKind::kShape: case OpKind::kSize: case OpKind::kConstantOfShape:
+        case OpKind::kRange: case OpKind::kConstant: case OpKind::kFusedAttention:
+        case OpKind::kUnregistered:
           return fail(f, "scores", absl::StrCat("unsupported op ", quoted(n)));
       }
     }

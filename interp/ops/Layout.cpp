@@ -207,14 +207,14 @@ Result reshape(const KernelArgs &a) {
   FUSEC_ASSIGN_OR_RETURN(const Tensor *shapeT, required(a, 1, "shape"));
   FUSEC_ASSIGN_OR_RETURN(std::vector<int64_t> spec, readInts(*shapeT, "shape"));
   FUSEC_ASSIGN_OR_RETURN(Shape out,
-                         reshapeTarget(data->shape(), spec, a.node.getInt("allowzero", 0) != 0));
+                         reshapeTarget(data->shape(), spec, a.node.attrI("allowzero") != 0));
   return one(data->reshaped(out));
 }
 
 Result flatten(const KernelArgs &a) {
   FUSEC_ASSIGN_OR_RETURN(const Tensor *data, required(a, 0, "input"));
   int64_t r = data->rank();
-  int64_t axis = a.node.getInt("axis", 1);
+  int64_t axis = a.node.attrI("axis");
   if (axis < -r || axis > r)
     return invalid(absl::StrCat("axis ", axis, " is out of range [", -r, ", ", r, "]"));
   if (axis < 0) axis += r;
@@ -367,7 +367,7 @@ Result split(const KernelArgs &a) {
   FUSEC_ASSIGN_OR_RETURN(const Tensor *data, required(a, 0, "input"));
   int64_t r = data->rank();
   if (r == 0) return invalid("Split input must have rank >= 1");
-  FUSEC_ASSIGN_OR_RETURN(int64_t axis, normAxis(a.node.getInt("axis", 0), r));
+  FUSEC_ASSIGN_OR_RETURN(int64_t axis, normAxis(a.node.attrI("axis"), r));
   int64_t dim = data->shape()[axis];
   int64_t numOut = a.node.numOutputs();
   std::vector<int64_t> sizes;
@@ -503,7 +503,7 @@ Result gather(const KernelArgs &a) {
   FUSEC_ASSIGN_OR_RETURN(const Tensor *indT, required(a, 1, "indices"));
   int64_t r = data->rank();
   if (r == 0) return invalid("Gather data must have rank >= 1");
-  FUSEC_ASSIGN_OR_RETURN(int64_t axis, normAxis(a.node.getInt("axis", 0), r));
+  FUSEC_ASSIGN_OR_RETURN(int64_t axis, normAxis(a.node.attrI("axis"), r));
   FUSEC_ASSIGN_OR_RETURN(std::vector<int64_t> ind, readIndices(*indT));
   int64_t dim = data->shape()[axis];
   for (int64_t &i : ind) {
@@ -534,7 +534,7 @@ Result gatherElementsOp(const KernelArgs &a) {
   if (r == 0) return invalid("GatherElements data must have rank >= 1");
   if (indT->rank() != r)
     return invalid(absl::StrCat("indices rank ", indT->rank(), " differs from data rank ", r));
-  FUSEC_ASSIGN_OR_RETURN(int64_t axis, normAxis(a.node.getInt("axis", 0), r));
+  FUSEC_ASSIGN_OR_RETURN(int64_t axis, normAxis(a.node.attrI("axis"), r));
   for (int64_t d = 0; d < r; ++d)
     if (d != axis && indT->shape()[d] > data->shape()[d])
       return invalid(absl::StrCat("indices shape ", shapeStr(indT->shape()),
@@ -562,7 +562,7 @@ Result gatherND(const KernelArgs &a) {
   FUSEC_ASSIGN_OR_RETURN(const Tensor *data, required(a, 0, "data"));
   FUSEC_ASSIGN_OR_RETURN(const Tensor *indT, required(a, 1, "indices"));
   int64_t r = data->rank(), q = indT->rank();
-  int64_t b = a.node.getInt("batch_dims", 0);
+  int64_t b = a.node.attrI("batch_dims");
   if (r < 1 || q < 1) return invalid("GatherND data and indices must have rank >= 1");
   if (b < 0 || b >= std::min(r, q))
     return invalid(absl::StrCat("batch_dims ", b, " must be in [0, min(rank(data), rank(indices)))"));
@@ -669,7 +669,7 @@ Result trilu(const KernelArgs &a) {
   if (const Tensor *kT = a.in(1)) {
     FUSEC_ASSIGN_OR_RETURN(k, readScalarInt(*kT, "k"));
   }
-  bool upper = a.node.getInt("upper", 1) != 0;
+  bool upper = a.node.attrI("upper") != 0;
   Shape strides = ir::rowMajorStrides(data->shape());
   FUSEC_ASSIGN_OR_RETURN(Tensor t,
                          buildByIndex(*data, data->shape(), [&](const std::vector<int64_t> &i) {
@@ -710,7 +710,7 @@ Result pad(const KernelArgs &a) {
     before[ax] = pads[i];
     after[ax] = pads[na + i];
   }
-  std::string mode = a.node.getString("mode", "constant");
+  std::string mode = a.node.attrS("mode");
   enum { kConstant, kReflect, kEdge, kWrap } m;
   if (mode == "constant") m = kConstant;
   else if (mode == "reflect") m = kReflect;
@@ -782,7 +782,7 @@ Result shapeOp(const KernelArgs &a) {
     if (v < 0) v = v < -r ? 0 : v + r;
     return std::min(v, r);
   };
-  int64_t start = clampIdx(a.node.getInt("start", 0));
+  int64_t start = clampIdx(a.node.attrI("start"));
   int64_t end = a.node.hasAttr("end") ? clampIdx(a.node.getInt("end", r)) : r;
   std::vector<int64_t> dims;
   for (int64_t d = start; d < end; ++d) dims.push_back(data->shape()[d]);
