@@ -10,7 +10,7 @@ namespace fusec::interp {
 namespace {
 
 /// The interp/ops/<Family>.cpp file that implements an op.
-enum class Family { kElementwise, kReduction, kNn, kLayout, kAttention };
+enum class Family { kElementwise, kReduction, kNn, kLayout, kMovement, kAttention };
 
 const char *familyFile(Family f) {
   switch (f) {
@@ -18,6 +18,7 @@ const char *familyFile(Family f) {
     case Family::kReduction: return "interp/ops/Reduction.cpp";
     case Family::kNn: return "interp/ops/Nn.cpp";
     case Family::kLayout: return "interp/ops/Layout.cpp";
+    case Family::kMovement: return "interp/ops/Movement.cpp";
     case Family::kAttention: return "interp/ops/Attention.cpp";
   }
   return "interp/ops";
@@ -49,10 +50,12 @@ Family familyOf(ir::OpKind kind) {
     case K::kAveragePool: case K::kGlobalAveragePool: case K::kGlobalMaxPool:
       return Family::kNn;
     case K::kReshape: case K::kTranspose: case K::kFlatten: case K::kSqueeze: case K::kUnsqueeze:
-    case K::kConcat: case K::kSplit: case K::kSlice: case K::kGather: case K::kGatherElements:
-    case K::kGatherND: case K::kExpand: case K::kTile: case K::kTrilu: case K::kPad:
-    case K::kShape: case K::kSize: case K::kConstantOfShape: case K::kRange: case K::kConstant:
+    case K::kConcat: case K::kSplit: case K::kSlice:
       return Family::kLayout;
+    case K::kGather: case K::kGatherElements: case K::kGatherND: case K::kExpand: case K::kTile:
+    case K::kTrilu: case K::kPad: case K::kShape: case K::kSize: case K::kConstantOfShape:
+    case K::kRange: case K::kConstant:
+      return Family::kMovement;
     case K::kFusedAttention:
       return Family::kAttention;
     case K::kUnregistered:
@@ -68,6 +71,7 @@ const KernelTable &kernelTable() {
     registerReductionKernels(*t);
     registerNnKernels(*t);
     registerLayoutKernels(*t);
+    registerMovementKernels(*t);
     registerAttentionKernels(*t);
     return t;
   }();
