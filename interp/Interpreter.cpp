@@ -9,6 +9,61 @@
 namespace fusec::interp {
 namespace {
 
+/// The interp/ops/<Family>.cpp file that implements an op.
+enum class Family { kElementwise, kReduction, kNn, kLayout, kMovement, kAttention };
+
+const char *familyFile(Family f) {
+  switch (f) {
+    case Family::kElementwise: return "interp/ops/Elementwise.cpp";
+    case Family::kReduction: return "interp/ops/Reduction.cpp";
+    case Family::kNn: return "interp/ops/Nn.cpp";
+    case Family::kLayout: return "interp/ops/Layout.cpp";
+    case Family::kMovement: return "interp/ops/Movement.cpp";
+    case Family::kAttention: return "interp/ops/Attention.cpp";
+  }
+  return "interp/ops";
+}
+
+/// Which family implements \p kind: one exhaustive switch over OpKind (no
+/// default), so a new row of ir/Ops.def does not compile until the
+/// interpreter places it; InterpTableTest checks that every row's family
+/// registered a function.
+Family familyOf(ir::OpKind kind) {
+  using K = ir::OpKind;
+  switch (kind) {
+    case K::kAbs: case K::kNeg: case K::kExp: case K::kLog: case K::kSqrt: case K::kReciprocal:
+    case K::kErf: case K::kTanh: case K::kSigmoid: case K::kRelu: case K::kLeakyRelu:
+    case K::kElu: case K::kHardSigmoid: case K::kSoftplus: case K::kGelu: case K::kSin:
+    case K::kCos: case K::kFloor: case K::kCeil: case K::kRound: case K::kSign: case K::kNot:
+    case K::kIsNaN: case K::kIsInf: case K::kCast: case K::kIdentity: case K::kDropout:
+    case K::kClip: case K::kAdd: case K::kSub: case K::kMul: case K::kDiv: case K::kPow:
+    case K::kMod: case K::kMax: case K::kMin: case K::kSum: case K::kMean: case K::kEqual:
+    case K::kLess: case K::kLessOrEqual: case K::kGreater: case K::kGreaterOrEqual: case K::kAnd:
+    case K::kOr: case K::kXor: case K::kWhere:
+      return Family::kElementwise;
+    case K::kSoftmax: case K::kLogSoftmax: case K::kLayerNormalization: case K::kRMSNormalization:
+    case K::kReduceMean: case K::kReduceSum: case K::kReduceMax: case K::kReduceMin:
+    case K::kReduceProd: case K::kReduceSumSquare: case K::kReduceL2: case K::kArgMax:
+    case K::kArgMin:
+      return Family::kReduction;
+    case K::kMatMul: case K::kGemm: case K::kConv: case K::kBatchNormalization: case K::kMaxPool:
+    case K::kAveragePool: case K::kGlobalAveragePool: case K::kGlobalMaxPool:
+      return Family::kNn;
+    case K::kReshape: case K::kTranspose: case K::kFlatten: case K::kSqueeze: case K::kUnsqueeze:
+    case K::kConcat: case K::kSplit: case K::kSlice:
+      return Family::kLayout;
+    case K::kGather: case K::kGatherElements: case K::kGatherND: case K::kExpand: case K::kTile:
+    case K::kTrilu: case K::kPad: case K::kShape: case K::kSize: case K::kConstantOfShape:
+    case K::kRange: case K::kConstant:
+      return Family::kMovement;
+    case K::kFusedAttention:
+      return Family::kAttention;
+    case K::kUnregistered:
+      break;
+  }
+  return Family::kAttention;
+}
+
 const KernelTable &kernelTable() {
   static const KernelTable *table = [] {
     auto *t = new KernelTable(static_cast<size_t>(ir::OpKind::kUnregistered));
@@ -16,6 +71,7 @@ const KernelTable &kernelTable() {
     registerReductionKernels(*t);
     registerNnKernels(*t);
     registerLayoutKernels(*t);
+    registerMovementKernels(*t);
     registerAttentionKernels(*t);
     return t;
   }();
@@ -32,8 +88,11 @@ bool supports(ir::OpKind kind) {
 absl::StatusOr<std::vector<ir::Tensor>> evaluateNode(
     const ir::Node &node, const std::vector<const ir::Tensor *> &inputs) {
   if (!supports(node.kind()))
-    return absl::UnimplementedError(
-        absl::StrCat("reference interpreter has no function for ", node.describe()));
+    return absl::UnimplementedError(absl::StrCat(
+        "reference interpreter has no function for ", node.describe(),
+        node.kind() == ir::OpKind::kUnregistered
+            ? std::string()
+            : absl::StrCat(" (expected in ", familyFile(familyOf(node.kind())), ")")));
   KernelArgs args{node, inputs};
   auto result = kernelTable()[static_cast<size_t>(node.kind())](args);
   if (!result.ok()) return withContext(result.status(), absl::StrCat("evaluating node ", node.describe()));

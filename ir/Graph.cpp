@@ -2,6 +2,8 @@
 #include "ir/Graph.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
@@ -34,6 +36,34 @@ std::vector<int64_t> Node::getInts(const std::string &n, std::vector<int64_t> df
 std::vector<float> Node::getFloats(const std::string &n, std::vector<float> dflt) const {
   const Attribute *a = attr(n);
   return a && a->kind() == Attribute::Kind::kFloats ? a->floats() : dflt;
+}
+
+namespace {
+
+/// The schema default of attribute \p n of \p node (see Node::attrI).
+const Attribute &schemaDefault(const Node &node, std::string_view n) {
+  const AttrSpec *spec = findAttrSpec(node.kind(), n);
+  if (!spec || spec->presence != AttrSpec::Default::kValue) {
+    std::fprintf(stderr, "fusec bug: attribute '%.*s' of %s has no default in ir/Ops.def\n",
+                 static_cast<int>(n.size()), n.data(), node.opType().c_str());
+    std::abort();
+  }
+  return spec->value;
+}
+
+}  // namespace
+
+int64_t Node::attrI(std::string_view n) const {
+  const Attribute &d = schemaDefault(*this, n);
+  return getInt(std::string(n), d.kind() == Attribute::Kind::kInt ? d.i() : 0);
+}
+float Node::attrF(std::string_view n) const {
+  const Attribute &d = schemaDefault(*this, n);
+  return getFloat(std::string(n), d.kind() == Attribute::Kind::kFloat ? d.f() : 0.0f);
+}
+std::string Node::attrS(std::string_view n) const {
+  const Attribute &d = schemaDefault(*this, n);
+  return getString(std::string(n), d.kind() == Attribute::Kind::kString ? d.s() : std::string());
 }
 
 std::string Node::describe() const {

@@ -18,6 +18,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -88,7 +89,17 @@ class Node {
     auto it = attrs_.find(n);
     return it == attrs_.end() ? nullptr : &it->second;
   }
-  /// Typed attribute getters with defaults (wrong kind -> default).
+  /// Attribute \p n of the op's schema (a FUSEC_ATTR row of ir/Ops.def):
+  /// its value, or the schema's default when absent or of another kind (the
+  /// verifier reports a wrong kind; attrF also reads an int). Asking for an
+  /// attribute that has no FUSEC_ATTR default in the schema is a fusec bug
+  /// and aborts with a message naming the op and attribute.
+  int64_t attrI(std::string_view n) const;
+  float attrF(std::string_view n) const;
+  std::string attrS(std::string_view n) const;
+  /// Typed attribute getters with a caller-given default (wrong kind ->
+  /// default): for FUSEC_ATTR_DERIVED / FUSEC_ATTR_REQUIRED attributes and
+  /// for unregistered ops.
   int64_t getInt(const std::string &n, int64_t dflt) const;
   float getFloat(const std::string &n, float dflt) const;
   std::string getString(const std::string &n, const std::string &dflt) const;

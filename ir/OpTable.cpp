@@ -1,16 +1,59 @@
 //===- OpTable.cpp - Op descriptions read by every part of fusec ----------===//
 #include "ir/OpTable.h"
 
+#include <algorithm>
+#include <initializer_list>
+#include <string>
+
 #include "absl/container/flat_hash_map.h"
+#include "ir/Graph.h"
 
 namespace fusec::ir {
 
-const std::vector<OpInfo> &allOps() {
-  static const std::vector<OpInfo> *ops = new std::vector<OpInfo>{
-#define FUSEC_OP(E, N, MinI, MaxI, MinO, MaxO, C, D) \
-  OpInfo{OpKind::k##E, N, MinI, MaxI, MinO, MaxO, FusionClass::k##C, D},
+namespace {
+
+/// The metadata-operand mask of an Operands(i, ...) column of Ops.def.
+template <typename... I>
+constexpr uint32_t Operands(I... operands) {
+  uint32_t mask = 0;
+  for (int i : std::initializer_list<int>{operands...}) mask |= uint32_t{1} << i;
+  return mask;
+}
+
+constexpr ViewTrait NoView = ViewTrait::kNone;
+constexpr ViewTrait View = ViewTrait::kView;
+constexpr ViewTrait ViewIfOneOutput = ViewTrait::kViewIfOneOutput;
+constexpr RowTrait NoRow = RowTrait::kNone;
+constexpr RowTrait RowLastAxis = RowTrait::kLastAxis;
+constexpr RowTrait RowFromAxis = RowTrait::kFromAxis;
+constexpr RowTrait RowTrailingAxes = RowTrait::kTrailingAxes;
+
+// Attribute C++ types of the FUSEC_ATTR rows' Kind column.
+using Int = int64_t;
+using Float = float;
+using String = std::string;
+
+std::vector<OpInfo> buildTable() {
+  std::vector<OpInfo> ops;
+#define FUSEC_OP(E, N, MinI, MaxI, MinO, MaxO, C, V, R, M, D) \
+  ops.push_back(OpInfo{OpKind::k##E, N, MinI, MaxI, MinO, MaxO, FusionClass::k##C, D, V, R, M, {}});
+#define FUSEC_ATTR(Op, Name, K, Dflt)                                              \
+  ops[static_cast<int>(OpKind::k##Op)].attrs.push_back(                            \
+      AttrSpec{#Name, Attribute::Kind::k##K, AttrSpec::Default::kValue, Attribute(K(Dflt))});
+#define FUSEC_ATTR_DERIVED(Op, Name, K)                 \
+  ops[static_cast<int>(OpKind::k##Op)].attrs.push_back( \
+      AttrSpec{#Name, Attribute::Kind::k##K, AttrSpec::Default::kDerived, Attribute()});
+#define FUSEC_ATTR_REQUIRED(Op, Name, K)                \
+  ops[static_cast<int>(OpKind::k##Op)].attrs.push_back( \
+      AttrSpec{#Name, Attribute::Kind::k##K, AttrSpec::Default::kRequired, Attribute()});
 #include "ir/Ops.def"
-  };
+  return ops;
+}
+
+}  // namespace
+
+const std::vector<OpInfo> &allOps() {
+  static const std::vector<OpInfo> *ops = new std::vector<OpInfo>(buildTable());
   return *ops;
 }
 
@@ -36,6 +79,76 @@ const char *fusionClassName(FusionClass c) {
     case FusionClass::kOpaque: return "opaque";
   }
   return "opaque";
+}
+
+const AttrSpec *findAttrSpec(OpKind kind, std::string_view name) {
+  if (kind == OpKind::kUnregistered) return nullptr;
+  for (const AttrSpec &s : opInfo(kind).attrs)
+    if (name == s.name) return &s;
+  return nullptr;
+}
+
+bool isMetadataOperand(OpKind kind, int operand) {
+  if (kind == OpKind::kUnregistered || operand < 0 || operand >= 32) return false;
+  return (opInfo(kind).metadataOperands >> operand) & 1u;
+}
+
+bool nodeIsView(const Node &node) {
+  if (node.kind() == OpKind::kUnregistered) return false;
+  switch (opInfo(node.kind()).view) {
+    case ViewTrait::kNone: return false;
+    case ViewTrait::kView: return true;
+    case ViewTrait::kViewIfOneOutput:
+      return node.numOutputs() < 2 || node.output(1) == nullptr;
+  }
+  return false;
+}
+
+std::optional<RowAxes> rowAxes(const Node &node) {
+  if (node.kind() == OpKind::kUnregistered) return std::nullopt;
+  const Value *x = node.input(0);
+  if (!x || !x->type().rankKnown) return std::nullopt;
+  const int64_t rank = x->type().rank();
+  auto normalised = [rank](int64_t a) -> std::optional<int64_t> {
+    if (a < 0) a += rank;
+    if (a < 0 || a >= rank) return std::nullopt;
+    return a;
+  };
+  switch (opInfo(node.kind()).row) {
+    case RowTrait::kNone: return std::nullopt;
+    case RowTrait::kLastAxis: {
+      auto axis = normalised(node.attrI("axis"));
+      if (!axis || *axis != rank - 1) return std::nullopt;
+      return RowAxes{*axis, rank};
+    }
+    case RowTrait::kFromAxis: {
+      auto axis = normalised(node.attrI("axis"));
+      if (!axis) return std::nullopt;
+      return RowAxes{*axis, rank};
+    }
+    case RowTrait::kTrailingAxes: {
+      std::vector<int64_t> axes;
+      if (const Value *a = node.input(1)) {
+        if (!a->isConstant()) return std::nullopt;
+        axes = a->constant()->toInts();
+      }
+      if (axes.empty()) {
+        if (node.attrI("noop_with_empty_axes")) return std::nullopt;
+        for (int64_t i = 0; i < rank; ++i) axes.push_back(i);
+      }
+      for (int64_t &a : axes) {
+        auto n = normalised(a);
+        if (!n) return std::nullopt;
+        a = *n;
+      }
+      std::sort(axes.begin(), axes.end());
+      const int64_t first = rank - static_cast<int64_t>(axes.size());
+      for (size_t i = 0; i < axes.size(); ++i)
+        if (axes[i] != first + static_cast<int64_t>(i)) return std::nullopt;
+      return RowAxes{first, rank};
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace fusec::ir

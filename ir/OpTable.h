@@ -1,20 +1,27 @@
 //===- OpTable.h - Op descriptions read by every part of fusec --*- C++ -*-===//
 //
-// The op table (rows in ir/Ops.def) and its hooks: type/shape inference and
-// cost counting (FLOPs and minimum HBM bytes) per op.
+// The op table (rows in ir/Ops.def): names, arity, fusion class, attribute
+// schema and traits (view, row axes, metadata-only operands). Per-op code of
+// each concern (shape inference, cost, interpreter) is an exhaustive switch
+// over OpKind in that concern's file; Ops.def's header lists them.
 //
 //===----------------------------------------------------------------------===//
 #ifndef FUSEC_IR_OPTABLE_H
 #define FUSEC_IR_OPTABLE_H
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
 #include <vector>
 
+#include "ir/Attribute.h"
+
 namespace fusec::ir {
 
+class Node;
+
 enum class OpKind : int {
-#define FUSEC_OP(E, N, MinI, MaxI, MinO, MaxO, C, D) k##E,
+#define FUSEC_OP(E, ...) k##E,
 #include "ir/Ops.def"
   kUnregistered,
 };
@@ -29,6 +36,36 @@ enum class FusionClass {
   kOpaque,       ///< anything else; never fused
 };
 
+/// Ops.def's View column: whether output 0 is input 0's elements, in the same
+/// order (a reshape of the same buffer: no data moves).
+enum class ViewTrait {
+  kNone,             ///< computes its output
+  kView,             ///< always a view (Reshape, Squeeze, Unsqueeze, Flatten, Identity)
+  kViewIfOneOutput,  ///< a view when result 1 is absent (inference Dropout without mask)
+};
+
+/// Ops.def's Row column: which axes of input 0 form the "row" a row reduction
+/// reduces (see rowAxes()).
+enum class RowTrait {
+  kNone,          ///< no row
+  kLastAxis,      ///< attribute axis; a row only when it is the last axis (Softmax, ArgMax)
+  kFromAxis,      ///< axes [axis, rank) (LayerNormalization, RMSNormalization)
+  kTrailingAxes,  ///< the axes input (Reduce*), a row when it is {k, ..., rank-1}
+};
+
+/// One attribute of an op's schema (FUSEC_ATTR* rows of Ops.def).
+struct AttrSpec {
+  enum class Default {
+    kValue,     ///< absent means `value`
+    kDerived,   ///< absent means a default derived from the inputs; the reader passes it
+    kRequired,  ///< the op's hooks refuse a node without it
+  };
+  const char *name;     ///< ONNX attribute name
+  Attribute::Kind kind;
+  Default presence;
+  Attribute value;      ///< the default when presence == kValue
+};
+
 struct OpInfo {
   OpKind kind;
   const char *name;  ///< ONNX op_type
@@ -38,6 +75,10 @@ struct OpInfo {
   int maxOutputs;    ///< -1: variadic
   FusionClass fusionClass;
   const char *doc;
+  ViewTrait view;
+  RowTrait row;
+  uint32_t metadataOperands;     ///< bit i set: input i is metadata only
+  std::vector<AttrSpec> attrs;   ///< the attribute schema, sorted by name
 };
 
 /// \returns the row for ONNX op_type \p name, or null if fusec lacks it.
@@ -48,6 +89,42 @@ const OpInfo &opInfo(OpKind kind);
 const std::vector<OpInfo> &allOps();
 /// Text name of a fusion class ("elementwise", ...).
 const char *fusionClassName(FusionClass c);
+
+/// \returns the schema entry of attribute \p name of \p kind, or null when
+/// the op's schema has no such attribute (unknown attributes, e.g. ONNX ones
+/// fusec ignores, are kept on nodes and not checked).
+const AttrSpec *findAttrSpec(OpKind kind, std::string_view name);
+
+/// \returns whether input \p operand of an op of \p kind is metadata only:
+/// its value (a small integer list: Reshape's shape, Slice's starts, ends,
+/// axes and steps, Expand's shape, (Un)Squeeze / Reduce* axes, Tile's
+/// repeats, Pad's pads and axes, Split's sizes, ConstantOfShape's shape,
+/// Trilu's k, Dropout's ratio and training_mode) is read at compile time to
+/// decide shapes or index maps, never as tensor data. False for
+/// kUnregistered and out-of-range operands.
+bool isMetadataOperand(OpKind kind, int operand);
+
+/// \returns whether \p node's output 0 is a view of its input 0: the same
+/// elements in the same row-major order, so that no data moves (Reshape,
+/// Squeeze, Unsqueeze, Flatten, Identity, and Dropout without a mask
+/// result). Named so as not to clash, through argument-dependent lookup,
+/// with codegen::isViewNode, which it is meant to replace.
+bool nodeIsView(const Node &node);
+
+/// The row of a row reduction: axes [first, rank) of input 0.
+struct RowAxes {
+  int64_t first;
+  int64_t rank;
+};
+
+/// \returns the row that \p node reduces, normalised to [0, rank), or
+/// nullopt when the node is not a row reduction or input 0's rank or the
+/// axes are unknown. Softmax / LogSoftmax / ArgMax / ArgMin: attribute axis,
+/// only when it is the last axis ([rank-1, rank)). LayerNormalization /
+/// RMSNormalization: [axis, rank). Reduce*: the axes input (a constant; empty
+/// means all axes unless noop_with_empty_axes), only when it is the trailing
+/// contiguous set {k, ..., rank-1} ([k, rank)). Axis out of range: nullopt.
+std::optional<RowAxes> rowAxes(const Node &node);
 
 }  // namespace fusec::ir
 

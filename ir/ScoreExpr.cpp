@@ -535,10 +535,13 @@ double evalScoreExpr(const ScoreExpr &e, const ScoreEnv &env) {
 }
 
 absl::StatusOr<AttentionAttrs> readAttentionAttrs(const Node &node) {
+  if (node.kind() != OpKind::kFusedAttention)
+    return absl::InvalidArgumentError(
+        absl::StrCat(node.describe(), " is not a FusedAttention node"));
   AttentionAttrs a;
-  a.numHeads = node.getInt("num_heads", 0);
-  a.kvHeads = node.getInt("kv_num_heads", 0);
-  a.scale = node.getFloat("scale", 1.0f);
+  a.numHeads = node.attrI("num_heads");
+  a.kvHeads = node.attrI("kv_num_heads");
+  a.scale = node.attrF("scale");
   ScoreExprContext ctx;
   ctx.numBiases = std::max(0, node.numInputs() - 3);
   for (const Attribute *names = node.attr("tables"); names && names->kind() == Attribute::Kind::kStrings;) {
@@ -554,14 +557,14 @@ absl::StatusOr<AttentionAttrs> readAttentionAttrs(const Node &node) {
   }
   if (ctx.tables.empty()) ctx.allowTables = false;
   {
-    auto e = parseScoreExpr(node.getString("score_mod", ""), ctx);
+    auto e = parseScoreExpr(node.attrS("score_mod"), ctx);
     if (!e.ok()) return withContext(e.status(), "FusedAttention score_mod");
     a.scoreMod = std::move(*e);
   }
   ScoreExprContext mctx;
   mctx.allowScore = false;
   mctx.allowTables = false;
-  auto m = parseScoreExpr(node.getString("mask", ""), mctx);
+  auto m = parseScoreExpr(node.attrS("mask"), mctx);
   if (!m.ok()) return withContext(m.status(), "FusedAttention mask");
   a.mask = std::move(*m);
   return a;

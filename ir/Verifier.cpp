@@ -4,7 +4,11 @@
 // printer names them), every node input defined before use (graph inputs,
 // constants, results of earlier nodes), every graph output defined, each
 // result's producer link, arity within the op table's [min, max] for inputs
-// and results (required inputs present), and that result types agree with
+// and results (required inputs present), attribute kinds against the op's
+// schema in ir/Ops.def (an int where a float is expected is accepted, as
+// ONNX exporters write whole floats as ints; attributes outside the schema
+// are kept and not checked: ONNX models carry attributes fusec ignores),
+// and that result types agree with
 // what shape inference computes (computeNodeTypes; the graph is not changed):
 // dtypes when both are defined, ranks when both are known, dims when static
 // on both sides.
@@ -43,6 +47,17 @@ absl::Status checkArity(const Node &n) {
                                      arityText(op->minOutputs, op->maxOutputs)));
   for (int i = 0; i < op->minInputs; ++i)
     if (!n.input(i)) return nodeError(n, absl::StrCat("required input ", i, " is missing"));
+  return absl::OkStatus();
+}
+
+absl::Status checkAttributes(const Node &n) {
+  for (const auto &[name, a] : n.attrs()) {
+    const AttrSpec *spec = findAttrSpec(n.kind(), name);
+    if (!spec || a.kind() == spec->kind) continue;
+    if (spec->kind == Attribute::Kind::kFloat && a.kind() == Attribute::Kind::kInt) continue;
+    return nodeError(n, absl::StrCat("attribute '", name, "' is ", attributeKindName(a.kind()),
+                                     ", expected ", attributeKindName(spec->kind)));
+  }
   return absl::OkStatus();
 }
 
@@ -93,6 +108,7 @@ absl::Status verifyGraph(const Graph &graph) {
                                         ") is used before it is defined"));
     }
     FUSEC_RETURN_IF_ERROR(checkArity(*n));
+    FUSEC_RETURN_IF_ERROR(checkAttributes(*n));
     for (int i = 0; i < n->numOutputs(); ++i) {
       const Value *v = n->output(i);
       if (!v) return nodeError(*n, absl::StrCat("result ", i, " is null"));

@@ -322,16 +322,45 @@ class AttentionRewrite : public Pass {
     return false;
   }
 
-  static bool isChainOp(const Node *p) {
+  /// How the score chain translates an op between Q·Kᵀ and Softmax (kNone: not allowed).
+  enum class ChainStep { kNone, kSkip, kUnary, kNeg, kArith, kWhere };
+  static ChainStep chainStep(const Node *p) {
     switch (p->kind()) {
       case OpKind::kAdd: case OpKind::kSub: case OpKind::kMul: case OpKind::kDiv:
-      case OpKind::kWhere: case OpKind::kTanh: case OpKind::kExp: case OpKind::kLog:
-      case OpKind::kAbs: case OpKind::kSqrt: case OpKind::kNeg: case OpKind::kIdentity:
-        return true;
-      case OpKind::kCast: return isFloatCast(p);
-      default: return false;
+        return ChainStep::kArith;
+      case OpKind::kTanh: case OpKind::kExp: case OpKind::kLog: case OpKind::kAbs:
+      case OpKind::kSqrt:
+        return ChainStep::kUnary;
+      case OpKind::kNeg: return ChainStep::kNeg;
+      case OpKind::kWhere: return ChainStep::kWhere;
+      case OpKind::kIdentity: return ChainStep::kSkip;
+      case OpKind::kCast: return isFloatCast(p) ? ChainStep::kSkip : ChainStep::kNone;
+      case OpKind::kReciprocal: case OpKind::kErf: case OpKind::kSigmoid: case OpKind::kRelu:
+      case OpKind::kLeakyRelu: case OpKind::kElu: case OpKind::kHardSigmoid: case OpKind::kSoftplus:
+      case OpKind::kGelu: case OpKind::kSin: case OpKind::kCos: case OpKind::kFloor:
+      case OpKind::kCeil: case OpKind::kRound: case OpKind::kSign: case OpKind::kNot:
+      case OpKind::kIsNaN: case OpKind::kIsInf: case OpKind::kDropout: case OpKind::kClip:
+      case OpKind::kPow: case OpKind::kMod: case OpKind::kMax: case OpKind::kMin: case OpKind::kSum:
+      case OpKind::kMean: case OpKind::kEqual: case OpKind::kLess: case OpKind::kLessOrEqual:
+      case OpKind::kGreater: case OpKind::kGreaterOrEqual: case OpKind::kAnd: case OpKind::kOr:
+      case OpKind::kXor: case OpKind::kMatMul: case OpKind::kGemm: case OpKind::kConv:
+      case OpKind::kSoftmax: case OpKind::kLogSoftmax: case OpKind::kLayerNormalization:
+      case OpKind::kRMSNormalization: case OpKind::kBatchNormalization: case OpKind::kReduceMean:
+      case OpKind::kReduceSum: case OpKind::kReduceMax: case OpKind::kReduceMin:
+      case OpKind::kReduceProd: case OpKind::kReduceSumSquare: case OpKind::kReduceL2:
+      case OpKind::kArgMax: case OpKind::kArgMin: case OpKind::kMaxPool: case OpKind::kAveragePool:
+      case OpKind::kGlobalAveragePool: case OpKind::kGlobalMaxPool: case OpKind::kReshape:
+      case OpKind::kTranspose: case OpKind::kFlatten: case OpKind::kSqueeze:
+      case OpKind::kUnsqueeze: case OpKind::kConcat: case OpKind::kSplit: case OpKind::kSlice:
+      case OpKind::kGather: case OpKind::kGatherElements: case OpKind::kGatherND:
+      case OpKind::kExpand: case OpKind::kTile: case OpKind::kTrilu: case OpKind::kPad:
+      case OpKind::kShape: case OpKind::kSize: case OpKind::kConstantOfShape: case OpKind::kRange:
+      case OpKind::kConstant: case OpKind::kFusedAttention: case OpKind::kUnregistered:
+        return ChainStep::kNone;
     }
+    return ChainStep::kNone;
   }
+  static bool isChainOp(const Node *p) { return chainStep(p) != ChainStep::kNone; }
 
   /// Index of the chain operand of \p p (the one leading to the MatMul).
   static int chainOperand(const Node *p, const UseInfo &uses) {
@@ -418,10 +447,9 @@ class AttentionRewrite : public Pass {
     const ir::TensorType &st = scores->type();
     if (!st.rankKnown || st.rank() != 4)
       return fail(f, "softmax", absl::StrCat("scores ", quotedV(scores), " are not rank 4 [B, H, Sq, Sk]"));
-    int64_t axis = sm->getInt("axis", -1);
-    if (axis < 0) axis += 4;
-    if (axis != 3)
-      return fail(f, "softmax", absl::StrCat("axis ", sm->getInt("axis", -1),
+    // The softmax row must be the last axis (ir/Ops.def's Row column).
+    if (!ir::rowAxes(*sm))
+      return fail(f, "softmax", absl::StrCat("axis ", sm->attrI("axis"),
                                              " is not the last axis of the rank-4 scores"));
     // Scores chain back to the Q·Kᵀ MatMul.
     std::vector<Node *> chain;
@@ -488,11 +516,10 @@ class AttentionRewrite : public Pass {
       m.matched.push_back(n);
       const int ci = chainOperand(n, uses);
       const std::string E = m.scoreMod;
-      switch (n->kind()) {
-        case OpKind::kCast: case OpKind::kIdentity:
+      switch (chainStep(n)) {
+        case ChainStep::kSkip:
           continue;
-        case OpKind::kTanh: case OpKind::kExp: case OpKind::kLog: case OpKind::kAbs:
-        case OpKind::kSqrt: {
+        case ChainStep::kUnary: {
           flush();
           const char *fn = n->kind() == OpKind::kTanh ? "tanh" : n->kind() == OpKind::kExp ? "exp"
                            : n->kind() == OpKind::kLog ? "log" : n->kind() == OpKind::kAbs ? "abs" : "sqrt";
@@ -500,12 +527,12 @@ class AttentionRewrite : public Pass {
           atStart = false;
           continue;
         }
-        case OpKind::kNeg:
+        case ChainStep::kNeg:
           flush();
           m.scoreMod = absl::StrCat("-(", m.scoreMod, ")");
           atStart = false;
           continue;
-        case OpKind::kAdd: case OpKind::kSub: case OpKind::kMul: case OpKind::kDiv: {
+        case ChainStep::kArith: {
           Value *side = n->input(1 - ci);
           const OpKind k = n->kind();
           std::optional<double> c = splatConstant(side);
@@ -576,7 +603,7 @@ class AttentionRewrite : public Pass {
                                : absl::StrCat("(", term, " ", sym, " ", E, ")");
           continue;
         }
-        case OpKind::kWhere: {
+        case ChainStep::kWhere: {
           atStart = false;
           Value *cond = n->input(0);
           Value *other = n->input(ci == 1 ? 2 : 1);
@@ -616,7 +643,7 @@ class AttentionRewrite : public Pass {
           m.scoreMod = absl::StrCat("((", condText, ") ? ", E, " : ", fillText, ")");
           continue;
         }
-        default:
+        case ChainStep::kNone:
           return fail(f, "scores", absl::StrCat("unsupported op ", quoted(n)));
       }
     }

@@ -67,7 +67,7 @@ std::optional<ir::Tensor> foldShapeOf(const ir::Node &node) {
     if (a < 0) a += rank;
     return std::clamp<int64_t>(a, 0, rank);
   };
-  int64_t start = clampAxis(node.getInt("start", 0));
+  int64_t start = clampAxis(node.attrI("start"));
   int64_t end = node.hasAttr("end") ? clampAxis(node.getInt("end", rank)) : rank;
   std::vector<int64_t> dims;
   for (int64_t d = start; d < end; ++d) {

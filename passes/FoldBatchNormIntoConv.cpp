@@ -39,7 +39,7 @@ class FoldBatchNormIntoConv : public Pass {
     std::vector<BnFold> folds;
     for (ir::Node *bn : graph.nodes()) {
       if (bn->kind() != ir::OpKind::kBatchNormalization) continue;
-      if (bn->getInt("training_mode", 0) != 0 || bn->numOutputs() != 1) continue;
+      if (bn->attrI("training_mode") != 0 || bn->numOutputs() != 1) continue;
       ir::Node *conv = producerOf(bn->input(0), ir::OpKind::kConv);
       if (!conv || !uses.hasOneUse(conv->output(0))) continue;
       const ir::Tensor *w = conv->input(1) ? conv->input(1)->constant() : nullptr;

@@ -33,7 +33,8 @@ using KernelTable = std::vector<KernelFn>;
 void registerElementwiseKernels(KernelTable &table);  // unary, binary, Where, Cast, Clip, ...
 void registerReductionKernels(KernelTable &table);    // Reduce*, ArgMax/Min, Softmax, norms
 void registerNnKernels(KernelTable &table);           // MatMul, Gemm, Conv, pools, BatchNorm
-void registerLayoutKernels(KernelTable &table);       // Reshape ... Pad, Shape, Range, ...
+void registerLayoutKernels(KernelTable &table);       // Reshape ... Slice
+void registerMovementKernels(KernelTable &table);     // Gather*, Expand ... Pad, Shape, Range, ...
 void registerAttentionKernels(KernelTable &table);    // FusedAttention (fusec op)
 
 }  // namespace fusec::interp

@@ -85,7 +85,7 @@ double signOf(double x) {
 }
 
 Result gelu(const KernelArgs &args) {
-  std::string approx = args.node.getString("approximate", "none");
+  std::string approx = args.node.attrS("approximate");
   if (approx == "none")
     return mapUnary(args, [](double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); },
                     nullptr);
@@ -110,8 +110,8 @@ Result logicalNot(const KernelArgs &args) {
 }
 
 Result isInf(const KernelArgs &args) {
-  bool pos = args.node.getInt("detect_positive", 1) != 0;
-  bool neg = args.node.getInt("detect_negative", 1) != 0;
+  bool pos = args.node.attrI("detect_positive") != 0;
+  bool neg = args.node.attrI("detect_negative") != 0;
   return mapUnary(args,
                   [pos, neg](double x) {
                     return std::isinf(x) && ((x > 0 && pos) || (x < 0 && neg)) ? 1.0 : 0.0;
@@ -333,7 +333,7 @@ Result pow(const KernelArgs &args) {
 }
 
 Result mod(const KernelArgs &args) {
-  int64_t fmodAttr = args.node.getInt("fmod", 0);
+  int64_t fmodAttr = args.node.attrI("fmod");
   if (fmodAttr != 0 && fmodAttr != 1) return invalidArg("attribute fmod = ", fmodAttr, " must be 0 or 1");
   bool cFmod = fmodAttr == 1;
   return arith(args, [cFmod](double a, double b) { return floatMod(a, b, cFmod); },
@@ -431,17 +431,17 @@ void registerElementwiseKernels(KernelTable &t) {
   unaryFI(t, K::kRelu, [](double x) { return x < 0 ? 0.0 : x; },
           [](int64_t x) { return x < 0 ? int64_t{0} : x; });
   t[slot(K::kLeakyRelu)] = [](const KernelArgs &a) {
-    double alpha = a.node.getFloat("alpha", 0.01f);
+    double alpha = a.node.attrF("alpha");
     return mapUnary(a, [alpha](double x) { return x < 0 ? alpha * x : x; }, nullptr);
   };
   t[slot(K::kElu)] = [](const KernelArgs &a) {
-    double alpha = a.node.getFloat("alpha", 1.0f);
+    double alpha = a.node.attrF("alpha");
     return mapUnary(a, [alpha](double x) { return x < 0 ? alpha * (std::exp(x) - 1.0) : x; },
                     nullptr);
   };
   t[slot(K::kHardSigmoid)] = [](const KernelArgs &a) {
-    double alpha = a.node.getFloat("alpha", 0.2f);
-    double beta = a.node.getFloat("beta", 0.5f);
+    double alpha = a.node.attrF("alpha");
+    double beta = a.node.attrF("beta");
     return mapUnary(
         a, [alpha, beta](double x) { return std::max(0.0, std::min(1.0, alpha * x + beta)); },
         nullptr);

@@ -105,8 +105,8 @@ Result gemm(const KernelArgs &args) {
   if (a->rank() != 2 || b->rank() != 2)
     return invalidArg("A and B must be 2-D, got ", shapeStr(a->shape()), " and ",
                       shapeStr(b->shape()));
-  bool ta = args.node.getInt("transA", 0) != 0, tb = args.node.getInt("transB", 0) != 0;
-  double alpha = args.node.getFloat("alpha", 1.0f), beta = args.node.getFloat("beta", 1.0f);
+  bool ta = args.node.attrI("transA") != 0, tb = args.node.attrI("transB") != 0;
+  double alpha = args.node.attrF("alpha"), beta = args.node.attrF("beta");
   int64_t m = a->shape()[ta ? 1 : 0], k = a->shape()[ta ? 0 : 1];
   int64_t kb = b->shape()[tb ? 1 : 0], n = b->shape()[tb ? 0 : 1];
   if (k != kb)
@@ -189,7 +189,7 @@ absl::StatusOr<WindowGeometry> windowGeometry(const ir::Node &node, const ir::Sh
   FUSEC_ASSIGN_OR_RETURN(g.strides, spatialAttr(node, "strides", nd, 1, 1));
   FUSEC_ASSIGN_OR_RETURN(g.dilations, spatialAttr(node, "dilations", nd, 1, 1));
   FUSEC_ASSIGN_OR_RETURN(ir::Shape pads, spatialAttr(node, "pads", 2 * nd, 0, 0));
-  std::string autoPad = node.getString("auto_pad", "NOTSET");
+  std::string autoPad = node.attrS("auto_pad");
   g.padBegin.assign(pads.begin(), pads.begin() + nd);
   g.padEnd.assign(pads.begin() + nd, pads.end());
   g.out.resize(nd);
@@ -280,7 +280,7 @@ Result conv(const KernelArgs &args) {
   if (w->rank() != x->rank())
     return invalidArg("W has shape ", shapeStr(w->shape()), ", expected rank ", x->rank());
   int64_t n = x->shape()[0], c = x->shape()[1], m = w->shape()[0], cg = w->shape()[1];
-  int64_t group = args.node.getInt("group", 1);
+  int64_t group = args.node.attrI("group");
   if (group < 1) return invalidArg("group = ", group, " must be >= 1");
   if (c % group != 0 || m % group != 0 || cg != c / group)
     return invalidArg("channels do not match: X has ", c, ", W ", shapeStr(w->shape()),
@@ -335,8 +335,8 @@ Result maxPool(const KernelArgs &args) {
   FUSEC_RETURN_IF_ERROR(requireNumber(*x, "X"));
   FUSEC_RETURN_IF_ERROR(requireSpatial(*x, "X"));
   FUSEC_ASSIGN_OR_RETURN(ir::Shape kernel, poolKernel(args, *x));
-  bool ceilMode = args.node.getInt("ceil_mode", 0) != 0;
-  bool colMajor = args.node.getInt("storage_order", 0) != 0;
+  bool ceilMode = args.node.attrI("ceil_mode") != 0;
+  bool colMajor = args.node.attrI("storage_order") != 0;
   ir::Shape inSp(x->shape().begin() + 2, x->shape().end());
   FUSEC_ASSIGN_OR_RETURN(WindowGeometry g, windowGeometry(args.node, inSp, kernel, ceilMode));
   int64_t n = x->shape()[0], c = x->shape()[1];
@@ -393,8 +393,8 @@ Result averagePool(const KernelArgs &args) {
   FUSEC_RETURN_IF_ERROR(requireFloat(*x, "X"));
   FUSEC_RETURN_IF_ERROR(requireSpatial(*x, "X"));
   FUSEC_ASSIGN_OR_RETURN(ir::Shape kernel, poolKernel(args, *x));
-  bool ceilMode = args.node.getInt("ceil_mode", 0) != 0;
-  bool includePad = args.node.getInt("count_include_pad", 0) != 0;
+  bool ceilMode = args.node.attrI("ceil_mode") != 0;
+  bool includePad = args.node.attrI("count_include_pad") != 0;
   ir::Shape inSp(x->shape().begin() + 2, x->shape().end());
   FUSEC_ASSIGN_OR_RETURN(WindowGeometry g, windowGeometry(args.node, inSp, kernel, ceilMode));
   int64_t n = x->shape()[0], c = x->shape()[1];
@@ -446,7 +446,7 @@ Result globalPool(const KernelArgs &args, bool isMax) {
 /// channel (dim 1). training_mode = 1 is Unimplemented.
 Result batchNorm(const KernelArgs &args) {
   FUSEC_ASSIGN_OR_RETURN(const Tensor *x, requireInput(args, 0));
-  if (args.node.getInt("training_mode", 0) != 0)
+  if (args.node.attrI("training_mode") != 0)
     return absl::UnimplementedError(
         "BatchNormalization with training_mode = 1 is not supported (inference only)");
   FUSEC_RETURN_IF_ERROR(requireFloat(*x, "X"));

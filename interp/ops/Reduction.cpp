@@ -61,7 +61,7 @@ absl::StatusOr<std::vector<bool>> reducedAxes(const KernelArgs &args, int64_t ra
   }
   std::vector<bool> reduced(rank, false);
   if (!given || axes.empty()) {
-    if (args.node.getInt("noop_with_empty_axes", 0) == 0) reduced.assign(rank, true);
+    if (args.node.attrI("noop_with_empty_axes") == 0) reduced.assign(rank, true);
     return reduced;
   }
   for (int64_t a : axes) {
@@ -79,7 +79,7 @@ Result reduce(const KernelArgs &args, ReduceKind kind) {
   if (minMax ? !isNumericOrBool(dt) : !(ir::isFloat(dt) || ir::isInteger(dt)))
     return invalidArg("input has unsupported dtype ", ir::dtypeName(dt));
   FUSEC_ASSIGN_OR_RETURN(std::vector<bool> reduced, reducedAxes(args, x->rank()));
-  bool keepdims = args.node.getInt("keepdims", 1) != 0;
+  bool keepdims = args.node.attrI("keepdims") != 0;
 
   ir::Shape keepShape, outShape;
   int64_t count = 1;  // elements per reduction
@@ -180,9 +180,9 @@ Result argExtreme(const KernelArgs &args, bool isMax) {
   FUSEC_ASSIGN_OR_RETURN(const Tensor *x, requireInput(args, 0));
   if (!isNumericOrBool(x->dtype()))
     return invalidArg("input has unsupported dtype ", ir::dtypeName(x->dtype()));
-  FUSEC_ASSIGN_OR_RETURN(int64_t axis, normalizeAxis(args.node.getInt("axis", 0), x->rank()));
-  bool keepdims = args.node.getInt("keepdims", 1) != 0;
-  bool last = args.node.getInt("select_last_index", 0) != 0;
+  FUSEC_ASSIGN_OR_RETURN(int64_t axis, normalizeAxis(args.node.attrI("axis"), x->rank()));
+  bool keepdims = args.node.attrI("keepdims") != 0;
+  bool last = args.node.attrI("select_last_index") != 0;
   AxisSplit sp = splitAt(x->shape(), axis);
   if (sp.len == 0 && sp.outer * sp.inner > 0)
     return invalidArg("cannot take ", isMax ? "ArgMax" : "ArgMin", " over axis ", axis,
@@ -231,7 +231,7 @@ Result argExtreme(const KernelArgs &args, bool isMax) {
 Result softmax(const KernelArgs &args, bool logSoftmax) {
   FUSEC_ASSIGN_OR_RETURN(const Tensor *x, requireInput(args, 0));
   FUSEC_RETURN_IF_ERROR(requireFloat(*x, "input"));
-  FUSEC_ASSIGN_OR_RETURN(int64_t axis, normalizeAxis(args.node.getInt("axis", -1), x->rank()));
+  FUSEC_ASSIGN_OR_RETURN(int64_t axis, normalizeAxis(args.node.attrI("axis"), x->rank()));
   AxisSplit sp = splitAt(x->shape(), axis);
   Tensor out(x->dtype(), x->shape());
   for (int64_t o = 0; o < sp.outer; ++o) {
@@ -277,9 +277,9 @@ Result layerNorm(const KernelArgs &args) {
   FUSEC_ASSIGN_OR_RETURN(const Tensor *scale, requireInput(args, 1));
   const Tensor *bias = args.in(2);
   FUSEC_RETURN_IF_ERROR(requireFloat(*x, "X"));
-  FUSEC_ASSIGN_OR_RETURN(int64_t axis, normalizeAxis(args.node.getInt("axis", -1), x->rank()));
+  FUSEC_ASSIGN_OR_RETURN(int64_t axis, normalizeAxis(args.node.attrI("axis"), x->rank()));
   double eps = args.node.getFloat("epsilon", 1e-5f);
-  int64_t stash = args.node.getInt("stash_type", 1);
+  int64_t stash = args.node.attrI("stash_type");
   std::optional<DType> statType = ir::dtypeFromOnnx(static_cast<int32_t>(stash));
   if (!statType || !ir::isFloat(*statType))
     return invalidArg("stash_type ", stash, " is not a float dtype");
@@ -328,7 +328,7 @@ Result rmsNorm(const KernelArgs &args) {
   FUSEC_ASSIGN_OR_RETURN(const Tensor *x, requireInput(args, 0));
   FUSEC_ASSIGN_OR_RETURN(const Tensor *scale, requireInput(args, 1));
   FUSEC_RETURN_IF_ERROR(requireFloat(*x, "X"));
-  FUSEC_ASSIGN_OR_RETURN(int64_t axis, normalizeAxis(args.node.getInt("axis", -1), x->rank()));
+  FUSEC_ASSIGN_OR_RETURN(int64_t axis, normalizeAxis(args.node.attrI("axis"), x->rank()));
   double eps = args.node.getFloat("epsilon", 1e-5f);
   ir::Shape normShape(x->shape().begin() + axis, x->shape().end());
   FUSEC_ASSIGN_OR_RETURN(BroadcastIndexer si, paramIndexer(*scale, normShape, "scale"));

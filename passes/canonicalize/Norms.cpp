@@ -48,7 +48,7 @@ bool matchMeanSquarePlusEps(ir::Value *v, const UseInfo &uses, NormCore &core) {
   for (int i = 0; i < 2; ++i) {
     std::optional<double> eps = splatConstant(add->input(1 - i));
     ir::Node *mean = producerOf(add->input(i), ir::OpKind::kReduceMean);
-    if (!eps || !mean || mean->getInt("keepdims", 1) != 1) continue;
+    if (!eps || !mean || mean->attrI("keepdims") != 1) continue;
     ir::Value *sq = mean->input(0);
     ir::Value *b = nullptr;
     ir::Node *sqNode = nullptr;
@@ -165,7 +165,7 @@ std::optional<Rewrite> matchLayerNorm(ir::Node &root, const UseInfo &uses) {
   if (!sub) return std::nullopt;
   ir::Value *x = sub->input(0);
   ir::Node *mean = producerOf(sub->input(1), ir::OpKind::kReduceMean);
-  if (!mean || mean->input(0) != x || mean->getInt("keepdims", 1) != 1) return std::nullopt;
+  if (!mean || mean->input(0) != x || mean->attrI("keepdims") != 1) return std::nullopt;
   if (!x->type().rankKnown || !ir::isFloat(x->type().dtype)) return std::nullopt;
   int64_t rank = x->type().rank();
   std::optional<std::vector<int64_t>> axes = reduceAxes(*mean, rank);

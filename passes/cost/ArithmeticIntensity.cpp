@@ -1,7 +1,9 @@
 //===- ArithmeticIntensity.cpp - FLOPs, HBM bytes and roofline cost -------===//
 //
 // One switch over ir::OpKind (opRule) gives every op of ir/Ops.def its FLOP
-// count and its read rule; opCost, operandReadBytes and groupCost build on it.
+// count and its read rule (a missing op does not compile); metadata-only
+// operands (never read as data) come from the op table's Operands column
+// (ir::isMetadataOperand). opCost, operandReadBytes and groupCost build on it.
 // The counting conventions are documented in ArithmeticIntensity.h.
 //
 //===----------------------------------------------------------------------===//
@@ -58,13 +60,10 @@ int presentInputs(const ir::Node &n, int from = 0) {
 /// How one op is costed.
 struct OpRule {
   double flops = 0;
-  uint32_t metadataOperands = 0;  ///< bit i: operand i carries parameters only
   bool partialData = false;       ///< operand 0 read only where used (gathers, slices)
   bool readsNoData = false;       ///< reads no input data (Shape, Size)
   bool contraction = false;
 };
-
-constexpr uint32_t bit(int i) { return 1u << i; }
 
 /// The per-op hook: FLOPs (valid when the types are static) and read rule.
 /// Every row of ir/Ops.def has a case; the compiler checks this (-Wswitch).
@@ -107,14 +106,13 @@ OpRule opRule(const ir::Node &n) {
       r.flops = 2 * out;
       break;
     case OpKind::kGelu:  // erf form: scale, erf, add, 2 multiplies; tanh form: cubic + tanh
-      r.flops = (n.getString("approximate", "none") == "tanh" ? 9 : 5) * out;
+      r.flops = (n.attrS("approximate") == "tanh" ? 9 : 5) * out;
       break;
     case OpKind::kCast:
     case OpKind::kIdentity:
       r.flops = 0;
       break;
-    case OpKind::kDropout:  // inference: a copy; ratio and training_mode are parameters
-      r.metadataOperands = bit(1) | bit(2);
+    case OpKind::kDropout:  // inference: a copy; ratio and training_mode are metadata
       break;
     case OpKind::kClip:  // one max and/or one min per element
       r.flops = presentInputs(n, 1) * out;
@@ -153,12 +151,12 @@ OpRule opRule(const ir::Node &n) {
       r.contraction = true;
       break;
     case OpKind::kGemm: {
-      double k = n.getInt("transA", 0) ? dim(x, 0) : dim(x, 1);
+      double k = n.attrI("transA") ? dim(x, 0) : dim(x, 1);
       r.flops = 2 * k * out;
-      if (n.getFloat("alpha", 1.0f) != 1.0f) r.flops += out;
+      if (n.attrF("alpha") != 1.0f) r.flops += out;
       if (n.input(2)) {
         r.flops += out;
-        if (n.getFloat("beta", 1.0f) != 1.0f) r.flops += out;
+        if (n.attrF("beta") != 1.0f) r.flops += out;
       }
       r.contraction = true;
       break;
@@ -198,25 +196,21 @@ OpRule opRule(const ir::Node &n) {
       r.flops = 4 * in;
       break;
 
-    // Reductions (axes are a parameter operand).
+    // Reductions (axes are a metadata operand).
     case OpKind::kReduceSum:
     case OpKind::kReduceMax:
     case OpKind::kReduceMin:
     case OpKind::kReduceProd:
       r.flops = in;
-      r.metadataOperands = bit(1);
       break;
     case OpKind::kReduceMean:
       r.flops = in + out;
-      r.metadataOperands = bit(1);
       break;
     case OpKind::kReduceSumSquare:
       r.flops = 2 * in;
-      r.metadataOperands = bit(1);
       break;
     case OpKind::kReduceL2:
       r.flops = 2 * in + out;
-      r.metadataOperands = bit(1);
       break;
     case OpKind::kArgMax:
     case OpKind::kArgMin:
@@ -247,17 +241,14 @@ OpRule opRule(const ir::Node &n) {
     case OpKind::kTile:
     case OpKind::kSplit:
     case OpKind::kTrilu:
-      r.metadataOperands = bit(1);
       break;
     case OpKind::kTranspose:
     case OpKind::kFlatten:
     case OpKind::kConcat:
       break;
     case OpKind::kPad:  // pads and axes are parameters; constant_value is data
-      r.metadataOperands = bit(1) | bit(3);
       break;
     case OpKind::kSlice:
-      r.metadataOperands = bit(1) | bit(2) | bit(3) | bit(4);
       r.partialData = true;
       break;
     case OpKind::kGather:
@@ -272,7 +263,6 @@ OpRule opRule(const ir::Node &n) {
       r.readsNoData = true;
       break;
     case OpKind::kConstantOfShape:
-      r.metadataOperands = bit(0);
       break;
     case OpKind::kRange:
     case OpKind::kConstant:
@@ -288,7 +278,7 @@ OpRule opRule(const ir::Node &n) {
 double readBytes(const ir::Node &n, const OpRule &r, int i) {
   const ir::Value *v = n.input(i);
   if (!v || r.readsNoData) return 0;
-  if (i < 32 && (r.metadataOperands & bit(i))) return 0;
+  if (ir::isMetadataOperand(n.kind(), i)) return 0;  // ir/Ops.def's Operands column
   if (!isStatic(v)) return -1;
   double full = valueBytes(v);
   if (r.partialData && i == 0) {

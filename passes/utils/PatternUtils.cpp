@@ -178,7 +178,34 @@ std::optional<Poly3> polynomialIn(ir::Value *v, ir::Value *x, std::vector<ir::No
       result = r;
       break;
     }
-    default:
+    case ir::OpKind::kAbs: case ir::OpKind::kExp: case ir::OpKind::kLog: case ir::OpKind::kSqrt:
+    case ir::OpKind::kReciprocal: case ir::OpKind::kErf: case ir::OpKind::kTanh:
+    case ir::OpKind::kSigmoid: case ir::OpKind::kRelu: case ir::OpKind::kLeakyRelu:
+    case ir::OpKind::kElu: case ir::OpKind::kHardSigmoid: case ir::OpKind::kSoftplus:
+    case ir::OpKind::kGelu: case ir::OpKind::kSin: case ir::OpKind::kCos: case ir::OpKind::kFloor:
+    case ir::OpKind::kCeil: case ir::OpKind::kRound: case ir::OpKind::kSign:
+    case ir::OpKind::kNot: case ir::OpKind::kIsNaN: case ir::OpKind::kIsInf:
+    case ir::OpKind::kCast: case ir::OpKind::kIdentity: case ir::OpKind::kDropout:
+    case ir::OpKind::kClip: case ir::OpKind::kMod: case ir::OpKind::kMax: case ir::OpKind::kMin:
+    case ir::OpKind::kSum: case ir::OpKind::kMean: case ir::OpKind::kEqual:
+    case ir::OpKind::kLess: case ir::OpKind::kLessOrEqual: case ir::OpKind::kGreater:
+    case ir::OpKind::kGreaterOrEqual: case ir::OpKind::kAnd: case ir::OpKind::kOr:
+    case ir::OpKind::kXor: case ir::OpKind::kWhere: case ir::OpKind::kMatMul:
+    case ir::OpKind::kGemm: case ir::OpKind::kConv: case ir::OpKind::kSoftmax:
+    case ir::OpKind::kLogSoftmax: case ir::OpKind::kLayerNormalization:
+    case ir::OpKind::kRMSNormalization: case ir::OpKind::kBatchNormalization:
+    case ir::OpKind::kReduceMean: case ir::OpKind::kReduceSum: case ir::OpKind::kReduceMax:
+    case ir::OpKind::kReduceMin: case ir::OpKind::kReduceProd: case ir::OpKind::kReduceSumSquare:
+    case ir::OpKind::kReduceL2: case ir::OpKind::kArgMax: case ir::OpKind::kArgMin:
+    case ir::OpKind::kMaxPool: case ir::OpKind::kAveragePool: case ir::OpKind::kGlobalAveragePool:
+    case ir::OpKind::kGlobalMaxPool: case ir::OpKind::kReshape: case ir::OpKind::kTranspose:
+    case ir::OpKind::kFlatten: case ir::OpKind::kSqueeze: case ir::OpKind::kUnsqueeze:
+    case ir::OpKind::kConcat: case ir::OpKind::kSplit: case ir::OpKind::kSlice:
+    case ir::OpKind::kGather: case ir::OpKind::kGatherElements: case ir::OpKind::kGatherND:
+    case ir::OpKind::kExpand: case ir::OpKind::kTile: case ir::OpKind::kTrilu:
+    case ir::OpKind::kPad: case ir::OpKind::kShape: case ir::OpKind::kSize:
+    case ir::OpKind::kConstantOfShape: case ir::OpKind::kRange: case ir::OpKind::kConstant:
+    case ir::OpKind::kFusedAttention: case ir::OpKind::kUnregistered:
       return std::nullopt;
   }
   nodes.push_back(p);
@@ -207,7 +234,7 @@ std::optional<std::vector<int64_t>> reduceAxes(const ir::Node &reduce, int64_t r
     axes = reduce.getInts("axes");
   }
   if (axes.empty()) {
-    if (reduce.getInt("noop_with_empty_axes", 0) != 0) return std::nullopt;
+    if (reduce.attrI("noop_with_empty_axes") != 0) return std::nullopt;
     for (int64_t i = 0; i < rank; ++i) axes.push_back(i);
     return axes;
   }

@@ -1,0 +1,466 @@
+//===- Movement.cpp - Reference functions: gathers, padding, generators --===//
+//
+// Gather, GatherElements, GatherND, Expand, Tile, Trilu, Pad, Shape, Size,
+// ConstantOfShape, Range and Constant, following the newest ONNX opset of
+// each op (https://onnx.ai/onnx/operators/). Like Layout.cpp these move raw
+// elements (every dtype); every index read from a tensor is range-checked.
+//
+//===----------------------------------------------------------------------===//
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "interp/internal/LayoutUtil.h"
+#include "support/Status.h"
+
+namespace fusec::interp {
+namespace {
+
+using namespace layout;  // NOLINT: the helpers of interp/internal/LayoutUtil.h
+
+//===----------------------------------------------------------------------===//
+// Gather, GatherElements, GatherND.
+//===----------------------------------------------------------------------===//
+
+/// Reads indices (i32/i64) and checks each against [-dim, dim).
+absl::StatusOr<std::vector<int64_t>> readIndices(const Tensor &t) {
+  if (t.dtype() != DType::kI32 && t.dtype() != DType::kI64)
+    return invalid(absl::StrCat("indices must be i32 or i64, got ", ir::dtypeName(t.dtype())));
+  return t.toInts();
+}
+
+absl::StatusOr<int64_t> fixIndex(int64_t idx, int64_t dim, int64_t axis) {
+  if (idx < -dim || idx >= dim)
+    return invalid(absl::StrCat("index ", idx, " is out of range [", -dim, ", ", dim,
+                                ") on axis ", axis));
+  return idx < 0 ? idx + dim : idx;
+}
+
+Result gather(const KernelArgs &a) {
+  FUSEC_ASSIGN_OR_RETURN(const Tensor *data, required(a, 0, "data"));
+  FUSEC_ASSIGN_OR_RETURN(const Tensor *indT, required(a, 1, "indices"));
+  int64_t r = data->rank();
+  if (r == 0) return invalid("Gather data must have rank >= 1");
+  FUSEC_ASSIGN_OR_RETURN(int64_t axis, normAxis(a.node.attrI("axis"), r));
+  FUSEC_ASSIGN_OR_RETURN(std::vector<int64_t> ind, readIndices(*indT));
+  int64_t dim = data->shape()[axis];
+  for (int64_t &i : ind) {
+    FUSEC_ASSIGN_OR_RETURN(i, fixIndex(i, dim, axis));
+  }
+  const Shape &in = data->shape();
+  Shape out(in.begin(), in.begin() + axis);
+  out.insert(out.end(), indT->shape().begin(), indT->shape().end());
+  out.insert(out.end(), in.begin() + axis + 1, in.end());
+  int64_t q = indT->rank();
+  Shape indStrides = ir::rowMajorStrides(indT->shape());
+  Shape strides = ir::rowMajorStrides(in);
+  FUSEC_ASSIGN_OR_RETURN(Tensor t, buildByIndex(*data, out, [&](const std::vector<int64_t> &i) {
+                           int64_t k = 0;
+                           for (int64_t d = 0; d < q; ++d) k += i[axis + d] * indStrides[d];
+                           int64_t s = ind[k] * strides[axis];
+                           for (int64_t d = 0; d < axis; ++d) s += i[d] * strides[d];
+                           for (int64_t d = axis + 1; d < r; ++d) s += i[d + q - 1] * strides[d];
+                           return s;
+                         }));
+  return one(std::move(t));
+}
+
+Result gatherElementsOp(const KernelArgs &a) {
+  FUSEC_ASSIGN_OR_RETURN(const Tensor *data, required(a, 0, "data"));
+  FUSEC_ASSIGN_OR_RETURN(const Tensor *indT, required(a, 1, "indices"));
+  int64_t r = data->rank();
+  if (r == 0) return invalid("GatherElements data must have rank >= 1");
+  if (indT->rank() != r)
+    return invalid(absl::StrCat("indices rank ", indT->rank(), " differs from data rank ", r));
+  FUSEC_ASSIGN_OR_RETURN(int64_t axis, normAxis(a.node.attrI("axis"), r));
+  for (int64_t d = 0; d < r; ++d)
+    if (d != axis && indT->shape()[d] > data->shape()[d])
+      return invalid(absl::StrCat("indices shape ", shapeStr(indT->shape()),
+                                  " exceeds data shape ", shapeStr(data->shape()), " on axis ", d));
+  FUSEC_ASSIGN_OR_RETURN(std::vector<int64_t> ind, readIndices(*indT));
+  int64_t dim = data->shape()[axis];
+  for (int64_t &i : ind) {
+    FUSEC_ASSIGN_OR_RETURN(i, fixIndex(i, dim, axis));
+  }
+  Shape strides = ir::rowMajorStrides(data->shape());
+  Shape indStrides = ir::rowMajorStrides(indT->shape());
+  FUSEC_ASSIGN_OR_RETURN(
+      Tensor t, buildByIndex(*data, indT->shape(), [&](const std::vector<int64_t> &i) {
+        int64_t k = 0, s = 0;
+        for (int64_t d = 0; d < r; ++d) k += i[d] * indStrides[d];
+        for (int64_t d = 0; d < r; ++d) s += (d == axis ? ind[k] : i[d]) * strides[d];
+        return s;
+      }));
+  return one(std::move(t));
+}
+
+/// ONNX GatherND-13: indices[..., :m] index data dims [b, b+m) after the
+/// first b = batch_dims dims, which data and indices share.
+Result gatherND(const KernelArgs &a) {
+  FUSEC_ASSIGN_OR_RETURN(const Tensor *data, required(a, 0, "data"));
+  FUSEC_ASSIGN_OR_RETURN(const Tensor *indT, required(a, 1, "indices"));
+  int64_t r = data->rank(), q = indT->rank();
+  int64_t b = a.node.attrI("batch_dims");
+  if (r < 1 || q < 1) return invalid("GatherND data and indices must have rank >= 1");
+  if (b < 0 || b >= std::min(r, q))
+    return invalid(absl::StrCat("batch_dims ", b, " must be in [0, min(rank(data), rank(indices)))"));
+  const Shape &ds = data->shape(), &is = indT->shape();
+  for (int64_t d = 0; d < b; ++d)
+    if (ds[d] != is[d])
+      return invalid(absl::StrCat("batch dims differ: data ", shapeStr(ds), ", indices ",
+                                  shapeStr(is)));
+  int64_t m = is[q - 1];
+  if (m < 1 || m > r - b)
+    return invalid(absl::StrCat("indices last dim ", m, " must be in [1, ", r - b, "]"));
+  FUSEC_ASSIGN_OR_RETURN(std::vector<int64_t> ind, readIndices(*indT));
+  int64_t tuples = ir::numElements(is) / m;
+  for (int64_t t = 0; t < tuples; ++t)
+    for (int64_t j = 0; j < m; ++j) {
+      FUSEC_ASSIGN_OR_RETURN(ind[t * m + j], fixIndex(ind[t * m + j], ds[b + j], b + j));
+    }
+  Shape out(is.begin(), is.end() - 1);
+  out.insert(out.end(), ds.begin() + b + m, ds.end());
+  Shape strides = ir::rowMajorStrides(ds);
+  Shape tupleShape(is.begin(), is.end() - 1);
+  Shape tupleStrides = ir::rowMajorStrides(tupleShape);
+  int64_t qm1 = q - 1;
+  FUSEC_ASSIGN_OR_RETURN(Tensor t, buildByIndex(*data, out, [&](const std::vector<int64_t> &i) {
+                           int64_t tuple = 0;
+                           for (int64_t d = 0; d < qm1; ++d) tuple += i[d] * tupleStrides[d];
+                           int64_t s = 0;
+                           for (int64_t d = 0; d < b; ++d) s += i[d] * strides[d];
+                           for (int64_t j = 0; j < m; ++j) s += ind[tuple * m + j] * strides[b + j];
+                           for (int64_t d = b + m; d < r; ++d) s += i[qm1 + d - b - m] * strides[d];
+                           return s;
+                         }));
+  return one(std::move(t));
+}
+
+//===----------------------------------------------------------------------===//
+// Expand, Tile, Trilu, Pad.
+//===----------------------------------------------------------------------===//
+
+Result expand(const KernelArgs &a) {
+  FUSEC_ASSIGN_OR_RETURN(const Tensor *data, required(a, 0, "input"));
+  FUSEC_ASSIGN_OR_RETURN(const Tensor *shapeT, required(a, 1, "shape"));
+  FUSEC_ASSIGN_OR_RETURN(std::vector<int64_t> target, readInts(*shapeT, "shape"));
+  const Shape &in = data->shape();
+  int64_t r = std::max<int64_t>(data->rank(), static_cast<int64_t>(target.size()));
+  Shape out(r);
+  Shape inPadded(r, 1);  // input dims right-aligned
+  for (int64_t d = 0; d < data->rank(); ++d) inPadded[r - data->rank() + d] = in[d];
+  for (int64_t d = 0; d < r; ++d) {
+    int64_t off = r - static_cast<int64_t>(target.size());
+    int64_t t = d >= off ? target[d - off] : 1;
+    int64_t x = inPadded[d];
+    if (t < 0) return invalid(absl::StrCat("shape ", shapeStr(target), " has a negative dim"));
+    if (x == t || t == 1) {
+      out[d] = x;
+    } else if (x == 1) {
+      out[d] = t;
+    } else {
+      return invalid(absl::StrCat("cannot broadcast input shape ", shapeStr(in), " to ",
+                                  shapeStr(target)));
+    }
+  }
+  Shape strides = ir::rowMajorStrides(inPadded);
+  FUSEC_ASSIGN_OR_RETURN(Tensor t, buildByIndex(*data, out, [&](const std::vector<int64_t> &i) {
+                           int64_t s = 0;
+                           for (int64_t d = 0; d < r; ++d)
+                             if (inPadded[d] != 1) s += i[d] * strides[d];
+                           return s;
+                         }));
+  return one(std::move(t));
+}
+
+Result tile(const KernelArgs &a) {
+  FUSEC_ASSIGN_OR_RETURN(const Tensor *data, required(a, 0, "input"));
+  FUSEC_ASSIGN_OR_RETURN(const Tensor *repT, required(a, 1, "repeats"));
+  FUSEC_ASSIGN_OR_RETURN(std::vector<int64_t> reps, readInts(*repT, "repeats"));
+  int64_t r = data->rank();
+  if (static_cast<int64_t>(reps.size()) != r)
+    return invalid(absl::StrCat("repeats has ", reps.size(), " entries for an input of rank ", r));
+  const Shape &in = data->shape();
+  Shape out(r);
+  for (int64_t d = 0; d < r; ++d) {
+    if (reps[d] < 0) return invalid(absl::StrCat("repeats ", shapeStr(reps), " has a negative entry"));
+    if (in[d] != 0 && reps[d] > kMaxElements / in[d])
+      return invalid(absl::StrCat("repeats ", shapeStr(reps), " is too large"));
+    out[d] = in[d] * reps[d];
+  }
+  Shape strides = ir::rowMajorStrides(in);
+  FUSEC_ASSIGN_OR_RETURN(Tensor t, buildByIndex(*data, out, [&](const std::vector<int64_t> &i) {
+                           int64_t s = 0;
+                           for (int64_t d = 0; d < r; ++d) s += (i[d] % in[d]) * strides[d];
+                           return s;
+                         }));
+  return one(std::move(t));
+}
+
+/// ONNX Trilu-14: on the last two dims, upper keeps j - i >= k, lower keeps
+/// j - i <= k; the rest is zero.
+Result trilu(const KernelArgs &a) {
+  FUSEC_ASSIGN_OR_RETURN(const Tensor *data, required(a, 0, "input"));
+  int64_t r = data->rank();
+  if (r < 2) return invalid(absl::StrCat("Trilu input must have rank >= 2, got ", r));
+  int64_t k = 0;
+  if (const Tensor *kT = a.in(1)) {
+    FUSEC_ASSIGN_OR_RETURN(k, readScalarInt(*kT, "k"));
+  }
+  bool upper = a.node.attrI("upper") != 0;
+  Shape strides = ir::rowMajorStrides(data->shape());
+  FUSEC_ASSIGN_OR_RETURN(Tensor t,
+                         buildByIndex(*data, data->shape(), [&](const std::vector<int64_t> &i) {
+                           int64_t row = i[r - 2], col = i[r - 1];
+                           // Compare col - row with k without overflow for huge k.
+                           bool keep = upper ? (col - row >= k) : (col - row <= k);
+                           if (!keep) return int64_t{-1};
+                           int64_t s = 0;
+                           for (int64_t d = 0; d < r; ++d) s += i[d] * strides[d];
+                           return s;
+                         }));
+  return one(std::move(t));
+}
+
+/// ONNX Pad-19: pads = [x1_begin, x2_begin, ..., x1_end, x2_end, ...] over
+/// 'axes' (default all); negative pads crop. Modes constant, reflect, edge,
+/// wrap (numpy.pad semantics).
+Result pad(const KernelArgs &a) {
+  FUSEC_ASSIGN_OR_RETURN(const Tensor *data, required(a, 0, "data"));
+  FUSEC_ASSIGN_OR_RETURN(const Tensor *padsT, required(a, 1, "pads"));
+  FUSEC_ASSIGN_OR_RETURN(std::vector<int64_t> pads, readInts(*padsT, "pads"));
+  int64_t r = data->rank();
+  std::vector<int64_t> axes;
+  if (const Tensor *axesT = a.in(3)) {
+    FUSEC_ASSIGN_OR_RETURN(axes, readInts(*axesT, "axes"));
+  } else {
+    for (int64_t d = 0; d < r; ++d) axes.push_back(d);
+  }
+  size_t na = axes.size();
+  if (pads.size() != 2 * na)
+    return invalid(absl::StrCat("pads has ", pads.size(), " entries, expected ", 2 * na));
+  std::vector<int64_t> before(r, 0), after(r, 0);
+  std::vector<bool> seen(r, false);
+  for (size_t i = 0; i < na; ++i) {
+    FUSEC_ASSIGN_OR_RETURN(int64_t ax, normAxis(axes[i], r, "axes entry"));
+    if (seen[ax]) return invalid(absl::StrCat("axes repeats axis ", axes[i]));
+    seen[ax] = true;
+    before[ax] = pads[i];
+    after[ax] = pads[na + i];
+  }
+  std::string mode = a.node.attrS("mode");
+  enum { kConstant, kReflect, kEdge, kWrap } m;
+  if (mode == "constant") m = kConstant;
+  else if (mode == "reflect") m = kReflect;
+  else if (mode == "edge") m = kEdge;
+  else if (mode == "wrap") m = kWrap;
+  else return invalid(absl::StrCat("unsupported Pad mode '", mode, "'"));
+  const Shape &in = data->shape();
+  Shape out(r);
+  for (int64_t d = 0; d < r; ++d) {
+    if (before[d] < -kMaxElements || before[d] > kMaxElements || after[d] < -kMaxElements ||
+        after[d] > kMaxElements)
+      return invalid(absl::StrCat("pads ", shapeStr(pads), " are too large"));
+    out[d] = in[d] + before[d] + after[d];
+    if (out[d] < 0)
+      return invalid(absl::StrCat("pads ", shapeStr(pads), " crop axis ", d, " of shape ",
+                                  shapeStr(in), " below zero"));
+    if (m != kConstant && in[d] == 0 && out[d] > 0)
+      return invalid(absl::StrCat("cannot ", mode, "-pad axis ", d, " of size 0"));
+  }
+  Tensor zero(data->dtype(), {});
+  const Tensor *fill = &zero;
+  if (const Tensor *cv = a.in(2); cv && m == kConstant && cv->numElements() > 0) {
+    if (cv->dtype() != data->dtype())
+      return invalid(absl::StrCat("constant_value has dtype ", ir::dtypeName(cv->dtype()),
+                                  ", data has ", ir::dtypeName(data->dtype())));
+    if (cv->numElements() != 1)
+      return invalid(absl::StrCat("constant_value must be a scalar, got shape ",
+                                  shapeStr(cv->shape())));
+    fill = cv;
+  }
+  Shape strides = ir::rowMajorStrides(in);
+  FUSEC_ASSIGN_OR_RETURN(
+      Tensor t, buildByIndex(
+                    *data, out,
+                    [&](const std::vector<int64_t> &i) {
+                      int64_t s = 0;
+                      for (int64_t d = 0; d < r; ++d) {
+                        int64_t x = i[d] - before[d], n = in[d];
+                        if (x < 0 || x >= n) {
+                          switch (m) {
+                            case kConstant: return int64_t{-1};
+                            case kEdge: x = x < 0 ? 0 : n - 1; break;
+                            case kWrap: x = ((x % n) + n) % n; break;
+                            case kReflect: {
+                              if (n == 1) { x = 0; break; }
+                              int64_t period = 2 * (n - 1);
+                              x = ((x % period) + period) % period;
+                              if (x >= n) x = period - x;
+                              break;
+                            }
+                          }
+                        }
+                        s += x * strides[d];
+                      }
+                      return s;
+                    },
+                    fill));
+  return one(std::move(t));
+}
+
+//===----------------------------------------------------------------------===//
+// Shape, Size, ConstantOfShape, Range, Constant.
+//===----------------------------------------------------------------------===//
+
+Result shapeOp(const KernelArgs &a) {
+  FUSEC_ASSIGN_OR_RETURN(const Tensor *data, required(a, 0, "data"));
+  int64_t r = data->rank();
+  auto clampIdx = [r](int64_t v) {
+    if (v < 0) v = v < -r ? 0 : v + r;
+    return std::min(v, r);
+  };
+  int64_t start = clampIdx(a.node.attrI("start"));
+  int64_t end = a.node.hasAttr("end") ? clampIdx(a.node.getInt("end", r)) : r;
+  std::vector<int64_t> dims;
+  for (int64_t d = start; d < end; ++d) dims.push_back(data->shape()[d]);
+  return one(Tensor::vectorI64(dims));
+}
+
+Result sizeOp(const KernelArgs &a) {
+  FUSEC_ASSIGN_OR_RETURN(const Tensor *data, required(a, 0, "data"));
+  return one(Tensor::scalarInt(DType::kI64, data->numElements()));
+}
+
+Result constantOfShape(const KernelArgs &a) {
+  FUSEC_ASSIGN_OR_RETURN(const Tensor *shapeT, required(a, 0, "input"));
+  FUSEC_ASSIGN_OR_RETURN(std::vector<int64_t> dims, readInts(*shapeT, "input"));
+  FUSEC_RETURN_IF_ERROR(checkShape(dims, "shape"));
+  Tensor value = Tensor::scalarDouble(DType::kF32, 0.0);
+  if (const ir::Attribute *v = a.node.attr("value")) {
+    if (v->kind() != ir::Attribute::Kind::kTensor)
+      return invalid("attribute 'value' must be a tensor");
+    if (v->t().numElements() != 1)
+      return invalid(absl::StrCat("attribute 'value' must have one element, got shape ",
+                                  shapeStr(v->t().shape())));
+    value = v->t();
+  }
+  Tensor out(value.dtype(), dims);
+  ElemCopier copy(value, out);
+  for (int64_t i = 0; i < out.numElements(); ++i) copy(i, 0);
+  return one(std::move(out));
+}
+
+/// ONNX Range-11: count = max(ceil((limit - start) / delta), 0) elements
+/// start + i * delta, in the inputs' dtype.
+Result range(const KernelArgs &a) {
+  FUSEC_ASSIGN_OR_RETURN(const Tensor *startT, required(a, 0, "start"));
+  FUSEC_ASSIGN_OR_RETURN(const Tensor *limitT, required(a, 1, "limit"));
+  FUSEC_ASSIGN_OR_RETURN(const Tensor *deltaT, required(a, 2, "delta"));
+  DType dt = startT->dtype();
+  for (const Tensor *t : {startT, limitT, deltaT}) {
+    if (t->dtype() != dt)
+      return invalid(absl::StrCat("start, limit and delta must share a dtype, got ",
+                                  ir::dtypeName(startT->dtype()), ", ",
+                                  ir::dtypeName(limitT->dtype()), ", ",
+                                  ir::dtypeName(deltaT->dtype())));
+    if (t->numElements() != 1 || t->rank() > 1)
+      return invalid(absl::StrCat("start, limit and delta must be scalars, got shape ",
+                                  shapeStr(t->shape())));
+  }
+  if (!ir::isFloat(dt) && !ir::isInteger(dt))
+    return invalid(absl::StrCat("Range does not support dtype ", ir::dtypeName(dt)));
+  if (ir::isFloat(dt)) {
+    double start = startT->getDouble(0), limit = limitT->getDouble(0), delta = deltaT->getDouble(0);
+    if (delta == 0 || !std::isfinite(start) || !std::isfinite(limit) || !std::isfinite(delta))
+      return invalid("Range needs finite start, limit and a non-zero finite delta");
+    double c = std::ceil((limit - start) / delta);
+    if (c > static_cast<double>(kMaxElements))
+      return invalid(absl::StrCat("Range would produce ", c, " elements"));
+    int64_t n = c > 0 ? static_cast<int64_t>(c) : 0;
+    Tensor out(dt, {n});
+    for (int64_t i = 0; i < n; ++i) out.setDouble(i, start + static_cast<double>(i) * delta);
+    return one(std::move(out));
+  }
+  int64_t start = startT->getInt(0), limit = limitT->getInt(0), delta = deltaT->getInt(0);
+  if (delta == 0) return invalid("Range delta is 0");
+  // Exact ceil((limit - start) / delta) in 128-bit arithmetic.
+  __int128 diff = static_cast<__int128>(limit) - start;
+  __int128 q = diff / delta;
+  if ((diff % delta != 0) && ((diff > 0) == (delta > 0))) ++q;
+  if (q > kMaxElements) return invalid("Range would produce too many elements");
+  int64_t n = q > 0 ? static_cast<int64_t>(q) : 0;
+  Tensor out(dt, {n});
+  for (int64_t i = 0; i < n; ++i)  // wraps like two's complement; the result is in range
+    out.setInt(i, static_cast<int64_t>(static_cast<uint64_t>(start) +
+                                       static_cast<uint64_t>(i) * static_cast<uint64_t>(delta)));
+  return one(std::move(out));
+}
+
+Result constant(const KernelArgs &a) {
+  const ir::Node &n = a.node;
+  using K = ir::Attribute::Kind;
+  int found = 0;
+  Tensor out;
+  for (const auto &[name, attr] : n.attrs()) {
+    if (name == "value") {
+      if (attr.kind() != K::kTensor) return invalid("attribute 'value' must be a tensor");
+      out = attr.t();
+    } else if (name == "value_float") {
+      if (attr.kind() != K::kFloat) return invalid("attribute 'value_float' must be a float");
+      out = Tensor::scalarDouble(DType::kF32, attr.f());
+    } else if (name == "value_int") {
+      if (attr.kind() != K::kInt) return invalid("attribute 'value_int' must be an int");
+      out = Tensor::scalarInt(DType::kI64, attr.i());
+    } else if (name == "value_floats") {
+      if (attr.kind() != K::kFloats) return invalid("attribute 'value_floats' must be floats");
+      std::vector<double> v(attr.floats().begin(), attr.floats().end());
+      out = Tensor::fromDoubles(DType::kF32, {static_cast<int64_t>(v.size())}, v);
+    } else if (name == "value_ints") {
+      if (attr.kind() != K::kInts) return invalid("attribute 'value_ints' must be ints");
+      out = Tensor::vectorI64(attr.ints());
+    } else if (name == "value_string") {
+      if (attr.kind() != K::kString) return invalid("attribute 'value_string' must be a string");
+      out = Tensor(DType::kString, {});
+      out.strings()[0] = attr.s();
+    } else if (name == "value_strings") {
+      if (attr.kind() != K::kStrings) return invalid("attribute 'value_strings' must be strings");
+      out = Tensor(DType::kString, {static_cast<int64_t>(attr.strings().size())});
+      out.strings() = attr.strings();
+    } else if (name == "sparse_value") {
+      return absl::UnimplementedError("Constant with sparse_value is not supported");
+    } else {
+      continue;
+    }
+    ++found;
+  }
+  if (found != 1)
+    return invalid(absl::StrCat("Constant needs exactly one value attribute, found ", found));
+  return one(std::move(out));
+}
+
+}  // namespace
+
+void registerMovementKernels(KernelTable &table) {
+  auto set = [&table](ir::OpKind k, KernelFn fn) { table[static_cast<size_t>(k)] = std::move(fn); };
+  using ir::OpKind;
+  set(OpKind::kGather, gather);
+  set(OpKind::kGatherElements, gatherElementsOp);
+  set(OpKind::kGatherND, gatherND);
+  set(OpKind::kExpand, expand);
+  set(OpKind::kTile, tile);
+  set(OpKind::kTrilu, trilu);
+  set(OpKind::kPad, pad);
+  set(OpKind::kShape, shapeOp);
+  set(OpKind::kSize, sizeOp);
+  set(OpKind::kConstantOfShape, constantOfShape);
+  set(OpKind::kRange, range);
+  set(OpKind::kConstant, constant);
+}
+
+}  // namespace fusec::interp

@@ -1,0 +1,591 @@
+//===- Layout.cpp - Shape rules: layout, data movement, shape generators --===//
+//
+// Inferrer's rules for Reshape, Transpose, Flatten, (Un)Squeeze, Concat,
+// Split, Slice, Gather*, Expand, Tile, Pad, Shape, ConstantOfShape, Range and
+// Constant (ONNX operator spec, newest opset of each op). Value-dependent
+// shapes read tracked input values (Inferrer::ints / shapeElems).
+//
+//===----------------------------------------------------------------------===//
+#include <algorithm>
+#include <limits>
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "ir/shape/ShapeInferrer.h"
+#include "support/Status.h"
+
+namespace fusec::ir::shape {
+
+
+std::optional<Elems> Inferrer::shapeElems(int i, bool *rankKnown, int64_t *rank) {
+  auto d = data(i);
+  *rankKnown = false;
+  *rank = 0;
+  if (d) {
+    *rankKnown = true;
+    *rank = static_cast<int64_t>(d->size());
+    return d;
+  }
+  TensorType st = inType(i);
+  if (st.rankKnown && st.rank() == 1 && st.shape[0].isStatic()) {
+    *rankKnown = true;
+    *rank = st.shape[0].value;
+  }
+  return std::nullopt;
+}
+
+absl::StatusOr<TensorType> Inferrer::reshape() {
+  TensorType x = inType(0);
+  DType dt = x.dtype;
+  bool rankKnown;
+  int64_t rank;
+  auto elems = shapeElems(1, &rankKnown, &rank);
+  if (!rankKnown) return TensorType::unranked(dt);
+  if (!elems) return TensorType(dt, Dims(rank));
+  bool allowZero = node_.attrI("allowzero") != 0;
+  Dims out;
+  int inferIdx = -1;
+  for (int64_t i = 0; i < rank; ++i) {
+    const Elem &e = (*elems)[i];
+    if (e.kind == Elem::kSym) {
+      out.push_back(Dim::symbolic(e.sym));
+    } else if (e.kind == Elem::kUnknown) {
+      out.push_back(Dim::unknown());
+    } else if (e.v == -1) {
+      if (inferIdx >= 0) return error("Reshape shape has more than one -1");
+      inferIdx = static_cast<int>(i);
+      out.push_back(Dim::unknown());
+    } else if (e.v == 0 && !allowZero) {
+      if (x.rankKnown && i >= x.rank())
+        return error(absl::StrCat("Reshape shape[", i, "] = 0 but input has rank ", x.rank()));
+      out.push_back(x.rankKnown ? x.shape[i] : Dim::unknown());
+    } else if (e.v < 0) {
+      return error(absl::StrCat("Reshape shape[", i, "] = ", e.v, " is invalid"));
+    } else {
+      out.push_back(Dim(e.v));
+    }
+  }
+  if (!x.rankKnown) return TensorType(dt, out);
+  // Cancel the known output dims against the input dims: static extents by
+  // product, symbols by name.
+  int64_t inProd = 1;
+  std::vector<std::string> inSyms;
+  int inUnknown = 0;
+  for (const Dim &d : x.shape) {
+    if (d.isStatic())
+      inProd *= d.value;
+    else if (d.isSymbolic())
+      inSyms.push_back(d.symbol);
+    else
+      ++inUnknown;
+  }
+  int64_t outProd = 1;
+  bool outOpaque = false;
+  for (int64_t i = 0; i < rank; ++i) {
+    if (i == inferIdx) continue;
+    const Dim &d = out[i];
+    if (d.isStatic()) {
+      outProd *= d.value;
+    } else if (d.isSymbolic()) {
+      auto it = std::find(inSyms.begin(), inSyms.end(), d.symbol);
+      if (it != inSyms.end())
+        inSyms.erase(it);
+      else
+        outOpaque = true;
+    } else {
+      outOpaque = true;
+    }
+  }
+  if (inferIdx >= 0) {
+    if (outOpaque || inUnknown > 0 || outProd == 0) return TensorType(dt, out);
+    if (inProd % outProd != 0) {
+      if (inSyms.empty())
+        return error(absl::StrCat("cannot reshape ", inProd, " elements into a shape with ",
+                                  outProd, " elements per -1"));
+      return TensorType(dt, out);
+    }
+    int64_t q = inProd / outProd;
+    if (inSyms.empty())
+      out[inferIdx] = Dim(q);
+    else if (inSyms.size() == 1 && q == 1)
+      out[inferIdx] = Dim::symbolic(inSyms[0]);
+  } else if (!outOpaque && inUnknown == 0 && inSyms.empty() && inProd != outProd) {
+    return error(absl::StrCat("cannot reshape ", x.str(), " (", inProd, " elements) into ",
+                              outProd, " elements"));
+  }
+  return TensorType(dt, out);
+}
+
+absl::StatusOr<TensorType> Inferrer::transpose() {
+  TensorType x = inType(0);
+  if (!x.rankKnown) return x;
+  int64_t r = x.rank();
+  std::vector<int64_t> perm = node_.getInts("perm");
+  if (!node_.hasAttr("perm"))
+    for (int64_t i = r - 1; i >= 0; --i) perm.push_back(i);
+  if (static_cast<int64_t>(perm.size()) != r)
+    return error(absl::StrCat("perm has ", perm.size(), " entries for rank ", r));
+  std::vector<bool> seen(r, false);
+  Dims out;
+  for (int64_t p : perm) {
+    FUSEC_ASSIGN_OR_RETURN(int64_t np, normAxis(p, r, "perm entry"));
+    if (seen[np]) return error("perm is not a permutation");
+    seen[np] = true;
+    out.push_back(x.shape[np]);
+  }
+  return TensorType(x.dtype, out);
+}
+
+// Product of dims: static, a single symbol times static 1, or unknown.
+static Dim dimProduct(const Dims &ds) {
+  int64_t p = 1;
+  const Dim *sym = nullptr;
+  for (const Dim &d : ds) {
+    if (d.isStatic()) {
+      p *= d.value;
+    } else if (d.isSymbolic() && !sym) {
+      sym = &d;
+    } else {
+      return Dim::unknown();
+    }
+  }
+  if (!sym) return Dim(p);
+  if (p == 1) return *sym;
+  return p == 0 ? Dim(0) : Dim::unknown();
+}
+
+absl::StatusOr<TensorType> Inferrer::flatten() {
+  TensorType x = inType(0);
+  if (!x.rankKnown) return TensorType(x.dtype, {Dim(), Dim()});
+  int64_t r = x.rank();
+  int64_t axis = node_.attrI("axis");
+  if (axis < -r || axis > r) return error(absl::StrCat("axis ", axis, " out of range"));
+  if (axis < 0) axis += r;
+  Dims a(x.shape.begin(), x.shape.begin() + axis), b(x.shape.begin() + axis, x.shape.end());
+  return TensorType(x.dtype, {dimProduct(a), dimProduct(b)});
+}
+
+absl::StatusOr<TensorType> Inferrer::squeeze() {
+  TensorType x = inType(0);
+  if (!x.rankKnown) return x;
+  std::vector<bool> drop(x.rank(), false);
+  if (has(1)) {
+    auto axes = ints(1);
+    if (!axes) {
+      TensorType at = inType(1);
+      if (at.rankKnown && at.rank() == 1 && at.shape[0].isStatic())
+        return TensorType(x.dtype, Dims(std::max<int64_t>(0, x.rank() - at.shape[0].value)));
+      return TensorType::unranked(x.dtype);
+    }
+    for (int64_t a : *axes) {
+      FUSEC_ASSIGN_OR_RETURN(int64_t na, normAxis(a, x.rank()));
+      const Dim &d = x.shape[na];
+      if (d.isStatic() && d.value != 1)
+        return error(absl::StrCat("cannot squeeze axis ", a, " of extent ", d.value));
+      drop[na] = true;
+    }
+  } else {
+    // As ONNX: drop the dims known to be 1 (symbolic dims are kept).
+    for (int64_t i = 0; i < x.rank(); ++i) drop[i] = x.shape[i].isStatic() && x.shape[i].value == 1;
+  }
+  Dims out;
+  for (int64_t i = 0; i < x.rank(); ++i)
+    if (!drop[i]) out.push_back(x.shape[i]);
+  return TensorType(x.dtype, out);
+}
+
+absl::StatusOr<TensorType> Inferrer::unsqueeze() {
+  TensorType x = inType(0);
+  auto axes = ints(1);
+  if (!axes) {
+    TensorType at = inType(1);
+    if (x.rankKnown && at.rankKnown && at.rank() <= 1 &&
+        (at.rank() == 0 || at.shape[0].isStatic()))
+      return TensorType(x.dtype, Dims(x.rank() + (at.rank() == 0 ? 1 : at.shape[0].value)));
+    return TensorType::unranked(x.dtype);
+  }
+  if (!x.rankKnown) return TensorType::unranked(x.dtype);
+  int64_t outRank = x.rank() + static_cast<int64_t>(axes->size());
+  std::vector<bool> ins(outRank, false);
+  for (int64_t a : *axes) {
+    FUSEC_ASSIGN_OR_RETURN(int64_t na, normAxis(a, outRank));
+    if (ins[na]) return error(absl::StrCat("duplicate axis ", a));
+    ins[na] = true;
+  }
+  Dims out;
+  int64_t j = 0;
+  for (int64_t i = 0; i < outRank; ++i) out.push_back(ins[i] ? Dim(1) : x.shape[j++]);
+  return TensorType(x.dtype, out);
+}
+
+absl::StatusOr<TensorType> Inferrer::concat() {
+  if (!node_.hasAttr("axis")) return error("Concat requires attribute 'axis'");
+  DType dt = inType(0).dtype;
+  std::optional<TensorType> acc;
+  Dim sum(0);
+  int64_t axis = 0;
+  for (int i = 0; i < node_.numInputs(); ++i) {
+    if (!has(i)) continue;
+    TensorType t = inType(i);
+    if (!t.rankKnown) continue;
+    if (!acc) {
+      FUSEC_ASSIGN_OR_RETURN(axis, normAxis(node_.getInt("axis", 0), t.rank()));
+      acc = t;
+      acc->dtype = dt;
+      sum = t.shape[axis];
+      continue;
+    }
+    if (t.rank() != acc->rank())
+      return error(absl::StrCat("input ", i, " has rank ", t.rank(), ", expected ", acc->rank()));
+    for (int64_t d = 0; d < t.rank(); ++d) {
+      if (d == axis) {
+        const Dim &x = t.shape[d];
+        if (sum.isStatic() && x.isStatic())
+          sum = Dim(sum.value + x.value);
+        else if (sum.isStatic() && sum.value == 0)
+          sum = x;
+        else if (!(x.isStatic() && x.value == 0))
+          sum = Dim::unknown();
+        continue;
+      }
+      FUSEC_ASSIGN_OR_RETURN(acc->shape[d], mergeEqual(acc->shape[d], t.shape[d], "Concat dim"));
+    }
+  }
+  if (!acc) return TensorType::unranked(dt);
+  // An input of unknown rank makes the concatenated extent unknown.
+  for (int i = 0; i < node_.numInputs(); ++i)
+    if (has(i) && !inType(i).rankKnown) sum = Dim::unknown();
+  acc->shape[axis] = sum;
+  return *acc;
+}
+
+absl::StatusOr<std::vector<TensorType>> Inferrer::split() {
+  TensorType x = inType(0);
+  int n = node_.numOutputs();
+  std::vector<TensorType> outs;
+  if (!x.rankKnown) return std::vector<TensorType>(n, TensorType::unranked(x.dtype));
+  FUSEC_ASSIGN_OR_RETURN(int64_t axis, normAxis(node_.attrI("axis"), x.rank()));
+  const Dim &d = x.shape[axis];
+  std::vector<Dim> sizes(n, Dim::unknown());
+  if (has(1)) {
+    auto s = ints(1);
+    if (s) {
+      if (static_cast<int>(s->size()) != n)
+        return error(absl::StrCat("split has ", s->size(), " sizes for ", n, " outputs"));
+      int64_t total = 0;
+      for (int i = 0; i < n; ++i) {
+        if ((*s)[i] < 0) return error("split sizes must be non-negative");
+        sizes[i] = Dim((*s)[i]);
+        total += (*s)[i];
+      }
+      if (d.isStatic() && total != d.value)
+        return error(absl::StrCat("split sizes sum to ", total, ", axis extent is ", d.value));
+    }
+  } else {
+    int64_t numOutputs = node_.getInt("num_outputs", n);
+    if (numOutputs != n)
+      return error(absl::StrCat("num_outputs = ", numOutputs, " but node has ", n, " outputs"));
+    if (d.isStatic() && n > 0) {
+      // Opset 18: chunks of ceil(d / n), the last one smaller.
+      int64_t chunk = (d.value + n - 1) / n;
+      int64_t left = d.value;
+      for (int i = 0; i < n; ++i) {
+        int64_t c = std::min(chunk, left);
+        sizes[i] = Dim(c);
+        left -= c;
+      }
+    } else if (n == 1) {
+      sizes[0] = d;
+    }
+  }
+  for (int i = 0; i < n; ++i) {
+    TensorType t = x;
+    t.shape[axis] = sizes[i];
+    outs.push_back(t);
+  }
+  return outs;
+}
+
+absl::StatusOr<TensorType> Inferrer::slice() {
+  TensorType x = inType(0);
+  if (!x.rankKnown) return x;
+  int64_t r = x.rank();
+  auto starts = data(1), ends = data(2);
+  std::optional<std::vector<int64_t>> axes, steps;
+  if (has(3)) axes = ints(3);
+  if (has(4)) steps = ints(4);
+  bool axesKnown = !has(3) || axes.has_value();
+  if (!axesKnown) return TensorType(x.dtype, Dims(r));
+  Dims out = x.shape;
+  int64_t k = -1;
+  if (starts) k = static_cast<int64_t>(starts->size());
+  else if (ends) k = static_cast<int64_t>(ends->size());
+  else if (axes) k = static_cast<int64_t>(axes->size());
+  if (!axes) {
+    if (k < 0) {
+      TensorType st = inType(1);
+      if (st.rankKnown && st.rank() == 1 && st.shape[0].isStatic()) k = st.shape[0].value;
+    }
+    if (k < 0) return TensorType(x.dtype, Dims(r));
+    axes = std::vector<int64_t>();
+    for (int64_t i = 0; i < k; ++i) axes->push_back(i);
+  }
+  k = static_cast<int64_t>(axes->size());
+  if ((starts && static_cast<int64_t>(starts->size()) != k) ||
+      (ends && static_cast<int64_t>(ends->size()) != k) ||
+      (steps && static_cast<int64_t>(steps->size()) != k))
+    return error("starts, ends, axes and steps must have the same length");
+  std::vector<bool> seen(r, false);
+  for (int64_t j = 0; j < k; ++j) {
+    FUSEC_ASSIGN_OR_RETURN(int64_t a, normAxis((*axes)[j], r));
+    if (seen[a]) return error(absl::StrCat("axis ", (*axes)[j], " repeated"));
+    seen[a] = true;
+    if (!starts || !ends || (has(4) && !steps)) {
+      out[a] = Dim::unknown();
+      continue;
+    }
+    int64_t step = steps ? (*steps)[j] : 1;
+    if (step == 0) return error("slice step must not be 0");
+    const Elem &se = (*starts)[j], &ee = (*ends)[j];
+    const Dim &d = x.shape[a];
+    if (!se.isInt() || !ee.isInt()) {
+      // x[0:sym] (e.g. position ids sliced to the sequence length) has extent
+      // sym, assuming the symbol is within the axis extent as exporters do.
+      bool prefix = step == 1 && se.isInt() && se.v == 0 && ee.kind == Elem::kSym;
+      out[a] = prefix ? Dim::symbolic(ee.sym) : Dim::unknown();
+      continue;
+    }
+    int64_t s = se.v, e = ee.v;
+    if (!d.isStatic()) {
+      // Whole-axis slices keep the dim; anything else is unknown.
+      bool whole = step == 1 && s == 0 && e >= std::numeric_limits<int32_t>::max();
+      out[a] = whole ? d : Dim::unknown();
+      continue;
+    }
+    int64_t len = d.value;
+    if (s < 0) s += len;
+    if (e < 0) e += len;
+    int64_t count;
+    if (step > 0) {
+      s = std::clamp<int64_t>(s, 0, len);
+      e = std::clamp<int64_t>(e, 0, len);
+      count = e > s ? (e - s + step - 1) / step : 0;
+    } else {
+      s = std::clamp<int64_t>(s, 0, len - 1);
+      e = std::clamp<int64_t>(e, -1, len - 1);
+      count = s > e ? (s - e + (-step) - 1) / (-step) : 0;
+    }
+    out[a] = Dim(count);
+  }
+  return TensorType(x.dtype, out);
+}
+
+absl::StatusOr<TensorType> Inferrer::gather() {
+  TensorType x = inType(0), idx = inType(1);
+  if (!x.rankKnown || !idx.rankKnown) return TensorType::unranked(x.dtype);
+  if (x.rank() == 0) return error("Gather data must have rank >= 1");
+  FUSEC_ASSIGN_OR_RETURN(int64_t axis, normAxis(node_.attrI("axis"), x.rank()));
+  Dims out(x.shape.begin(), x.shape.begin() + axis);
+  out.insert(out.end(), idx.shape.begin(), idx.shape.end());
+  out.insert(out.end(), x.shape.begin() + axis + 1, x.shape.end());
+  return TensorType(x.dtype, out);
+}
+
+absl::StatusOr<TensorType> Inferrer::gatherND() {
+  TensorType x = inType(0), idx = inType(1);
+  if (!x.rankKnown || !idx.rankKnown) return TensorType::unranked(x.dtype);
+  int64_t b = node_.attrI("batch_dims");
+  int64_t r = x.rank(), q = idx.rank();
+  if (q < 1 || r < 1) return error("GatherND data and indices must have rank >= 1");
+  if (b < 0 || b >= std::min(r, q))
+    return error(absl::StrCat("batch_dims ", b, " out of range"));
+  for (int64_t i = 0; i < b; ++i)
+    FUSEC_RETURN_IF_ERROR(mergeEqual(x.shape[i], idx.shape[i], "GatherND batch dim").status());
+  const Dim &last = idx.shape[q - 1];
+  if (!last.isStatic()) return TensorType::unranked(x.dtype);
+  if (last.value > r - b)
+    return error(absl::StrCat("indices.shape[-1] = ", last.value, " exceeds rank - batch_dims"));
+  Dims out(idx.shape.begin(), idx.shape.end() - 1);
+  out.insert(out.end(), x.shape.begin() + b + last.value, x.shape.end());
+  return TensorType(x.dtype, out);
+}
+
+absl::StatusOr<TensorType> Inferrer::expand() {
+  TensorType x = inType(0);
+  bool rankKnown;
+  int64_t rank;
+  auto elems = shapeElems(1, &rankKnown, &rank);
+  if (!rankKnown) return TensorType::unranked(x.dtype);
+  Dims target(rank);
+  if (elems) {
+    for (int64_t i = 0; i < rank; ++i) {
+      const Elem &e = (*elems)[i];
+      if (e.kind == Elem::kInt) {
+        if (e.v < 0) return error(absl::StrCat("Expand shape[", i, "] = ", e.v, " is negative"));
+        target[i] = Dim(e.v);
+      } else if (e.kind == Elem::kSym) {
+        target[i] = Dim::symbolic(e.sym);
+      }
+    }
+  }
+  if (!x.rankKnown) return TensorType::unranked(x.dtype);
+  if (!elems) {
+    // Unknown target dims: the result is at least the input where the input
+    // is > 1, else unknown.
+    int64_t outRank = std::max(rank, x.rank());
+    Dims out(outRank);
+    for (int64_t i = 0; i < x.rank(); ++i) {
+      const Dim &d = x.shape[i];
+      if (d.isStatic() && d.value != 1) out[outRank - x.rank() + i] = d;
+    }
+    return TensorType(x.dtype, out);
+  }
+  return broadcast({x, TensorType(x.dtype, target)}, x.dtype);
+}
+
+absl::StatusOr<TensorType> Inferrer::tile() {
+  TensorType x = inType(0);
+  if (!x.rankKnown) return x;
+  auto reps = ints(1);
+  if (!reps) return TensorType(x.dtype, Dims(x.rank()));
+  if (static_cast<int64_t>(reps->size()) != x.rank())
+    return error(absl::StrCat("repeats has ", reps->size(), " entries for rank ", x.rank()));
+  Dims out;
+  for (int64_t i = 0; i < x.rank(); ++i) {
+    int64_t rep = (*reps)[i];
+    if (rep < 0) return error("repeats must be non-negative");
+    const Dim &d = x.shape[i];
+    if (d.isStatic())
+      out.push_back(Dim(d.value * rep));
+    else if (rep == 1)
+      out.push_back(d);
+    else if (rep == 0)
+      out.push_back(Dim(0));
+    else
+      out.push_back(Dim::unknown());
+  }
+  return TensorType(x.dtype, out);
+}
+
+absl::StatusOr<TensorType> Inferrer::pad() {
+  TensorType x = inType(0);
+  if (!x.rankKnown) return x;
+  int64_t r = x.rank();
+  auto pads = ints(1);
+  if (!pads) return TensorType(x.dtype, Dims(r));
+  std::vector<int64_t> axes;
+  if (has(3)) {
+    auto ax = ints(3);
+    if (!ax) return TensorType(x.dtype, Dims(r));
+    for (int64_t a : *ax) {
+      FUSEC_ASSIGN_OR_RETURN(int64_t na, normAxis(a, r));
+      axes.push_back(na);
+    }
+  } else {
+    for (int64_t i = 0; i < r; ++i) axes.push_back(i);
+  }
+  int64_t k = static_cast<int64_t>(axes.size());
+  if (static_cast<int64_t>(pads->size()) != 2 * k)
+    return error(absl::StrCat("pads has ", pads->size(), " entries, expected ", 2 * k));
+  Dims out = x.shape;
+  for (int64_t j = 0; j < k; ++j) {
+    int64_t add = (*pads)[j] + (*pads)[k + j];
+    Dim &d = out[axes[j]];
+    if (d.isStatic()) {
+      if (d.value + add < 0) return error("pads remove more than the axis extent");
+      d = Dim(d.value + add);
+    } else if (add != 0) {
+      d = Dim::unknown();
+    }
+  }
+  return TensorType(x.dtype, out);
+}
+
+absl::StatusOr<TensorType> Inferrer::shape() {
+  TensorType x = inType(0);
+  if (!x.rankKnown) return TensorType(DType::kI64, {Dim()});
+  int64_t r = x.rank();
+  int64_t start = node_.attrI("start"), end = node_.getInt("end", r);
+  if (start < 0) start += r;
+  if (end < 0) end += r;
+  start = std::clamp<int64_t>(start, 0, r);
+  end = std::clamp<int64_t>(end, 0, r);
+  return TensorType(DType::kI64, {Dim(std::max<int64_t>(0, end - start))});
+}
+
+absl::StatusOr<TensorType> Inferrer::constantOfShape() {
+  DType dt = DType::kF32;
+  if (const Attribute *a = node_.attr("value"); a && a->kind() == Attribute::Kind::kTensor)
+    dt = a->t().dtype();
+  bool rankKnown;
+  int64_t rank;
+  auto elems = shapeElems(0, &rankKnown, &rank);
+  if (!rankKnown) return TensorType::unranked(dt);
+  Dims out(rank);
+  if (elems) {
+    for (int64_t i = 0; i < rank; ++i) {
+      const Elem &e = (*elems)[i];
+      if (e.kind == Elem::kInt) {
+        if (e.v < 0) return error(absl::StrCat("shape[", i, "] = ", e.v, " is negative"));
+        out[i] = Dim(e.v);
+      } else if (e.kind == Elem::kSym) {
+        out[i] = Dim::symbolic(e.sym);
+      }
+    }
+  }
+  return TensorType(dt, out);
+}
+
+absl::StatusOr<TensorType> Inferrer::range() {
+  DType dt = inType(0).dtype;
+  for (int i = 0; i < 3; ++i) {
+    TensorType t = inType(i);
+    if (t.rankKnown && t.rank() != 0 && !(t.rank() == 1 && t.shape[0] == Dim(1)))
+      return error(absl::StrCat("Range input ", i, " must be a scalar"));
+  }
+  // Integer case through tracked data (keeps Range(0, Shape(x)[i], 1) symbolic).
+  auto s = data(0), l = data(1), d = data(2);
+  if (s && l && d && s->size() == 1 && l->size() == 1 && d->size() == 1) {
+    const Elem &es = (*s)[0], &el = (*l)[0], &ed = (*d)[0];
+    if (es.isInt() && el.isInt() && ed.isInt()) {
+      if (ed.v == 0) return error("Range delta must not be 0");
+      int64_t diff = el.v - es.v;
+      int64_t n = diff / ed.v + ((diff % ed.v != 0) && ((diff > 0) == (ed.v > 0)) ? 1 : 0);
+      return TensorType(dt, {Dim(std::max<int64_t>(0, n))});
+    }
+    if (es.isInt() && es.v == 0 && ed.isInt() && ed.v == 1 && el.kind == Elem::kSym)
+      return TensorType(dt, {Dim::symbolic(el.sym)});
+  }
+  // Float constants.
+  const Tensor *ts = has(0) ? in(0)->constant() : nullptr;
+  const Tensor *tl = has(1) ? in(1)->constant() : nullptr;
+  const Tensor *td = has(2) ? in(2)->constant() : nullptr;
+  if (ts && tl && td && ts->numElements() == 1 && tl->numElements() == 1 &&
+      td->numElements() == 1) {
+    double delta = td->getDouble(0);
+    if (delta == 0) return error("Range delta must not be 0");
+    double n = std::ceil((tl->getDouble(0) - ts->getDouble(0)) / delta);
+    if (!(n >= 0)) n = 0;
+    if (n > 1e15) return error("Range has too many elements");
+    return TensorType(dt, {Dim(static_cast<int64_t>(n))});
+  }
+  return TensorType(dt, {Dim()});
+}
+
+absl::StatusOr<TensorType> Inferrer::constant() {
+  if (const Attribute *a = node_.attr("value"); a && a->kind() == Attribute::Kind::kTensor)
+    return TensorType::fromShape(a->t().dtype(), a->t().shape());
+  if (node_.hasAttr("value_float")) return TensorType(DType::kF32, {});
+  if (node_.hasAttr("value_int")) return TensorType(DType::kI64, {});
+  if (node_.hasAttr("value_string")) return TensorType(DType::kString, {});
+  if (const Attribute *a = node_.attr("value_floats"); a && a->kind() == Attribute::Kind::kFloats)
+    return TensorType(DType::kF32, {Dim(static_cast<int64_t>(a->floats().size()))});
+  if (const Attribute *a = node_.attr("value_ints"); a && a->kind() == Attribute::Kind::kInts)
+    return TensorType(DType::kI64, {Dim(static_cast<int64_t>(a->ints().size()))});
+  if (const Attribute *a = node_.attr("value_strings");
+      a && a->kind() == Attribute::Kind::kStrings)
+    return TensorType(DType::kString, {Dim(static_cast<int64_t>(a->strings().size()))});
+  return error("Constant has no value attribute");
+}
+
+}  // namespace fusec::ir::shape
