@@ -26,6 +26,7 @@
 #include "nlohmann/json.hpp"
 #include "passes/fusion/FusionDump.h"
 #include "runtime/ArtifactFormat.h"
+#include "runtime/internal/Checksum.h"
 #include "support/Status.h"
 
 namespace fusec::artifact {
@@ -156,11 +157,55 @@ bool isWithin(const fs::path &inner, const fs::path &outer) {
   return true;
 }
 
-bool isPreviousArtifact(const fs::path &dir) {
-  std::ifstream in(dir / "manifest.json");
-  if (!in) return false;
+/// The previous artifact's manifest in \p dir, or a non-object if there is none.
+Json previousManifest(const fs::path &dir) {
+  std::ifstream in(dir / artifact_format::kManifestFile);
+  if (!in) return Json();
   Json j = Json::parse(in, nullptr, /*allow_exceptions=*/false);
-  return j.is_object() && j.contains("format") && j["format"] == artifact_format::kFormat;
+  if (!j.is_object() || !j.contains("format") || j["format"] != artifact_format::kFormat)
+    return Json();
+  return j;
+}
+
+/// Entries of a previous artifact folder \p dir that fusec did not write:
+/// anything but the regular files its manifest lists in "files" (artifacts
+/// from before that list: the files every backend writes), and the
+/// manifest itself. Recompiling replaces the folder whole, so these would
+/// be lost: the writer refuses instead.
+std::vector<std::string> foreignEntries(const fs::path &dir, const Json &manifest) {
+  std::set<std::string> ours = {artifact_format::kManifestFile, artifact_format::kWeightsFile,
+                                artifact_format::kFusionFile};
+  if (manifest.contains("files") && manifest["files"].is_array()) {
+    for (const Json &f : manifest["files"])
+      if (f.is_string()) ours.insert(f.get<std::string>());
+  } else {
+    for (const char *f : {"model.cu", "libmodel.so", "kernels.py", "run.py"}) ours.insert(f);
+  }
+  std::vector<std::string> foreign;
+  std::error_code ec;
+  for (const auto &e : fs::directory_iterator(dir, ec)) {
+    std::string name = e.path().filename().string();
+    if (!ours.count(name) || !e.is_regular_file(ec) || e.is_symlink(ec)) foreign.push_back(name);
+  }
+  std::sort(foreign.begin(), foreign.end());
+  return foreign;
+}
+
+/// Removes \p out's stale sibling folders "<out>.tmp-XXXXXX" and
+/// "<out>.old-XXXXXX" that an interrupted fusec left behind (six characters
+/// of mkdtemp, a folder, not a link). One fusec writes one OUT at a time.
+void removeStaleTemps(const fs::path &out) {
+  std::error_code ec;
+  const std::string base = out.filename().string();
+  for (const auto &e : fs::directory_iterator(out.parent_path(), ec)) {
+    std::string name = e.path().filename().string();
+    for (const char *suffix : {".tmp-", ".old-"}) {
+      std::string prefix = base + suffix;
+      if (name.size() == prefix.size() + 6 && name.compare(0, prefix.size(), prefix) == 0 &&
+          e.is_directory(ec) && !e.is_symlink(ec))
+        fs::remove_all(e.path(), ec);
+    }
+  }
 }
 
 /// Applies the OUT rules of the file comment. \p out is absolute and normal.
@@ -197,13 +242,57 @@ absl::Status checkOutDir(const fs::path &out, const std::string &modelPath) {
     if (ec)
       return absl::InvalidArgumentError(
           absl::StrCat("cannot read output folder '", out.string(), "': ", ec.message()));
-    if (!empty && !isPreviousArtifact(out))
+    Json previous = empty ? Json() : previousManifest(out);
+    if (!empty && !previous.is_object())
       return absl::InvalidArgumentError(absl::StrCat(
           "refusing to replace '", out.string(),
           "': it is a non-empty folder that does not hold a fusec artifact (no manifest.json with "
           "\"format\": \"fusec-artifact\"); choose a new or empty folder"));
+    if (!empty) {
+      std::vector<std::string> foreign = foreignEntries(out, previous);
+      if (!foreign.empty())
+        return absl::InvalidArgumentError(absl::StrCat(
+            "refusing to replace '", out.string(), "': it holds ", foreign.size(),
+            " entr", foreign.size() == 1 ? "y" : "ies", " fusec did not write (",
+            absl::StrJoin(foreign, ", "),
+            "), which replacing the artifact would delete; move them or choose another folder"));
+    }
   }
   return absl::OkStatus();
+}
+
+/// \p manifest with "checksums" for the files of \p dir it names (the
+/// weights file and the library, those that exist): 64-bit FNV-1a,
+/// runtime/internal/Checksum.h, verified by the runtime's loader.
+absl::StatusOr<std::string> withChecksums(const std::string &manifest, const fs::path &dir) {
+  Json m = Json::parse(manifest, nullptr, /*allow_exceptions=*/false);
+  if (!m.is_object()) return absl::InternalError("the manifest the writer made is not an object");
+  Json sums = Json::object();
+  std::vector<std::string> checked;
+  if (m.contains("library") && m["library"].is_string()) checked.push_back(m["library"]);
+  if (m.contains("weights") && m["weights"].is_object() && m["weights"].contains("file"))
+    checked.push_back(m["weights"]["file"]);
+  for (const std::string &f : checked) {
+    std::error_code ec;
+    if (!fs::exists(dir / f, ec)) continue;  // e.g. the library when nvcc did not run
+    std::string sum;
+    if (!artifact_checksum::fileChecksum((dir / f).string(), sum))
+      return absl::InternalError(absl::StrCat("cannot read '", (dir / f).string(), "'"));
+    sums[f] = sum;
+  }
+  if (!sums.empty()) m["checksums"] = sums;
+  // Every file the writer put in the folder, so that a later recompilation
+  // can tell them from files a user added (foreignEntries).
+  Json files = Json::array();
+  std::error_code ec;
+  std::vector<std::string> names;
+  for (const auto &e : fs::directory_iterator(dir, ec)) names.push_back(e.path().filename().string());
+  names.push_back(artifact_format::kManifestFile);
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  for (const std::string &n : names) files.push_back(n);
+  m["files"] = files;
+  return m.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
 absl::Status writeFile(const fs::path &path, const std::string &data) {
@@ -417,9 +506,9 @@ absl::Status writeArtifact(const ir::Graph &graph, const passes::FusionPlan &pla
   if (ec)
     return absl::InternalError(absl::StrCat("cannot create '", out.parent_path().string(),
                                             "': ", ec.message()));
+  removeStaleTemps(out);
   FUSEC_ASSIGN_OR_RETURN(fs::path tmp, makeSiblingTemp(out, ".tmp-"));
   TempDirGuard guard(tmp);
-  FUSEC_RETURN_IF_ERROR(writeFile(tmp / artifact_format::kManifestFile, manifest));
   for (const auto &[name, contents] : mod.files) FUSEC_RETURN_IF_ERROR(writeFile(tmp / name, contents));
   FUSEC_RETURN_IF_ERROR(writeWeights(tmp / artifact_format::kWeightsFile, mem));
   FUSEC_RETURN_IF_ERROR(writeFile(tmp / artifact_format::kFusionFile, fusionJson));
@@ -433,6 +522,10 @@ absl::Status writeArtifact(const ir::Graph &graph, const passes::FusionPlan &pla
     for (std::string &w : built.warnings) sum.warnings.push_back(std::move(w));
     sum.builtLibrary = built.built;
   }
+  // The manifest comes last: it records the checksums of the weights and of
+  // the library (when built), which the runtime verifies at load.
+  FUSEC_ASSIGN_OR_RETURN(std::string finalManifest, withChecksums(manifest, tmp));
+  FUSEC_RETURN_IF_ERROR(writeFile(tmp / artifact_format::kManifestFile, finalManifest));
 
   // Swap the folders: old OUT away, new into place, old deleted.
   if (fs::exists(fs::symlink_status(out, ec))) {

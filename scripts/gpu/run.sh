@@ -12,7 +12,8 @@
 #   1. nvidia-smi;
 #   2. GPU test binaries (RuntimeTest, CodegenGpuTest, ArtifactGpuTest,
 #      AttentionKernelTest when staged);
-#   3. the same under compute-sanitizer memcheck (the first few cases each);
+#   3. compute-sanitizer memcheck, racecheck and initcheck over real launches
+#      of every kernel kind (chosen cases of each test binary);
 #   4. all shared models compiled in fp32 and bf16 (fusec -o, in parallel),
 #      run and checked (fusec-run OUT --data DIR --bench N), then a few under
 #      memcheck;
@@ -100,30 +101,45 @@ if ! skipped tests; then
 fi
 
 # --- 3. compute-sanitizer ---------------------------------------------------
+# memcheck, racecheck and initcheck over real launches of every kernel kind:
+# elementwise, layout, row reductions (f32 and bf16 rows), the tiled
+# attention paths (mma.sync, fp32 SIMT, masks, one-row and padded cases),
+# the runtime's own steps and threads; a whole model follows in step 4.
+sanitizer_filter() {  # sanitizer_filter BINARY: the gtest filter to run under the tools
+  case $1 in
+    RuntimeTest) echo '*' ;;  # small: all of it
+    RuntimeRobustnessTest) echo '*Threads*:*Twice*' ;;  # not the 10^4-run soak
+    CodegenGpuTest)
+      local c=Corpus/GpuRunTest.MatchesInterpreter
+      echo "$c/unary:$c/layout:$c/concat:$c/reduce:$c/ln_stats:$c/softmax_f32_1000:$c/softmax_bf16_4096:$c/softmax_bf16_7" ;;
+    ArtifactGpuTest) echo '*mlp_ln_gelu*:*gpt2_tiny*' ;;
+    AttentionKernelTest)
+      local c=Cases/AttentionKernelTest.MatchesCpuReferenceOnGpu
+      echo "$c/bf16_plain_d64:$c/bf16_causal_d64_s200:$c/bf16_padding_mask:$c/bf16_window256_d128:$c/f32_s1:$c/bf16_s7" ;;
+    *) echo '*' ;;
+  esac
+}
 if ! skipped sanitizer && command -v compute-sanitizer > /dev/null; then
-  section "compute-sanitizer memcheck (first cases of each test binary)"
-  sum "memcheck:"
-  for t in "${TESTS[@]}"; do
-    case $t in
-      RuntimeTest) filter='*' ;;  # small: all of it
-      RuntimeRobustnessTest) filter='*Threads*:*Twice*' ;;  # not the 10^4-run soak
-      ArtifactGpuTest) filter='*mlp_ln_gelu*:*gpt2_tiny*' ;;
-      *) filter=$("$FUSEC_BIN/$t" --gtest_list_tests 2>/dev/null | awk '
-           /^[^ ]/ {suite=$1; next}
-           /^  / && n < 4 {printf "%s%s%s", (n ? ":" : ""), suite, $1; n++}') ;;
-    esac
-    log=$WORK/$t.memcheck.log
-    timeout "$(cap 100)" compute-sanitizer --tool memcheck --error-exitcode 99 \
-      --print-limit 20 "$FUSEC_BIN/$t" --gtest_filter="$filter" > "$log" 2>&1
-    rc=$?
-    errs=$(grep -Eo 'ERROR SUMMARY: [0-9]+ error' "$log" | grep -Eo '[0-9]+' | tail -1)
-    verdict=clean
-    [ $rc -eq 99 ] && verdict="ERRORS ($errs)"
-    [ $rc -eq 124 ] && verdict="timed out"
-    [ $rc -ne 0 ] && [ $rc -ne 99 ] && [ $rc -ne 124 ] && verdict="test failed (rc $rc)"
-    echo "$t [$filter]: $verdict"
-    [ $rc -ne 0 ] && grep -E '=========|FAILED' "$log" | head -30 | sed "s/^/  $t| /"
-    sum "  $(printf '%-22s %-24s %s' "$t" "$verdict" "filter $filter")"
+  for tool in memcheck racecheck initcheck; do
+    section "compute-sanitizer $tool (real launches of each kernel kind)"
+    sum "$tool:"
+    for t in "${TESTS[@]}"; do
+      [ "$tool" != memcheck ] && [ "$t" = ArtifactGpuTest ] && continue  # nvcc-heavy; model below
+      filter=$(sanitizer_filter "$t")
+      log=$WORK/$t.$tool.log
+      timeout "$(cap 100)" compute-sanitizer --tool "$tool" --error-exitcode 99 \
+        --print-limit 20 "$FUSEC_BIN/$t" --gtest_filter="$filter" > "$log" 2>&1
+      rc=$?
+      errs=$(grep -Eo '(ERROR|RACECHECK) SUMMARY: [0-9]+ (error|hazard)' "$log" | grep -Eo '[0-9]+' | tail -1)
+      ran=$(grep -Eo '^\[  PASSED  \] [0-9]+' "$log" | grep -Eo '[0-9]+$' | tail -1)
+      verdict="clean (${ran:-0} tests)"
+      [ $rc -eq 99 ] && verdict="ERRORS (${errs:-?})"
+      [ $rc -eq 124 ] && verdict="timed out"
+      [ $rc -ne 0 ] && [ $rc -ne 99 ] && [ $rc -ne 124 ] && verdict="test failed (rc $rc)"
+      echo "$t [$tool]: $verdict"
+      [ $rc -ne 0 ] && grep -E '=========|FAILED' "$log" | head -30 | sed "s/^/  $t| /"
+      sum "  $(printf '%-22s %-24s %s' "$t" "$verdict" "filter $filter")"
+    done
   done
 fi
 
@@ -192,16 +208,19 @@ PY
   done < "$WORK/compile-jobs.txt"
 
   if ! skipped sanitizer && command -v compute-sanitizer > /dev/null; then
-    section "memcheck of generated kernels (fusec-run, no bench)"
-    sum "memcheck of generated artifacts:"
-    for a in gpt2_tiny.fp32 bert_tiny.fp32 vit_tiny_dynamo.fp32 gpt2_tiny.bf16 llama_tiny_dynamo.bf16; do
+    section "compute-sanitizer on whole generated models (fusec-run, no bench)"
+    sum "sanitizers on generated artifacts:"
+    for a in gpt2_tiny.fp32 bert_tiny.fp32 vit_tiny_dynamo.fp32 gpt2_tiny.bf16 llama_tiny_dynamo.bf16 \
+             racecheck:gpt2_tiny.bf16 initcheck:gpt2_tiny.bf16 racecheck:attn_alibi.fp32; do
+      tool=memcheck
+      case $a in *:*) tool=${a%%:*}; a=${a#*:} ;; esac
       [ -f "$WORK/models/$a/manifest.json" ] || continue
       name=${a%.*}
-      log=$WORK/models/$a.memcheck.log
+      log=$WORK/models/$a.$tool.log
       tol=""
       [ "${a##*.}" = bf16 ] && tol=$BF16_TOL
       # shellcheck disable=SC2086
-      timeout "$(cap 60)" compute-sanitizer --tool memcheck --error-exitcode 99 --print-limit 10 \
+      timeout "$(cap 60)" compute-sanitizer --tool "$tool" --error-exitcode 99 --print-limit 10 \
         "$FUSEC_BIN/fusec-run" "$WORK/models/$a" --data "$MODELS_DIR/$name/test_data_set_0" \
         $tol > "$log" 2>&1
       rc=$?
@@ -209,9 +228,9 @@ PY
       [ $rc -eq 99 ] && verdict="ERRORS"
       [ $rc -eq 124 ] && verdict="timed out"
       [ $rc -ne 0 ] && [ $rc -ne 99 ] && [ $rc -ne 124 ] && verdict="run failed (rc $rc)"
-      echo "$a: $verdict"
+      echo "$a [$tool]: $verdict"
       [ $rc -ne 0 ] && grep -E '=========' "$log" | head -20 | sed "s/^/  $a| /"
-      sum "  $(printf '%-28s %s' "$a" "$verdict")"
+      sum "  $(printf '%-28s %-10s %s' "$a" "$tool" "$verdict")"
     done
   fi
 fi

@@ -1,0 +1,116 @@
+//===- ArtifactFolderTest.cpp - What the writer does to OUT and around it --===//
+//
+// The artifact folder rules (codegen/artifact/ArtifactWriter.cpp):
+//  - the manifest lists every file fusec wrote ("files") and records
+//    checksums of the weights and the library ("checksums"), which the
+//    runtime verifies at load;
+//  - recompiling into a previous artifact replaces only an artifact: a folder
+//    that also holds files fusec did not write (or a nested folder) is
+//    refused, and nothing in it is touched;
+//  - stale OUT.tmp-XXXXXX / OUT.old-XXXXXX folders that an interrupted fusec
+//    left beside OUT are removed; other neighbours are not.
+//
+//===----------------------------------------------------------------------===//
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "driver/Driver.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "runtime/internal/Checksum.h"
+#include "test/unit/TestModels.h"
+
+namespace fusec {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using Json = nlohmann::json;
+
+class ArtifactFolderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::path(::testing::TempDir()) /
+            ("fusec_folder_" + std::string(::testing::UnitTest::GetInstance()
+                                                ->current_test_info()
+                                                ->name()));
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+    out_ = root_ / "out";
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(root_, ec);
+  }
+  /// Compiles the bundled example model into out_ (no nvcc).
+  absl::Status compile() {
+    driver::CompileOptions o;
+    o.inputShapes["x"] = {2, 24, 128};
+    o.output = out_.string();
+    o.runNvcc = false;
+    std::string model = (testing::sourceDir() / "examples/models/attn_causal_sdpa/model.onnx").string();
+    return driver::compile(model, o).status();
+  }
+  Json manifest() {
+    std::ifstream in(out_ / "manifest.json");
+    return Json::parse(in);
+  }
+  fs::path root_, out_;
+};
+
+TEST_F(ArtifactFolderTest, ManifestListsFilesAndChecksums) {
+  ASSERT_TRUE(compile().ok());
+  Json m = manifest();
+  ASSERT_TRUE(m.contains("files"));
+  for (const Json &f : m["files"]) EXPECT_TRUE(fs::exists(out_ / f.get<std::string>())) << f;
+  EXPECT_EQ(m["files"].size(), std::distance(fs::directory_iterator(out_), fs::directory_iterator()));
+  ASSERT_TRUE(m.contains("checksums"));
+  std::string sum;
+  ASSERT_TRUE(artifact_checksum::fileChecksum((out_ / "weights.bin").string(), sum));
+  EXPECT_EQ(m["checksums"]["weights.bin"], sum);
+  // --no-nvcc: no library, so no checksum for it.
+  EXPECT_FALSE(m["checksums"].contains("libmodel.so"));
+}
+
+TEST_F(ArtifactFolderTest, RecompilingReplacesAnArtifact) {
+  ASSERT_TRUE(compile().ok());
+  ASSERT_TRUE(compile().ok());
+  EXPECT_TRUE(fs::exists(out_ / "manifest.json"));
+}
+
+TEST_F(ArtifactFolderTest, FilesTheUserAddedAreNeverDeleted) {
+  ASSERT_TRUE(compile().ok());
+  std::ofstream(out_ / "my-notes.txt") << "keep me";
+  fs::create_directories(out_ / "results");
+  absl::Status s = compile();
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("my-notes.txt"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("results"));
+  EXPECT_TRUE(fs::exists(out_ / "my-notes.txt"));
+  EXPECT_TRUE(fs::exists(out_ / "results"));
+  EXPECT_TRUE(fs::exists(out_ / "manifest.json"));
+}
+
+TEST_F(ArtifactFolderTest, StaleTemporaryFoldersAreRemoved) {
+  fs::create_directories(root_ / "out.tmp-Ab12Cd");
+  fs::create_directories(root_ / "out.old-Zz99Yy");
+  fs::create_directories(root_ / "out.tmp-mine");       // not mkdtemp's shape: kept
+  fs::create_directories(root_ / "other.tmp-Ab12Cd");   // another OUT's: kept
+  ASSERT_TRUE(compile().ok());
+  EXPECT_FALSE(fs::exists(root_ / "out.tmp-Ab12Cd"));
+  EXPECT_FALSE(fs::exists(root_ / "out.old-Zz99Yy"));
+  EXPECT_TRUE(fs::exists(root_ / "out.tmp-mine"));
+  EXPECT_TRUE(fs::exists(root_ / "other.tmp-Ab12Cd"));
+  // And the write itself leaves none behind.
+  for (const auto &e : fs::directory_iterator(root_))
+    EXPECT_EQ(e.path().filename().string().find("out.tmp-") == 0 &&
+                  e.path().filename().string().size() == 14,
+              false)
+        << e.path();
+}
+
+}  // namespace
+}  // namespace fusec
