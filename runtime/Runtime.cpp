@@ -25,6 +25,7 @@
 #include <cuda_runtime_api.h>
 
 #include "fusert/fusert.h"
+#include "runtime/internal/Checksum.h"
 #include "runtime/internal/CudaStatus.h"
 #include "runtime/internal/GemmPlan.h"
 #include "runtime/internal/Manifest.h"
@@ -191,12 +192,32 @@ struct fusert_model {
     profEvents.clear();
   }
   Status runProfiled(cudaStream_t stream);
+  Status verifyChecksums();
   Status loadLibrary();
   Status checkWeightsFile();
   Status uploadWeights();
   Status buildPlans();
   Status enqueue(cudaStream_t stream);
 };
+
+/// Recomputes the checksum of every file the manifest lists one for (the
+/// library, the weights) before anything is dlopened or uploaded.
+Status fusert_model::verifyChecksums() {
+  for (const auto &[file, want] : manifest.checksums) {
+    std::string path = joinPath(dir, file);
+    uint64_t size = 0;
+    if (!fileSize(path, size))
+      return notFound(file, " not found in ", dir);
+    std::string got;
+    if (!fusec::artifact_checksum::fileChecksum(path, got))
+      return invalidArgument("cannot read ", path);
+    if (got != want)
+      return invalidArgument(path, " does not match the manifest's checksum (", got,
+                             " != ", want, "): the artifact was modified or mixed "
+                             "with another; recompile it");
+  }
+  return Status();
+}
 
 Status fusert_model::loadLibrary() {
   bool hasKernels = std::any_of(
@@ -325,6 +346,7 @@ Status fusert_model::load() {
                              "': conv steps need cuDNN, and this libfusert "
                              "was built without it");
 #endif
+  FUSERT_RETURN_IF_ERROR(verifyChecksums());
   FUSERT_RETURN_IF_ERROR(loadLibrary());
   FUSERT_RETURN_IF_ERROR(checkWeightsFile());
   profSamples.reset(manifest.steps.size());

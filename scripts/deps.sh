@@ -2,8 +2,8 @@
 # packages and (for Python test tooling only) pip. Downloads nothing else.
 DEBIAN_PACKAGES=(cmake ninja-build g++ python3 python3-pip libonnx-dev libonnx-testdata
   libprotobuf-dev protobuf-compiler libabsl-dev llvm-14-dev llvm-14-tools
-  googletest libgtest-dev graphviz nlohmann-json3-dev)
-PIP_PACKAGES=(onnx onnxruntime numpy lit)
+  googletest libgtest-dev graphviz nlohmann-json3-dev clang libclang-rt-14-dev)
+PIP_PACKAGES=(onnx==1.23.2 onnxruntime numpy lit)
 
 install_deps() {
   local missing=()

@@ -2,8 +2,10 @@
 # Runs the whole test suite: installs missing dependencies, builds (a normal
 # build in build/ and an ASan+UBSan build in build-asan/), then runs every
 # test in both with ctest: GoogleTest units, lit + FileCheck, ONNX backend
-# node tests, and the shared-model tests. GPU tests skip with a message on a
-# machine without a GPU. Usage: bash scripts/test.sh
+# node tests, and the shared-model tests; then builds the libFuzzer harnesses
+# (build-fuzz/, clang) and runs each for a fixed number of executions from its
+# seed corpus (scripts/fuzz.sh). GPU tests skip with a message on a machine
+# without a GPU. Usage: bash scripts/test.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/deps.sh
@@ -25,4 +27,6 @@ echo "== tests under ASan + UBSan =="
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan --output-on-failure -j "$jobs" \
   -E "NvccCompile|AttentionKernelTest|SharedModelArtifact|AttentionCodegen.*Compiles"
+echo "== fuzzing (libFuzzer, fixed seed and run count) =="
+bash scripts/fuzz.sh --runs 3000
 echo "== all tests passed =="

@@ -100,6 +100,24 @@ inline std::string printable(std::string_view text) {
   return out;
 }
 
+/// printable() for a whole diagnostic that fusec composed: the same
+/// escaping, except that the message's own line breaks ('\n') are kept.
+/// Names inside the message must already have gone through printable()
+/// (which escapes '\n'), so no model text can start a line of its own.
+inline std::string printableLines(std::string_view text) {
+  std::string out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t nl = text.find('\n', start);
+    if (nl == std::string_view::npos) nl = text.size();
+    out += printable(text.substr(start, nl - start));
+    if (nl == text.size()) break;
+    out.push_back('\n');
+    start = nl + 1;
+  }
+  return out;
+}
+
 }  // namespace fusec
 
 #endif  // FUSEC_SUPPORT_ESCAPE_H

@@ -59,7 +59,8 @@ std::string literal(const Expr &e) {
       if (std::isinf(e.fval))
         return e.fval > 0 ? (e.type == ScalarType::kF32 ? "__int_as_float(0x7f800000)" : "__longlong_as_double(0x7ff0000000000000LL)")
                           : (e.type == ScalarType::kF32 ? "__int_as_float(0xff800000)" : "__longlong_as_double(0xfff0000000000000LL)");
-      std::string s = absl::StrFormat(e.type == ScalarType::kF32 ? "%.9g" : "%.17g", e.fval);
+      std::string s = e.type == ScalarType::kF32 ? absl::StrFormat("%.9g", e.fval)
+                                                 : absl::StrFormat("%.17g", e.fval);
       if (s.find_first_of(".eE") == std::string::npos) s += ".0";
       return absl::StrCat("(", s, suffix, ")");
     }

@@ -21,6 +21,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "frontend/onnx/internal/FunctionExpansion.h"
 #include "frontend/onnx/internal/FunctionInline.h"
 #include "frontend/onnx/internal/OnnxTensor.h"
 #include "frontend/onnx/internal/OpsetUpgrade.h"
@@ -260,7 +261,9 @@ void Importer::collectUnsupportedInSubgraphs(const onnx::NodeProto &n, const std
         std::string innerPath = absl::StrCat(sub, "/", printable(name));
         const ir::OpInfo *info =
             isOnnxDomain(inner.domain()) ? ir::lookupOp(inner.op_type()) : nullptr;
-        if (!info || isInternalOp(*info))
+        bool expanded = !info && isOnnxDomain(inner.domain()) &&
+                        internal::isExpandedFunctionOp(inner.op_type());
+        if ((!info && !expanded) || (info && isInternalOp(*info)))
           problems.push_back(absl::StrCat("  node '", innerPath, "' op ", quotedName(inner.op_type()),
                                           " domain ", quotedName(domainName(inner.domain())),
                                           " opset ", opsetText(inner.domain()),
@@ -294,6 +297,8 @@ absl::Status Importer::checkSupported() {
                                       " is fusec's internal op, not an ONNX op)"));
       continue;
     }
+    if (!info && isOnnxDomain(n.domain()) && internal::isExpandedFunctionOp(n.op_type()))
+      continue;  // expanded into table ops while importing
     if (!info) {
       problems.push_back(line);
       // The ops inside an If/Loop/Scan body are reported too, all at once.
@@ -357,8 +362,7 @@ absl::StatusOr<TensorType> Importer::typeFromValueInfo(const onnx::ValueInfoProt
     return absl::InvalidArgumentError(absl::StrCat(what, " ", quotedName(vi.name()), " has no elem_type"));
   std::optional<ir::DType> dt = ir::dtypeFromOnnx(tt.elem_type());
   if (!dt)
-    return absl::InvalidArgumentError(absl::StrCat(what, " ", quotedName(vi.name()), " has unsupported dtype ",
-                                                   onnxDTypeName(tt.elem_type())));
+    return internal::unsupportedDType(tt.elem_type(), absl::StrCat(what, " ", quotedName(vi.name())));
   if (!tt.has_shape()) return TensorType::unranked(*dt);
   std::vector<ir::Dim> dims;
   for (int i = 0; i < tt.shape().dim_size(); ++i) {
@@ -599,20 +603,48 @@ std::string parentDir(const std::string &path) {
 
 }  // namespace
 
+namespace {
+
+absl::StatusOr<std::unique_ptr<ir::Graph>> importParsed(onnx::ModelProto &model,
+                                                        const std::string &what,
+                                                        const std::string &modelDir) {
+  if (!model.has_graph())
+    return absl::InvalidArgumentError(
+        absl::StrCat("failed to parse ", what, " as an ONNX ModelProto: it has no graph"));
+  FUSEC_RETURN_IF_ERROR(internal::inlineLocalFunctions(model));
+  Importer importer(model, modelDir);
+  return importer.run();
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<ir::Graph>> importOnnxModel(const std::string &path) {
   FUSEC_ASSIGN_OR_RETURN(std::string bytes, internal::readFileBytes(path));
   onnx::ModelProto model;
   if (!parseLarge(bytes, model))
     return absl::InvalidArgumentError(absl::StrCat(
         "failed to parse ", quotedName(path), " as an ONNX ModelProto (truncated or corrupt file?)"));
-  if (!model.has_graph())
-    return absl::InvalidArgumentError(
-        absl::StrCat("failed to parse ", quotedName(path), " as an ONNX ModelProto: it has no graph"));
   bytes.clear();
   bytes.shrink_to_fit();
-  FUSEC_RETURN_IF_ERROR(internal::inlineLocalFunctions(model));
-  Importer importer(model, parentDir(path));
-  return importer.run();
+  return importParsed(model, quotedName(path), parentDir(path));
+}
+
+absl::StatusOr<std::unique_ptr<ir::Graph>> importOnnxModelFromBytes(const std::string &bytes,
+                                                                    const std::string &modelDir) {
+  onnx::ModelProto model;
+  if (!parseLarge(bytes, model))
+    return absl::InvalidArgumentError(
+        "failed to parse the bytes as an ONNX ModelProto (truncated or corrupt?)");
+  // With no folder, every external location resolves inside an empty,
+  // non-existent one and is refused as not found.
+  return importParsed(model, "the model bytes",
+                      modelDir.empty() ? std::string("/nonexistent-fusec-model-dir") : modelDir);
+}
+
+bool importerSupportsOp(const std::string &domain, const std::string &opType) {
+  if (!isOnnxDomain(domain)) return false;
+  if (const ir::OpInfo *info = ir::lookupOp(opType)) return !isInternalOp(*info);
+  return internal::isExpandedFunctionOp(opType);
 }
 
 absl::StatusOr<ir::Tensor> loadTensorProtoFile(const std::string &path, std::string *name) {

@@ -26,6 +26,18 @@ namespace fusec::frontend {
 /// opset outside [11, newest the op table knows]).
 absl::StatusOr<std::unique_ptr<ir::Graph>> importOnnxModel(const std::string &path);
 
+/// Imports a serialized ModelProto held in memory (\p bytes). External data
+/// locations resolve against \p modelDir, with the same checks as above;
+/// pass "" to refuse every external data reference. Errors as above. Used by
+/// the fuzzing harness (fuzz/) and by callers that already hold the bytes.
+absl::StatusOr<std::unique_ptr<ir::Graph>> importOnnxModelFromBytes(const std::string &bytes,
+                                                                    const std::string &modelDir);
+
+/// True if the importer accepts ONNX op \p opType of \p domain ("" or
+/// "ai.onnx" for the default domain): an op of the op table (other than
+/// fusec's internal ops), or a function op it expands into table ops.
+bool importerSupportsOp(const std::string &domain, const std::string &opType);
+
 /// Reads one serialized onnx.TensorProto file (the ONNX backend-test layout's
 /// input_<i>.pb / output_<i>.pb). \p name receives the tensor's name if given.
 absl::StatusOr<ir::Tensor> loadTensorProtoFile(const std::string &path,

@@ -2,13 +2,16 @@
 //
 // Parses target_spec.proto text (google::protobuf::TextFormat) into the
 // TargetSpec struct and serves the built-in targets, whose text is compiled
-// into the binary (internal/BuiltinTargets.h).
+// into the binary (internal/BuiltinTargets.h), and resolves --target,
+// --arch and --device through the table of targets (targets/Targets.def).
 //
 //===----------------------------------------------------------------------===//
 #include "passes/cost/TargetSpec.h"
 
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
+
+#include <algorithm>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -82,8 +85,15 @@ absl::StatusOr<TargetSpec> parseTargetSpec(const std::string &text) {
   auto fail = [&](const std::string &msg) {
     return absl::InvalidArgumentError(absl::StrCat("target '", spec.name, "': ", msg));
   };
-  if (spec.backend != "cuda" && spec.backend != "nki")
-    return fail(absl::StrCat("backend must be \"cuda\" or \"nki\", got \"", spec.backend, "\""));
+  bool knownBackend = false;
+  std::vector<std::string> targets;
+  for (const TargetInfo &t : targetTable()) {
+    knownBackend |= t.name == spec.backend;
+    targets.push_back(absl::StrCat("\"", t.name, "\""));
+  }
+  if (!knownBackend)
+    return fail(absl::StrCat("backend must be ", absl::StrJoin(targets, " or "), ", got \"",
+                             spec.backend, "\""));
   if (!(proto.memory_bandwidth() > 0)) return fail("memory_bandwidth must be positive");
   spec.memoryBandwidth = proto.memory_bandwidth();
   spec.datasheetMemoryBandwidth = proto.datasheet_memory_bandwidth() > 0
@@ -123,6 +133,163 @@ absl::StatusOr<TargetSpec> loadBuiltinTarget(const std::string &name) {
   }
   return absl::NotFoundError(absl::StrCat("unknown target '", name, "' (known: ",
                                           absl::StrJoin(builtinTargetNames(), ", "), ")"));
+}
+
+//===----------------------------------------------------------------------===//
+// The table of targets
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// The raw rows of targets/Targets.def, before devices are attached.
+std::vector<TargetInfo> tableRows() {
+  std::vector<TargetInfo> rows;
+#define FUSEC_TARGET(NAME, DEFAULT_DEVICE, DOC) rows.push_back({NAME, DEFAULT_DEVICE, DOC, {}, {}});
+#define FUSEC_ARCH(TARGET, ARCH, DEFAULT_DEVICE, FORWARD)                      \
+  for (TargetInfo &t : rows)                                                   \
+    if (t.name == TARGET) t.archs.push_back({TARGET, ARCH, DEFAULT_DEVICE, FORWARD});
+#include "targets/Targets.def"
+  return rows;
+}
+
+/// Reads the backend and arch fields of every built-in device file (cheap:
+/// one text parse each, done once).
+struct DeviceRow {
+  std::string name, backend, arch;
+};
+const std::vector<DeviceRow> &deviceRows() {
+  static const std::vector<DeviceRow> *rows = [] {
+    auto *out = new std::vector<DeviceRow>;
+    for (const internal::BuiltinTargetText &t : internal::builtinTargetTexts()) {
+      cost::TargetSpecProto proto;
+      // A file that does not parse is reported by loadBuiltinTarget when used.
+      if (!google::protobuf::TextFormat::ParseFromString(t.text, &proto)) continue;
+      out->push_back({t.name, proto.backend(), proto.arch()});
+    }
+    return out;
+  }();
+  return *rows;
+}
+
+const DeviceRow *findDevice(const std::string &name) {
+  for (const DeviceRow &d : deviceRows())
+    if (d.name == name) return &d;
+  return nullptr;
+}
+
+const TargetInfo *findTarget(const std::string &name) {
+  for (const TargetInfo &t : targetTable())
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
+/// Index of \p arch in \p t's arch list, or -1.
+int archIndex(const TargetInfo &t, const std::string &arch) {
+  for (size_t i = 0; i < t.archs.size(); ++i)
+    if (t.archs[i].arch == arch) return static_cast<int>(i);
+  return -1;
+}
+
+std::string archList(const TargetInfo &t) {
+  std::vector<std::string> names;
+  for (const ArchInfo &a : t.archs) names.push_back(a.arch);
+  return absl::StrJoin(names, ", ");
+}
+
+}  // namespace
+
+const std::vector<TargetInfo> &targetTable() {
+  static const std::vector<TargetInfo> *table = [] {
+    auto *rows = new std::vector<TargetInfo>(tableRows());
+    for (TargetInfo &t : *rows)
+      for (const DeviceRow &d : deviceRows())
+        if (d.backend == t.name) t.devices.push_back(d.name);
+    return rows;
+  }();
+  return *table;
+}
+
+absl::StatusOr<ResolvedTarget> resolveTarget(const std::string &target, const std::string &arch,
+                                             const std::string &device) {
+  const std::vector<TargetInfo> &table = targetTable();
+  FUSEC_RET_CHECK(!table.empty(), "targets/Targets.def has no target");
+  std::vector<std::string> targetNames;
+  for (const TargetInfo &t : table) targetNames.push_back(t.name);
+
+  // The device, if named, must exist; it may name the target.
+  const DeviceRow *dev = nullptr;
+  if (!device.empty()) {
+    dev = findDevice(device);
+    if (!dev)
+      return absl::InvalidArgumentError(absl::StrCat("unknown --device '", device, "' (known: ",
+                                                     absl::StrJoin(builtinTargetNames(), ", "),
+                                                     ")"));
+  }
+  // The target: given, else implied by the device or the arch, else the default.
+  const TargetInfo *tgt = nullptr;
+  if (!target.empty()) {
+    tgt = findTarget(target);
+    if (!tgt)
+      return absl::InvalidArgumentError(absl::StrCat("unknown --target '", target, "' (expected: ",
+                                                     absl::StrJoin(targetNames, ", "), ")"));
+  } else if (dev) {
+    tgt = findTarget(dev->backend);
+  } else if (!arch.empty()) {
+    for (const TargetInfo &t : table)
+      if (archIndex(t, arch) >= 0) tgt = &t;
+    if (!tgt) {
+      std::vector<std::string> all;
+      for (const TargetInfo &t : table) all.push_back(absl::StrCat(t.name, ": ", archList(t)));
+      return absl::InvalidArgumentError(absl::StrCat("unknown --arch '", arch, "' (known: ",
+                                                     absl::StrJoin(all, "; "), ")"));
+    }
+  } else {
+    tgt = &table.front();
+  }
+  FUSEC_RET_CHECK(tgt != nullptr, "device '", device, "' names an unknown target");
+
+  if (dev && dev->backend != tgt->name)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--device ", device, " is a ", dev->backend, " device, not a ", tgt->name, " one (",
+        tgt->name, " devices: ", absl::StrJoin(tgt->devices, ", "), ")"));
+  int archAt = -1;
+  if (!arch.empty()) {
+    archAt = archIndex(*tgt, arch);
+    if (archAt < 0)
+      return absl::InvalidArgumentError(absl::StrCat("--arch ", arch, " is not a ", tgt->name,
+                                                     " arch (", tgt->name,
+                                                     " archs: ", archList(*tgt), ")"));
+  }
+  // The device: given, else the arch's default, else the target's default.
+  std::string devName = dev ? dev->name
+                            : archAt >= 0 ? tgt->archs[archAt].defaultDevice
+                                          : tgt->defaultDevice;
+  FUSEC_ASSIGN_OR_RETURN(TargetSpec spec, loadBuiltinTarget(devName));
+  FUSEC_RET_CHECK(spec.backend == tgt->name, "targets/Targets.def: default device '", devName,
+                  "' of ", tgt->name, " belongs to ", spec.backend);
+  const int nativeAt = archIndex(*tgt, spec.arch);
+  FUSEC_RET_CHECK(nativeAt >= 0, "device '", devName, "' has arch '", spec.arch,
+                  "', which targets/Targets.def does not list for ", tgt->name);
+  if (archAt >= 0) {
+    const bool runs = tgt->archs[archAt].forwardCompatible ? archAt <= nativeAt
+                                                          : archAt == nativeAt;
+    if (!runs)
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--arch ", arch, " does not run on --device ", devName, " (a ", spec.arch, " device",
+          tgt->archs[archAt].forwardCompatible ? "; code for older archs runs on newer devices"
+                                               : "",
+          ")"));
+  }
+  ResolvedTarget r;
+  r.target = tgt->name;
+  r.arch = arch.empty() ? spec.arch : arch;
+  r.device = std::move(spec);
+  return r;
+}
+
+absl::StatusOr<TargetSpec> defaultTargetSpec() {
+  FUSEC_ASSIGN_OR_RETURN(ResolvedTarget r, resolveTarget("", "", ""));
+  return r.device;
 }
 
 }  // namespace fusec::passes

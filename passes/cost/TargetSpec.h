@@ -1,11 +1,15 @@
 //===- TargetSpec.h - Roofline parameters of a target -----------*- C++ -*-===//
 //
 // A TargetSpec is data: peak memory bandwidth, peak FLOP/s per dtype, on-chip
-// memory and unit counts of one accelerator. The files live in
-// codegen/targets/<name>.textproto (protobuf text format of
+// memory and unit counts of one device. The files live in
+// targets/<name>.textproto (protobuf text format of
 // passes/cost/target_spec.proto) and are compiled into the binary; each file
 // cites its sources. The ridge point (peak FLOP/s / bytes/s) separates
 // memory-bound from compute-bound ops.
+//
+// resolveTarget() turns `--target`, `--arch` and `--device` into one target,
+// arch and device through the one table of targets (targets/Targets.def plus
+// the device files); every default lives there.
 //
 //===----------------------------------------------------------------------===//
 #ifndef FUSEC_PASSES_COST_TARGETSPEC_H
@@ -22,8 +26,8 @@ namespace fusec::passes {
 
 struct TargetSpec {
   std::string name;            ///< "h200"
-  std::string backend;         ///< "cuda" or "nki"
-  std::string arch;            ///< "sm_90", "trn2"
+  std::string backend;         ///< the target it belongs to: "cuda", "nki", "cpu"
+  std::string arch;            ///< its native arch: "sm_90", "trn2", "znver4"
   double memoryBandwidth = 0;  ///< achievable HBM bytes/s (measured copy rate where known)
   double datasheetMemoryBandwidth = 0;  ///< datasheet HBM bytes/s
   /// Peak FLOP/s per dtype of the unit that does dense contractions
@@ -47,16 +51,70 @@ struct TargetSpec {
   double vectorRidgePoint(ir::DType t) const { return vectorFlops(t) / memoryBandwidth; }
 };
 
-/// Names of the built-in targets ("a100", "h100", "h200", "trn1", "trn2").
+/// Names of the built-in devices, sorted ("a100", "epyc9654", "h100", "h200",
+/// "trn1", "trn2").
 std::vector<std::string> builtinTargetNames();
-/// Loads a built-in target (compiled in from codegen/targets/<name>.textproto);
+/// Loads a built-in device (compiled in from targets/<name>.textproto);
 /// NotFound lists the known names.
 absl::StatusOr<TargetSpec> loadBuiltinTarget(const std::string &name);
-/// Parses a target from protobuf text format (target_spec.proto).
+/// Parses a device from protobuf text format (target_spec.proto).
 /// InvalidArgument for syntax errors (with line:column), unknown dtype
-/// names, a backend other than "cuda"/"nki", a non-positive bandwidth or
-/// rate, a repeated dtype, or no matrix / vector rate at all.
+/// names, a backend that is not a target of targets/Targets.def, a
+/// non-positive bandwidth or rate, a repeated dtype, or no matrix / vector
+/// rate at all.
 absl::StatusOr<TargetSpec> parseTargetSpec(const std::string &text);
+
+//===----------------------------------------------------------------------===//
+// The table of targets (targets/Targets.def)
+//===----------------------------------------------------------------------===//
+
+/// One FUSEC_ARCH row of targets/Targets.def.
+struct ArchInfo {
+  std::string target;         ///< "cuda"
+  std::string arch;           ///< "sm_80"
+  std::string defaultDevice;  ///< "a100": the roofline for --arch without --device
+  /// Code for this arch runs on the target's devices of later archs.
+  bool forwardCompatible = false;
+};
+
+/// One FUSEC_TARGET row of targets/Targets.def, with its archs and devices.
+struct TargetInfo {
+  std::string name;           ///< "cuda"
+  std::string defaultDevice;  ///< "h200"
+  std::string doc;
+  std::vector<ArchInfo> archs;       ///< oldest first, as in the table
+  std::vector<std::string> devices;  ///< built-in devices whose backend is this target, sorted
+};
+
+/// Every target of the table, the default one first.
+const std::vector<TargetInfo> &targetTable();
+
+/// A target, arch and device resolved from the command line.
+struct ResolvedTarget {
+  std::string target;  ///< "cuda", "nki", "cpu"
+  std::string arch;    ///< "sm_90": what the backend generates code for
+  TargetSpec device;   ///< the roofline the cost model and fusion decide with
+};
+
+/// Resolves `--target`, `--arch`, `--device` (each empty when not given)
+/// through the table:
+///   - target: as given; else the target of --device or --arch; else the
+///     table's first target ("cuda").
+///   - device: as given; else the --arch row's default device; else the
+///     target's default device.
+///   - arch: as given; else the device's native arch.
+/// Errors (InvalidArgument, naming the flag and listing what is accepted):
+/// an unknown target, arch or device; an arch or device of another target
+/// (`--target nki --arch sm_90`, `--device h200 --target cpu`); an arch the
+/// device cannot run (`--arch sm_90 --device a100`: a later arch than the
+/// device's, or for a target without forward compatibility, any other arch).
+/// Source of the rules: targets/Targets.def.
+absl::StatusOr<ResolvedTarget> resolveTarget(const std::string &target, const std::string &arch,
+                                             const std::string &device);
+
+/// The device of the default target with no --arch or --device (the
+/// roofline a pass uses when its PassContext carries none).
+absl::StatusOr<TargetSpec> defaultTargetSpec();
 
 }  // namespace fusec::passes
 

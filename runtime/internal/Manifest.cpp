@@ -8,6 +8,7 @@
 #include "runtime/internal/Manifest.h"
 
 #include "runtime/ArtifactFormat.h"
+#include "runtime/internal/Checksum.h"
 
 #include <fstream>
 #include <set>
@@ -586,6 +587,20 @@ Status parseManifest(const std::string &text, Manifest &out) {
         getNonNegative(*w, "bytes", "weights", out.weightsBytes));
   }
   FUSERT_RETURN_IF_ERROR(getNonNegative(j, "arena_bytes", top, out.arenaBytes));
+  if (const Json *c = lookup(j, "checksums")) {
+    if (!c->is_object())
+      return mistyped(top, "checksums", "an object", *c);
+    for (const auto &[file, sum] : c->items()) {
+      if (file != out.library && file != out.weightsFile)
+        return invalidArgument("manifest: checksums: '", file,
+                               "' is neither the library nor the weights file");
+      if (!sum.is_string() ||
+          !artifact_checksum::isChecksumText(sum.get<std::string>()))
+        return invalidArgument("manifest: checksums: '", file,
+                               "' must be \"fnv1a64:\" and 16 hex digits");
+      out.checksums.emplace_back(file, sum.get<std::string>());
+    }
+  }
 
   auto array = [&](const char *key, const Json *&arr) -> Status {
     arr = lookup(j, key);

@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fusert/fusert.h"
@@ -89,6 +90,10 @@ struct Manifest {
   std::string weightsFile;
   uint64_t weightsBytes = 0;
   uint64_t arenaBytes = 0;
+  /// "checksums": file name (the library or the weights file) -> checksum
+  /// text (runtime/internal/Checksum.h). Optional in format version 1
+  /// (artifacts before checksums have none); the loader verifies every entry.
+  std::vector<std::pair<std::string, std::string>> checksums;
   std::vector<BufferDesc> buffers; ///< in file order
   std::vector<TensorDesc> inputs, outputs;
   std::vector<StepDesc> steps;

@@ -69,7 +69,7 @@ sum "commit $(cat "$FUSEC_ROOT/.gpu/COMMIT" 2>/dev/null ||
 sum ""
 
 TESTS=()
-for t in RuntimeTest CodegenGpuTest ArtifactGpuTest AttentionKernelTest; do
+for t in RuntimeTest RuntimeRobustnessTest CodegenGpuTest ArtifactGpuTest AttentionKernelTest; do
   [ -x "$FUSEC_BIN/$t" ] && TESTS+=("$t")
 done
 
@@ -106,6 +106,7 @@ if ! skipped sanitizer && command -v compute-sanitizer > /dev/null; then
   for t in "${TESTS[@]}"; do
     case $t in
       RuntimeTest) filter='*' ;;  # small: all of it
+      RuntimeRobustnessTest) filter='*Threads*:*Twice*' ;;  # not the 10^4-run soak
       ArtifactGpuTest) filter='*mlp_ln_gelu*:*gpt2_tiny*' ;;
       *) filter=$("$FUSEC_BIN/$t" --gtest_list_tests 2>/dev/null | awk '
            /^[^ ]/ {suite=$1; next}

@@ -30,9 +30,9 @@ case "${1:-}" in
   *) echo "usage: $0 [--all | --no-build]" >&2; exit 2 ;;
 esac
 
-TARGETS=(fusec fusec-run fusec_runtime RuntimeTest CodegenGpuTest ArtifactGpuTest)
+TARGETS=(fusec fusec-run fusec_runtime RuntimeTest RuntimeRobustnessTest CodegenGpuTest ArtifactGpuTest)
 OPTIONAL=(AttentionKernelTest fusec-emit-attention)
-BINS=(fusec fusec-run RuntimeTest CodegenGpuTest ArtifactGpuTest AttentionKernelTest
+BINS=(fusec fusec-run RuntimeTest RuntimeRobustnessTest CodegenGpuTest ArtifactGpuTest AttentionKernelTest
       fusec-emit-attention)
 
 if [ $build = 0 ]; then
@@ -54,6 +54,10 @@ for b in "${BINS[@]}"; do
   [ -x "build-gpu/bin/$b" ] || continue
   strip --strip-unneeded -o ".gpu/bin/$b" "build-gpu/bin/$b"
 done
+# The ONNX-import fuzzer, when build-fuzz/ has it (scripts/fuzz.sh), for a
+# long parallel run on the device's cores (docs/FUZZING.md).
+[ -x build-fuzz/bin/fusec-fuzz-import ] &&
+  strip --strip-unneeded -o .gpu/bin/fusec-fuzz-import build-fuzz/bin/fusec-fuzz-import
 for l in build-gpu/lib/libfusert.so.0 build-gpu/lib/libfusert.so; do
   [ -e "$l" ] && strip --strip-unneeded -o ".gpu/lib/$(basename "$l")" "$(readlink -f "$l")"
 done

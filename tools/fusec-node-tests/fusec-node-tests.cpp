@@ -36,6 +36,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "driver/CommandLine.h"
 #include "frontend/onnx/OnnxImporter.h"
 #include "interp/Compare.h"
 #include "interp/Interpreter.h"
@@ -108,7 +109,7 @@ absl::StatusOr<ModelInfo> readModelInfo(const fs::path &model) {
     bool defaultDomain = d.empty() || d == "ai.onnx";
     std::string name = defaultDomain ? node.op_type() : absl::StrCat(d, ".", node.op_type());
     if (seen.insert(name).second) info.opTypes.push_back(name);
-    if ((!defaultDomain || !ir::lookupOp(node.op_type())) && bad.insert(name).second)
+    if (!frontend::importerSupportsOp(d, node.op_type()) && bad.insert(name).second)
       info.unsupported.push_back(name);
   }
   std::set<std::string> inits;
@@ -328,31 +329,24 @@ absl::StatusOr<std::map<std::string, std::string>> readExpectedFailures(const st
   return out;
 }
 
+/// Parses argv with the tools' shared parser (driver/CommandLine.h);
+/// \returns an error message (empty on success).
 std::string parseArgs(int argc, char **argv, Options &opt) {
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&](const std::string &flag, std::string &out) {
-      if (a.rfind(flag + "=", 0) != 0) return false;
-      out = a.substr(flag.size() + 1);
-      return true;
-    };
-    std::string v;
-    if (a == "--verbose" || a == "-v") {
-      opt.verbose = true;
-    } else if (a == "--no-fork") {
-      opt.fork = false;
-    } else if (value("--filter", v)) {
-      opt.filter = v;
-    } else if (value("--expected-failures", v)) {
-      opt.expectedFailures = v;
-    } else if (value("--timeout", v)) {
-      opt.timeoutS = std::max(1, std::atoi(v.c_str()));
-    } else if (!a.empty() && a[0] == '-') {
-      return absl::StrCat("unknown option '", a, "'");
-    } else {
-      opt.roots.push_back(a);
-    }
-  }
+  int64_t timeout = opt.timeoutS;
+  bool noFork = false;
+  const std::vector<driver::FlagSpec> flags = {
+      driver::boolFlag("verbose", opt.verbose, "one line per test"),
+      driver::boolFlag("v", opt.verbose, nullptr),  // alias of --verbose
+      driver::boolFlag("no-fork", noFork, "run tests in-process"),
+      driver::stringFlag("filter", "S", opt.filter, "only tests whose name contains S"),
+      driver::stringFlag("expected-failures", "F", opt.expectedFailures, "expected failures"),
+      driver::intFlag("timeout", "SECONDS", timeout, 1, 1000000, "per-test limit"),
+  };
+  absl::StatusOr<std::vector<std::string>> positional = driver::parseFlags(flags, argc, argv);
+  if (!positional.ok()) return std::string(positional.status().message());
+  opt.roots = *positional;
+  opt.timeoutS = static_cast<int>(timeout);
+  opt.fork = !noFork;
   if (opt.roots.empty()) opt.roots.push_back(kDefaultRoot);
   return "";
 }

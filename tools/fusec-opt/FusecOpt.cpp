@@ -11,6 +11,9 @@
 //                          each chunk on its own (errors reported per chunk;
 //                          the outputs are joined with `// -----`)
 //   -o FILE                write the output to FILE instead of stdout
+// plus the pass options of PassHooks::flags. Flags are parsed by the tools'
+// shared parser (driver/CommandLine.h): `--name=V` or `--name V`.
+// Exit status: 0 ok, 1 error in the input or a pass, 2 bad usage.
 //
 //===----------------------------------------------------------------------===//
 #include "tools/fusec-opt/FusecOpt.h"
@@ -21,7 +24,6 @@
 #include <iostream>
 #include <sstream>
 
-#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -29,6 +31,7 @@
 #include "ir/Printer.h"
 #include "ir/ShapeInference.h"
 #include "ir/Verifier.h"
+#include "support/Escape.h"
 #include "support/Status.h"
 
 namespace fusec::opt {
@@ -55,48 +58,39 @@ constexpr const char *kUsage =
     "  --split-input-file     process chunks separated by '// -----' separately\n"
     "  -o FILE                write output to FILE\n";
 
-void reportError(const std::string &msg) { std::cerr << "fusec-opt: error: " << msg << "\n"; }
+void reportError(const std::string &msg) {
+  std::cerr << "fusec-opt: error: " << printableLines(msg) << "\n";
+}
 
 absl::Status parseArgs(int argc, char **argv, const PassHooks &hooks, Options &opts,
                        bool &help) {
-  bool haveInput = false;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--help" || a == "-h") {
-      help = true;
-    } else if (absl::StartsWith(a, "--passes=")) {
-      for (absl::string_view p : absl::StrSplit(a.substr(9), ',', absl::SkipEmpty())) {
-        std::string name(p);
-        if (!hooks.exists || !hooks.exists(name))
-          return absl::InvalidArgumentError(absl::StrCat("unknown pass '", name, "'"));
-        opts.passes.push_back(name);
-      }
-    } else if (a == "--infer-shapes") {
-      opts.inferShapes = true;
-    } else if (a == "--no-verify") {
-      opts.verify = false;
-    } else if (a == "--print-loc") {
-      opts.print.printLocations = true;
-    } else if (absl::StartsWith(a, "--elide-constants=")) {
-      int64_t n;
-      if (!absl::SimpleAtoi(a.substr(18), &n) || n < 0)
-        return absl::InvalidArgumentError(absl::StrCat("bad value in '", a, "'"));
-      opts.print.elideConstantsLargerThan = n;
-    } else if (a == "--split-input-file") {
-      opts.splitInputFile = true;
-    } else if (a == "-o") {
-      if (i + 1 >= argc) return absl::InvalidArgumentError("-o needs a file name");
-      opts.output = argv[++i];
-    } else if (a != "-" && absl::StartsWith(a, "-") && hooks.flag && hooks.flag(a)) {
-      continue;
-    } else if (a != "-" && absl::StartsWith(a, "-")) {
-      return absl::InvalidArgumentError(absl::StrCat("unknown option '", a, "'"));
-    } else {
-      if (haveInput) return absl::InvalidArgumentError("more than one input file");
-      opts.input = a;
-      haveInput = true;
-    }
-  }
+  std::vector<driver::FlagSpec> flags = {
+      {"passes", "a,b", "run the named passes in order",
+       [&](const std::string &v) {
+         for (absl::string_view p : absl::StrSplit(v, ',', absl::SkipEmpty())) {
+           std::string name(p);
+           if (!hooks.exists || !hooks.exists(name))
+             return absl::InvalidArgumentError(absl::StrCat("unknown pass '", name, "'"));
+           opts.passes.push_back(name);
+         }
+         return absl::OkStatus();
+       }},
+      driver::boolFlag("infer-shapes", opts.inferShapes, "run shape inference first"),
+      driver::noVerifyFlag(opts.verify),
+      driver::printLocFlag(opts.print.printLocations),
+      driver::elideConstantsFlag(opts.print.elideConstantsLargerThan),
+      driver::boolFlag("split-input-file", opts.splitInputFile,
+                       "process chunks separated by '// -----' separately"),
+      driver::stringFlag("o", "FILE", opts.output, "write output to FILE"),
+      driver::boolFlag("help", help, "print this help"),
+      driver::boolFlag("h", help, nullptr),
+  };
+  if (hooks.flags)
+    for (driver::FlagSpec &f : hooks.flags()) flags.push_back(std::move(f));
+  FUSEC_ASSIGN_OR_RETURN(std::vector<std::string> positional,
+                         driver::parseFlags(flags, argc, argv));
+  if (positional.size() > 1) return absl::InvalidArgumentError("more than one input file");
+  if (!positional.empty()) opts.input = positional[0];
   return absl::OkStatus();
 }
 
@@ -162,10 +156,14 @@ int fusecOptMain(int argc, char **argv, const PassHooks &hooks) {
   bool help = false;
   if (absl::Status s = parseArgs(argc, argv, hooks, opts, help); !s.ok()) {
     reportError(std::string(s.message()));
-    return 1;
+    return 2;
   }
   if (help) {
     std::cout << kUsage;
+    if (hooks.flags) {
+      std::cout << "pass options:\n";
+      driver::printFlagHelp(hooks.flags(), std::cout);
+    }
     if (hooks.describe) {
       std::cout << "passes:\n";
       for (const std::string &l : hooks.describe()) std::cout << l << "\n";

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "driver/CommandLine.h"
 #include "ir/Graph.h"
 
 namespace fusec::opt {
@@ -26,9 +27,10 @@ struct PassHooks {
   std::function<absl::Status(ir::Graph &graph, const std::string &name)> run;
   /// Lines for --help ("  name  description").
   std::function<std::vector<std::string>()> describe;
-  /// Offered every option the driver does not know; \returns true if it
-  /// consumed it (e.g. --dump-fusion, --debug-only=fusion, --device=h200).
-  std::function<bool(const std::string &arg)> flag;
+  /// Flag rows the pass registry adds (e.g. --dump-fusion, --debug-only,
+  /// --device, --shape, --precision), parsed by the same parser as
+  /// fusec-opt's own flags (driver/CommandLine.h); listed by --help.
+  std::function<std::vector<driver::FlagSpec>()> flags;
   /// Called before each input chunk is processed (passes share state, such
   /// as the fusion plan, within one chunk).
   std::function<void()> beginChunk;
@@ -37,8 +39,9 @@ struct PassHooks {
 };
 
 /// Runs fusec-opt with \p argc / \p argv. Writes the printed IR to stdout and
-/// `fusec-opt: error: ...` lines to stderr. \returns the process exit code
-/// (0 ok, 1 on any error).
+/// `fusec-opt: error: ...` lines to stderr. \returns the process exit code:
+/// 0 ok, 1 on an error in the input or a pass, 2 on bad usage (an unknown
+/// flag or pass, a malformed value).
 int fusecOptMain(int argc, char **argv, const PassHooks &hooks);
 
 }  // namespace fusec::opt

@@ -2,22 +2,26 @@
 //
 // Thin entry point: the driver logic is in FusecOpt.cpp; this file plugs the
 // pass registry (passes/Passes.def) into it, with the pass options that only
-// make sense with the passes library:
+// make sense with the passes library (rows of the tools' shared parser,
+// driver/CommandLine.h):
 //   --dump-fusion[=text|json]  print the fusion plan after each chunk's graph
 //   --debug-only=PASS          print that pass's debug output (fusion: refusals)
-//   --device=NAME              TargetSpec for the cost model and fusion (h200)
+//   --device=NAME              TargetSpec for the cost model and fusion
+//                              (default: the default target's device,
+//                              targets/Targets.def)
 //   --shape=NAME=2x24          bind an input's dims for shape-specialize
-//   --precision=P              lower-precision's target: fp32 (default), bf16, fp16
+//   --precision=P              lower-precision's target: fp32 (default), bf16,
+//                              fp16 (checked by the pass, whose error the lit
+//                              tests check)
 //
 //===----------------------------------------------------------------------===//
 #include <iostream>
 
-#include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "codegen/Backend.h"
+#include "driver/CommandLine.h"
 #include "passes/Pass.h"
+#include "passes/cost/TargetSpec.h"
 #include "passes/fusion/FusionDump.h"
 #include "tools/fusec-opt/FusecOpt.h"
 
@@ -26,49 +30,46 @@ namespace {
 struct PassOptions {
   std::string dumpFusion;  // "", "text" or "json"
   std::vector<std::string> debugOnly;
-  std::string device = "h200";
-  std::map<std::string, std::vector<int64_t>> shapes;
+  std::string device;      // empty: the default device of targets/Targets.def
+  fusec::driver::ShapeMap shapes;
   std::string precision = "fp32";
 };
+
+PassOptions options;
+
+/// --device, checked against the table of targets when parsed (bad usage).
+fusec::driver::FlagSpec deviceRow() {
+  fusec::driver::FlagSpec f = fusec::driver::deviceFlag(options.device);
+  f.apply = [](const std::string &v) {
+    absl::Status s = fusec::passes::resolveTarget("", "", v).status();
+    if (s.ok()) options.device = v;
+    return s;
+  };
+  return f;
+}
 
 }  // namespace
 
 int main(int argc, char **argv) {
   using fusec::passes::allPasses;
-  static PassOptions options;
+  namespace driver = fusec::driver;
   static fusec::passes::PassContext ctx;
+  static absl::Status targetStatus;
   fusec::opt::PassHooks hooks;
   hooks.exists = [](const std::string &name) {
     for (const auto &info : allPasses())
       if (name == info.name) return true;
     return false;
   };
-  hooks.flag = [](const std::string &a) {
-    if (a == "--dump-fusion" || a == "--dump-fusion=text") {
-      options.dumpFusion = "text";
-    } else if (a == "--dump-fusion=json") {
-      options.dumpFusion = "json";
-    } else if (absl::StartsWith(a, "--debug-only=")) {
-      options.debugOnly.push_back(a.substr(13));
-    } else if (absl::StartsWith(a, "--device=")) {
-      options.device = a.substr(9);
-    } else if (absl::StartsWith(a, "--precision=")) {
-      options.precision = a.substr(12);
-    } else if (absl::StartsWith(a, "--shape=")) {
-      std::string v = a.substr(8);
-      size_t eq = v.rfind('=');
-      if (eq == std::string::npos) return false;
-      std::vector<int64_t> dims;
-      for (absl::string_view d : absl::StrSplit(v.substr(eq + 1), 'x')) {
-        int64_t n;
-        if (!absl::SimpleAtoi(d, &n)) return false;
-        dims.push_back(n);
-      }
-      options.shapes[v.substr(0, eq)] = dims;
-    } else {
-      return false;
-    }
-    return true;
+  hooks.flags = [] {
+    return std::vector<driver::FlagSpec>{
+        driver::dumpFusionFlag(options.dumpFusion, {"text", "json"}),
+        driver::debugOnlyFlag(options.debugOnly),
+        deviceRow(),
+        driver::shapeFlag(options.shapes),
+        driver::stringFlag("precision", "P", options.precision,
+                           "lower-precision's target: fp32 (default), bf16, fp16"),
+    };
   };
   hooks.beginChunk = [] {
     ctx = fusec::passes::PassContext();
@@ -76,15 +77,15 @@ int main(int argc, char **argv) {
     ctx.debugOnly = options.debugOnly;
     ctx.inputShapes = options.shapes;
     ctx.precision = options.precision;
-    auto target = fusec::passes::loadBuiltinTarget(options.device);
-    if (target.ok()) ctx.target = *target;
+    auto target = fusec::passes::resolveTarget("", "", options.device);
+    targetStatus = target.status();
+    if (target.ok()) ctx.target = target->device;
     // Fusion asks the device's backend whether a merged group lowers.
     if (auto backend = fusec::codegen::backendFor(ctx.target.backend); backend.ok())
       ctx.legality = *backend;
   };
   hooks.run = [](fusec::ir::Graph &graph, const std::string &name) -> absl::Status {
-    if (ctx.target.name.empty())
-      return absl::InvalidArgumentError(absl::StrCat("unknown --device '", options.device, "'"));
+    if (!targetStatus.ok()) return targetStatus;
     auto pass = fusec::passes::createPass(name);
     if (!pass.ok()) return pass.status();
     return (*pass)->run(graph, ctx).status();
@@ -98,8 +99,6 @@ int main(int argc, char **argv) {
     std::vector<std::string> lines;
     for (const auto &info : allPasses())
       lines.push_back(absl::StrCat("  ", info.name, "  ", info.description));
-    lines.push_back("pass options: --dump-fusion[=text|json] --debug-only=PASS --device=NAME "
-                    "--shape=NAME=DIMS --precision=fp32|bf16|fp16");
     return lines;
   };
   return fusec::opt::fusecOptMain(argc, argv, hooks);

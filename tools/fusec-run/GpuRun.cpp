@@ -14,6 +14,7 @@
 #include "frontend/onnx/OnnxImporter.h"
 #include "interp/Compare.h"
 #include "ir/Tensor.h"
+#include "support/Escape.h"
 #include "support/Status.h"
 
 #ifdef FUSEC_HAVE_RUNTIME
@@ -30,8 +31,8 @@ namespace {
 
 /// Prints the error and the FAIL line; \returns 1.
 int fail(const std::string &artifactDir, const std::string &msg) {
-  std::fprintf(stderr, "fusec-run: error: %s\n", msg.c_str());
-  std::printf("FAIL %s: %s\n", artifactDir.c_str(), msg.c_str());
+  std::fprintf(stderr, "fusec-run: error: %s\n", printableLines(msg).c_str());
+  std::printf("FAIL %s: %s\n", printable(artifactDir).c_str(), printable(msg).c_str());
   return 1;
 }
 
@@ -267,7 +268,7 @@ absl::StatusOr<bool> runChecked(Session &sess, const std::string &artifactDir,
     if (rtol >= 0) tol.rtol = rtol;
     interp::CompareResult r = interp::compareTensors(got, *want, &tol);
     std::printf("output %zu '%s' %s: max abs err %.3g, max rel err %.3g (atol %g, rtol %g) %s%s%s\n",
-                i, slot.name.c_str(), ir::dtypeName(want->dtype()), r.maxAbsError,
+                i, printable(slot.name).c_str(), ir::dtypeName(want->dtype()), r.maxAbsError,
                 r.maxRelError, tol.atol, tol.rtol, r.pass ? "ok" : "MISMATCH",
                 r.pass ? "" : ": ", r.message.c_str());
     allPass = allPass && r.pass;
@@ -307,7 +308,7 @@ int runArtifact(const std::string &artifactDir, const std::string &dataDir, int 
   Session sess;
   absl::StatusOr<bool> pass = runChecked(sess, artifactDir, dataDir, benchIters, atol, rtol);
   if (!pass.ok()) return fail(artifactDir, std::string(pass.status().message()));
-  std::printf("%s %s\n", *pass ? "PASS" : "FAIL", artifactDir.c_str());
+  std::printf("%s %s\n", *pass ? "PASS" : "FAIL", printable(artifactDir).c_str());
   return *pass ? 0 : 1;
 }
 

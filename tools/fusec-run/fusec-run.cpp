@@ -12,17 +12,21 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "driver/CommandLine.h"
+#include "driver/Driver.h"
 #include "frontend/onnx/OnnxImporter.h"
 #include "interp/Compare.h"
 #include "interp/Interpreter.h"
 #include "passes/Pipeline.h"
-#include "tools/fusec-run/GpuRun.h"
+#include "support/Escape.h"
 #include "support/Status.h"
+#include "tools/fusec-run/GpuRun.h"
 
 namespace fs = std::filesystem;
 using namespace fusec;
@@ -80,55 +84,40 @@ struct Options {
   std::string model;
   std::string data;
   std::optional<double> atol, rtol;
-  int bench = 0;
+  int64_t bench = 0;
 };
 
-/// Parses argv; \returns an error message (empty on success).
+/// A tolerance flag: a finite number >= 0; anything else is a usage error.
+driver::FlagSpec toleranceFlag(const char *name, std::optional<double> &out) {
+  return {name, "X", "override the per-dtype tolerance", [name, &out](const std::string &v) {
+            char *end = nullptr;
+            double x = std::strtod(v.c_str(), &end);
+            if (v.empty() || *end != '\0' || !std::isfinite(x) || x < 0)
+              return absl::InvalidArgumentError(
+                  absl::StrCat("--", name, " needs a finite number >= 0, got '", v, "'"));
+            out = x;
+            return absl::OkStatus();
+          }};
+}
+
+/// Parses argv with the tools' shared parser (driver/CommandLine.h);
+/// \returns an error message (empty on success).
 std::string parseArgs(int argc, char **argv, Options &opt) {
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&](const std::string &flag, std::string &out) -> bool {
-      if (a == flag) {
-        if (i + 1 >= argc) return false;
-        out = argv[++i];
-        return true;
-      }
-      if (a.rfind(flag + "=", 0) == 0) {
-        out = a.substr(flag.size() + 1);
-        return true;
-      }
-      return false;
-    };
-    std::string v;
-    if (a == "--reference") {
-      opt.reference = true;
-    } else if (a == "--optimize") {
-      opt.optimize = true;
-    } else if (value("--passes", v)) {
-      opt.passes = v;
-    } else if (value("--precision", v)) {
-      if (v != "fp32" && v != "bf16" && v != "fp16")
-        return absl::StrCat("unknown --precision '", v, "' (expected fp32, bf16 or fp16)");
-      opt.precision = v;
-    } else if (value("--data", v)) {
-      opt.data = v;
-    } else if (value("--bench", v)) {
-      opt.bench = std::atoi(v.c_str());
-    } else if (value("--atol", v) || value("--rtol", v)) {
-      // A tolerance must be a finite number >= 0; anything else is a usage error.
-      char *end = nullptr;
-      double x = std::strtod(v.c_str(), &end);
-      if (v.empty() || *end != '\0' || !std::isfinite(x) || x < 0)
-        return absl::StrCat(a.rfind("--atol", 0) == 0 ? "--atol" : "--rtol",
-                            " needs a finite number >= 0, got '", v, "'");
-      (a.rfind("--atol", 0) == 0 ? opt.atol : opt.rtol) = x;
-    } else if (!a.empty() && a[0] == '-') {
-      return absl::StrCat("unknown or incomplete option '", a, "'");
-    } else if (opt.model.empty()) {
-      opt.model = a;
-    } else {
-      return absl::StrCat("unexpected argument '", a, "'");
-    }
+  const std::vector<driver::FlagSpec> flags = {
+      driver::boolFlag("reference", opt.reference, "run the reference interpreter"),
+      driver::boolFlag("optimize", opt.optimize, "run the pass pipeline first"),
+      driver::passesFlag(opt.passes, "with --optimize: run these passes instead"),
+      driver::precisionFlag(opt.precision, "the precision to lower to / compiled with"),
+      driver::stringFlag("data", "DIR", opt.data, "folder with input_<i>.pb and output_<i>.pb"),
+      driver::intFlag("bench", "N", opt.bench, 0, 1000000000, "time N runs of an artifact"),
+      toleranceFlag("atol", opt.atol),
+      toleranceFlag("rtol", opt.rtol),
+  };
+  absl::StatusOr<std::vector<std::string>> positional = driver::parseFlags(flags, argc, argv);
+  if (!positional.ok()) return std::string(positional.status().message());
+  for (const std::string &a : *positional) {
+    if (!opt.model.empty()) return absl::StrCat("unexpected argument '", a, "'");
+    opt.model = a;
   }
   if (opt.model.empty()) return "no model given";
   if (opt.data.empty()) return "--data DIR is required";
@@ -172,16 +161,18 @@ absl::StatusOr<bool> run(const Options &opt) {
     feedMap[name] = std::move(inputs[i].second);
   }
   if (opt.optimize) {
-    passes::PassContext ctx;
-    ctx.verifyEach = true;
-    ctx.precision = opt.precision;
-    for (const auto &[name, t] : feedMap) ctx.inputShapes[name] = t.shape();
+    // The passes part of the compile flow (driver/Driver.h), on the default
+    // target's roofline, with the shapes of the input data bound.
+    driver::CompileOptions co;
+    co.precision = opt.precision;
+    for (const auto &[name, t] : feedMap) co.inputShapes[name] = t.shape();
     std::string spec = opt.passes.empty()
                            ? passes::pipelineString(passes::defaultPipeline("reference"))
                            : opt.passes;
-    FUSEC_ASSIGN_OR_RETURN(auto pipeline, passes::parsePipeline(spec));
+    co.passes = spec;
+    passes::PassContext ctx;
     const int64_t before = graph->numNodes();
-    FUSEC_RETURN_IF_ERROR_CTX(passes::runPasses(*graph, ctx, pipeline), "optimizing");
+    FUSEC_RETURN_IF_ERROR_CTX(driver::optimize(*graph, co, ctx), "optimizing");
     std::printf("optimized with %s: %lld nodes -> %lld nodes, %zu kernels\n", spec.c_str(),
                 static_cast<long long>(before), static_cast<long long>(graph->numNodes()),
                 ctx.fusionPlan.kernels.size());
@@ -200,7 +191,7 @@ absl::StatusOr<bool> run(const Options &opt) {
     if (opt.atol) tol.atol = *opt.atol;
     if (opt.rtol) tol.rtol = *opt.rtol;
     interp::CompareResult r = interp::compareTensors(results[i], want, &tol);
-    std::string name = graph->outputs()[i]->name();
+    std::string name = printable(graph->outputs()[i]->name());
     std::printf("output %zu '%s' %s: max abs err %.3g, max rel err %.3g (atol %g, rtol %g) %s%s%s\n",
                 i, name.c_str(), ir::dtypeName(want.dtype()), r.maxAbsError, r.maxRelError,
                 tol.atol, tol.rtol, r.pass ? "ok" : "MISMATCH", r.pass ? "" : ": ",
@@ -250,14 +241,16 @@ int main(int argc, char **argv) {
       if (!opt.atol) atol = t.atol;
       if (!opt.rtol) rtol = t.rtol;
     }
-    return tools::runArtifact(opt.model, opt.data, opt.bench, atol, rtol);
+    return tools::runArtifact(opt.model, opt.data, static_cast<int>(opt.bench), atol, rtol);
   }
   absl::StatusOr<bool> pass = run(opt);
   if (!pass.ok()) {
-    std::fprintf(stderr, "fusec-run: error: %s\n", std::string(pass.status().message()).c_str());
-    std::printf("FAIL %s: %s\n", opt.model.c_str(), std::string(pass.status().message()).c_str());
+    std::string msg = printableLines(std::string(pass.status().message()));
+    std::fprintf(stderr, "fusec-run: error: %s\n", msg.c_str());
+    // The verdict line is one line: the message's own line breaks are escaped.
+    std::printf("FAIL %s: %s\n", printable(opt.model).c_str(), printable(msg).c_str());
     return 1;
   }
-  std::printf("%s %s\n", *pass ? "PASS" : "FAIL", opt.model.c_str());
+  std::printf("%s %s\n", *pass ? "PASS" : "FAIL", printable(opt.model).c_str());
   return *pass ? 0 : 1;
 }

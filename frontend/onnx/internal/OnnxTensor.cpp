@@ -37,6 +37,15 @@ namespace {
 std::string q(const std::string &text) { return absl::StrCat("'", printable(text), "'"); }
 }  // namespace
 
+absl::Status unsupportedDType(int32_t code, const std::string &what) {
+  std::string msg = absl::StrCat(what, what.empty() ? "unsupported dtype " : " has unsupported dtype ",
+                                 onnxDTypeName(code));
+  // A dtype ONNX defines but fusec lacks is "not supported" (Unimplemented);
+  // a code ONNX does not define is a malformed model (InvalidArgument).
+  bool known = onnxDTypeName(code).rfind("code ", 0) != 0 && code != 0;
+  return known ? absl::UnimplementedError(msg) : absl::InvalidArgumentError(msg);
+}
+
 std::string onnxDTypeName(int32_t code) {
   // TensorProto.DataType, including codes newer than Debian's onnx.proto.
   static const char *const kNames[] = {
@@ -203,9 +212,7 @@ void storeAll(ir::Tensor &t, const Src &src) {
 
 absl::StatusOr<ir::Tensor> convert(const onnx::TensorProto &proto, const std::string &baseDir) {
   std::optional<DType> dtOpt = ir::dtypeFromOnnx(proto.data_type());
-  if (!dtOpt)
-    return absl::InvalidArgumentError(absl::StrCat("unsupported dtype ",
-                                                   onnxDTypeName(proto.data_type())));
+  if (!dtOpt) return unsupportedDType(proto.data_type(), "");
   DType dt = *dtOpt;
   ir::Shape shape;
   int64_t n = 1;

@@ -22,10 +22,16 @@ namespace fusec::frontend::internal {
 /// "COMPLEX64", "FLOAT8E4M3FN", ...), or "code N" for codes it does not know.
 std::string onnxDTypeName(int32_t code);
 
+/// The error for element type \p code that fusec cannot hold: Unimplemented
+/// for a type ONNX defines (complex, float8, int4, ...), InvalidArgument for
+/// a code ONNX does not define. \p what ("graph input 'x'", or "") leads the
+/// message: "<what> has unsupported dtype FLOAT8E4M3FN".
+absl::Status unsupportedDType(int32_t code, const std::string &what);
+
 /// Converts \p proto to a tensor. External data locations are resolved
 /// against \p baseDir (the model's folder) and must stay inside it.
 ///
-/// Errors: InvalidArgument (unsupported dtype, negative dim, data size not
+/// Errors: Unimplemented (a dtype fusec lacks), InvalidArgument (unknown dtype code, negative dim, data size not
 /// matching the shape, external path absolute or escaping \p baseDir,
 /// offset/length beyond the file), NotFound (missing external file).
 /// Messages name the tensor.

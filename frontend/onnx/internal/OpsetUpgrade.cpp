@@ -32,6 +32,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "frontend/onnx/internal/FunctionExpansion.h"
+#include "ir/OpTable.h"
 #include "support/Status.h"
 
 namespace fusec::frontend::internal {
@@ -121,6 +123,9 @@ absl::StatusOr<std::vector<Node *>> upgrade(
     const std::function<std::string(const std::string &)> &uniqueNodeName) {
   const std::string &op = spec.opType;
   if (!spec.domain.empty() && spec.domain != "ai.onnx") return std::vector<Node *>{addSpec(graph, spec)};
+  // Function ops the table lacks become table ops (FunctionExpansion.cpp).
+  if (!ir::lookupOp(op) && isExpandedFunctionOp(op))
+    return expandFunctionOp(graph, std::move(spec), opset, uniqueNodeName);
 
   if (op == "ReduceSum") {
     if (opset < 13) FUSEC_RETURN_IF_ERROR(intsAttrToInput(graph, spec, "axes", 1));

@@ -1,6 +1,6 @@
 //===- BuiltinTargets.h - Target files compiled into fusec ------*- C++ -*-===//
 //
-// The text of each codegen/targets/<name>.textproto, embedded by
+// The text of each targets/<name>.textproto, embedded by
 // passes/cost/CMakeLists.txt into a generated BuiltinTargets.cpp.
 //
 //===----------------------------------------------------------------------===//

@@ -25,27 +25,13 @@
 #include "gtest/gtest.h"
 #include "passes/Pass.h"
 #include "passes/Pipeline.h"
+#include "test/unit/TestModels.h"
 #include "tools/fusec-run/GpuRun.h"
 
 namespace fusec::artifact {
 namespace {
 
 namespace fs = std::filesystem;
-
-fs::path modelsDir() {
-  if (const char *env = std::getenv("FUSEC_SHARED_MODELS")) return env;
-  return fs::path(__FILE__).parent_path() / ".." / ".." / ".." / ".." / "shared" / "models";
-}
-
-std::vector<std::string> modelNames() {
-  std::vector<std::string> names;
-  std::error_code ec;
-  for (const auto &e : fs::directory_iterator(modelsDir(), ec))
-    if (fs::exists(e.path() / "model.onnx")) names.push_back(e.path().filename().string());
-  std::sort(names.begin(), names.end());
-  if (names.empty()) names.push_back("none");
-  return names;
-}
 
 bool haveDevice() {
   int n = 0;
@@ -55,9 +41,9 @@ bool haveDevice() {
 class SharedModelOnGpu : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(SharedModelOnGpu, RunsAndMatches) {
-  if (GetParam() == "none") GTEST_SKIP() << "no shared models in " << modelsDir();
+  if (GetParam() == "none") GTEST_SKIP() << "no shared models in " << testing::sharedModelsDir();
   if (!tools::gpuRunAvailable()) GTEST_SKIP() << "built without libfusert";
-  fs::path dir = modelsDir() / GetParam();
+  fs::path dir = testing::sharedModelsDir() / GetParam();
   fs::path out;
   fs::path root;
   bool removeRoot = false;
@@ -67,20 +53,12 @@ TEST_P(SharedModelOnGpu, RunsAndMatches) {
     ASSERT_TRUE(fs::exists(out / "manifest.json")) << out;
   } else {
     if (codegen::findNvcc("").empty()) GTEST_SKIP() << "nvcc not found";
-    auto graph = frontend::importOnnxModel((dir / "model.onnx").string());
-    ASSERT_TRUE(graph.ok()) << graph.status();
+    auto model = testing::loadSharedModel(GetParam());
+    ASSERT_TRUE(model.ok()) << model.status();
+    auto &graph = model->graph;
     passes::PassContext ctx;
-    for (int i = 0;; ++i) {
-      fs::path p = dir / "test_data_set_0" / ("input_" + std::to_string(i) + ".pb");
-      if (!fs::exists(p)) break;
-      std::string name;
-      auto t = frontend::loadTensorProtoFile(p.string(), &name);
-      ASSERT_TRUE(t.ok()) << t.status();
-      ctx.inputShapes[name] = t->shape();
-    }
-    auto pipeline = passes::parsePipeline(passes::pipelineString(passes::defaultPipeline("cuda")));
-    ASSERT_TRUE(pipeline.ok()) << pipeline.status();
-    absl::Status st = passes::runPasses(**graph, ctx, *pipeline);
+    absl::Status st = testing::runPipeline(
+        *model, ctx, passes::pipelineString(passes::defaultPipeline("cuda")));
     ASSERT_TRUE(st.ok()) << st;
     if (const char *keep = std::getenv("FUSEC_ARTIFACT_KEEP")) {
       root = keep;
@@ -91,7 +69,7 @@ TEST_P(SharedModelOnGpu, RunsAndMatches) {
     out = root / GetParam();
     ArtifactOptions opts;
     opts.modelName = GetParam();
-    st = writeArtifact(**graph, ctx.fusionPlan, ctx.target, opts, out.string());
+    st = writeArtifact(*graph, ctx.fusionPlan, ctx.target, opts, out.string());
     ASSERT_TRUE(st.ok()) << st;
   }
   if (!haveDevice()) {
@@ -109,7 +87,8 @@ TEST_P(SharedModelOnGpu, RunsAndMatches) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, SharedModelOnGpu, ::testing::ValuesIn(modelNames()),
+INSTANTIATE_TEST_SUITE_P(Models, SharedModelOnGpu,
+                         ::testing::ValuesIn(testing::sharedModelNames(true)),
                          [](const auto &info) {
                            std::string n = info.param;
                            for (char &ch : n)

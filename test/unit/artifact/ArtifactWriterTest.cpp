@@ -39,6 +39,7 @@
 #include "nlohmann/json.hpp"
 #include "passes/Pass.h"
 #include "passes/Pipeline.h"
+#include "test/unit/TestModels.h"
 
 #ifdef FUSEC_TEST_HAVE_RUNTIME_CORE
 #include "runtime/internal/Manifest.h"
@@ -513,38 +514,17 @@ TEST(Nvcc, CommandAndQuoting) {
 // Shared models
 //===----------------------------------------------------------------------===//
 
-fs::path modelsDir() {
-  if (const char *env = std::getenv("FUSEC_SHARED_MODELS")) return env;
-  return fs::path(__FILE__).parent_path() / ".." / ".." / ".." / ".." / "shared" / "models";
-}
-
-std::vector<std::string> modelNames() {
-  std::vector<std::string> names;
-  std::error_code ec;
-  for (const auto &e : fs::directory_iterator(modelsDir(), ec))
-    if (fs::exists(e.path() / "model.onnx")) names.push_back(e.path().filename().string());
-  std::sort(names.begin(), names.end());
-  if (names.empty()) names.push_back("none");
-  return names;
-}
-
 class SharedModelArtifact : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(SharedModelArtifact, WritesAndBuilds) {
-  if (GetParam() == "none") GTEST_SKIP() << "no shared models in " << modelsDir();
-  fs::path dir = modelsDir() / GetParam();
-  auto graph = frontend::importOnnxModel((dir / "model.onnx").string());
-  ASSERT_TRUE(graph.ok()) << graph.status();
+  if (GetParam() == "none") GTEST_SKIP() << "no shared models in " << testing::sharedModelsDir();
+  auto model = testing::loadSharedModel(GetParam());
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto &graph = model->graph;
+  fs::path dir = model->dir;
   passes::PassContext ctx;
-  for (int i = 0;; ++i) {
-    fs::path p = dir / "test_data_set_0" / ("input_" + std::to_string(i) + ".pb");
-    if (!fs::exists(p)) break;
-    std::string name;
-    auto t = frontend::loadTensorProtoFile(p.string(), &name);
-    ASSERT_TRUE(t.ok()) << t.status();
-    ctx.inputShapes[name] = t->shape();
-  }
-  absl::Status st = runPipeline(**graph, ctx);
+  absl::Status st = testing::runPipeline(
+      *model, ctx, passes::pipelineString(passes::defaultPipeline("cuda")));
   ASSERT_TRUE(st.ok()) << st;
   TempDir tmp;
   ArtifactOptions opts;
@@ -553,14 +533,14 @@ TEST_P(SharedModelArtifact, WritesAndBuilds) {
   opts.runNvcc = haveNvcc();
   ArtifactSummary sum;
   fs::path out = tmp.path() / GetParam();
-  st = writeArtifact(**graph, ctx.fusionPlan, ctx.target, opts, out.string(), &sum);
+  st = writeArtifact(*graph, ctx.fusionPlan, ctx.target, opts, out.string(), &sum);
   ASSERT_TRUE(st.ok()) << GetParam() << ": " << st;
   std::cout << GetParam() << ": " << sum.numSteps << " steps, " << sum.numKernels
             << " generated kernels; " << sum.memorySummary << "\n";
   validateArtifact(out, /*expectLibrary=*/opts.runNvcc);
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, SharedModelArtifact, ::testing::ValuesIn(modelNames()),
+INSTANTIATE_TEST_SUITE_P(Models, SharedModelArtifact, ::testing::ValuesIn(testing::sharedModelNames(true)),
                          [](const auto &info) {
                            std::string n = info.param;
                            for (char &ch : n)

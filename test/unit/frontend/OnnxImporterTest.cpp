@@ -418,7 +418,9 @@ TEST(OnnxImporterTest, UnsupportedDtype) {
   addOutput(m, "y", {2});
   auto g = importOnnxModel(writeModel(m, dir.file("model.onnx")));
   ASSERT_FALSE(g.ok());
-  EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument);
+  // A dtype ONNX defines but fusec lacks is Unimplemented (not supported),
+  // an undefined code InvalidArgument (malformed).
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kUnimplemented);
   EXPECT_THAT(std::string(g.status().message()), HasSubstr("'cplx'"));
   EXPECT_THAT(std::string(g.status().message()), HasSubstr("COMPLEX64"));
 
@@ -429,9 +431,18 @@ TEST(OnnxImporterTest, UnsupportedDtype) {
   addOutput(m2, "y", {2}, 17);
   g = importOnnxModel(writeModel(m2, dir.file("model2.onnx")));
   ASSERT_FALSE(g.ok());
-  EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kUnimplemented);
   EXPECT_THAT(std::string(g.status().message()), HasSubstr("FLOAT8E4M3FN"));
   EXPECT_THAT(std::string(g.status().message()), HasSubstr("'f8'"));
+
+  auto m3 = makeModel(19);
+  addInput(m3, "bad", {2}, 99);
+  addNode(m3, "Identity", {"bad"}, {"y"}, "id");
+  addOutput(m3, "y", {2}, 99);
+  g = importOnnxModel(writeModel(m3, dir.file("model3.onnx")));
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(g.status().message()), HasSubstr("code 99"));
 }
 
 TEST(OnnxImporterTest, MissingElemTypeIsInvalidArgument) {

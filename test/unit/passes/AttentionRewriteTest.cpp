@@ -29,6 +29,7 @@
 #include "passes/Pass.h"
 #include "passes/Pipeline.h"
 #include "passes/cost/ArithmeticIntensity.h"
+#include "test/unit/TestModels.h"
 #include "ir/Parser.h"
 #include "ir/ShapeInference.h"
 
@@ -36,11 +37,6 @@ namespace fusec::passes {
 namespace {
 
 namespace fs = std::filesystem;
-
-fs::path modelsDir() {
-  if (const char *env = std::getenv("FUSEC_SHARED_MODELS")) return env;
-  return fs::path(__FILE__).parent_path() / ".." / ".." / ".." / ".." / "shared" / "models";
-}
 
 /// Attention layers per shared model (README.md of the models).
 const std::map<std::string, int> &expectedAttention() {
@@ -50,47 +46,19 @@ const std::map<std::string, int> &expectedAttention() {
   return *m;
 }
 
-std::vector<std::string> modelNames() {
-  std::vector<std::string> names;
-  std::error_code ec;
-  for (const auto &e : fs::directory_iterator(modelsDir(), ec))
-    if (fs::exists(e.path() / "model.onnx")) names.push_back(e.path().filename().string());
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
 class AttentionModels : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(AttentionModels, FiresAndKeepsOutputs) {
-  fs::path dir = modelsDir() / GetParam();
-  auto graph = frontend::importOnnxModel((dir / "model.onnx").string());
-  ASSERT_TRUE(graph.ok()) << graph.status();
-  ir::Graph &g = **graph;
-  std::map<std::string, ir::Tensor> inputs;
-  std::vector<ir::Tensor> expected;
-  PassContext ctx;
-  for (int i = 0;; ++i) {
-    fs::path p = dir / "test_data_set_0" / ("input_" + std::to_string(i) + ".pb");
-    if (!fs::exists(p)) break;
-    std::string name;
-    auto t = frontend::loadTensorProtoFile(p.string(), &name);
-    ASSERT_TRUE(t.ok()) << t.status();
-    ctx.inputShapes[name] = t->shape();
-    inputs[name] = std::move(*t);
-  }
-  for (int i = 0;; ++i) {
-    fs::path p = dir / "test_data_set_0" / ("output_" + std::to_string(i) + ".pb");
-    if (!fs::exists(p)) break;
-    auto t = frontend::loadTensorProtoFile(p.string());
-    ASSERT_TRUE(t.ok()) << t.status();
-    expected.push_back(std::move(*t));
-  }
+  auto model = testing::loadSharedModel(GetParam());
+  ASSERT_TRUE(model.ok()) << model.status();
+  ir::Graph &g = *model->graph;
+  const std::map<std::string, ir::Tensor> &inputs = model->feeds;
+  const std::vector<ir::Tensor> &expected = model->expected;
   auto before = interp::runGraph(g, inputs);
   ASSERT_TRUE(before.ok()) << before.status();
 
-  auto passes = parsePipeline(pipelineString(defaultPipeline("cuda")));
-  ASSERT_TRUE(passes.ok()) << passes.status();
-  absl::Status st = runPasses(g, ctx, *passes);
+  PassContext ctx;
+  absl::Status st = testing::runPipeline(*model, ctx);
   ASSERT_TRUE(st.ok()) << st;
 
   int fused = 0, softmax = 0;
@@ -131,7 +99,8 @@ TEST_P(AttentionModels, FiresAndKeepsOutputs) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(SharedModels, AttentionModels, ::testing::ValuesIn(modelNames()),
+INSTANTIATE_TEST_SUITE_P(SharedModels, AttentionModels,
+                         ::testing::ValuesIn(testing::sharedModelNames()),
                          [](const ::testing::TestParamInfo<std::string> &info) { return info.param; });
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(AttentionModels);
 

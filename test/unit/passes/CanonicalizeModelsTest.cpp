@@ -25,26 +25,12 @@
 #include "interp/Interpreter.h"
 #include "passes/Pass.h"
 #include "passes/Pipeline.h"
+#include "test/unit/TestModels.h"
 
 namespace fusec::passes {
 namespace {
 
 namespace fs = std::filesystem;
-
-fs::path modelsDir() {
-  if (const char *env = std::getenv("FUSEC_SHARED_MODELS")) return env;
-  // test/unit/passes/<this file> -> <repo>/../shared/models
-  return fs::path(__FILE__).parent_path() / ".." / ".." / ".." / ".." / "shared" / "models";
-}
-
-std::vector<std::string> modelNames() {
-  std::vector<std::string> names;
-  std::error_code ec;
-  for (const auto &e : fs::directory_iterator(modelsDir(), ec))
-    if (fs::exists(e.path() / "model.onnx")) names.push_back(e.path().filename().string());
-  std::sort(names.begin(), names.end());
-  return names;
-}
 
 std::map<std::string, int> histogram(const ir::Graph &g) {
   std::map<std::string, int> h;
@@ -55,38 +41,19 @@ std::map<std::string, int> histogram(const ir::Graph &g) {
 class ModelPipeline : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ModelPipeline, SameOutputsAndNoShapeArithmetic) {
-  fs::path dir = modelsDir() / GetParam();
-  auto graph = frontend::importOnnxModel((dir / "model.onnx").string());
-  ASSERT_TRUE(graph.ok()) << graph.status();
-  ir::Graph &g = **graph;
-
-  std::map<std::string, ir::Tensor> inputs;
-  std::vector<ir::Tensor> expected;
-  PassContext ctx;
-  for (int i = 0;; ++i) {
-    fs::path p = dir / "test_data_set_0" / ("input_" + std::to_string(i) + ".pb");
-    if (!fs::exists(p)) break;
-    std::string name;
-    auto t = frontend::loadTensorProtoFile(p.string(), &name);
-    ASSERT_TRUE(t.ok()) << t.status();
-    ctx.inputShapes[name] = t->shape();
-    inputs[name] = std::move(*t);
-  }
-  for (int i = 0;; ++i) {
-    fs::path p = dir / "test_data_set_0" / ("output_" + std::to_string(i) + ".pb");
-    if (!fs::exists(p)) break;
-    auto t = frontend::loadTensorProtoFile(p.string());
-    ASSERT_TRUE(t.ok()) << t.status();
-    expected.push_back(std::move(*t));
-  }
+  auto model = testing::loadSharedModel(GetParam());
+  ASSERT_TRUE(model.ok()) << model.status();
+  ir::Graph &g = *model->graph;
+  const std::map<std::string, ir::Tensor> &inputs = model->feeds;
+  const std::vector<ir::Tensor> &expected = model->expected;
 
   auto before = interp::runGraph(g, inputs);
   ASSERT_TRUE(before.ok()) << before.status();
   int64_t nodesBefore = g.numNodes();
 
-  auto passes = parsePipeline("shape-specialize,const-fold,canonicalize,fold-bn,dce");
-  ASSERT_TRUE(passes.ok()) << passes.status();
-  absl::Status st = runPasses(g, ctx, *passes);
+  PassContext ctx;
+  absl::Status st =
+      testing::runPipeline(*model, ctx, "shape-specialize,const-fold,canonicalize,fold-bn,dce");
   ASSERT_TRUE(st.ok()) << st;
   int64_t nodesAfter = g.numNodes();
 
@@ -113,7 +80,8 @@ TEST_P(ModelPipeline, SameOutputsAndNoShapeArithmetic) {
   std::cout << "\n";
 }
 
-INSTANTIATE_TEST_SUITE_P(SharedModels, ModelPipeline, ::testing::ValuesIn(modelNames()),
+INSTANTIATE_TEST_SUITE_P(SharedModels, ModelPipeline,
+                         ::testing::ValuesIn(testing::sharedModelNames()),
                          [](const ::testing::TestParamInfo<std::string> &info) {
                            return info.param;
                          });

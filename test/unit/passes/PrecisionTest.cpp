@@ -37,6 +37,7 @@
 #include "nlohmann/json.hpp"
 #include "passes/Pass.h"
 #include "passes/Pipeline.h"
+#include "test/unit/TestModels.h"
 
 namespace fusec::passes {
 namespace {
@@ -203,67 +204,11 @@ TEST(LowerPrecision, InDefaultPipelineBeforeFusion) {
 // Shared models
 //===----------------------------------------------------------------------===//
 
-fs::path modelsDir() {
-  if (const char *env = std::getenv("FUSEC_SHARED_MODELS")) return env;
-  return fs::path(__FILE__).parent_path() / ".." / ".." / ".." / ".." / "shared" / "models";
-}
+/// A shared model with its test_data_set_0 (test/unit/TestModels.h).
+using testing::loadSharedModel;
+using testing::sharedModelsDir;
 
-std::vector<std::string> modelNames() {
-  std::vector<std::string> names;
-  std::error_code ec;
-  for (const auto &e : fs::directory_iterator(modelsDir(), ec))
-    if (fs::exists(e.path() / "model.onnx")) names.push_back(e.path().filename().string());
-  std::sort(names.begin(), names.end());
-  if (names.empty()) names.push_back("none");
-  return names;
-}
-
-/// A shared model with its test_data_set_0.
-struct ModelCase {
-  std::unique_ptr<ir::Graph> graph;
-  std::map<std::string, ir::Tensor> feeds;
-  std::vector<ir::Tensor> expected;
-};
-
-/// Loads \p name; inputs matched to graph inputs by name, else position.
-absl::StatusOr<ModelCase> loadModel(const std::string &name) {
-  fs::path dir = modelsDir() / name;
-  ModelCase mc;
-  auto g = frontend::importOnnxModel((dir / "model.onnx").string());
-  if (!g.ok()) return g.status();
-  mc.graph = std::move(*g);
-  std::vector<ir::Value *> feeds;
-  for (ir::Value *v : mc.graph->inputs())
-    if (!v->isConstant()) feeds.push_back(v);
-  for (int i = 0;; ++i) {
-    fs::path p = dir / "test_data_set_0" / ("input_" + std::to_string(i) + ".pb");
-    if (!fs::exists(p)) break;
-    std::string tname;
-    auto t = frontend::loadTensorProtoFile(p.string(), &tname);
-    if (!t.ok()) return t.status();
-    if (tname.empty() || !mc.graph->findValue(tname)) {
-      if (static_cast<size_t>(i) >= feeds.size())
-        return absl::InvalidArgumentError("input without a graph input");
-      tname = feeds[i]->name();
-    }
-    mc.feeds[tname] = std::move(*t);
-  }
-  for (int i = 0;; ++i) {
-    fs::path p = dir / "test_data_set_0" / ("output_" + std::to_string(i) + ".pb");
-    if (!fs::exists(p)) break;
-    auto t = frontend::loadTensorProtoFile(p.string(), nullptr);
-    if (!t.ok()) return t.status();
-    mc.expected.push_back(std::move(*t));
-  }
-  return mc;
-}
-
-std::string paramName(const std::string &s) {
-  std::string n = s;
-  for (char &ch : n)
-    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-  return n;
-}
+std::string paramName(const std::string &s) { return testing::testParamName(s); }
 
 /// max over elements of |got - want| / (atol + rtol * |want|): <= 1 passes;
 /// 1 / margin is the headroom factor of the tolerance.
@@ -280,17 +225,15 @@ class LoweredModel : public ::testing::TestWithParam<std::tuple<std::string, std
 
 TEST_P(LoweredModel, ReferenceMatchesFp32Outputs) {
   const auto &[model, precision] = GetParam();
-  if (model == "none") GTEST_SKIP() << "no shared models in " << modelsDir();
-  auto mc = loadModel(model);
+  if (model == "none") GTEST_SKIP() << "no shared models in " << sharedModelsDir();
+  auto mc = loadSharedModel(model);
   ASSERT_TRUE(mc.ok()) << mc.status();
   ir::Graph &g = *mc->graph;
   PassContext ctx;
-  ctx.precision = precision;
-  for (const auto &[name, t] : mc->feeds) ctx.inputShapes[name] = t.shape();
   std::vector<DType> inTypes, outTypes;
   for (const ir::Value *v : g.inputs()) inTypes.push_back(v->type().dtype);
   for (const ir::Value *v : g.outputs()) outTypes.push_back(v->type().dtype);
-  absl::Status st = runSpec(g, ctx, kReferencePipeline);
+  absl::Status st = testing::runPipeline(*mc, ctx, kReferencePipeline, precision);
   ASSERT_TRUE(st.ok()) << st;
 
   // The interface is unchanged; no f32 weight and no f32 value is left
@@ -334,7 +277,7 @@ TEST_P(LoweredModel, ReferenceMatchesFp32Outputs) {
 
 INSTANTIATE_TEST_SUITE_P(
     Models, LoweredModel,
-    ::testing::Combine(::testing::ValuesIn(modelNames()), ::testing::Values("bf16", "fp16")),
+    ::testing::Combine(::testing::ValuesIn(testing::sharedModelNames(true)), ::testing::Values("bf16", "fp16")),
     [](const auto &info) {
       return paramName(std::get<0>(info.param) + "_" + std::get<1>(info.param));
     });
@@ -348,14 +291,12 @@ class WrongKernel : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(WrongKernel, DroppedGemmTermFailsTheTolerance) {
   const std::string model = GetParam();
-  if (model == "none") GTEST_SKIP() << "no shared models in " << modelsDir();
-  auto mc = loadModel(model);
+  if (model == "none") GTEST_SKIP() << "no shared models in " << sharedModelsDir();
+  auto mc = loadSharedModel(model);
   ASSERT_TRUE(mc.ok()) << mc.status();
   ir::Graph &g = *mc->graph;
   PassContext ctx;
-  ctx.precision = "bf16";
-  for (const auto &[name, t] : mc->feeds) ctx.inputShapes[name] = t.shape();
-  ASSERT_TRUE(runSpec(g, ctx, kReferencePipeline).ok());
+  ASSERT_TRUE(testing::runPipeline(*mc, ctx, kReferencePipeline, "bf16").ok());
   // Every GEMM / Conv with a constant weight skips its last kSkipped
   // contraction indices (a k tile of 8 dropped).
   constexpr int64_t kSkipped = 8;
@@ -399,7 +340,7 @@ TEST_P(WrongKernel, DroppedGemmTermFailsTheTolerance) {
   EXPECT_TRUE(anyFail) << model << ": a dropped GEMM term passed the bf16 tolerance";
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, WrongKernel, ::testing::ValuesIn(modelNames()),
+INSTANTIATE_TEST_SUITE_P(Models, WrongKernel, ::testing::ValuesIn(testing::sharedModelNames(true)),
                          [](const auto &info) { return paramName(info.param); });
 
 //===----------------------------------------------------------------------===//
@@ -427,13 +368,11 @@ class TempDir {
 /// Compiles \p model with the default cuda pipeline at \p precision into \p out.
 absl::Status compileModel(const std::string &model, const std::string &precision, bool nvcc,
                           const fs::path &out, artifact::ArtifactSummary *sum) {
-  auto mc = loadModel(model);
+  auto mc = loadSharedModel(model);
   if (!mc.ok()) return mc.status();
   PassContext ctx;
-  ctx.precision = precision;
-  for (const auto &[name, t] : mc->feeds) ctx.inputShapes[name] = t.shape();
   absl::Status st =
-      runSpec(*mc->graph, ctx, pipelineString(defaultPipeline("cuda")));
+      testing::runPipeline(*mc, ctx, pipelineString(defaultPipeline("cuda")), precision);
   if (!st.ok()) return st;
   artifact::ArtifactOptions opts;
   opts.precision = precision;
@@ -448,7 +387,7 @@ class Bf16Artifact : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Bf16Artifact, HalfWeightsBf16GemmsAndNvccBuilds) {
   const std::string model = GetParam();
-  if (model == "none") GTEST_SKIP() << "no shared models in " << modelsDir();
+  if (model == "none") GTEST_SKIP() << "no shared models in " << sharedModelsDir();
   TempDir tmp;
   artifact::ArtifactSummary s32, s16;
   absl::Status st = compileModel(model, "fp32", false, tmp.path() / "fp32", &s32);
@@ -493,7 +432,7 @@ TEST_P(Bf16Artifact, HalfWeightsBf16GemmsAndNvccBuilds) {
   EXPECT_TRUE(fs::exists(tmp.path() / "bf16" / "libmodel.so"));
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, Bf16Artifact, ::testing::ValuesIn(modelNames()),
+INSTANTIATE_TEST_SUITE_P(Models, Bf16Artifact, ::testing::ValuesIn(testing::sharedModelNames(true)),
                          [](const auto &info) { return paramName(info.param); });
 
 }  // namespace

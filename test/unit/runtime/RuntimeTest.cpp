@@ -24,150 +24,14 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "test/unit/runtime/ArtifactFixture.h"
+
 extern "C" int fusertCHeaderCheck(void); // CHeaderCheck.c
 
 namespace {
 
-namespace fs = std::filesystem;
+using namespace fusert_test;  // NOLINT: the shared artifact fixture
 using ::testing::HasSubstr;
-using Json = nlohmann::json;
-
-constexpr int kN = 1000; // elements the test kernels work on
-
-bool hasCudaDevice() {
-  int count = 0;
-  return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
-}
-
-#define REQUIRE_CUDA_DEVICE()                                                  \
-  do {                                                                         \
-    if (!hasCudaDevice())                                                      \
-      GTEST_SKIP() << "SKIPPED: no CUDA device";                               \
-  } while (0)
-
-std::string kernelLibrary() {
-  const char *env = std::getenv("FUSERT_TEST_KERNELS");
-  return env && *env ? env : FUSERT_TEST_KERNELS;
-}
-
-/// Bytes of \p values as little-endian f32.
-std::vector<char> bytesOf(const std::vector<float> &values) {
-  const char *p = reinterpret_cast<const char *>(values.data());
-  return std::vector<char>(p, p + values.size() * sizeof(float));
-}
-
-/// Writes \p bytes into \p weights at \p offset, growing it as needed.
-void put(std::vector<char> &weights, size_t offset,
-         const std::vector<float> &values) {
-  std::vector<char> b = bytesOf(values);
-  if (weights.size() < offset + b.size())
-    weights.resize(offset + b.size(), 0);
-  std::copy(b.begin(), b.end(), weights.begin() + offset);
-}
-
-Json buffer(int id, const std::string &name, std::vector<int64_t> shape,
-            const std::string &storage, int64_t indexOrOffset, int of = -1) {
-  int64_t n = 1;
-  for (int64_t d : shape)
-    n *= d;
-  Json b = {{"id", id},       {"name", name},       {"dtype", "f32"},
-            {"shape", shape}, {"bytes", n * 4},     {"storage", storage}};
-  if (storage == "input" || storage == "output")
-    b["index"] = indexOrOffset;
-  else
-    b["offset"] = indexOrOffset;
-  if (of >= 0)
-    b["of"] = of;
-  return b;
-}
-
-Json tensor(const std::string &name, std::vector<int64_t> shape, int id) {
-  return {{"name", name}, {"dtype", "f32"}, {"shape", shape}, {"buffer", id}};
-}
-
-Json skeleton(uint64_t weightBytes, uint64_t arenaBytes) {
-  return {{"format", "fusec-artifact"},
-          {"version", 1},
-          {"model", "test"},
-          {"target", "cuda"},
-          {"arch", "sm_90"},
-          {"library", "libmodel.so"},
-          {"weights", {{"file", "weights.bin"}, {"bytes", weightBytes}}},
-          {"arena_bytes", arenaBytes},
-          {"buffers", Json::array()},
-          {"inputs", Json::array()},
-          {"outputs", Json::array()},
-          {"steps", Json::array()}};
-}
-
-std::vector<float> iota(size_t n, float scale, float shift) {
-  std::vector<float> v(n);
-  for (size_t i = 0; i < n; ++i)
-    v[i] = scale * static_cast<float>(static_cast<int>(i % 17) - 8) + shift;
-  return v;
-}
-
-/// The 2-kernel pipeline: y = 2 * (x + w), t in the arena, tv an alias of t.
-struct Pipeline {
-  Json manifest;
-  std::vector<char> weights;
-  std::vector<float> w = iota(kN, 0.25f, 1.0f);
-
-  Pipeline() {
-    put(weights, 0, std::vector<float>(10, 7.0f)); // unused "pad" weight
-    put(weights, 256, w);
-    manifest = skeleton(weights.size(), 4608);
-    manifest["buffers"] = {buffer(0, "x", {4, 250}, "input", 0),
-                           buffer(1, "pad", {10}, "weight", 0),
-                           buffer(2, "w", {4, 250}, "weight", 256),
-                           buffer(3, "t", {4, 250}, "arena", 512),
-                           buffer(4, "tv", {kN}, "alias", 0, 3),
-                           buffer(5, "y", {kN}, "output", 0)};
-    manifest["inputs"] = {tensor("x", {4, 250}, 0)};
-    manifest["outputs"] = {tensor("y", {kN}, 5)};
-    manifest["steps"] = {{{"kind", "kernel"},
-                          {"name", "add"},
-                          {"symbol", "fusert_test_add"},
-                          {"buffers", {0, 2, 3}}},
-                         {{"kind", "kernel"},
-                          {"name", "scale"},
-                          {"symbol", "fusert_test_scale"},
-                          {"buffers", {4, 5}}}};
-  }
-};
-
-class RuntimeTest : public ::testing::Test {
-protected:
-  void SetUp() override {
-    const auto *info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::path(::testing::TempDir()) /
-           (std::string("fusert_") + info->name() + "_" +
-            std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    fusert_unload(model_);
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-
-  /// Writes an artifact folder with \p manifest, \p weights and the kernels.
-  void write(const Json &manifest, const std::vector<char> &weights,
-             bool withLibrary = true) {
-    std::ofstream(dir_ / "manifest.json") << manifest.dump(2);
-    std::ofstream(dir_ / "weights.bin", std::ios::binary)
-        .write(weights.data(), static_cast<std::streamsize>(weights.size()));
-    if (withLibrary)
-      fs::copy_file(kernelLibrary(), dir_ / "libmodel.so",
-                    fs::copy_options::overwrite_existing);
-  }
-
-  fusert_status load() { return fusert_load(dir_.c_str(), &model_); }
-
-  fs::path dir_;
-  fusert_model *model_ = nullptr;
-};
 
 // --- Load errors: no GPU needed. ---
 
@@ -249,43 +113,6 @@ TEST_F(RuntimeTest, NoDeviceIsAnError) {
 }
 
 // --- Execution: needs a GPU. ---
-
-/// Device buffer of f32 values, freed on destruction.
-class DeviceFloats {
-public:
-  explicit DeviceFloats(const std::vector<float> &host) : n_(host.size()) {
-    EXPECT_EQ(cudaMalloc(reinterpret_cast<void **>(&ptr_), n_ * sizeof(float)),
-              cudaSuccess);
-    set(host);
-  }
-  explicit DeviceFloats(size_t n) : DeviceFloats(std::vector<float>(n, -1.0f)) {}
-  ~DeviceFloats() { cudaFree(ptr_); }
-  void set(const std::vector<float> &host) {
-    EXPECT_EQ(cudaMemcpy(ptr_, host.data(), n_ * sizeof(float),
-                         cudaMemcpyHostToDevice),
-              cudaSuccess);
-  }
-  std::vector<float> get() const {
-    std::vector<float> host(n_);
-    EXPECT_EQ(cudaMemcpy(host.data(), ptr_, n_ * sizeof(float),
-                         cudaMemcpyDeviceToHost),
-              cudaSuccess);
-    return host;
-  }
-  float *ptr() const { return ptr_; }
-
-private:
-  size_t n_;
-  float *ptr_ = nullptr;
-};
-
-void expectNear(const std::vector<float> &got, const std::vector<float> &want,
-                float tol) {
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < got.size(); ++i)
-    ASSERT_NEAR(got[i], want[i], tol * (1.0f + std::fabs(want[i])))
-        << "at element " << i;
-}
 
 TEST_F(RuntimeTest, PipelineThroughArenaAndAlias) {
   REQUIRE_CUDA_DEVICE();

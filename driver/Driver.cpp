@@ -1,0 +1,115 @@
+//===- Driver.cpp - compile(model, options): the one compile flow ---------===//
+//
+// Import, target resolution, passes, and the backend's emission. The
+// backend dispatch (emitArtifact) is the driver's only contact with
+// codegen.
+//
+//===----------------------------------------------------------------------===//
+#include "driver/Driver.h"
+
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "codegen/Backend.h"
+#include "codegen/artifact/ArtifactWriter.h"
+#include "frontend/onnx/OnnxImporter.h"
+#include "passes/Pipeline.h"
+#include "support/Status.h"
+
+namespace fusec::driver {
+namespace {
+
+/// True when \p target has a backend that writes artifacts.
+bool hasBackend(const std::string &target) { return codegen::backendFor(target).ok(); }
+
+absl::Status backendMissing(const std::string &target) {
+  return codegen::backendFor(target).status();
+}
+
+/// Lowering, backend emission and the artifact folder: the one call into
+/// codegen.
+absl::Status emitArtifact(const std::string &modelPath, const CompileOptions &options,
+                          Compilation &c) {
+  if (!hasBackend(c.target.target)) return backendMissing(c.target.target);
+  artifact::ArtifactOptions ao;
+  ao.target = c.target.target;
+  ao.arch = c.target.arch;
+  ao.precision = options.precision;
+  ao.allowTf32 = options.allowTf32;
+  ao.runNvcc = options.runNvcc;
+  ao.modelPath = modelPath;
+  ao.modelName = !options.modelName.empty()
+                     ? options.modelName
+                     : std::filesystem::path(modelPath).parent_path().filename().string();
+  artifact::ArtifactSummary summary;
+  FUSEC_RETURN_IF_ERROR(artifact::writeArtifact(*c.graph, c.context.fusionPlan, c.context.target,
+                                                ao, options.output, &summary));
+  c.wroteArtifact = true;
+  c.artifact.warnings = summary.warnings;
+  c.artifact.builtLibrary = summary.builtLibrary;
+  c.artifact.numSteps = summary.numSteps;
+  c.artifact.numKernels = summary.numKernels;
+  c.artifact.weightsBytes = summary.weightsBytes;
+  c.artifact.arenaBytes = summary.arenaBytes;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<passes::ResolvedTarget> resolveOptions(const CompileOptions &options) {
+  if (options.precision != "fp32" && options.precision != "fp16" && options.precision != "bf16")
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown --precision '", options.precision, "' (expected: fp32, fp16, bf16)"));
+  return passes::resolveTarget(options.target, options.arch, options.device);
+}
+
+std::vector<std::string> pipelineFor(const CompileOptions &options,
+                                     const passes::ResolvedTarget &target) {
+  if (options.passes.empty()) return passes::defaultPipeline(target.target);
+  std::vector<std::string> names;
+  for (absl::string_view p : absl::StrSplit(options.passes, ',', absl::SkipWhitespace()))
+    names.emplace_back(p);
+  return names;
+}
+
+absl::Status optimize(ir::Graph &graph, const CompileOptions &options,
+                      const passes::ResolvedTarget &target, passes::PassContext &ctx) {
+  ctx.inputShapes = options.inputShapes;
+  ctx.debugOnly = options.debugOnly;
+  ctx.verifyEach = options.verifyEach;
+  ctx.precision = options.precision;
+  ctx.target = target.device;
+  // Fusion asks the backend's lowering (one legality rule); none for
+  // backends that are not available yet.
+  if (auto backend = codegen::backendFor(target.target); backend.ok()) ctx.legality = *backend;
+  ctx.fusionPlan.onnxNodes = graph.onnxNodeCount();
+  FUSEC_ASSIGN_OR_RETURN(
+      auto pipeline, passes::parsePipeline(passes::pipelineString(pipelineFor(options, target))));
+  return passes::runPasses(graph, ctx, pipeline);
+}
+
+absl::Status optimize(ir::Graph &graph, const CompileOptions &options, passes::PassContext &ctx) {
+  FUSEC_ASSIGN_OR_RETURN(passes::ResolvedTarget target, resolveOptions(options));
+  return optimize(graph, options, target, ctx);
+}
+
+absl::StatusOr<Compilation> compile(const std::string &modelPath, const CompileOptions &options) {
+  Compilation c;
+  FUSEC_ASSIGN_OR_RETURN(c.target, resolveOptions(options));
+  const bool writeArtifact = options.stopAfter == Stage::kArtifact && !options.output.empty();
+  // Refuse a missing backend before any work, so nothing is half-written.
+  if (writeArtifact && !hasBackend(c.target.target)) return backendMissing(c.target.target);
+  FUSEC_ASSIGN_OR_RETURN(c.graph, frontend::importOnnxModel(modelPath));
+  if (options.onImported) options.onImported(*c.graph);
+  if (options.stopAfter == Stage::kImport) return c;
+
+  c.pipeline = pipelineFor(options, c.target);
+  FUSEC_RETURN_IF_ERROR(optimize(*c.graph, options, c.target, c.context));
+  if (options.onOptimized) options.onOptimized(*c.graph, c.context);
+  if (!writeArtifact) return c;
+  FUSEC_RETURN_IF_ERROR(emitArtifact(modelPath, options, c));
+  return c;
+}
+
+}  // namespace fusec::driver
