@@ -5,9 +5,12 @@
 
 namespace fusec::codegen {
 
+const Backend &nkiBackend();  // codegen/nki/NkiBackend.cpp
+
 absl::StatusOr<const Backend *> backendFor(const std::string &target) {
   if (target == "cuda") return &cudaBackend();
-  if (target == "nki" || target == "cpu")
+  if (target == "nki") return &nkiBackend();
+  if (target == "cpu")
     return absl::UnimplementedError(absl::StrCat(
         "the '", target, "' backend is not available yet: only --target cuda can write an artifact"));
   return absl::InvalidArgumentError(
