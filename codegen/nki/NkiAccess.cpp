@@ -1,6 +1,7 @@
 //===- NkiAccess.cpp - Index maps of a KernelSpec as affine DMA patterns --===//
 #include "codegen/nki/NkiAccess.h"
 
+#include <climits>
 #include <optional>
 #include <set>
 
@@ -71,18 +72,6 @@ bool readsMemory(const KernelSpec &spec, int id) {
   return false;
 }
 
-/// Flat element offset of \p index (one expr per dim of \p shape) at \p pt.
-std::optional<int64_t> flatOffset(const KernelSpec &spec, const std::vector<int> &index,
-                                  const std::vector<int64_t> &shape, const std::vector<int64_t> &pt) {
-  int64_t off = 0;
-  for (size_t i = 0; i < index.size(); ++i) {
-    auto v = evalIndex(spec, index[i], pt);
-    if (!v || *v < 0 || *v >= shape[i]) return std::nullopt;
-    off = off * shape[i] + *v;
-  }
-  return off;
-}
-
 /// Marks the loop dims whose kIndex is used as a value (not as an address).
 void collectValueDims(const KernelSpec &spec, int id, std::set<int> &dims, std::set<int> &seen) {
   if (!seen.insert(id).second) return;
@@ -107,50 +96,109 @@ absl::StatusOr<AccessPlan> analyzeAccesses(const KernelSpec &spec) {
     return a.store >= 0 ? absl::StrCat("the store to buffer ", a.buffer)
                         : absl::StrCat("the load of buffer ", a.buffer);
   };
-  auto addAccess = [&](int buffer, int expr, int store, const std::vector<int> &index,
+  auto pointAt = [&](int64_t n, std::vector<int64_t> &p) {
+    for (int d = nd - 1; d >= 0; --d) {
+      p[d] = n % std::max<int64_t>(1, ext[d]);
+      n /= std::max<int64_t>(1, ext[d]);
+    }
+  };
+  auto addAccess = [&](int buffer, int expr, int store, std::vector<int> index,
                        int guard) -> absl::Status {
     Access a;
     a.buffer = buffer;
     a.expr = expr;
     a.store = store;
-    if (guard >= 0)
-      return absl::UnimplementedError(absl::StrCat(
-          describe(a), " is guarded (Pad/Concat/pooling window): not lowered for nki yet"));
-    for (int i : index)
-      if (readsMemory(spec, i))
-        return absl::UnimplementedError(absl::StrCat(
-            describe(a), " is a gather (its index is read from memory): not lowered for nki yet"));
     const std::vector<int64_t> &shape = spec.buffers[buffer].shape;
-    std::vector<int64_t> pt(nd, 0);
-    auto base = flatOffset(spec, index, shape, pt);
+    for (size_t i = 0; i < index.size(); ++i) {
+      if (!readsMemory(spec, index[i])) continue;
+      if (a.gatherDim >= 0 || store >= 0 || guard >= 0)
+        return absl::UnimplementedError(absl::StrCat(
+            describe(a), " is a gather through more than one dim (or a guarded or scattering one): "
+                         "not lowered for nki yet"));
+      a.gatherDim = static_cast<int>(i);
+      a.gatherExpr = index[i];
+      a.gatherStride = 1;
+      for (size_t j = i + 1; j < shape.size(); ++j) a.gatherStride *= shape[j];
+      index[i] = -1;
+    }
+    // The gathered dim (index -1) counts as 0: its rows come from gatherExpr.
+    auto offsetAt = [&](const std::vector<int64_t> &p) -> std::optional<int64_t> {
+      int64_t off = 0;
+      for (size_t i = 0; i < index.size(); ++i) {
+        int64_t v = 0;
+        if (index[i] >= 0) {
+          auto x = evalIndex(spec, index[i], p);
+          if (!x || *x < 0 || *x >= shape[i]) return std::nullopt;
+          v = *x;
+        }
+        off = off * shape[i] + v;
+      }
+      return off;
+    };
+    // The guard's box (every point where it holds), checked to be exact.
+    std::vector<int64_t> p(nd, 0);
+    if (guard >= 0) {
+      if (points > (int64_t{1} << 20))
+        return absl::UnimplementedError(absl::StrCat(describe(a), " is guarded on a domain over 2^20 points"));
+      a.lo.assign(nd, 0);
+      a.hi.assign(nd, 0);
+      std::vector<int64_t> lo(nd, INT64_MAX), hi(nd, INT64_MIN);
+      bool any = false;
+      for (int64_t n = 0; n < points; ++n) {
+        pointAt(n, p);
+        auto g = evalIndex(spec, guard, p);
+        if (!g) return absl::UnimplementedError(absl::StrCat(describe(a), " has a guard nki cannot evaluate"));
+        if (!*g) continue;
+        any = true;
+        for (int d = 0; d < nd; ++d) {
+          lo[d] = std::min(lo[d], p[d]);
+          hi[d] = std::max(hi[d], p[d] + 1);
+        }
+      }
+      if (!any) {
+        a.dead = true;
+        a.stride.assign(nd, 0);
+        plan.accesses.push_back(std::move(a));
+        return absl::OkStatus();
+      }
+      for (int64_t n = 0; n < points; ++n) {
+        pointAt(n, p);
+        bool in = true;
+        for (int d = 0; d < nd; ++d) in = in && p[d] >= lo[d] && p[d] < hi[d];
+        if (in != (*evalIndex(spec, guard, p) != 0))
+          return absl::UnimplementedError(absl::StrCat(
+              describe(a), " has a guard that is not a box of the loop indices: not lowered for nki yet"));
+      }
+      a.lo = lo;
+      a.hi = hi;
+    }
+    std::vector<int64_t> lo = a.lo.empty() ? std::vector<int64_t>(nd, 0) : a.lo;
+    std::vector<int64_t> hi = a.hi.empty() ? ext : a.hi;
+    auto base = offsetAt(lo);
     if (!base)
       return absl::UnimplementedError(absl::StrCat(describe(a), " has an index map nki cannot evaluate"));
-    a.base = *base;
     a.stride.assign(nd, 0);
     for (int d = 0; d < nd; ++d) {
-      if (ext[d] <= 1) continue;
-      pt.assign(nd, 0);
-      pt[d] = 1;
-      auto o = flatOffset(spec, index, shape, pt);
+      if (hi[d] - lo[d] <= 1) continue;
+      p = lo;
+      p[d] += 1;
+      auto o = offsetAt(p);
       if (!o) return absl::UnimplementedError(absl::StrCat(describe(a), " leaves its buffer"));
-      a.stride[d] = *o - a.base;
+      a.stride[d] = *o - *base;
     }
-    // Check the affine form: every point when the domain is small, else a
-    // deterministic sample (a linear congruential sequence) plus the corners.
-    auto check = [&](const std::vector<int64_t> &p) -> bool {
-      auto o = flatOffset(spec, index, shape, p);
+    a.base = *base;
+    for (int d = 0; d < nd; ++d) a.base -= a.stride[d] * lo[d];
+    auto check = [&](const std::vector<int64_t> &q) -> bool {
+      for (int d = 0; d < nd; ++d)
+        if (q[d] < lo[d] || q[d] >= hi[d]) return true;
+      auto o = offsetAt(q);
       int64_t want = a.base;
-      for (int d = 0; d < nd; ++d) want += a.stride[d] * p[d];
+      for (int d = 0; d < nd; ++d) want += a.stride[d] * q[d];
       return o && *o == want;
     };
-    std::vector<int64_t> p(nd, 0);
     if (points <= (int64_t{1} << 18)) {
       for (int64_t n = 0; n < points; ++n) {
-        int64_t r = n;
-        for (int d = nd - 1; d >= 0; --d) {
-          p[d] = r % std::max<int64_t>(1, ext[d]);
-          r /= std::max<int64_t>(1, ext[d]);
-        }
+        pointAt(n, p);
         if (!check(p))
           return absl::UnimplementedError(absl::StrCat(
               describe(a), " is not affine in the loop indices (a reshape of a transposed view): "
@@ -161,7 +209,8 @@ absl::StatusOr<AccessPlan> analyzeAccesses(const KernelSpec &spec) {
       for (int n = 0; n < 20000; ++n) {
         for (int d = 0; d < nd; ++d) {
           s ^= s << 13; s ^= s >> 7; s ^= s << 17;
-          p[d] = n < nd ? (d == n ? ext[d] - 1 : 0) : static_cast<int64_t>(s % uint64_t(std::max<int64_t>(1, ext[d])));
+          p[d] = n < nd ? (d == n ? ext[d] - 1 : 0)
+                        : static_cast<int64_t>(s % uint64_t(std::max<int64_t>(1, ext[d])));
         }
         if (!check(p))
           return absl::UnimplementedError(absl::StrCat(
@@ -185,6 +234,10 @@ absl::StatusOr<AccessPlan> analyzeAccesses(const KernelSpec &spec) {
   for (const program::Store &st : spec.stores) collectValueDims(spec, st.value, valueDims, seen);
   for (const program::Reduction &r : spec.reductions) collectValueDims(spec, r.body, valueDims, seen);
 
+  // Dims a guard box cuts keep their own loop (their bounds are tested).
+  for (const Access &a : plan.accesses)
+    for (int d = 0; d < static_cast<int>(a.lo.size()); ++d)
+      if (a.lo[d] != 0 || a.hi[d] != ext[d]) valueDims.insert(d);
   // Merge adjacent dims of the same kind that every access walks
   // contiguously (stride of the outer == extent * stride of the inner).
   for (int d = 0; d < nd; ++d) {

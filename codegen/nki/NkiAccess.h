@@ -28,6 +28,17 @@ struct Access {
   int store = -1;  ///< index into spec.stores, or -1 for a load
   int64_t base = 0;
   std::vector<int64_t> stride;  ///< element stride per loop dim (0 = broadcast)
+  /// Guarded accesses (Pad, Concat, Split): the guard holds exactly on the
+  /// box lo[d] <= i_d < hi[d] (empty vectors: no guard). The affine map
+  /// holds inside the box; a load yields 0 outside it, a store skips it.
+  std::vector<int64_t> lo, hi;
+  bool dead = false;  ///< the guard is never true
+  /// Gathers (Gather, embedding lookups): buffer dim gatherDim is indexed by
+  /// the value of expr gatherExpr (read from memory); base/stride are the
+  /// affine rest. gatherStride = elements per step of that dim.
+  int gatherDim = -1;
+  int gatherExpr = -1;
+  int64_t gatherStride = 0;
 };
 
 /// A dim of the tiled domain: one or more adjacent loop dims merged because
@@ -46,8 +57,9 @@ struct AccessPlan {
 };
 
 /// The affine maps of every load and store of \p spec, with adjacent dims
-/// merged. Errors: Unimplemented for guarded loads/stores, gathers (an index
-/// read from a buffer) and index maps that are not affine in the loop dims.
+/// merged (never dims that a guard box cuts or whose index is a value).
+/// Errors: Unimplemented for guards that are not a box, gathers through
+/// more than one dim, and index maps that are not affine in the loop dims.
 absl::StatusOr<AccessPlan> analyzeAccesses(const program::KernelSpec &spec);
 
 }  // namespace fusec::codegen::nki

@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/nki/NkiKernel.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -118,6 +119,15 @@ absl::Status checkOps(const KernelSpec &spec) {
   return absl::OkStatus();
 }
 
+/// True when expr \p id reads the loop index of one of \p dims.
+bool usesDims(const KernelSpec &spec, int id, const std::vector<int> &dims) {
+  const Expr &e = spec.expr(id);
+  if (e.kind == ExprKind::kIndex) return std::count(dims.begin(), dims.end(), static_cast<int>(e.ival)) != 0;
+  for (int o : e.operands)
+    if (usesDims(spec, o, dims)) return true;
+  return e.guard >= 0 && usesDims(spec, e.guard, dims);
+}
+
 /// Roles of the tiled dims.
 struct Tiling {
   std::vector<int> outer;  ///< TileDim indices looped in Python
@@ -204,12 +214,45 @@ class Printer {
                       ", buffer=nl.sbuf)"));
     return n;
   }
-  Level levelOf(int id) const {
+  /// Numbers for constants; element tiles for what varies along the free
+  /// axis; row tiles for the rest.
+  Level levelOf(int id) {
     const Expr &e = spec_.expr(id);
     if (e.kind == ExprKind::kConst) return kNumber;
-    if (!t_.reduce) return kElem;
-    return spec_.dependsOnReducedDim(id) ? kElem : kRow;
+    return dependsOnFree(id) ? kElem : kRow;
   }
+  bool dependsOnFree(int id) {
+    if (auto it = free_.find(id); it != free_.end()) return it->second;
+    const Expr &e = spec_.expr(id);
+    bool dep = false;
+    if (e.kind == ExprKind::kIndex) {
+      dep = t_.free >= 0 && std::count(plan_.dims[t_.free].loopDims.begin(),
+                                       plan_.dims[t_.free].loopDims.end(), static_cast<int>(e.ival)) != 0;
+    } else if (e.kind != ExprKind::kReduceResult) {
+      for (int o : e.operands) dep = dep || dependsOnFree(o);
+      if (e.guard >= 0) dep = dep || dependsOnFree(e.guard);
+    }
+    free_[id] = dep;
+    return dep;
+  }
+  /// The box of access \p ai on tile dim \p td as [lo, hi), or nothing when
+  /// the access covers the whole dim.
+  bool boxOf(int ai, int td, int64_t *lo, int64_t *hi) const {
+    const Access &a = plan_.accesses[ai];
+    if (a.lo.empty() || td < 0) return false;
+    const TileDim &d = plan_.dims[td];
+    if (d.loopDims.size() != 1) return false;  // merged dims are never cut
+    int ld = d.loopDims[0];
+    if (a.lo[ld] == 0 && a.hi[ld] == spec_.dims[ld].extent) return false;
+    *lo = a.lo[ld];
+    *hi = a.hi[ld];
+    return true;
+  }
+  /// Emits the bounds of access \p ai's box within the current tile:
+  /// pl/ph (partitions) and fl/fh (free), and opens an `if` when the box is
+  /// cut on an outer dim or may miss the tile. \returns the number of
+  /// indentation levels opened.
+  int openBox(int ai, Level l, std::string *pl, std::string *ph, std::string *fl, std::string *fh);
   /// \p v as a tile of level \p l (numbers memset, rows broadcast).
   Val materialize(const Val &v, Level l) {
     if (v.level == l) return v;
@@ -223,7 +266,7 @@ class Printer {
     }
     return {n, l};
   }
-  std::string offsetExpr(const Access &a, int accessIndex) const;
+  std::string offsetExpr(int accessIndex, const std::string &pl = "0", const std::string &fl = "0") const;
   Val load(int id);
   Val value(int id);
   Val index(int dim);
@@ -236,9 +279,41 @@ class Printer {
   int next_ = 0;
   std::map<int, Val> memo_;
   std::map<int, Val> reductions_;
+  std::map<int, bool> free_;
 };
 
-std::string Printer::offsetExpr(const Access &, int ai) const {
+int Printer::openBox(int ai, Level l, std::string *pl, std::string *ph, std::string *fl, std::string *fh) {
+  *pl = "0";
+  *ph = "ps";
+  *fl = "0";
+  *fh = l == kElem ? "fs" : "1";
+  std::vector<std::string> conds;
+  int64_t lo, hi;
+  for (size_t k = 0; k < t_.outer.size(); ++k)
+    if (boxOf(ai, t_.outer[k], &lo, &hi)) conds.push_back(absl::StrCat(lo, " <= o", k, " < ", hi));
+  if (boxOf(ai, t_.partition, &lo, &hi)) {
+    *pl = absl::StrCat("pl", ai);
+    *ph = absl::StrCat("ph", ai);
+    line(absl::StrCat(*pl, " = max(p0, ", lo, ") - p0"));
+    line(absl::StrCat(*ph, " = min(p0 + ps, ", hi, ") - p0"));
+    conds.push_back(absl::StrCat(*pl, " < ", *ph));
+  }
+  if (l == kElem && boxOf(ai, t_.free, &lo, &hi)) {
+    *fl = absl::StrCat("fl", ai);
+    *fh = absl::StrCat("fh", ai);
+    line(absl::StrCat(*fl, " = max(f0, ", lo, ") - f0"));
+    line(absl::StrCat(*fh, " = min(f0 + fs, ", hi, ") - f0"));
+    conds.push_back(absl::StrCat(*fl, " < ", *fh));
+  }
+  if (conds.empty()) return 0;
+  line(absl::StrCat("if ", absl::StrJoin(conds, " and "), ":"));
+  indent_ += 4;
+  return 1;
+}
+
+std::string Printer::offsetExpr(int ai, const std::string &pl, const std::string &fl) const {
+  const std::string p = pl == "0" ? "p0" : absl::StrCat("(p0 + ", pl, ")");
+  const std::string f = fl == "0" ? "f0" : absl::StrCat("(f0 + ", fl, ")");
   std::vector<std::string> terms;
   const Access &a = plan_.accesses[ai];
   if (a.base) terms.push_back(std::to_string(a.base));
@@ -247,9 +322,9 @@ std::string Printer::offsetExpr(const Access &, int ai) const {
     if (s) terms.push_back(absl::StrCat(s, " * o", k));
   }
   if (t_.partition >= 0 && plan_.dims[t_.partition].stride[ai])
-    terms.push_back(absl::StrCat(plan_.dims[t_.partition].stride[ai], " * p0"));
-  if (!t_.reduce && t_.free >= 0 && plan_.dims[t_.free].stride[ai])
-    terms.push_back(absl::StrCat(plan_.dims[t_.free].stride[ai], " * f0"));
+    terms.push_back(absl::StrCat(plan_.dims[t_.partition].stride[ai], " * ", p));
+  if (t_.free >= 0 && plan_.dims[t_.free].stride[ai])
+    terms.push_back(absl::StrCat(plan_.dims[t_.free].stride[ai], " * ", f));
   return terms.empty() ? "0" : absl::StrJoin(terms, " + ");
 }
 
@@ -258,15 +333,41 @@ Printer::Val Printer::load(int id) {
   for (size_t i = 0; i < plan_.accesses.size(); ++i)
     if (plan_.accesses[i].expr == id) ai = static_cast<int>(i);
   const Access &a = plan_.accesses[ai];
+  if (a.dead) return {"0.0", kNumber};  // the guard never holds: Pad/Concat zeros
   const Level l = levelOf(id) == kNumber ? kRow : levelOf(id);
   const std::string dt = nlDType(spec_.buffers[a.buffer].dtype);
   int64_t sp = t_.partition >= 0 ? plan_.dims[t_.partition].stride[ai] : 0;
   int64_t sf = t_.free >= 0 ? plan_.dims[t_.free].stride[ai] : 0;
-  std::string pattern = l == kElem ? absl::StrCat("[[", sp, ", ps], [", sf, ", fs]]")
-                                   : absl::StrCat("[[", sp, ", ps], [1, 1]]");
-  std::string raw = alloc(l, dt);
-  line(absl::StrCat("nisa.dma_copy(dst=", slice(raw, l), ", src=b", a.buffer, ".ap(pattern=", pattern,
-                    ", offset=", offsetExpr(a, ai), "))"));
+  std::string raw;
+  if (a.gatherDim >= 0) {
+    // Row gather (NKI.md section 2, access patterns): the gathered index is a
+    // per-row value; vector_offset starts partition p's row at it.
+    Val idx = value(a.gatherExpr);
+    if (idx.level == kNumber) idx = materialize(idx, kRow);
+    std::string it = alloc(kRow, "nl.int32");
+    line(absl::StrCat("nisa.tensor_copy(dst=", slice(it, kRow), ", src=", ref(idx), ")"));
+    raw = alloc(l, dt);
+    std::string pattern = l == kElem ? absl::StrCat("[[", a.gatherStride, ", ps], [", sf, ", fs]]")
+                                     : absl::StrCat("[[", a.gatherStride, ", ps], [1, 1]]");
+    line(absl::StrCat("nisa.dma_copy(dst=", slice(raw, l), ", src=b", a.buffer, ".ap(pattern=", pattern,
+                      ", offset=", offsetExpr(ai), ", vector_offset=", slice(it, kRow), ", indirect_dim=",
+                      a.gatherDim, "))  # gather"));
+  } else {
+    raw = alloc(l, dt);
+    std::string pl, ph, fl, fh;
+    const bool boxed = !a.lo.empty();
+    if (boxed) line(absl::StrCat("nisa.memset(dst=", slice(raw, l), ", value=0)  # zero outside the guard"));
+    int opened = boxed ? openBox(ai, l, &pl, &ph, &fl, &fh) : 0;
+    if (!boxed) { pl = "0"; ph = "ps"; fl = "0"; fh = l == kElem ? "fs" : "1"; }
+    auto span = [](const std::string &lo, const std::string &hi) {
+      return lo == "0" ? hi : absl::StrCat(hi, " - ", lo);
+    };
+    std::string pattern = absl::StrCat("[[", sp, ", ", span(pl, ph), "], [", l == kElem ? sf : 1, ", ",
+                                       span(fl, fh), "]]");
+    line(absl::StrCat("nisa.dma_copy(dst=", raw, "[", pl, ":", ph, ", ", fl, ":", fh, "], src=b", a.buffer,
+                      ".ap(pattern=", pattern, ", offset=", offsetExpr(ai, pl, l == kElem ? fl : "0"), "))"));
+    indent_ -= 4 * opened;
+  }
   if (dt == "nl.float32") return {raw, l};
   std::string f = alloc(l);
   line(absl::StrCat("nisa.tensor_copy(dst=", slice(f, l), ", src=", slice(raw, l), ")"));
@@ -282,10 +383,10 @@ Printer::Val Printer::index(int dim) {
       t_.partition >= 0 && plan_.dims[t_.partition].loopDims == std::vector<int>{dim};
   const bool onFree = t_.free >= 0 && plan_.dims[t_.free].loopDims == std::vector<int>{dim};
   if (!onPartition && !onFree) return {"0.0", kNumber};  // an extent-1 dim
-  const Level l = onFree ? kElem : (t_.reduce ? kRow : kElem);
+  const Level l = onFree ? kElem : kRow;
   std::string it = alloc(l, "nl.int32");
   line(absl::StrCat("nisa.iota(dst=", slice(it, l), ", pattern=[[", onFree ? 1 : 0, ", ",
-                    l == kElem ? "fs" : "1", "]], offset=", onFree ? (t_.reduce ? "0" : "f0") : "p0",
+                    l == kElem ? "fs" : "1", "]], offset=", onFree ? "f0" : "p0",
                     ", channel_multiplier=", onPartition ? 1 : 0, ")"));
   std::string f = alloc(l);
   line(absl::StrCat("nisa.tensor_copy(dst=", slice(f, l), ", src=", slice(it, l), ")"));
@@ -411,6 +512,7 @@ absl::StatusOr<std::string> Printer::print(const std::string &symbol,
   line("p0 = ip * P_TILE");
   line("ps = min(P_TILE, ROWS - p0)");
   if (t_.reduce) {
+    line("f0 = 0");
     line("fs = COLS");
   } else {
     line("for jf in nl.affine_range((COLS + FREE_TILE - 1) // FREE_TILE):");
@@ -435,21 +537,29 @@ absl::StatusOr<std::string> Printer::print(const std::string &symbol,
     int ai = -1;
     for (size_t i = 0; i < plan_.accesses.size(); ++i)
       if (plan_.accesses[i].store == s) ai = static_cast<int>(i);
+    if (plan_.accesses[ai].dead) continue;
     int64_t sp = t_.partition >= 0 ? plan_.dims[t_.partition].stride[ai] : 0;
     int64_t sf = t_.free >= 0 ? plan_.dims[t_.free].stride[ai] : 0;
-    const Level l = (t_.reduce && sf == 0) || t_.free < 0 ? kRow : kElem;
+    const Level l = (sf == 0 && !dependsOnFree(st.value)) || t_.free < 0 ? kRow : kElem;
     Val v = materialize(value(st.value), l);
     const std::string dt = nlDType(spec_.buffers[st.buffer].dtype);
-    std::string src = ref(v);
+    std::string src = v.name;
     if (dt != "nl.float32") {
       std::string n = alloc(l, dt);
-      line(absl::StrCat("nisa.tensor_copy(dst=", slice(n, l), ", src=", src, ")"));
-      src = slice(n, l);
+      line(absl::StrCat("nisa.tensor_copy(dst=", slice(n, l), ", src=", ref(v), ")"));
+      src = n;
     }
-    std::string pattern = l == kElem ? absl::StrCat("[[", sp, ", ps], [", sf, ", fs]]")
-                                     : absl::StrCat("[[", sp, ", ps], [1, 1]]");
+    std::string pl = "0", ph = "ps", fl = "0", fh = l == kElem ? "fs" : "1";
+    int opened = plan_.accesses[ai].lo.empty() ? 0 : openBox(ai, l, &pl, &ph, &fl, &fh);
+    auto span = [](const std::string &lo, const std::string &hi) {
+      return lo == "0" ? hi : absl::StrCat(hi, " - ", lo);
+    };
+    std::string pattern = absl::StrCat("[[", sp, ", ", span(pl, ph), "], [", l == kElem ? sf : 1, ", ",
+                                       span(fl, fh), "]]");
     line(absl::StrCat("nisa.dma_copy(dst=b", st.buffer, ".ap(pattern=", pattern, ", offset=",
-                      offsetExpr(plan_.accesses[ai], ai), "), src=", src, ")"));
+                      offsetExpr(ai, pl, l == kElem ? fl : "0"), "), src=", src, "[", pl, ":", ph, ", ", fl,
+                      ":", fh, "])"));
+    indent_ -= 4 * opened;
   }
   std::string ret = outputs.size() == 1 ? outputs[0] : absl::StrCat("(", absl::StrJoin(outputs, ", "), ")");
   return head + body_ + "    return " + ret + "\n";
@@ -483,6 +593,15 @@ absl::Status checkNkiKernel(const KernelSpec &spec) {
           return absl::UnimplementedError("a kernel that reads its own output is not lowered for nki");
   FUSEC_ASSIGN_OR_RETURN(AccessPlan plan, analyzeAccesses(spec));
   FUSEC_ASSIGN_OR_RETURN(Tiling t, chooseTiling(spec, plan));
+  for (size_t ai = 0; ai < plan.accesses.size(); ++ai) {
+    const Access &a = plan.accesses[ai];
+    if (a.gatherDim < 0) continue;
+    std::vector<int> freeDims = t.free >= 0 ? plan.dims[t.free].loopDims : std::vector<int>{};
+    if ((t.partition >= 0 && plan.dims[t.partition].stride[ai] != 0) ||
+        usesDims(spec, a.gatherExpr, freeDims))
+      return absl::UnimplementedError(
+          "a gather whose rows are not one per partition is not lowered for nki yet");
+  }
   if (t.reduce) {
     int64_t tiles = 0;
     for (int id = 0; id < static_cast<int>(spec.exprs.size()); ++id)
