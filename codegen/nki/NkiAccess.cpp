@@ -111,14 +111,17 @@ absl::StatusOr<AccessPlan> analyzeAccesses(const KernelSpec &spec) {
     const std::vector<int64_t> &shape = spec.buffers[buffer].shape;
     for (size_t i = 0; i < index.size(); ++i) {
       if (!readsMemory(spec, index[i])) continue;
-      if (a.gatherDim >= 0 || store >= 0 || guard >= 0)
+      if (store >= 0 || guard >= 0)
         return absl::UnimplementedError(absl::StrCat(
-            describe(a), " is a gather through more than one dim (or a guarded or scattering one): "
-                         "not lowered for nki yet"));
-      a.gatherDim = static_cast<int>(i);
-      a.gatherExpr = index[i];
-      a.gatherStride = 1;
-      for (size_t j = i + 1; j < shape.size(); ++j) a.gatherStride *= shape[j];
+            describe(a), " is a guarded gather or a scatter: not lowered for nki yet"));
+      int64_t stride = 1;
+      for (size_t j = i + 1; j < shape.size(); ++j) stride *= shape[j];
+      if (a.gatherDim < 0) {
+        a.gatherDim = static_cast<int>(i);
+        a.gatherExpr = index[i];
+        a.gatherStride = stride;
+      }
+      a.gathers.emplace_back(index[i], stride);
       index[i] = -1;
     }
     // The gathered dim (index -1) counts as 0: its rows come from gatherExpr.

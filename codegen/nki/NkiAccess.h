@@ -14,6 +14,7 @@
 #define FUSEC_CODEGEN_NKI_NKIACCESS_H
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -39,6 +40,8 @@ struct Access {
   int gatherDim = -1;
   int gatherExpr = -1;
   int64_t gatherStride = 0;
+  /// Every gathered dim (GatherND indexes several): {expr, stride}.
+  std::vector<std::pair<int, int64_t>> gathers;
 };
 
 /// A dim of the tiled domain: one or more adjacent loop dims merged because

@@ -339,7 +339,33 @@ Printer::Val Printer::load(int id) {
   int64_t sp = t_.partition >= 0 ? plan_.dims[t_.partition].stride[ai] : 0;
   int64_t sf = t_.free >= 0 ? plan_.dims[t_.free].stride[ai] : 0;
   std::string raw;
-  if (a.gatherDim >= 0) {
+  std::vector<int> freeDims = t_.free >= 0 ? plan_.dims[t_.free].loopDims : std::vector<int>{};
+  const bool rowGather = a.gathers.size() == 1 && sp == 0 && !usesDims(spec_, a.gatherExpr, freeDims);
+  if (a.gatherDim >= 0 && !rowGather) {
+    // Element gather: the flat offset of every element as an int32 tile
+    // (iota for the affine part + gathered index * stride), then one
+    // indirect DMA per free column from the buffer viewed as [N, 1].
+    std::string oi = alloc(l, "nl.int32");
+    line(absl::StrCat("nisa.iota(dst=", slice(oi, l), ", pattern=[[", l == kElem ? sf : 0, ", ",
+                      l == kElem ? "fs" : "1", "]], offset=", offsetExpr(ai), ", channel_multiplier=", sp, ")"));
+    std::string of = alloc(l);
+    line(absl::StrCat("nisa.tensor_copy(dst=", slice(of, l), ", src=", slice(oi, l), ")"));
+    for (const auto &[gexpr, gstride] : a.gathers) {
+      Val g = materialize(value(gexpr), l);
+      line(absl::StrCat("nisa.scalar_tensor_tensor(dst=", slice(of, l), ", data=", ref(g),
+                        ", op0=nl.multiply, operand0=", number(static_cast<double>(gstride)),
+                        ", op1=nl.add, operand1=", slice(of, l), ")"));
+    }
+    line(absl::StrCat("nisa.tensor_copy(dst=", slice(oi, l), ", src=", slice(of, l), ")"));
+    int64_t numel = 1;
+    for (int64_t x : spec_.buffers[a.buffer].shape) numel *= x;
+    raw = alloc(l, dt);
+    line(absl::StrCat("flat", ai, " = b", a.buffer, ".reshape((", numel, ", 1))"));
+    line(absl::StrCat("for j in nl.affine_range(", l == kElem ? "fs" : "1", "):"));
+    line(absl::StrCat("    nisa.dma_copy(dst=", raw, "[0:ps, j:j + 1], src=flat", ai,
+                      ".ap(pattern=[[1, ps], [1, 1]], offset=0, vector_offset=", oi,
+                      "[0:ps, j:j + 1], indirect_dim=0))  # gather"));
+  } else if (a.gatherDim >= 0) {
     // Row gather (NKI.md section 2, access patterns): the gathered index is a
     // per-row value; vector_offset starts partition p's row at it.
     Val idx = value(a.gatherExpr);
@@ -596,11 +622,11 @@ absl::Status checkNkiKernel(const KernelSpec &spec) {
   for (size_t ai = 0; ai < plan.accesses.size(); ++ai) {
     const Access &a = plan.accesses[ai];
     if (a.gatherDim < 0) continue;
-    std::vector<int> freeDims = t.free >= 0 ? plan.dims[t.free].loopDims : std::vector<int>{};
-    if ((t.partition >= 0 && plan.dims[t.partition].stride[ai] != 0) ||
-        usesDims(spec, a.gatherExpr, freeDims))
+    int64_t numel = 1;
+    for (int64_t x : spec.buffers[a.buffer].shape) numel *= x;
+    if (numel >= (int64_t{1} << 24))
       return absl::UnimplementedError(
-          "a gather whose rows are not one per partition is not lowered for nki yet");
+          "an element gather from a buffer of 2^24 or more elements (offsets computed in fp32)");
   }
   if (t.reduce) {
     int64_t tiles = 0;
