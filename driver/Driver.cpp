@@ -24,7 +24,7 @@ namespace {
 bool hasBackend(const std::string &target) { return codegen::backendFor(target).ok(); }
 
 absl::Status backendMissing(const std::string &target) {
-  return codegen::backendFor(target).status();
+  return absl::UnimplementedError(absl::StrCat("the ", target, " backend is not implemented yet"));
 }
 
 /// Lowering, backend emission and the artifact folder: the one call into

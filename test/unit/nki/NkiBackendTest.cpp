@@ -1,0 +1,314 @@
+//===- NkiBackendTest.cpp - NKI emission, run through the NumPy model of NKI ===//
+//
+// Each kernel kind is printed by codegen/nki and executed by python3 on
+// python/nki_model (the project's NumPy model of the NKI API), against a
+// NumPy reference, at the boundaries: rows not a multiple of 128, rows
+// longer than one free tile, K not a multiple of 128. Tests that execute
+// are skipped when python3 or numpy is missing.
+//
+//===----------------------------------------------------------------------===//
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "codegen/Backend.h"
+#include "codegen/nki/NkiKernel.h"
+#include "gtest/gtest.h"
+#include "ir/Graph.h"
+
+namespace fusec::codegen::nki {
+namespace {
+
+namespace fs = std::filesystem;
+using program::BinaryOp;
+using program::KernelSpec;
+using program::ReduceKind;
+using program::UnaryOp;
+
+bool havePython() {
+  static const bool ok = std::system("python3 -c 'import numpy' >/dev/null 2>&1") == 0;
+  return ok;
+}
+
+/// Runs \p kernel (the printed @nki.jit function) followed by \p check (Python
+/// that calls it and asserts) through the NumPy model; \returns the output.
+std::string runPython(const std::string &kernel, const std::string &check, int *status) {
+  fs::path dir = fs::temp_directory_path() / absl::StrCat("fusec-nki-test-", getpid());
+  fs::create_directories(dir);
+  fs::path py = dir / "k.py";
+  {
+    std::ofstream out(py);
+    out << "import numpy as np\nimport nki\nimport nki.isa as nisa\nimport nki.language as nl\n\n"
+        << kernel << "\n\n" << check << "\nprint('OK')\n";
+  }
+  std::string cmd = absl::StrCat("PYTHONPATH=", FUSEC_NKI_MODEL_DIR, " python3 ", py.string(), " 2>&1");
+  std::string output;
+  if (FILE *p = popen(cmd.c_str(), "r")) {
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, p)) > 0) output.append(buf, n);
+    int st = pclose(p);
+    *status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  } else {
+    *status = -1;
+  }
+  fs::remove_all(dir);
+  return output;
+}
+
+#define EXPECT_RUNS(kernel, check)                              \
+  do {                                                          \
+    if (!havePython()) GTEST_SKIP() << "python3 with numpy not found"; \
+    int status = 0;                                             \
+    std::string out = runPython(kernel, check, &status);       \
+    EXPECT_EQ(status, 0) << out << "\n" << kernel;              \
+    EXPECT_TRUE(absl::StrContains(out, "OK")) << out;           \
+  } while (0)
+
+/// out[r, c] = exp(x[r, c] + bias[c]) * 0.5: broadcast load, ScalarE
+/// activation, VectorE scalar op. 300 rows (not a multiple of 128), 700
+/// columns (longer than one 512-element free tile).
+KernelSpec pointwiseSpec(int64_t rows, int64_t cols, ir::DType dt) {
+  KernelSpec s;
+  s.kind = program::SpecKind::kPointwise;
+  int r = s.addDim(rows, false), c = s.addDim(cols, false);
+  int x = s.addBuffer(dt, {rows, cols}, false);
+  int b = s.addBuffer(dt, {cols}, false);
+  int o = s.addBuffer(dt, {rows, cols}, true);
+  int ir = s.index(r), ic = s.index(c);
+  int v = s.binary(BinaryOp::kAdd, s.load(x, {ir, ic}), s.load(b, {ic}));
+  v = s.binary(BinaryOp::kMul, s.unary(UnaryOp::kExp, v), s.constF(0.5));
+  s.addStore(o, {ir, ic}, v);
+  return s;
+}
+
+TEST(NkiKernel, PointwiseTextIsCurrentDialectWithNamedTiles) {
+  auto text = printNkiKernel(pointwiseSpec(300, 700, ir::DType::kF32), "fusec_k0", {"kernel k0", "  ONNX node 'add0' (Add)"});
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_TRUE(absl::StrContains(*text, "# kernel k0\n#   ONNX node 'add0' (Add)\n@nki.jit\ndef fusec_k0(b0, b1):"));
+  EXPECT_TRUE(absl::StrContains(*text, "P_TILE = 128"));
+  EXPECT_TRUE(absl::StrContains(*text, "FREE_TILE = 512"));
+  EXPECT_TRUE(absl::StrContains(*text, "buffer=nl.shared_hbm"));
+  EXPECT_TRUE(absl::StrContains(*text, "nisa.activation(dst="));
+  // The bias row is a partition-stride-0 (broadcast) DMA.
+  EXPECT_TRUE(absl::StrContains(*text, "b1.ap(pattern=[[0, ps], [1, fs]]"));
+  EXPECT_FALSE(absl::StrContains(*text, "nl.arange")) << "old dialect";
+}
+
+TEST(NkiKernel, PointwiseRunsAtTileBoundaries) {
+  auto text = printNkiKernel(pointwiseSpec(300, 700, ir::DType::kF32), "k", {});
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_RUNS(*text, R"(
+x = np.random.RandomState(0).randn(300, 700).astype(np.float32)
+b = np.random.RandomState(1).randn(700).astype(np.float32)
+got = k(x, b)
+np.testing.assert_allclose(got, np.exp(x + b) * 0.5, rtol=1e-5, atol=1e-6)
+)");
+}
+
+TEST(NkiKernel, PointwiseBf16RoundsOnStore) {
+  auto text = printNkiKernel(pointwiseSpec(130, 64, ir::DType::kBF16), "k", {});
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_RUNS(*text, R"(
+x = np.random.RandomState(0).randn(130, 64).astype(np.float32)
+b = np.random.RandomState(1).randn(64).astype(np.float32)
+got = k(nki.model.typed(x, nl.bfloat16), nki.model.typed(b, nl.bfloat16))
+np.testing.assert_allclose(got, np.exp(x + b) * 0.5, rtol=2e-2, atol=1e-2)
+)");
+}
+
+/// softmax over rows of `cols` elements: max, sum of exp(x - max), divide.
+KernelSpec softmaxSpec(int64_t rows, int64_t cols) {
+  KernelSpec s;
+  s.kind = program::SpecKind::kReduce;
+  int r = s.addDim(rows, false), c = s.addDim(cols, true);
+  int x = s.addBuffer(ir::DType::kF32, {rows, cols}, false);
+  int o = s.addBuffer(ir::DType::kF32, {rows, cols}, true);
+  int xv = s.load(x, {s.index(r), s.index(c)});
+  int mx = s.reduceResult(s.addReduction(ReduceKind::kMax, xv));
+  int e = s.unary(UnaryOp::kExp, s.binary(BinaryOp::kSub, xv, mx));
+  int sum = s.reduceResult(s.addReduction(ReduceKind::kSum, e));
+  s.addStore(o, {s.index(r), s.index(c)}, s.binary(BinaryOp::kDiv, e, sum));
+  return s;
+}
+
+TEST(NkiKernel, SoftmaxRowsOnPartitions) {
+  auto text = printNkiKernel(softmaxSpec(200, 1000), "k", {});
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_TRUE(absl::StrContains(*text, "nisa.tensor_reduce(dst="));
+  EXPECT_TRUE(absl::StrContains(*text, "op=nl.maximum"));
+  EXPECT_RUNS(*text, R"(
+x = np.random.RandomState(0).randn(200, 1000).astype(np.float32) * 4
+got = k(x)
+e = np.exp(x - x.max(axis=1, keepdims=True))
+np.testing.assert_allclose(got, e / e.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-7)
+)");
+}
+
+/// LayerNorm over the last axis with gamma/beta; also writes the per-row
+/// mean (a row-level store).
+KernelSpec layerNormSpec(int64_t rows, int64_t cols) {
+  KernelSpec s;
+  s.kind = program::SpecKind::kReduce;
+  int r = s.addDim(rows, false), c = s.addDim(cols, true);
+  int x = s.addBuffer(ir::DType::kF32, {rows, cols}, false);
+  int g = s.addBuffer(ir::DType::kF32, {cols}, false);
+  int bt = s.addBuffer(ir::DType::kF32, {cols}, false);
+  int o = s.addBuffer(ir::DType::kF32, {rows, cols}, true);
+  int mo = s.addBuffer(ir::DType::kF32, {rows}, true);
+  int xv = s.load(x, {s.index(r), s.index(c)});
+  int inv = s.constF(1.0 / static_cast<double>(cols));
+  int mean = s.binary(BinaryOp::kMul, s.reduceResult(s.addReduction(ReduceKind::kSum, xv)), inv);
+  int d = s.binary(BinaryOp::kSub, xv, mean);
+  int var = s.binary(BinaryOp::kMul,
+                     s.reduceResult(s.addReduction(ReduceKind::kSum, s.binary(BinaryOp::kMul, d, d))), inv);
+  int rs = s.unary(UnaryOp::kRsqrt, s.binary(BinaryOp::kAdd, var, s.constF(1e-5)));
+  int y = s.binary(BinaryOp::kAdd, s.binary(BinaryOp::kMul, s.binary(BinaryOp::kMul, d, rs),
+                                            s.load(g, {s.index(c)})),
+                   s.load(bt, {s.index(c)}));
+  s.addStore(o, {s.index(r), s.index(c)}, y);
+  s.addStore(mo, {s.index(r)}, mean);
+  return s;
+}
+
+TEST(NkiKernel, LayerNormWithRowStore) {
+  auto text = printNkiKernel(layerNormSpec(129, 640), "k", {});
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_RUNS(*text, R"(
+rs = np.random.RandomState(0)
+x = rs.randn(129, 640).astype(np.float32) + 3
+g = rs.randn(640).astype(np.float32)
+b = rs.randn(640).astype(np.float32)
+y, m = k(x, g, b)
+mu = x.mean(axis=1, keepdims=True)
+v = ((x - mu) ** 2).mean(axis=1, keepdims=True)
+np.testing.assert_allclose(y, (x - mu) / np.sqrt(v + 1e-5) * g + b, rtol=1e-4, atol=1e-4)
+np.testing.assert_allclose(m, mu[:, 0], rtol=1e-5)
+)");
+}
+
+TEST(NkiKernel, RowLongerThanSbufIsRefused) {
+  absl::Status st = checkNkiKernel(softmaxSpec(8, 60000));
+  EXPECT_EQ(st.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_TRUE(absl::StrContains(st.message(), "bytes of SBUF per partition")) << st;
+}
+
+/// out[j, i] = x[i, j]: a transpose is a strided DMA (partition stride 1).
+TEST(NkiKernel, TransposeIsAStridedDma) {
+  KernelSpec s;
+  int i = s.addDim(70, false), j = s.addDim(130, false);
+  int x = s.addBuffer(ir::DType::kF32, {130, 70}, false);
+  int o = s.addBuffer(ir::DType::kF32, {70, 130}, true);
+  s.addStore(o, {s.index(i), s.index(j)}, s.load(x, {s.index(j), s.index(i)}));
+  auto text = printNkiKernel(s, "k", {});
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_RUNS(*text, R"(
+x = np.arange(130 * 70, dtype=np.float32).reshape(130, 70)
+np.testing.assert_array_equal(k(x), x.T)
+)");
+}
+
+/// Concat along the last axis: two guarded loads (boxes) and a Split-like
+/// guarded store.
+TEST(NkiKernel, GuardedLoadsAreBoxes) {
+  KernelSpec s;
+  int r = s.addDim(150, false), c = s.addDim(100, false);
+  int a = s.addBuffer(ir::DType::kF32, {150, 40}, false);
+  int b = s.addBuffer(ir::DType::kF32, {150, 60}, false);
+  int o = s.addBuffer(ir::DType::kF32, {150, 100}, true);
+  int ir = s.index(r), ic = s.index(c);
+  int inA = s.binary(BinaryOp::kLt, ic, s.constI(40));
+  int inB = s.binary(BinaryOp::kGe, ic, s.constI(40));
+  int va = s.load(a, {ir, ic}, inA);
+  int vb = s.load(b, {ir, s.binary(BinaryOp::kSub, ic, s.constI(40))}, inB);
+  s.addStore(o, {ir, ic}, s.binary(BinaryOp::kAdd, va, vb));
+  auto text = printNkiKernel(s, "k", {});
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_RUNS(*text, R"(
+rs = np.random.RandomState(0)
+a = rs.randn(150, 40).astype(np.float32)
+b = rs.randn(150, 60).astype(np.float32)
+np.testing.assert_array_equal(k(a, b), np.concatenate([a, b], axis=1))
+)");
+}
+
+/// Embedding lookup: out[r, c] = table[ids[r], c] (row gather by DMA).
+TEST(NkiKernel, EmbeddingGather) {
+  KernelSpec s;
+  int r = s.addDim(200, false), c = s.addDim(96, false);
+  int ids = s.addBuffer(ir::DType::kI64, {200}, false);
+  int table = s.addBuffer(ir::DType::kF32, {50, 96}, false);
+  int o = s.addBuffer(ir::DType::kF32, {200, 96}, true);
+  int id = s.cast(s.load(ids, {s.index(r)}), program::ScalarType::kIdx);
+  s.addStore(o, {s.index(r), s.index(c)}, s.load(table, {id, s.index(c)}));
+  auto text = printNkiKernel(s, "k", {});
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_TRUE(absl::StrContains(*text, "vector_offset="));
+  EXPECT_RUNS(*text, R"(
+rs = np.random.RandomState(0)
+ids = rs.randint(0, 50, size=200).astype(np.int32)
+t = rs.randn(50, 96).astype(np.float32)
+np.testing.assert_array_equal(k(ids, t), t[ids])
+)");
+}
+
+/// GEMM: K = 300 (not a multiple of 128: three accumulating K tiles),
+/// M = 150 (two stationary tiles), N = 600 (two PSUM banks' worth), batch 2,
+/// B transposed, beta * C, bias and relu on the way out of PSUM.
+TEST(NkiGemm, TensorEngineWithEpilogue) {
+  ir::Graph g;
+  ir::Value *d = g.addInput("d", ir::TensorType(ir::DType::kF32, {2, 150, 600}));
+  program::GemmParams p;
+  p.d = d;
+  p.m = 150;
+  p.n = 600;
+  p.k = 300;
+  p.batch = 2;
+  p.strideA = 150 * 300;
+  p.strideB = 600 * 300;
+  p.strideC = 0;
+  p.strideD = 150 * 600;
+  p.transB = true;
+  p.alpha = 0.5;
+  p.beta = 2.0;
+  p.c = d;
+  p.bias = d;
+  p.epilogue = program::GemmEpilogue::kReluBias;
+  auto text = printNkiGemm(p, "k", {"GEMM k1"});
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_TRUE(absl::StrContains(*text, "nisa.nc_matmul(dst=acc"));
+  EXPECT_TRUE(absl::StrContains(*text, "buffer=nl.psum"));
+  EXPECT_TRUE(absl::StrContains(*text, "K_TILE = 128"));
+  EXPECT_RUNS(*text, R"(
+rs = np.random.RandomState(0)
+a = rs.randn(2, 150, 300).astype(np.float32)
+b = rs.randn(2, 600, 300).astype(np.float32)
+c = rs.randn(150, 600).astype(np.float32)
+bias = rs.randn(600).astype(np.float32)
+want = np.maximum(0.5 * a @ b.transpose(0, 2, 1) + 2.0 * c + bias, 0)
+np.testing.assert_allclose(k(a, b, c, bias), want, rtol=1e-4, atol=1e-3)
+)");
+}
+
+TEST(NkiBackend, RefusesConvolutionWithReason) {
+  ir::Graph g;
+  ir::Value *x = g.addInput("x", ir::TensorType(ir::DType::kF32, {1, 3, 8, 8}));
+  ir::Value *w = g.addInput("w", ir::TensorType(ir::DType::kF32, {4, 3, 3, 3}));
+  ir::Node *n = g.addNode("Conv", {x, w}, {"y"});
+  n->output(0)->setType(ir::TensorType(ir::DType::kF32, {1, 4, 6, 6}));
+  auto backend = backendFor("nki");
+  ASSERT_TRUE(backend.ok());
+  absl::Status st = (*backend)->canLowerGroup(g, {n});
+  EXPECT_EQ(st.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_TRUE(absl::StrContains(st.message(), "convolution")) << st;
+}
+
+}  // namespace
+}  // namespace fusec::codegen::nki
