@@ -1,7 +1,7 @@
 //===- NkiBackend.cpp - The Trainium (NKI) backend behind codegen::Backend ===//
 //
 // Module: kernels.py (one @nki.jit function per unique generated kernel and
-// per distinct GEMM, NkiKernel.h) and run.py (the host driver, RunPy.h) that
+// per distinct GEMM and convolution, NkiKernel.h) and run.py (the host driver, RunPy.h) that
 // executes the manifest's steps in order on NumPy arrays. Nothing is built:
 // the Neuron compiler traces the kernels when they are first called
 // (docs/NKI_BACKEND.md); here they run on the NumPy model of NKI
@@ -9,7 +9,8 @@
 //
 // Legality: a group lowers for nki when the target-neutral lowering accepts
 // it and each of its work items has an NKI lowering (checkNkiKernel /
-// checkNkiGemm); convolutions and fused attention are refused with a reason.
+// checkNkiGemm / checkNkiConv); fused attention is refused with a reason
+// (the nki pipeline does not form it).
 //
 //===----------------------------------------------------------------------===//
 #include <algorithm>
@@ -46,9 +47,9 @@ absl::Status checkItem(const program::WorkItem &item) {
   switch (item.kind) {
     case program::WorkItem::Kind::kKernel: return nki::checkNkiKernel(item.spec);
     case program::WorkItem::Kind::kGemm: return nki::checkNkiGemm(item.gemm);
-    case program::WorkItem::Kind::kConv: break;
+    case program::WorkItem::Kind::kConv: return nki::checkNkiConv(item.conv);
   }
-  return absl::UnimplementedError("convolution is not lowered for nki yet (no im2col/TensorE conv kernel)");
+  return absl::InternalError("unknown work item");
 }
 
 class NkiBackend final : public Backend {
@@ -106,6 +107,8 @@ class NkiBackend final : public Backend {
     std::map<std::string, std::string> outputs;   // symbol -> python tuple of output positions
     std::map<std::string, std::string> gemmText;  // kernel text (symbol placeholder) -> symbol
     std::vector<std::pair<std::string, std::string>> gemmOfStep;
+    std::map<std::string, std::string> convText;  // same for convolutions
+    std::vector<std::pair<std::string, std::string>> convOfStep;
     for (size_t s = 0; s < prog.steps.size(); ++s) {
       program::Step &step = prog.steps[s];
       const program::WorkItem &item = prog.items[s];
@@ -137,9 +140,21 @@ class NkiBackend final : public Backend {
           absl::StrAppend(&kernels, text, "\n\n");
         }
         gemmOfStep.emplace_back(step.name, it->second);
+      } else if (step.kind == program::Step::Kind::kConv) {
+        auto key = nki::printNkiConv(item.conv, "@SYMBOL@", {});
+        if (!key.ok())
+          return absl::UnimplementedError(absl::StrCat("nki: conv '", item.name, "': ", key.status().message()));
+        auto it = convText.find(*key);
+        if (it == convText.end()) {
+          std::string sym = absl::StrCat("fusec_conv", convText.size());
+          it = convText.emplace(*key, sym).first;
+          FUSEC_ASSIGN_OR_RETURN(std::string text,
+                                 nki::printNkiConv(item.conv, sym, commentFor("Conv", item.name, item.nodes)));
+          absl::StrAppend(&kernels, text, "\n\n");
+        }
+        convOfStep.emplace_back(step.name, it->second);
       } else {
-        return absl::UnimplementedError(absl::StrCat(
-            "nki: '", item.name, "': ", checkItem(item).message()));
+        return absl::UnimplementedError(absl::StrCat("nki: '", item.name, "': step kind not lowered"));
       }
     }
     kernels += "# Positions of the buffers each generated kernel returns (the others are its arguments).\n";
@@ -148,10 +163,13 @@ class NkiBackend final : public Backend {
     kernels += "}\n# The GEMM kernel of each gemm step (by step name).\nGEMM_KERNELS = {\n";
     for (const auto &[stepName, sym] : gemmOfStep)
       absl::StrAppend(&kernels, "    \"", commentText(stepName), "\": ", sym, ",\n");
+    kernels += "}\n# The convolution kernel of each conv step (by step name).\nCONV_KERNELS = {\n";
+    for (const auto &[stepName, sym] : convOfStep)
+      absl::StrAppend(&kernels, "    \"", commentText(stepName), "\": ", sym, ",\n");
     kernels += "}\n";
     out.steps = std::move(prog.steps);
     out.kernelNames = std::move(prog.kernelNames);
-    out.numKernels = static_cast<int>(prog.kernels.size() + gemmText.size());
+    out.numKernels = static_cast<int>(prog.kernels.size() + gemmText.size() + convText.size());
     out.library = nki::kKernelsFile;
     out.files.emplace_back(nki::kKernelsFile, std::move(kernels));
     out.files.emplace_back(nki::kRunFile, nki::runPySource());

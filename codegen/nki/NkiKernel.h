@@ -64,6 +64,15 @@ absl::Status checkNkiGemm(const program::GemmParams &g);
 absl::StatusOr<std::string> printNkiGemm(const program::GemmParams &g, const std::string &symbol,
                                          const std::vector<std::string> &comment);
 
+/// OK when \p c has an NKI lowering (2-D, f32/f16/bf16, OW <= 512).
+absl::Status checkNkiConv(const program::ConvParams &c);
+
+/// The `@nki.jit def <symbol>(x, w[, bias])` text of \p c: per kernel tap a
+/// TensorE matmul of the weights (stationary) with the pixels the tap reads
+/// (moving, zero where it reads padding), accumulated in PSUM; see NkiConv.cpp.
+absl::StatusOr<std::string> printNkiConv(const program::ConvParams &c, const std::string &symbol,
+                                         const std::vector<std::string> &comment);
+
 /// The nl dtype spelling of \p t as the kernel sees it ("nl.float32"; i64 ->
 /// "nl.int32", bool -> "nl.uint8"); empty when NKI has none.
 std::string nlDType(ir::DType t);

@@ -15,7 +15,7 @@ runs the steps in order and writes the outputs to DIR2/output_<i>.pb. With
 --check it compares them with DIR/output_<i>.pb (|got - want| <= atol + rtol
 * |want|) and prints one line per output and a final PASS or FAIL line.
 
-Kernel steps call the @nki.jit functions of kernels.py with NumPy arrays:
+Kernel, gemm and conv steps call the @nki.jit functions of kernels.py with NumPy arrays:
 `nki` is the Neuron SDK's package on a Trainium machine, or the project's
 NumPy model (python/nki_model on PYTHONPATH) anywhere else. Buffers live in
 one arena (byte offsets from the manifest); i64 and bool tensors are passed to
@@ -136,6 +136,12 @@ def run(manifest, inputs):
             if "bias" in step:
                 args.append(mem.for_kernel(step["bias"]))
             mem.store(step["d"], fn(*args))
+        elif kind == "conv":
+            fn = kernels.CONV_KERNELS[step["name"]]
+            args = [mem.for_kernel(step["x"]), mem.for_kernel(step["w"])]
+            if "bias" in step:
+                args.append(mem.for_kernel(step["bias"]))
+            mem.store(step["y"], fn(*args))
         elif kind == "copy":
             mem.raw[step["dst"]][...] = mem.raw[step["src"]]
         else:

@@ -297,17 +297,59 @@ np.testing.assert_allclose(k(a, b, c, bias), want, rtol=1e-4, atol=1e-3)
 )");
 }
 
-TEST(NkiBackend, RefusesConvolutionWithReason) {
+/// Conv: padding 2/1, stride 2/1, dilation 1/2, 2 groups, 130 input
+/// channels per group (two K tiles), bias; output rows wider than half a bank.
+TEST(NkiConv, TapsAccumulateInPsumWithPadding) {
   ir::Graph g;
-  ir::Value *x = g.addInput("x", ir::TensorType(ir::DType::kF32, {1, 3, 8, 8}));
-  ir::Value *w = g.addInput("w", ir::TensorType(ir::DType::kF32, {4, 3, 3, 3}));
-  ir::Node *n = g.addNode("Conv", {x, w}, {"y"});
-  n->output(0)->setType(ir::TensorType(ir::DType::kF32, {1, 4, 6, 6}));
+  ir::Value *x = g.addInput("x", ir::TensorType(ir::DType::kF32, {2, 260, 9, 300}));
+  program::ConvParams c;
+  c.x = x;
+  c.bias = x;
+  c.xShape = {2, 260, 9, 300};
+  c.wShape = {6, 130, 3, 3};
+  c.pads = {2, 1, 2, 1};
+  c.strides = {2, 1};
+  c.dilations = {1, 2};
+  c.group = 2;
+  c.yShape = {2, 6, (9 + 4 - 3) / 2 + 1, (300 + 2 - 5) / 1 + 1};
+  auto text = printNkiConv(c, "k", {"Conv k2"});
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_TRUE(absl::StrContains(*text, "nisa.nc_matmul(dst=acc"));
+  EXPECT_RUNS(*text, R"(
+rs = np.random.RandomState(0)
+x = rs.randn(2, 260, 9, 300).astype(np.float32)
+w = rs.randn(6, 130, 3, 3).astype(np.float32)
+b = rs.randn(6).astype(np.float32)
+xp = np.pad(x, ((0, 0), (0, 0), (2, 2), (1, 1)))
+OH, OW = 6, 298
+want = np.zeros((2, 6, OH, OW), np.float64)
+for o in range(6):
+    gi = o // 3
+    for kh in range(3):
+        for kw in range(3):
+            patch = xp[:, gi * 130:(gi + 1) * 130, kh:kh + 2 * OH:2, 2 * kw:2 * kw + OW]
+            want[:, o] += np.einsum('nchw,c->nhw', patch, w[o, :, kh, kw])
+want += b[None, :, None, None]
+np.testing.assert_allclose(k(x, w, b), want, rtol=1e-4, atol=1e-3)
+)");
+}
+
+TEST(NkiBackend, RefusesWhatItCannotLowerWithReason) {
+  program::ConvParams c;
+  c.xShape = {1, 3, 8};  // 1-D convolution
+  c.wShape = {4, 3, 3};
+  c.yShape = {1, 4, 6};
+  absl::Status st = checkNkiConv(c);
+  EXPECT_EQ(st.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_TRUE(absl::StrContains(st.message(), "2-D")) << st;
+  KernelSpec att;
+  att.kind = program::SpecKind::kAttention;
+  st = checkNkiKernel(att);
+  EXPECT_EQ(st.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_TRUE(absl::StrContains(st.message(), "attention")) << st;
   auto backend = backendFor("nki");
   ASSERT_TRUE(backend.ok());
-  absl::Status st = (*backend)->canLowerGroup(g, {n});
-  EXPECT_EQ(st.code(), absl::StatusCode::kUnimplemented);
-  EXPECT_TRUE(absl::StrContains(st.message(), "convolution")) << st;
+  EXPECT_STREQ((*backend)->name(), "nki");
 }
 
 }  // namespace
