@@ -51,6 +51,15 @@ def f32_to_bf16(x):
     return r
 
 
+def as_bf16(x):
+    """A float32 array of bf16 values as a bfloat16 kernel argument: nki.model.typed on the NumPy model of NKI,
+    an ml_dtypes.bfloat16 array for the Neuron SDK."""
+    if hasattr(nki, "model"):
+        return nki.model.typed(x, nl.bfloat16)
+    import ml_dtypes
+    return x.astype(ml_dtypes.bfloat16)
+
+
 class Memory:
     """The manifest's buffers as typed NumPy views of the arena, the weights and the inputs/outputs."""
 
@@ -89,7 +98,7 @@ class Memory:
     def for_kernel(self, i):
         a, dt = self.array(i), self.m["buffers"][i]["dtype"]
         if dt == "bf16":
-            return nki.model.typed(bf16_to_f32(a), nl.bfloat16)
+            return as_bf16(bf16_to_f32(a))
         if dt == "i64":
             return a.astype(np.int32)
         if dt == "bool":
