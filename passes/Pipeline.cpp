@@ -17,9 +17,6 @@ std::vector<std::string> defaultPipeline(const std::string &backend) {
   // Only passes that are registered appear; the table grows as passes land.
   for (const char *name : {"shape-specialize", "const-fold", "dce", "cost-model", "canonicalize",
                            "fold-bn", "attention-rewrite", "dce", "lower-precision", "fusion"}) {
-    // The nki backend has no fused-attention kernel yet: attention stays
-    // MatMul + Softmax + MatMul, which it lowers.
-    if (backend == "nki" && std::string(name) == "attention-rewrite") continue;
     for (const PassInfo &info : allPasses())
       if (std::string(info.name) == name) p.push_back(name);
   }

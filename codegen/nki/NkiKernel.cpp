@@ -608,9 +608,7 @@ std::string nlDType(ir::DType t) {
 }
 
 absl::Status checkNkiKernel(const KernelSpec &spec) {
-  if (spec.kind == program::SpecKind::kAttention)
-    return absl::UnimplementedError(
-        "fused attention is not lowered for nki yet (the nki pipeline leaves attention unfused)");
+  if (spec.kind == program::SpecKind::kAttention) return checkNkiAttention(spec.attention);
   FUSEC_RETURN_IF_ERROR(checkOps(spec));
   for (const program::BufferDesc &b : spec.buffers)
     if (b.written)
@@ -646,6 +644,7 @@ absl::Status checkNkiKernel(const KernelSpec &spec) {
 
 absl::StatusOr<std::string> printNkiKernel(const KernelSpec &spec, const std::string &symbol,
                                            const std::vector<std::string> &comment) {
+  if (spec.kind == program::SpecKind::kAttention) return printNkiAttention(spec.attention, symbol, comment);
   FUSEC_RETURN_IF_ERROR(checkNkiKernel(spec));
   FUSEC_ASSIGN_OR_RETURN(AccessPlan plan, analyzeAccesses(spec));
   FUSEC_ASSIGN_OR_RETURN(Tiling t, chooseTiling(spec, plan));

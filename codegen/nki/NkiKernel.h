@@ -73,6 +73,15 @@ absl::Status checkNkiConv(const program::ConvParams &c);
 absl::StatusOr<std::string> printNkiConv(const program::ConvParams &c, const std::string &symbol,
                                          const std::vector<std::string> &comment);
 
+/// OK when \p a has an NKI lowering (head dim <= 128, value head dim <= 512,
+/// one dtype for Q/K/V, table indices that are expressions of b and h).
+absl::Status checkNkiAttention(const program::AttentionSpec &a);
+
+/// The flash-attention `@nki.jit def <symbol>(q, k, v, bias0..)` text of
+/// \p a; see NkiAttention.cpp.
+absl::StatusOr<std::string> printNkiAttention(const program::AttentionSpec &a, const std::string &symbol,
+                                              const std::vector<std::string> &comment);
+
 /// The nl dtype spelling of \p t as the kernel sees it ("nl.float32"; i64 ->
 /// "nl.int32", bool -> "nl.uint8"); empty when NKI has none.
 std::string nlDType(ir::DType t);
