@@ -22,6 +22,7 @@
 #include "codegen/nki/NkiKernel.h"
 #include "gtest/gtest.h"
 #include "ir/Graph.h"
+#include "ir/ScoreExpr.h"
 
 namespace fusec::codegen::nki {
 namespace {
@@ -334,6 +335,99 @@ np.testing.assert_allclose(k(x, w, b), want, rtol=1e-4, atol=1e-3)
 )");
 }
 
+/// One attention case: sizes, score_mod / mask text, an optional bias
+/// ([B, 1, 1, Sk] key padding, f32 0 / -inf) and the NumPy reference.
+struct AttentionCase {
+  int64_t b, hq, hkv, sq, sk, d;
+  std::string scoreMod, mask;
+  bool paddingBias = false;
+  std::string maskNumpy = "True";   ///< over qi [Sq,1], ki [1,Sk], h
+  std::string modNumpy = "s";       ///< over s, qi, ki, h
+};
+
+void runAttention(const AttentionCase &c) {
+  program::AttentionSpec a;
+  a.batch = c.b;
+  a.numHeads = c.hq;
+  a.kvHeads = c.hkv;
+  a.seqQ = c.sq;
+  a.seqK = c.sk;
+  a.headDim = c.d;
+  a.headDimV = c.d;
+  a.scale = 0.125f;
+  a.setDenseStrides();
+  ir::ScoreExprContext ctx;
+  ctx.numBiases = c.paddingBias ? 1 : 0;
+  ctx.tables = {"slope"};
+  a.tables["slope"] = std::vector<float>(c.hq, 0.0f);
+  for (int64_t h = 0; h < c.hq; ++h) a.tables["slope"][h] = 0.25f / static_cast<float>(h + 1);
+  auto mod = ir::parseScoreExpr(c.scoreMod, ctx);
+  ASSERT_TRUE(mod.ok()) << mod.status();
+  a.scoreMod = *mod;
+  ir::ScoreExprContext mctx;
+  mctx.allowScore = false;
+  mctx.allowTables = false;
+  auto mask = ir::parseScoreExpr(c.mask, mctx);
+  ASSERT_TRUE(mask.ok()) << mask.status();
+  a.mask = *mask;
+  if (c.paddingBias) {
+    program::AttentionBias bias;
+    bias.shape = {c.b, 1, 1, c.sk};
+    bias.strides = {c.sk, 0, 0, 1};
+    a.biases.push_back(bias);
+  }
+  auto text = printNkiAttention(a, "k", {"attention"});
+  ASSERT_TRUE(text.ok()) << text.status();
+  std::string check = absl::StrCat(R"(
+B, HQ, HKV, SQ, SK, D = )", c.b, ", ", c.hq, ", ", c.hkv, ", ", c.sq, ", ", c.sk, ", ", c.d, R"(
+rs = np.random.RandomState(0)
+q = rs.randn(B, HQ, SQ, D).astype(np.float32)
+kk = rs.randn(B, HKV, SK, D).astype(np.float32)
+v = rs.randn(B, HKV, SK, D).astype(np.float32)
+bias = np.zeros((B, 1, 1, SK), np.float32)
+for bi in range(B):
+    bias[bi, 0, 0, SK - 3 * bi:] = -np.inf
+slope = [0.25 / (h + 1) for h in range(HQ)]
+want = np.zeros((B, HQ, SQ, D))
+qi = np.arange(SQ)[:, None]
+ki = np.arange(SK)[None, :]
+for bi in range(B):
+    for h in range(HQ):
+        s = 0.125 * (q[bi, h] @ kk[bi, h // (HQ // HKV)].T)
+        s = )", c.modNumpy, R"(
+        s = np.where()", c.maskNumpy, R"(, s, -np.inf)
+        if )", c.paddingBias ? "True" : "False", R"(:
+            s = s + bias[bi, 0]
+        with np.errstate(invalid="ignore"):
+            p = np.exp(s - s.max(axis=1, keepdims=True))
+            want[bi, h] = (p / p.sum(axis=1, keepdims=True)) @ v[bi, h // (HQ // HKV)]
+args = (q, kk, v, bias) if )", c.paddingBias ? "True" : "False", R"( else (q, kk, v)
+np.testing.assert_allclose(k(*args), want, rtol=1e-4, atol=1e-4)
+)");
+  EXPECT_RUNS(*text, check);
+}
+
+TEST(NkiAttention, CausalMultiTileSkipsMaskedKeyTiles) {
+  // 300 queries and keys: 3 tiles each; key tiles above the diagonal skipped.
+  AttentionCase c{1, 2, 2, 300, 300, 64, "score", "k <= q"};
+  c.maskNumpy = "ki <= qi";
+  runAttention(c);
+}
+
+TEST(NkiAttention, HeadDim80GqaQueryShorterThanKeys) {
+  AttentionCase c{2, 4, 2, 70, 200, 80, "score", ""};
+  runAttention(c);
+}
+
+TEST(NkiAttention, HeadDim128SlidingWindowSoftCapAlibiPadding) {
+  AttentionCase c{2, 2, 1, 150, 150, 128, "((30 * tanh(score / 30)) + (slope[h] * (k - q))) + bias0",
+                  "(k <= q) && ((q - k) < 40)"};
+  c.maskNumpy = "(ki <= qi) & ((qi - ki) < 40)";
+  c.modNumpy = "30 * np.tanh(s / 30) + np.array(slope)[h] * (ki - qi)";
+  c.paddingBias = true;
+  runAttention(c);
+}
+
 TEST(NkiBackend, RefusesWhatItCannotLowerWithReason) {
   program::ConvParams c;
   c.xShape = {1, 3, 8};  // 1-D convolution
@@ -344,9 +438,10 @@ TEST(NkiBackend, RefusesWhatItCannotLowerWithReason) {
   EXPECT_TRUE(absl::StrContains(st.message(), "2-D")) << st;
   KernelSpec att;
   att.kind = program::SpecKind::kAttention;
+  att.attention.headDim = 256;
   st = checkNkiKernel(att);
   EXPECT_EQ(st.code(), absl::StatusCode::kUnimplemented);
-  EXPECT_TRUE(absl::StrContains(st.message(), "attention")) << st;
+  EXPECT_TRUE(absl::StrContains(st.message(), "head dim > 128")) << st;
   auto backend = backendFor("nki");
   ASSERT_TRUE(backend.ok());
   EXPECT_STREQ((*backend)->name(), "nki");
