@@ -124,6 +124,8 @@ class Memory:
 
 def run(manifest, inputs):
     """Executes every step in order; returns the graph outputs as NumPy arrays."""
+    if hasattr(nki, "model") and os.environ.get("NEURON_PLATFORM_TARGET_OVERRIDE") is None:
+        nki.model.set_target(manifest.get("arch") or "trn2")  # the NumPy model checks the compiled-for target
     mem = Memory(manifest, inputs)
     for step in manifest["steps"]:
         kind = step["kind"]
