@@ -159,8 +159,15 @@ absl::StatusOr<Tiling> chooseTiling(const KernelSpec &spec, AccessPlan &plan) {
     // partitions are used (a split keeps every access affine).
     if (par.size() == 1 && !plan.dims[par[0]].valueUsed && plan.dims[par[0]].extent > kFreeTile) {
       TileDim d = plan.dims[par[0]];
-      int64_t f = kFreeTile;
-      while (d.extent % f != 0) --f;
+      // Prefer the largest free size that still leaves 128 rows (all
+      // partitions busy), else the largest divisor <= FREE_TILE.
+      int64_t f = 0;
+      for (int64_t c = kFreeTile; c >= 16 && !f; --c)
+        if (d.extent % c == 0 && d.extent / c >= kPartitions) f = c;
+      if (!f) {
+        f = kFreeTile;
+        while (d.extent % f != 0) --f;
+      }
       if (f >= 16) {
         TileDim inner = d, outer = d;
         outer.extent = d.extent / f;
