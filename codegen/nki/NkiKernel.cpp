@@ -98,16 +98,6 @@ absl::Status checkOps(const KernelSpec &spec) {
           "unary '", program::unaryOpName(op),
           "' is not lowered for nki (sin/cos: ScalarE sin is defined on [-pi, pi] only)"));
     }
-    if (e.kind == ExprKind::kBinary) {
-      auto op = static_cast<BinaryOp>(e.op);
-      if (op == BinaryOp::kDiv && isIntegerType(e.type))
-        return absl::UnimplementedError("integer division (truncating) is not lowered for nki");
-    }
-    if (e.kind == ExprKind::kCast) {
-      ScalarType from = spec.expr(e.operands[0]).type;
-      if (isIntegerType(e.type) && (from == ScalarType::kF32 || from == ScalarType::kF64))
-        return absl::UnimplementedError("float-to-integer casts (truncation) are not lowered for nki");
-    }
   }
   for (const program::Reduction &r : spec.reductions)
     if (r.kind == ReduceKind::kArgMax || r.kind == ReduceKind::kArgMin)
@@ -270,6 +260,24 @@ class Printer {
       line(absl::StrCat("nisa.memset(dst=", slice(n, l), ", value=0.0)"));
       line(absl::StrCat("nisa.tensor_scalar(dst=", slice(n, l), ", data=", slice(n, l),
                         ", op0=nl.add, operand0=", ref(v), ")"));
+    }
+    return {n, l};
+  }
+  /// \p a <op> \p b on tiles of the higher level (tensor_tensor, or
+  /// tensor_scalar against a row tile or a number).
+  Val binop(const char *op, Val a, Val b) {
+    if (a.level == kNumber && b.level == kNumber) a = materialize(a, kRow);
+    const Level l = std::max(a.level, b.level);
+    std::string n = alloc(l);
+    if (a.level == b.level) {
+      line(absl::StrCat("nisa.tensor_tensor(dst=", slice(n, l), ", data1=", ref(a), ", data2=", ref(b), ", op=", op,
+                        ")"));
+    } else if (a.level > b.level) {
+      line(absl::StrCat("nisa.tensor_scalar(dst=", slice(n, l), ", data=", ref(a), ", op0=", op, ", operand0=",
+                        ref(b), ")"));
+    } else {
+      line(absl::StrCat("nisa.tensor_scalar(dst=", slice(n, l), ", data=", ref(b), ", op0=", op, ", operand0=",
+                        ref(a), ", reverse0=True)"));
     }
     return {n, l};
   }
@@ -467,21 +475,13 @@ Printer::Val Printer::value(int id) {
     }
     case ExprKind::kBinary: {
       Val a = value(e.operands[0]), b = value(e.operands[1]);
-      const char *op = aluOf(static_cast<BinaryOp>(e.op));
-      if (a.level == kNumber && b.level == kNumber) a = materialize(a, kRow);
-      const Level l = std::max(a.level, b.level);
-      std::string n = alloc(l);
-      if (a.level == b.level) {
-        line(absl::StrCat("nisa.tensor_tensor(dst=", slice(n, l), ", data1=", ref(a), ", data2=", ref(b),
-                          ", op=", op, ")"));
-      } else if (a.level > b.level) {
-        line(absl::StrCat("nisa.tensor_scalar(dst=", slice(n, l), ", data=", ref(a), ", op0=", op,
-                          ", operand0=", ref(b), ")"));
+      auto op = static_cast<BinaryOp>(e.op);
+      if (op == BinaryOp::kDiv && isIntegerType(e.type)) {
+        // Truncating integer division on exact fp32 integers: (a - fmod(a, b)) / b.
+        out = binop("nl.divide", binop("nl.subtract", a, binop("nl.fmod", a, b)), b);
       } else {
-        line(absl::StrCat("nisa.tensor_scalar(dst=", slice(n, l), ", data=", ref(b), ", op0=", op,
-                          ", operand0=", ref(a), ", reverse0=True)"));
+        out = binop(aluOf(op), a, b);
       }
-      out = {n, l};
       break;
     }
     case ExprKind::kSelect: {
@@ -506,6 +506,9 @@ Printer::Val Printer::value(int id) {
         line(absl::StrCat("nisa.tensor_scalar(dst=", slice(n, a.level), ", data=", ref(a),
                           ", op0=nl.not_equal, operand0=0.0)"));
         out = {n, a.level};
+      } else if (isIntegerType(e.type) && !isIntegerType(spec_.expr(e.operands[0]).type) &&
+                 spec_.expr(e.operands[0]).type != ScalarType::kBool) {
+        out = binop("nl.subtract", a, binop("nl.fmod", a, {"1.0", kNumber}));  // truncation toward 0
       } else {
         out = a;  // every value is an fp32 tile; integer and bool values are exact in it
       }

@@ -240,6 +240,28 @@ np.testing.assert_array_equal(k(a, b), np.concatenate([a, b], axis=1))
 )");
 }
 
+/// Integer division truncates toward zero; float-to-integer casts truncate.
+TEST(NkiKernel, IntegerDivisionAndTruncatingCasts) {
+  KernelSpec s;
+  int i = s.addDim(200, false);
+  int x = s.addBuffer(ir::DType::kI32, {200}, false);
+  int y = s.addBuffer(ir::DType::kF32, {200}, false);
+  int q = s.addBuffer(ir::DType::kI32, {200}, true);
+  int t = s.addBuffer(ir::DType::kI32, {200}, true);
+  s.addStore(q, {s.index(i)},
+             s.binary(BinaryOp::kDiv, s.load(x, {s.index(i)}), s.constI(3, program::ScalarType::kI64)));
+  s.addStore(t, {s.index(i)}, s.cast(s.load(y, {s.index(i)}), program::ScalarType::kI64));
+  auto text = printNkiKernel(s, "k", {});
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_RUNS(*text, R"(
+x = np.arange(-100, 100, dtype=np.int32)
+y = np.linspace(-5.5, 5.5, 200).astype(np.float32)
+q, t = k(x, y)
+np.testing.assert_array_equal(q, np.trunc(x / 3).astype(np.int32))
+np.testing.assert_array_equal(t, np.trunc(y).astype(np.int32))
+)");
+}
+
 /// Embedding lookup: out[r, c] = table[ids[r], c] (row gather by DMA).
 TEST(NkiKernel, EmbeddingGather) {
   KernelSpec s;
