@@ -92,16 +92,14 @@ absl::Status checkOps(const KernelSpec &spec) {
     if (e.kind == ExprKind::kUnary) {
       auto op = static_cast<UnaryOp>(e.op);
       if (activationOf(op) || op == UnaryOp::kNeg || op == UnaryOp::kNot || op == UnaryOp::kIsNaN ||
-          op == UnaryOp::kLog1p || op == UnaryOp::kRoundBF16 || op == UnaryOp::kRoundF16)
+          op == UnaryOp::kLog1p || op == UnaryOp::kRoundBF16 || op == UnaryOp::kRoundF16 ||
+          op == UnaryOp::kFloor || op == UnaryOp::kCeil)
         continue;
       return absl::UnimplementedError(absl::StrCat(
           "unary '", program::unaryOpName(op),
           "' is not lowered for nki (sin/cos: ScalarE sin is defined on [-pi, pi] only)"));
     }
   }
-  for (const program::Reduction &r : spec.reductions)
-    if (r.kind == ReduceKind::kArgMax || r.kind == ReduceKind::kArgMin)
-      return absl::UnimplementedError("argmax/argmin reductions are not lowered for nki yet");
   for (const program::BufferDesc &b : spec.buffers)
     if (nlDType(b.dtype).empty())
       return absl::UnimplementedError(
@@ -462,6 +460,13 @@ Printer::Val Printer::value(int id) {
       } else if (op == UnaryOp::kIsNaN) {
         line(absl::StrCat("nisa.tensor_tensor(dst=", dst, ", data1=", ref(a), ", data2=", ref(a),
                           ", op=nl.not_equal)"));
+      } else if (op == UnaryOp::kFloor) {  // x - mod(x, 1): mod takes the divisor's sign
+        line(absl::StrCat("nisa.tensor_scalar(dst=", dst, ", data=", ref(a), ", op0=nl.mod, operand0=1.0)"));
+        line(absl::StrCat("nisa.tensor_tensor(dst=", dst, ", data1=", ref(a), ", data2=", dst, ", op=nl.subtract)"));
+      } else if (op == UnaryOp::kCeil) {  // x + mod(-x, 1)
+        line(absl::StrCat("nisa.tensor_scalar(dst=", dst, ", data=", ref(a), ", op0=nl.multiply, operand0=-1.0, "
+                          "op1=nl.mod, operand1=1.0)"));
+        line(absl::StrCat("nisa.tensor_tensor(dst=", dst, ", data1=", ref(a), ", data2=", dst, ", op=nl.add)"));
       } else if (op == UnaryOp::kLog1p) {
         line(absl::StrCat("nisa.tensor_scalar(dst=", dst, ", data=", ref(a), ", op0=nl.add, operand0=1.0)"));
         line(absl::StrCat("nisa.activation(dst=", dst, ", op=nl.log, data=", dst, ")"));
@@ -559,13 +564,33 @@ absl::StatusOr<std::string> Printer::print(const std::string &symbol,
   for (int r = 0; r < static_cast<int>(spec_.reductions.size()); ++r) {
     const program::Reduction &red = spec_.reductions[r];
     Val body = materialize(value(red.body), kElem);
-    const char *op = red.kind == ReduceKind::kSum   ? "nl.add"
-                     : red.kind == ReduceKind::kMax ? "nl.maximum"
-                     : red.kind == ReduceKind::kMin ? "nl.minimum"
-                                                    : "nl.multiply";
+    const bool arg = red.kind == ReduceKind::kArgMax || red.kind == ReduceKind::kArgMin;
+    const char *op = red.kind == ReduceKind::kSum                                     ? "nl.add"
+                     : red.kind == ReduceKind::kMax || red.kind == ReduceKind::kArgMax ? "nl.maximum"
+                     : red.kind == ReduceKind::kMin || red.kind == ReduceKind::kArgMin ? "nl.minimum"
+                                                                                       : "nl.multiply";
     std::string n = alloc(kRow);
     line(absl::StrCat("nisa.tensor_reduce(dst=", slice(n, kRow), ", op=", op, ", data=", ref(body),
                       ", axis=1)  # reduction ", r, " over the row"));
+    if (arg) {
+      // The first (or last) free index where the row reaches its extreme:
+      // candidates = iota where body == extreme, else past the row (or -1).
+      std::string eq = alloc(kElem), pred = alloc(kElem, "nl.uint8"), io = alloc(kElem, "nl.int32");
+      std::string cand = alloc(kElem);
+      line(absl::StrCat("nisa.tensor_scalar(dst=", slice(eq, kElem), ", data=", ref(body),
+                        ", op0=nl.equal, operand0=", slice(n, kRow), ")"));
+      line(absl::StrCat("nisa.tensor_copy(dst=", slice(pred, kElem), ", src=", slice(eq, kElem), ")"));
+      line(absl::StrCat("nisa.iota(dst=", slice(io, kElem), ", pattern=[[1, fs]], offset=0, channel_multiplier=0)"));
+      line(absl::StrCat("nisa.memset(dst=", slice(cand, kElem), ", value=", red.selectLastIndex ? "-1.0" : "float(COLS)",
+                        ")"));
+      std::string iof = alloc(kElem);
+      line(absl::StrCat("nisa.tensor_copy(dst=", slice(iof, kElem), ", src=", slice(io, kElem), ")"));
+      line(absl::StrCat("nisa.tensor_copy_predicated(dst=", slice(cand, kElem), ", src=", slice(iof, kElem),
+                        ", predicate=", slice(pred, kElem), ")"));
+      n = alloc(kRow);
+      line(absl::StrCat("nisa.tensor_reduce(dst=", slice(n, kRow), ", op=", red.selectLastIndex ? "nl.maximum" : "nl.minimum",
+                        ", data=", slice(cand, kElem), ", axis=1)  # arg index"));
+    }
     reductions_[r] = {n, kRow};
   }
   for (int s = 0; s < static_cast<int>(spec_.stores.size()); ++s) {

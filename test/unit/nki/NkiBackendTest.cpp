@@ -262,6 +262,30 @@ np.testing.assert_array_equal(t, np.trunc(y).astype(np.int32))
 )");
 }
 
+/// ArgMax over rows (first index of the maximum) and Floor / Ceil.
+TEST(NkiKernel, ArgMaxFloorCeil) {
+  KernelSpec s;
+  s.kind = program::SpecKind::kReduce;
+  int r = s.addDim(130, false), c = s.addDim(77, true);
+  int x = s.addBuffer(ir::DType::kF32, {130, 77}, false);
+  int am = s.addBuffer(ir::DType::kI64, {130}, true);
+  int fl = s.addBuffer(ir::DType::kF32, {130, 77}, true);
+  int xv = s.load(x, {s.index(r), s.index(c)});
+  int idx = s.reduceResult(s.addReduction(ReduceKind::kArgMax, xv));
+  s.addStore(am, {s.index(r)}, idx);
+  s.addStore(fl, {s.index(r), s.index(c)},
+             s.binary(BinaryOp::kAdd, s.unary(UnaryOp::kFloor, xv), s.unary(UnaryOp::kCeil, xv)));
+  auto text = printNkiKernel(s, "k", {});
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_RUNS(*text, R"(
+x = np.round(np.random.RandomState(0).randn(130, 77) * 3, 1).astype(np.float32)
+x[5, 10] = x[5, 40] = 100.0  # ties: the first index wins
+a, f = k(x)
+np.testing.assert_array_equal(a, np.argmax(x, axis=1))
+np.testing.assert_array_equal(f, np.floor(x) + np.ceil(x))
+)");
+}
+
 /// Embedding lookup: out[r, c] = table[ids[r], c] (row gather by DMA).
 TEST(NkiKernel, EmbeddingGather) {
   KernelSpec s;
