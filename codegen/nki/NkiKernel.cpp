@@ -93,11 +93,12 @@ absl::Status checkOps(const KernelSpec &spec) {
       auto op = static_cast<UnaryOp>(e.op);
       if (activationOf(op) || op == UnaryOp::kNeg || op == UnaryOp::kNot || op == UnaryOp::kIsNaN ||
           op == UnaryOp::kLog1p || op == UnaryOp::kRoundBF16 || op == UnaryOp::kRoundF16 ||
-          op == UnaryOp::kFloor || op == UnaryOp::kCeil)
+          op == UnaryOp::kFloor || op == UnaryOp::kCeil || op == UnaryOp::kSin || op == UnaryOp::kCos ||
+          op == UnaryOp::kIsPosInf || op == UnaryOp::kIsNegInf)
         continue;
       return absl::UnimplementedError(absl::StrCat(
           "unary '", program::unaryOpName(op),
-          "' is not lowered for nki (sin/cos: ScalarE sin is defined on [-pi, pi] only)"));
+          "' is not lowered for nki yet"));
     }
   }
   for (const program::BufferDesc &b : spec.buffers)
@@ -460,6 +461,16 @@ Printer::Val Printer::value(int id) {
       } else if (op == UnaryOp::kIsNaN) {
         line(absl::StrCat("nisa.tensor_tensor(dst=", dst, ", data1=", ref(a), ", data2=", ref(a),
                           ", op=nl.not_equal)"));
+      } else if (op == UnaryOp::kSin || op == UnaryOp::kCos) {
+        // ScalarE's sin is defined on [-pi, pi]: reduce the argument first,
+        // mod(x + pi (+ pi/2 for cos), 2 pi) - pi.
+        line(absl::StrCat("nisa.tensor_scalar(dst=", dst, ", data=", ref(a), ", op0=nl.add, operand0=",
+                          op == UnaryOp::kSin ? "3.14159265" : "4.71238898", ", op1=nl.mod, operand1=6.28318531)"));
+        line(absl::StrCat("nisa.tensor_scalar(dst=", dst, ", data=", dst, ", op0=nl.subtract, operand0=3.14159265)"));
+        line(absl::StrCat("nisa.activation(dst=", dst, ", op=nl.sin, data=", dst, ")"));
+      } else if (op == UnaryOp::kIsPosInf || op == UnaryOp::kIsNegInf) {
+        line(absl::StrCat("nisa.tensor_scalar(dst=", dst, ", data=", ref(a), ", op0=nl.equal, operand0=",
+                          op == UnaryOp::kIsPosInf ? "float(\"inf\")" : "-float(\"inf\")", ")"));
       } else if (op == UnaryOp::kFloor) {  // x - mod(x, 1): mod takes the divisor's sign
         line(absl::StrCat("nisa.tensor_scalar(dst=", dst, ", data=", ref(a), ", op0=nl.mod, operand0=1.0)"));
         line(absl::StrCat("nisa.tensor_tensor(dst=", dst, ", data1=", ref(a), ", data2=", dst, ", op=nl.subtract)"));

@@ -286,6 +286,26 @@ np.testing.assert_array_equal(f, np.floor(x) + np.ceil(x))
 )");
 }
 
+/// Sin / Cos with argument reduction to ScalarE's [-pi, pi]; IsInf.
+TEST(NkiKernel, SinCosReducedArgumentAndIsInf) {
+  KernelSpec s;
+  int i = s.addDim(300, false);
+  int x = s.addBuffer(ir::DType::kF32, {300}, false);
+  int o = s.addBuffer(ir::DType::kF32, {300}, true);
+  int xv = s.load(x, {s.index(i)});
+  int v = s.binary(BinaryOp::kAdd, s.unary(UnaryOp::kSin, xv), s.binary(BinaryOp::kMul, s.unary(UnaryOp::kCos, xv), s.constF(2.0)));
+  v = s.binary(BinaryOp::kAdd, v, s.cast(s.unary(UnaryOp::kIsPosInf, s.binary(BinaryOp::kMul, xv, s.constF(1e38))), program::ScalarType::kF32));
+  s.addStore(o, {s.index(i)}, v);
+  auto text = printNkiKernel(s, "k", {});
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_RUNS(*text, R"(
+x = np.linspace(-40, 40, 300).astype(np.float32)
+with np.errstate(over="ignore"):
+    inf = np.isposinf(x * np.float32(1e38)).astype(np.float32)
+np.testing.assert_allclose(k(x), np.sin(x) + 2 * np.cos(x) + inf, atol=2e-5)
+)");
+}
+
 /// Embedding lookup: out[r, c] = table[ids[r], c] (row gather by DMA).
 TEST(NkiKernel, EmbeddingGather) {
   KernelSpec s;
