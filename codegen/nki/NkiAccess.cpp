@@ -102,6 +102,7 @@ absl::StatusOr<AccessPlan> analyzeAccesses(const KernelSpec &spec) {
       n /= std::max<int64_t>(1, ext[d]);
     }
   };
+  std::set<int> indexDims;  // dims whose index a non-affine map reads as a value
   auto addAccess = [&](int buffer, int expr, int store, std::vector<int> index,
                        int guard) -> absl::Status {
     Access a;
@@ -109,6 +110,7 @@ absl::StatusOr<AccessPlan> analyzeAccesses(const KernelSpec &spec) {
     a.expr = expr;
     a.store = store;
     const std::vector<int64_t> &shape = spec.buffers[buffer].shape;
+    const std::vector<int> origIndex = index;
     for (size_t i = 0; i < index.size(); ++i) {
       if (!readsMemory(spec, index[i])) continue;
       if (store >= 0 || guard >= 0)
@@ -199,13 +201,14 @@ absl::StatusOr<AccessPlan> analyzeAccesses(const KernelSpec &spec) {
       for (int d = 0; d < nd; ++d) want += a.stride[d] * q[d];
       return o && *o == want;
     };
+    bool affine = true;
     if (points <= (int64_t{1} << 18)) {
       for (int64_t n = 0; n < points; ++n) {
         pointAt(n, p);
-        if (!check(p))
-          return absl::UnimplementedError(absl::StrCat(
-              describe(a), " is not affine in the loop indices (a reshape of a transposed view): "
-                           "not lowered for nki yet"));
+        if (!check(p)) {
+          affine = false;
+          break;
+        }
       }
     } else {
       uint64_t s = 88172645463325252ull;
@@ -215,10 +218,31 @@ absl::StatusOr<AccessPlan> analyzeAccesses(const KernelSpec &spec) {
           p[d] = n < nd ? (d == n ? ext[d] - 1 : 0)
                         : static_cast<int64_t>(s % uint64_t(std::max<int64_t>(1, ext[d])));
         }
-        if (!check(p))
-          return absl::UnimplementedError(absl::StrCat(
-              describe(a), " is not affine in the loop indices: not lowered for nki yet"));
+        if (!check(p)) {
+          affine = false;
+          break;
+        }
       }
+    }
+    if (!affine) {
+      // Not affine (a reshape of a transposed view): an element gather
+      // whose offsets are the index map evaluated on tiles (iota, div, mod).
+      if (store >= 0 || guard >= 0)
+        return absl::UnimplementedError(absl::StrCat(
+            describe(a), " is not affine in the loop indices (a scatter): not lowered for nki yet"));
+      a.base = 0;
+      a.stride.assign(nd, 0);
+      a.gathers.clear();
+      for (size_t i = 0; i < origIndex.size(); ++i) {
+        int64_t stride = 1;
+        for (size_t j = i + 1; j < shape.size(); ++j) stride *= shape[j];
+        a.gathers.emplace_back(origIndex[i], stride);
+        std::set<int> seenIdx;
+        collectValueDims(spec, origIndex[i], indexDims, seenIdx);
+      }
+      a.gatherDim = 0;
+      a.gatherExpr = origIndex[0];
+      a.gatherStride = a.gathers[0].second;
     }
     plan.accesses.push_back(std::move(a));
     return absl::OkStatus();
@@ -236,6 +260,7 @@ absl::StatusOr<AccessPlan> analyzeAccesses(const KernelSpec &spec) {
   std::set<int> valueDims, seen;
   for (const program::Store &st : spec.stores) collectValueDims(spec, st.value, valueDims, seen);
   for (const program::Reduction &r : spec.reductions) collectValueDims(spec, r.body, valueDims, seen);
+  valueDims.insert(indexDims.begin(), indexDims.end());
 
   // Dims a guard box cuts keep their own loop (their bounds are tested).
   for (const Access &a : plan.accesses)

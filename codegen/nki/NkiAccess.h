@@ -61,8 +61,9 @@ struct AccessPlan {
 
 /// The affine maps of every load and store of \p spec, with adjacent dims
 /// merged (never dims that a guard box cuts or whose index is a value).
-/// Errors: Unimplemented for guards that are not a box, gathers through
-/// more than one dim, and index maps that are not affine in the loop dims.
+/// A load whose index map is not affine becomes a gather through all its
+/// dims (the index map evaluated on tiles). Errors: Unimplemented for guards
+/// that are not a box, guarded gathers and non-affine stores (scatters).
 absl::StatusOr<AccessPlan> analyzeAccesses(const program::KernelSpec &spec);
 
 }  // namespace fusec::codegen::nki

@@ -14,8 +14,9 @@
 // partition in SBUF with fp32 statistics. Outer dims are Python loops.
 // Every load and store is one DMA whose access pattern (tensor.ap) is the
 // buffer's index map: strides per tile axis (0 = broadcast), so transposes,
-// slices and broadcasts are strided DMAs. Index maps that are not affine in
-// the loop indices (gathers, guarded loads of Pad/Concat) are refused.
+// slices and broadcasts are strided DMAs. Guarded accesses (Pad, Concat,
+// Split) are boxes; gathers and loads whose index map is not affine are
+// indirect DMAs (NkiAccess.h).
 //
 //===----------------------------------------------------------------------===//
 #ifndef FUSEC_CODEGEN_NKI_NKIKERNEL_H

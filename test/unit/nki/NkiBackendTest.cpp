@@ -216,6 +216,26 @@ np.testing.assert_array_equal(k(x), x.T)
 )");
 }
 
+/// A reshape of a transposed view is not affine: out[i, j] = x[i % 4, i / 4, j]
+/// becomes an element gather with the offsets computed on tiles.
+TEST(NkiKernel, NonAffineIndexMapIsAnElementGather) {
+  KernelSpec s;
+  int i = s.addDim(24, false), j = s.addDim(5, false);
+  int x = s.addBuffer(ir::DType::kF32, {4, 6, 5}, false);
+  int o = s.addBuffer(ir::DType::kF32, {24, 5}, true);
+  int four = s.constI(4);
+  s.addStore(o, {s.index(i), s.index(j)},
+             s.load(x, {s.binary(BinaryOp::kMod, s.index(i), four), s.binary(BinaryOp::kDiv, s.index(i), four),
+                        s.index(j)}));
+  auto text = printNkiKernel(s, "k", {});
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_TRUE(absl::StrContains(*text, "vector_offset="));
+  EXPECT_RUNS(*text, R"(
+x = np.arange(120, dtype=np.float32).reshape(4, 6, 5)
+np.testing.assert_array_equal(k(x), x.transpose(1, 0, 2).reshape(24, 5))
+)");
+}
+
 /// Concat along the last axis: two guarded loads (boxes) and a Split-like
 /// guarded store.
 TEST(NkiKernel, GuardedLoadsAreBoxes) {
