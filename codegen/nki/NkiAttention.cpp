@@ -12,9 +12,10 @@
 // V [k, Dv] moving). O / l is stored at the end. The mask is evaluated at
 // compile time for every tile: fully masked key tiles are not visited,
 // partially masked ones are predicated (-inf where the mask is false),
-// fully live ones skip the mask. m starts at -3e38 instead of -inf so that a
-// row masked in every visited tile keeps l = 0 and gives 0/0 = NaN, as the
-// op's reference semantics say.
+// fully live ones skip the mask. m starts at -FLT_MAX instead of -inf: a
+// row masked (-inf) in every visited tile keeps l = 0 and gives 0/0 = NaN,
+// as the op's reference semantics say, while a row of finite scores at
+// -FLT_MAX (additive finfo.min masks) stays uniform.
 //
 //===----------------------------------------------------------------------===//
 #include <cmath>
@@ -321,7 +322,7 @@ absl::StatusOr<std::string> printNkiAttention(const program::AttentionSpec &a, c
                     a.qStrides[2], ", qs]], offset=b * ", a.qStrides[0], " + h * ", a.qStrides[1], " + q0 * ",
                     a.qStrides[2], "))\n");
   s += "                m = nl.ndarray((Q_TILE, 1), dtype=nl.float32, buffer=nl.sbuf)  # running row max\n";
-  s += "                nisa.memset(dst=m[0:qs, 0:1], value=-3.0e38)\n";
+  s += "                nisa.memset(dst=m[0:qs, 0:1], value=-3.40282347e+38)  # -FLT_MAX: below every finite score\n";
   s += "                l = nl.ndarray((Q_TILE, 1), dtype=nl.float32, buffer=nl.sbuf)  # running row sum\n";
   s += "                nisa.memset(dst=l[0:qs, 0:1], value=0.0)\n";
   s += "                acc = nl.ndarray((Q_TILE, DV), dtype=nl.float32, buffer=nl.sbuf)\n";

@@ -429,6 +429,7 @@ struct AttentionCase {
   bool paddingBias = false;
   std::string maskNumpy = "True";   ///< over qi [Sq,1], ki [1,Sk], h
   std::string modNumpy = "s";       ///< over s, qi, ki, h
+  std::string biasFill = "-np.inf";  ///< masked keys of the padding bias
 };
 
 void runAttention(const AttentionCase &c) {
@@ -472,7 +473,7 @@ kk = rs.randn(B, HKV, SK, D).astype(np.float32)
 v = rs.randn(B, HKV, SK, D).astype(np.float32)
 bias = np.zeros((B, 1, 1, SK), np.float32)
 for bi in range(B):
-    bias[bi, 0, 0, SK - 3 * bi:] = -np.inf
+    bias[bi, 0, 0, max(0, SK - 3 * bi):] = )", c.biasFill, R"(
 slope = [0.25 / (h + 1) for h in range(HQ)]
 want = np.zeros((B, HQ, SQ, D))
 qi = np.arange(SQ)[:, None]
@@ -483,7 +484,7 @@ for bi in range(B):
         s = )", c.modNumpy, R"(
         s = np.where()", c.maskNumpy, R"(, s, -np.inf)
         if )", c.paddingBias ? "True" : "False", R"(:
-            s = s + bias[bi, 0]
+            s = (s.astype(np.float32) + bias[bi, 0]).astype(np.float32)
         with np.errstate(invalid="ignore"):
             p = np.exp(s - s.max(axis=1, keepdims=True))
             want[bi, h] = (p / p.sum(axis=1, keepdims=True)) @ v[bi, h // (HQ // HKV)]
@@ -511,6 +512,15 @@ TEST(NkiAttention, HeadDim128SlidingWindowSoftCapAlibiPadding) {
   c.maskNumpy = "(ki <= qi) & ((qi - ki) < 40)";
   c.modNumpy = "30 * np.tanh(s / 30) + np.array(slope)[h] * (ki - qi)";
   c.paddingBias = true;
+  runAttention(c);
+}
+
+/// An additive finfo.min padding mask that covers every key of batch 1:
+/// those rows stay uniform (finite scores), they must not become NaN.
+TEST(NkiAttention, FullyPaddedRowsWithFiniteMaskStayUniform) {
+  AttentionCase c{2, 1, 1, 5, 3, 64, "score + bias0", ""};
+  c.paddingBias = true;
+  c.biasFill = "np.finfo(np.float32).min";
   runAttention(c);
 }
 
