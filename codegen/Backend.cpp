@@ -5,11 +5,14 @@
 
 namespace fusec::codegen {
 
+const Backend &nkiBackend();  // codegen/nki/NkiBackend.cpp
+
 absl::StatusOr<const Backend *> backendFor(const std::string &target) {
   if (target == "cuda") return &cudaBackend();
-  if (target == "nki" || target == "cpu")
+  if (target == "nki") return &nkiBackend();
+  if (target == "cpu")
     return absl::UnimplementedError(absl::StrCat(
-        "the '", target, "' backend is not available yet: only --target cuda can write an artifact"));
+        "the '", target, "' backend is not available yet: only --target cuda and nki can write an artifact"));
   return absl::InvalidArgumentError(
       absl::StrCat("unknown target '", target, "' (expected: cuda, nki, cpu)"));
 }

@@ -21,7 +21,7 @@ namespace fusec::driver {
 namespace {
 
 /// True when \p target has a backend that writes artifacts.
-bool hasBackend(const std::string &target) { return target == "cuda"; }
+bool hasBackend(const std::string &target) { return codegen::backendFor(target).ok(); }
 
 absl::Status backendMissing(const std::string &target) {
   return absl::UnimplementedError(absl::StrCat("the ", target, " backend is not implemented yet"));
@@ -80,8 +80,13 @@ absl::Status optimize(ir::Graph &graph, const CompileOptions &options,
   ctx.verifyEach = options.verifyEach;
   ctx.precision = options.precision;
   ctx.target = target.device;
+<<<<<<< HEAD
   // One legality rule: fusion asks the backend's lowering before merging
   // (none for backends that are not available yet).
+=======
+  // Fusion asks the backend's lowering (one legality rule); none for
+  // backends that are not available yet.
+>>>>>>> nkibackend
   if (auto backend = codegen::backendFor(target.target); backend.ok()) ctx.legality = *backend;
   ctx.fusionPlan.onnxNodes = graph.onnxNodeCount();
   FUSEC_ASSIGN_OR_RETURN(

@@ -27,6 +27,7 @@
 #include "support/Escape.h"
 #include "support/Status.h"
 #include "tools/fusec-run/GpuRun.h"
+#include "tools/fusec-run/NkiRun.h"
 
 namespace fs = std::filesystem;
 using namespace fusec;
@@ -241,6 +242,8 @@ int main(int argc, char **argv) {
       if (!opt.atol) atol = t.atol;
       if (!opt.rtol) rtol = t.rtol;
     }
+    // An nki artifact runs through its run.py on the NumPy model of NKI.
+    if (tools::isNkiArtifact(opt.model)) return tools::runNkiArtifact(opt.model, opt.data, atol, rtol);
     return tools::runArtifact(opt.model, opt.data, static_cast<int>(opt.bench), atol, rtol);
   }
   absl::StatusOr<bool> pass = run(opt);

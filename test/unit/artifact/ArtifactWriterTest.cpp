@@ -464,7 +464,7 @@ TEST(ArtifactWriter, OptionErrors) {
   p.precision = "int3";
   EXPECT_EQ(write(p).code(), absl::StatusCode::kInvalidArgument);
   ArtifactOptions t = opts;
-  t.target = "nki";
+  t.target = "cpu";
   EXPECT_EQ(write(t).code(), absl::StatusCode::kUnimplemented);
   ArtifactOptions a = opts;
   a.arch = "sm_90; rm -rf /";

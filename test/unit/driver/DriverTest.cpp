@@ -105,11 +105,11 @@ TEST(Compile, WritesTheArtifactForTheResolvedArch) {
   fs::remove_all(out, ec);
 }
 
-/// nki and cpu have no backend yet: refused before import, nothing written.
+/// cpu has no backend yet: refused before import, nothing written.
 TEST(Compile, TargetWithoutBackendIsUnimplementedAndWritesNothing) {
   const fs::path out =
       fs::temp_directory_path() / ("fusec-driver-test-" + std::to_string(::getpid()));
-  for (const char *target : {"nki", "cpu"}) {
+  for (const char *target : {"cpu"}) {
     CompileOptions o = exampleOptions();
     o.target = target;
     o.output = out.string();

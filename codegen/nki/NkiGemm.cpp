@@ -1,0 +1,111 @@
+//===- NkiGemm.cpp - A GEMM library call as a TensorE kernel ------------===//
+//
+// D[b, m, n] = epilogue(alpha * sum_k op(A)[b, m, k] op(B)[b, k, n]
+//                       + beta * C[b, m, n] + bias[n])
+// nisa.nc_matmul computes stationary^T @ moving with the contraction on the
+// partitions (NKI.md section 4): stationary = op(A)^T tile [K_TILE, M_TILE]
+// and moving = op(B) tile [K_TILE, N_TILE], both loaded by strided DMA;
+// K tiles accumulate in one PSUM bank ([M_TILE, N_TILE] fp32 = 2 KiB per
+// partition: N_TILE = 512 = nl.tile_size.psum_fmax). The epilogue runs on
+// the way out of PSUM: ScalarE applies alpha while copying to SBUF, VectorE
+// adds beta*C and the bias (a [1, N] row broadcast over partitions by a
+// partition-stride-0 DMA), ScalarE applies relu / tanh-gelu.
+//
+//===----------------------------------------------------------------------===//
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "codegen/nki/NkiKernel.h"
+
+namespace fusec::codegen::nki {
+
+absl::Status checkNkiGemm(const program::GemmParams &g) {
+  if (g.dtype != ir::DType::kF32 && g.dtype != ir::DType::kBF16 && g.dtype != ir::DType::kF16)
+    return absl::UnimplementedError(
+        absl::StrCat("GEMM in ", ir::dtypeName(g.dtype), " has no TensorE lowering"));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> printNkiGemm(const program::GemmParams &g, const std::string &symbol,
+                                         const std::vector<std::string> &comment) {
+  if (auto st = checkNkiGemm(g); !st.ok()) return st;
+  const std::string dt = nlDType(g.dtype);
+  std::vector<std::string> args = {"a", "b"};
+  if (g.c) args.push_back("c");
+  if (g.bias) args.push_back("bias");
+  std::vector<std::string> dshape;
+  for (const ir::Dim &d : g.d->type().shape) dshape.push_back(std::to_string(d.value));
+  // Element strides of op(A)[m, k] and op(B)[k, n] in the dense operands.
+  const int64_t aM = g.transA ? 1 : g.k, aK = g.transA ? g.m : 1;
+  const int64_t bK = g.transB ? 1 : g.n, bN = g.transB ? g.k : 1;
+  std::string s;
+  for (const std::string &c : comment) s += absl::StrCat("# ", c, "\n");
+  s += absl::StrCat("@nki.jit\ndef ", symbol, "(", absl::StrJoin(args, ", "), "):\n");
+  s += absl::StrCat("    M, N, K, BATCH = ", g.m, ", ", g.n, ", ", g.k, ", ", g.batch, "\n");
+  s += "    M_TILE = 128  # stationary free size (nl.tile_size.gemm_stationary_fmax)\n";
+  s += "    N_TILE = 512  # moving free size = one PSUM bank of fp32 (nl.tile_size.gemm_moving_fmax)\n";
+  s += "    K_TILE = 128  # contraction on the partitions (nl.tile_size.pmax)\n";
+  s += absl::StrCat("    ALPHA, BETA = ", g.alpha, ", ", g.beta, "\n");
+  s += absl::StrCat("    d = nl.ndarray((", absl::StrJoin(dshape, ", "), dshape.size() == 1 ? "," : "",
+                    "), dtype=", dt, ", buffer=nl.shared_hbm)\n");
+  s += "    for bi in nl.affine_range(BATCH):\n";
+  s += "        for im in nl.affine_range((M + M_TILE - 1) // M_TILE):\n";
+  s += "            m0 = im * M_TILE\n";
+  s += "            ms = min(M_TILE, M - m0)\n";
+  s += "            for jn in nl.affine_range((N + N_TILE - 1) // N_TILE):\n";
+  s += "                n0 = jn * N_TILE\n";
+  s += "                ns = min(N_TILE, N - n0)\n";
+  s += "                acc = nl.ndarray((M_TILE, N_TILE), dtype=nl.float32, buffer=nl.psum)\n";
+  s += "                for kk in nl.affine_range((K + K_TILE - 1) // K_TILE):\n";
+  s += "                    k0 = kk * K_TILE\n";
+  s += "                    ks = min(K_TILE, K - k0)\n";
+  s += absl::StrCat("                    at = nl.ndarray((K_TILE, M_TILE), dtype=", dt, ", buffer=nl.sbuf)\n");
+  s += absl::StrCat("                    nisa.dma_copy(dst=at[0:ks, 0:ms], src=a.ap(pattern=[[", aK, ", ks], [",
+                    aM, ", ms]], offset=bi * ", g.strideA, " + k0 * ", aK, " + m0 * ", aM, "))\n");
+  s += absl::StrCat("                    bt = nl.ndarray((K_TILE, N_TILE), dtype=", dt, ", buffer=nl.sbuf)\n");
+  s += absl::StrCat("                    nisa.dma_copy(dst=bt[0:ks, 0:ns], src=b.ap(pattern=[[", bK, ", ks], [",
+                    bN, ", ns]], offset=bi * ", g.strideB, " + k0 * ", bK, " + n0 * ", bN, "))\n");
+  s += "                    nisa.nc_matmul(dst=acc[0:ms, 0:ns], stationary=at[0:ks, 0:ms], moving=bt[0:ks, 0:ns])\n";
+  s += "                res = nl.ndarray((M_TILE, N_TILE), dtype=nl.float32, buffer=nl.sbuf)\n";
+  s += "                nisa.activation(dst=res[0:ms, 0:ns], op=nl.copy, data=acc[0:ms, 0:ns], scale=ALPHA)\n";
+  auto addTile = [&](const std::string &what, const std::string &src, const std::string &pattern,
+                     const std::string &offset, const char *scaleOp) {
+    s += absl::StrCat("                ", what, "_raw = nl.ndarray((M_TILE, N_TILE), dtype=", dt,
+                      ", buffer=nl.sbuf)\n");
+    s += absl::StrCat("                nisa.dma_copy(dst=", what, "_raw[0:ms, 0:ns], src=", src,
+                      ".ap(pattern=", pattern, ", offset=", offset, "))\n");
+    s += absl::StrCat("                ", what, "_f = nl.ndarray((M_TILE, N_TILE), dtype=nl.float32, buffer=nl.sbuf)\n");
+    if (scaleOp)
+      s += absl::StrCat("                nisa.tensor_scalar(dst=", what, "_f[0:ms, 0:ns], data=", what,
+                        "_raw[0:ms, 0:ns], op0=nl.multiply, operand0=BETA)\n");
+    else
+      s += absl::StrCat("                nisa.tensor_copy(dst=", what, "_f[0:ms, 0:ns], src=", what,
+                        "_raw[0:ms, 0:ns])\n");
+    s += absl::StrCat("                nisa.tensor_tensor(dst=res[0:ms, 0:ns], data1=res[0:ms, 0:ns], data2=",
+                      what, "_f[0:ms, 0:ns], op=nl.add)\n");
+  };
+  if (g.c)
+    addTile("ct", "c", "[[N, ms], [1, ns]]", absl::StrCat("bi * ", g.strideC, " + m0 * N + n0"), "beta");
+  if (g.bias) addTile("bias_t", "bias", "[[0, ms], [1, ns]]", "n0", nullptr);
+  const char *act = nullptr;
+  switch (g.epilogue) {
+    case program::GemmEpilogue::kRelu:
+    case program::GemmEpilogue::kReluBias: act = "nl.relu"; break;
+    case program::GemmEpilogue::kGelu:
+    case program::GemmEpilogue::kGeluBias: act = "nl.gelu_apprx_tanh"; break;
+    default: break;
+  }
+  if (act)
+    s += absl::StrCat("                nisa.activation(dst=res[0:ms, 0:ns], op=", act, ", data=res[0:ms, 0:ns])\n");
+  if (dt != "nl.float32") {
+    s += absl::StrCat("                out_t = nl.ndarray((M_TILE, N_TILE), dtype=", dt, ", buffer=nl.sbuf)\n");
+    s += "                nisa.tensor_copy(dst=out_t[0:ms, 0:ns], src=res[0:ms, 0:ns])\n";
+  } else {
+    s += "                out_t = res\n";
+  }
+  s += absl::StrCat("                nisa.dma_copy(dst=d.ap(pattern=[[N, ms], [1, ns]], offset=bi * ", g.strideD,
+                    " + m0 * N + n0), src=out_t[0:ms, 0:ns])\n");
+  s += "    return d\n";
+  return s;
+}
+
+}  // namespace fusec::codegen::nki

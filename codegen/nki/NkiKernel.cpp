@@ -1,0 +1,701 @@
+//===- NkiKernel.cpp - A KernelSpec as an @nki.jit kernel --------------===//
+//
+// See NkiKernel.h for the tiling. Values: every expression of the body is
+// one SBUF tile in fp32 (the engines compute in fp32, NKI.md section 4):
+// element tiles [P_TILE, FREE] for values that vary along the free axis,
+// row tiles [P_TILE, 1] for per-row values (statistics, reduction results),
+// numbers for constants. Unary ops run on ScalarE (nisa.activation),
+// binary ops on VectorE (nisa.tensor_tensor; nisa.tensor_scalar when one
+// side is a row tile or a number), reductions with nisa.tensor_reduce over
+// the free axis, selects with nisa.tensor_copy_predicated.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/nki/NkiKernel.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "codegen/nki/NkiAccess.h"
+#include "support/Status.h"
+
+namespace fusec::codegen::nki {
+namespace {
+
+using program::BinaryOp;
+using program::Expr;
+using program::ExprKind;
+using program::KernelSpec;
+using program::ReduceKind;
+using program::ScalarType;
+using program::UnaryOp;
+
+std::string number(double v) {
+  if (std::isnan(v)) return "float(\"nan\")";
+  if (std::isinf(v)) return v > 0 ? "float(\"inf\")" : "-float(\"inf\")";
+  std::string s = absl::StrFormat("%.9g", v);
+  if (s.find_first_of(".en") == std::string::npos) s += ".0";
+  return s;
+}
+
+const char *activationOf(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::kExp: return "nl.exp";
+    case UnaryOp::kLog: return "nl.log";
+    case UnaryOp::kSqrt: return "nl.sqrt";
+    case UnaryOp::kRsqrt: return "nl.rsqrt";
+    case UnaryOp::kRecip: return "nl.reciprocal";
+    case UnaryOp::kErf: return "nl.erf";
+    case UnaryOp::kTanh: return "nl.tanh";
+    case UnaryOp::kSigmoid: return "nl.sigmoid";
+    case UnaryOp::kAbs: return "nl.abs";
+    case UnaryOp::kSign: return "nl.sign";
+    default: return nullptr;
+  }
+}
+
+const char *aluOf(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::kAdd: return "nl.add";
+    case BinaryOp::kSub: return "nl.subtract";
+    case BinaryOp::kMul: return "nl.multiply";
+    case BinaryOp::kDiv: return "nl.divide";
+    case BinaryOp::kMod: return "nl.mod";
+    case BinaryOp::kFmod: return "nl.fmod";
+    case BinaryOp::kPow: return "nl.power";
+    case BinaryOp::kMax: return "nl.maximum";
+    case BinaryOp::kMin: return "nl.minimum";
+    case BinaryOp::kEq: return "nl.equal";
+    case BinaryOp::kNe: return "nl.not_equal";
+    case BinaryOp::kLt: return "nl.less";
+    case BinaryOp::kLe: return "nl.less_equal";
+    case BinaryOp::kGt: return "nl.greater";
+    case BinaryOp::kGe: return "nl.greater_equal";
+    case BinaryOp::kAnd: return "nl.logical_and";
+    case BinaryOp::kOr: return "nl.logical_or";
+    case BinaryOp::kXor: return "nl.logical_xor";
+  }
+  return nullptr;
+}
+
+bool isIntegerType(ScalarType t) { return t == ScalarType::kI64 || t == ScalarType::kIdx; }
+
+/// Checks the ops of the body (what the printer can emit).
+absl::Status checkOps(const KernelSpec &spec) {
+  for (int id = 0; id < static_cast<int>(spec.exprs.size()); ++id) {
+    const Expr &e = spec.expr(id);
+    if (e.type == ScalarType::kF64)
+      return absl::UnimplementedError("f64 arithmetic has no NKI engine type");
+    if (e.kind == ExprKind::kUnary) {
+      auto op = static_cast<UnaryOp>(e.op);
+      if (activationOf(op) || op == UnaryOp::kNeg || op == UnaryOp::kNot || op == UnaryOp::kIsNaN ||
+          op == UnaryOp::kLog1p || op == UnaryOp::kRoundBF16 || op == UnaryOp::kRoundF16 ||
+          op == UnaryOp::kFloor || op == UnaryOp::kCeil || op == UnaryOp::kSin || op == UnaryOp::kCos ||
+          op == UnaryOp::kIsPosInf || op == UnaryOp::kIsNegInf)
+        continue;
+      return absl::UnimplementedError(absl::StrCat(
+          "unary '", program::unaryOpName(op),
+          "' is not lowered for nki yet"));
+    }
+  }
+  for (const program::BufferDesc &b : spec.buffers)
+    if (nlDType(b.dtype).empty())
+      return absl::UnimplementedError(
+          absl::StrCat("buffer dtype ", ir::dtypeName(b.dtype), " has no NKI dtype"));
+  return absl::OkStatus();
+}
+
+/// True when expr \p id reads the loop index of one of \p dims.
+bool usesDims(const KernelSpec &spec, int id, const std::vector<int> &dims) {
+  const Expr &e = spec.expr(id);
+  if (e.kind == ExprKind::kIndex) return std::count(dims.begin(), dims.end(), static_cast<int>(e.ival)) != 0;
+  for (int o : e.operands)
+    if (usesDims(spec, o, dims)) return true;
+  return e.guard >= 0 && usesDims(spec, e.guard, dims);
+}
+
+/// Roles of the tiled dims.
+struct Tiling {
+  std::vector<int> outer;  ///< TileDim indices looped in Python
+  int partition = -1;      ///< TileDim on the partitions (-1: a virtual dim of extent 1)
+  int free = -1;           ///< TileDim on the free axis (-1: virtual)
+  int64_t rows = 1, cols = 1;
+  int64_t freeTile = 1;    ///< FREE_TILE (pointwise) or the whole row (reduce)
+  bool reduce = false;
+};
+
+absl::StatusOr<Tiling> chooseTiling(const KernelSpec &spec, AccessPlan &plan) {
+  Tiling t;
+  t.reduce = spec.kind == program::SpecKind::kReduce;
+  std::vector<int> par, red;
+  for (int i = 0; i < static_cast<int>(plan.dims.size()); ++i)
+    (plan.dims[i].reduced ? red : par).push_back(i);
+  if (t.reduce) {
+    if (red.size() > 1)
+      return absl::UnimplementedError(
+          "the reduced axes are not contiguous in every buffer: not lowered for nki yet");
+    if (!red.empty()) t.free = red[0];
+    if (!par.empty()) {
+      t.partition = par.back();
+      par.pop_back();
+    }
+    t.outer = par;
+  } else {
+    // One long dim: split it into rows of a divisor <= FREE_TILE so that the
+    // partitions are used (a split keeps every access affine).
+    if (par.size() == 1 && !plan.dims[par[0]].valueUsed && plan.dims[par[0]].extent > kFreeTile) {
+      TileDim d = plan.dims[par[0]];
+      // Prefer the largest free size that still leaves 128 rows (all
+      // partitions busy), else the largest divisor <= FREE_TILE.
+      int64_t f = 0;
+      for (int64_t c = kFreeTile; c >= 16 && !f; --c)
+        if (d.extent % c == 0 && d.extent / c >= kPartitions) f = c;
+      if (!f) {
+        f = kFreeTile;
+        while (d.extent % f != 0) --f;
+      }
+      if (f >= 16) {
+        TileDim inner = d, outer = d;
+        outer.extent = d.extent / f;
+        inner.extent = f;
+        for (size_t i = 0; i < d.stride.size(); ++i) outer.stride[i] = d.stride[i] * f;
+        plan.dims[par[0]] = outer;
+        plan.dims.insert(plan.dims.begin() + par[0] + 1, inner);
+        par.push_back(par[0] + 1);
+      }
+    }
+    if (!par.empty()) {
+      t.free = par.back();
+      par.pop_back();
+    }
+    if (!par.empty()) {
+      t.partition = par.back();
+      par.pop_back();
+    }
+    t.outer = par;
+  }
+  if (t.partition >= 0) t.rows = plan.dims[t.partition].extent;
+  if (t.free >= 0) t.cols = plan.dims[t.free].extent;
+  t.freeTile = t.reduce ? t.cols : std::min(t.cols, kFreeTile);
+  return t;
+}
+
+class Printer {
+ public:
+  Printer(const KernelSpec &spec, const AccessPlan &plan, const Tiling &t)
+      : spec_(spec), plan_(plan), t_(t) {}
+
+  absl::StatusOr<std::string> print(const std::string &symbol, const std::vector<std::string> &comment);
+
+ private:
+  enum Level { kNumber = 0, kRow = 1, kElem = 2 };
+  struct Val {
+    std::string name;  ///< tile variable, or the number's literal
+    Level level = kNumber;
+  };
+
+  void line(const std::string &s) { body_ += std::string(indent_, ' ') + s + "\n"; }
+  std::string tmp() { return absl::StrCat("t", next_++); }
+  std::string slice(const std::string &name, Level l) const {
+    return l == kElem ? absl::StrCat(name, "[0:ps, 0:fs]") : absl::StrCat(name, "[0:ps, 0:1]");
+  }
+  std::string ref(const Val &v) const { return v.level == kNumber ? v.name : slice(v.name, v.level); }
+  /// A new fp32 (or \p dtype) SBUF tile of level \p l.
+  std::string alloc(Level l, const std::string &dtype = "nl.float32") {
+    std::string n = tmp();
+    line(absl::StrCat(n, " = nl.ndarray((P_TILE, ", l == kElem ? "FREE_TILE" : "1", "), dtype=", dtype,
+                      ", buffer=nl.sbuf)"));
+    return n;
+  }
+  /// Numbers for constants; element tiles for what varies along the free
+  /// axis; row tiles for the rest.
+  Level levelOf(int id) {
+    const Expr &e = spec_.expr(id);
+    if (e.kind == ExprKind::kConst) return kNumber;
+    return dependsOnFree(id) ? kElem : kRow;
+  }
+  bool dependsOnFree(int id) {
+    if (auto it = free_.find(id); it != free_.end()) return it->second;
+    const Expr &e = spec_.expr(id);
+    bool dep = false;
+    if (e.kind == ExprKind::kIndex) {
+      dep = t_.free >= 0 && std::count(plan_.dims[t_.free].loopDims.begin(),
+                                       plan_.dims[t_.free].loopDims.end(), static_cast<int>(e.ival)) != 0;
+    } else if (e.kind != ExprKind::kReduceResult) {
+      for (int o : e.operands) dep = dep || dependsOnFree(o);
+      if (e.guard >= 0) dep = dep || dependsOnFree(e.guard);
+    }
+    free_[id] = dep;
+    return dep;
+  }
+  /// The box of access \p ai on tile dim \p td as [lo, hi), or nothing when
+  /// the access covers the whole dim.
+  bool boxOf(int ai, int td, int64_t *lo, int64_t *hi) const {
+    const Access &a = plan_.accesses[ai];
+    if (a.lo.empty() || td < 0) return false;
+    const TileDim &d = plan_.dims[td];
+    if (d.loopDims.size() != 1) return false;  // merged dims are never cut
+    int ld = d.loopDims[0];
+    if (a.lo[ld] == 0 && a.hi[ld] == spec_.dims[ld].extent) return false;
+    *lo = a.lo[ld];
+    *hi = a.hi[ld];
+    return true;
+  }
+  /// Emits the bounds of access \p ai's box within the current tile:
+  /// pl/ph (partitions) and fl/fh (free), and opens an `if` when the box is
+  /// cut on an outer dim or may miss the tile. \returns the number of
+  /// indentation levels opened.
+  int openBox(int ai, Level l, std::string *pl, std::string *ph, std::string *fl, std::string *fh);
+  /// \p v as a tile of level \p l (numbers memset, rows broadcast).
+  Val materialize(const Val &v, Level l) {
+    if (v.level == l) return v;
+    std::string n = alloc(l);
+    if (v.level == kNumber) {
+      line(absl::StrCat("nisa.memset(dst=", slice(n, l), ", value=", v.name, ")"));
+    } else {  // row -> element: 0 + row, broadcast along the free axis
+      line(absl::StrCat("nisa.memset(dst=", slice(n, l), ", value=0.0)"));
+      line(absl::StrCat("nisa.tensor_scalar(dst=", slice(n, l), ", data=", slice(n, l),
+                        ", op0=nl.add, operand0=", ref(v), ")"));
+    }
+    return {n, l};
+  }
+  /// \p a <op> \p b on tiles of the higher level (tensor_tensor, or
+  /// tensor_scalar against a row tile or a number).
+  Val binop(const char *op, Val a, Val b) {
+    if (a.level == kNumber && b.level == kNumber) a = materialize(a, kRow);
+    const Level l = std::max(a.level, b.level);
+    std::string n = alloc(l);
+    if (a.level == b.level) {
+      line(absl::StrCat("nisa.tensor_tensor(dst=", slice(n, l), ", data1=", ref(a), ", data2=", ref(b), ", op=", op,
+                        ")"));
+    } else if (a.level > b.level) {
+      line(absl::StrCat("nisa.tensor_scalar(dst=", slice(n, l), ", data=", ref(a), ", op0=", op, ", operand0=",
+                        ref(b), ")"));
+    } else {
+      line(absl::StrCat("nisa.tensor_scalar(dst=", slice(n, l), ", data=", ref(b), ", op0=", op, ", operand0=",
+                        ref(a), ", reverse0=True)"));
+    }
+    return {n, l};
+  }
+  std::string offsetExpr(int accessIndex, const std::string &pl = "0", const std::string &fl = "0") const;
+  Val load(int id);
+  Val value(int id);
+  Val index(int dim);
+
+  const KernelSpec &spec_;
+  const AccessPlan &plan_;
+  const Tiling &t_;
+  std::string body_;
+  int indent_ = 4;
+  int next_ = 0;
+  std::map<int, Val> memo_;
+  std::map<int, Val> reductions_;
+  std::map<int, bool> free_;
+};
+
+int Printer::openBox(int ai, Level l, std::string *pl, std::string *ph, std::string *fl, std::string *fh) {
+  *pl = "0";
+  *ph = "ps";
+  *fl = "0";
+  *fh = l == kElem ? "fs" : "1";
+  std::vector<std::string> conds;
+  int64_t lo, hi;
+  for (size_t k = 0; k < t_.outer.size(); ++k)
+    if (boxOf(ai, t_.outer[k], &lo, &hi)) conds.push_back(absl::StrCat(lo, " <= o", k, " < ", hi));
+  if (boxOf(ai, t_.partition, &lo, &hi)) {
+    *pl = absl::StrCat("pl", ai);
+    *ph = absl::StrCat("ph", ai);
+    line(absl::StrCat(*pl, " = max(p0, ", lo, ") - p0"));
+    line(absl::StrCat(*ph, " = min(p0 + ps, ", hi, ") - p0"));
+    conds.push_back(absl::StrCat(*pl, " < ", *ph));
+  }
+  if (l == kElem && boxOf(ai, t_.free, &lo, &hi)) {
+    *fl = absl::StrCat("fl", ai);
+    *fh = absl::StrCat("fh", ai);
+    line(absl::StrCat(*fl, " = max(f0, ", lo, ") - f0"));
+    line(absl::StrCat(*fh, " = min(f0 + fs, ", hi, ") - f0"));
+    conds.push_back(absl::StrCat(*fl, " < ", *fh));
+  }
+  if (conds.empty()) return 0;
+  line(absl::StrCat("if ", absl::StrJoin(conds, " and "), ":"));
+  indent_ += 4;
+  return 1;
+}
+
+std::string Printer::offsetExpr(int ai, const std::string &pl, const std::string &fl) const {
+  const std::string p = pl == "0" ? "p0" : absl::StrCat("(p0 + ", pl, ")");
+  const std::string f = fl == "0" ? "f0" : absl::StrCat("(f0 + ", fl, ")");
+  std::vector<std::string> terms;
+  const Access &a = plan_.accesses[ai];
+  if (a.base) terms.push_back(std::to_string(a.base));
+  for (size_t k = 0; k < t_.outer.size(); ++k) {
+    int64_t s = plan_.dims[t_.outer[k]].stride[ai];
+    if (s) terms.push_back(absl::StrCat(s, " * o", k));
+  }
+  if (t_.partition >= 0 && plan_.dims[t_.partition].stride[ai])
+    terms.push_back(absl::StrCat(plan_.dims[t_.partition].stride[ai], " * ", p));
+  if (t_.free >= 0 && plan_.dims[t_.free].stride[ai])
+    terms.push_back(absl::StrCat(plan_.dims[t_.free].stride[ai], " * ", f));
+  return terms.empty() ? "0" : absl::StrJoin(terms, " + ");
+}
+
+Printer::Val Printer::load(int id) {
+  int ai = -1;
+  for (size_t i = 0; i < plan_.accesses.size(); ++i)
+    if (plan_.accesses[i].expr == id) ai = static_cast<int>(i);
+  const Access &a = plan_.accesses[ai];
+  if (a.dead) return {"0.0", kNumber};  // the guard never holds: Pad/Concat zeros
+  const Level l = levelOf(id) == kNumber ? kRow : levelOf(id);
+  const std::string dt = nlDType(spec_.buffers[a.buffer].dtype);
+  int64_t sp = t_.partition >= 0 ? plan_.dims[t_.partition].stride[ai] : 0;
+  int64_t sf = t_.free >= 0 ? plan_.dims[t_.free].stride[ai] : 0;
+  std::string raw;
+  std::vector<int> freeDims = t_.free >= 0 ? plan_.dims[t_.free].loopDims : std::vector<int>{};
+  const bool rowGather = a.gathers.size() == 1 && sp == 0 && !usesDims(spec_, a.gatherExpr, freeDims);
+  if (a.gatherDim >= 0 && !rowGather) {
+    // Element gather: the flat offset of every element as an int32 tile
+    // (iota for the affine part + gathered index * stride), then one
+    // indirect DMA per free column from the buffer viewed as [N, 1].
+    std::string oi = alloc(l, "nl.int32");
+    line(absl::StrCat("nisa.iota(dst=", slice(oi, l), ", pattern=[[", l == kElem ? sf : 0, ", ",
+                      l == kElem ? "fs" : "1", "]], offset=", offsetExpr(ai), ", channel_multiplier=", sp, ")"));
+    std::string of = alloc(l);
+    line(absl::StrCat("nisa.tensor_copy(dst=", slice(of, l), ", src=", slice(oi, l), ")"));
+    for (const auto &[gexpr, gstride] : a.gathers) {
+      Val g = materialize(value(gexpr), l);
+      line(absl::StrCat("nisa.scalar_tensor_tensor(dst=", slice(of, l), ", data=", ref(g),
+                        ", op0=nl.multiply, operand0=", number(static_cast<double>(gstride)),
+                        ", op1=nl.add, operand1=", slice(of, l), ")"));
+    }
+    line(absl::StrCat("nisa.tensor_copy(dst=", slice(oi, l), ", src=", slice(of, l), ")"));
+    int64_t numel = 1;
+    for (int64_t x : spec_.buffers[a.buffer].shape) numel *= x;
+    raw = alloc(l, dt);
+    line(absl::StrCat("flat", ai, " = b", a.buffer, ".reshape((", numel, ", 1))"));
+    line(absl::StrCat("for j in nl.affine_range(", l == kElem ? "fs" : "1", "):"));
+    line(absl::StrCat("    nisa.dma_copy(dst=", raw, "[0:ps, j:j + 1], src=flat", ai,
+                      ".ap(pattern=[[1, ps], [1, 1]], offset=0, vector_offset=", oi,
+                      "[0:ps, j:j + 1], indirect_dim=0))  # gather"));
+  } else if (a.gatherDim >= 0) {
+    // Row gather (NKI.md section 2, access patterns): the gathered index is a
+    // per-row value; vector_offset starts partition p's row at it.
+    Val idx = value(a.gatherExpr);
+    if (idx.level == kNumber) idx = materialize(idx, kRow);
+    std::string it = alloc(kRow, "nl.int32");
+    line(absl::StrCat("nisa.tensor_copy(dst=", slice(it, kRow), ", src=", ref(idx), ")"));
+    raw = alloc(l, dt);
+    std::string pattern = l == kElem ? absl::StrCat("[[", a.gatherStride, ", ps], [", sf, ", fs]]")
+                                     : absl::StrCat("[[", a.gatherStride, ", ps], [1, 1]]");
+    line(absl::StrCat("nisa.dma_copy(dst=", slice(raw, l), ", src=b", a.buffer, ".ap(pattern=", pattern,
+                      ", offset=", offsetExpr(ai), ", vector_offset=", slice(it, kRow), ", indirect_dim=",
+                      a.gatherDim, "))  # gather"));
+  } else {
+    raw = alloc(l, dt);
+    std::string pl, ph, fl, fh;
+    const bool boxed = !a.lo.empty();
+    if (boxed) line(absl::StrCat("nisa.memset(dst=", slice(raw, l), ", value=0)  # zero outside the guard"));
+    int opened = boxed ? openBox(ai, l, &pl, &ph, &fl, &fh) : 0;
+    if (!boxed) { pl = "0"; ph = "ps"; fl = "0"; fh = l == kElem ? "fs" : "1"; }
+    auto span = [](const std::string &lo, const std::string &hi) {
+      return lo == "0" ? hi : absl::StrCat(hi, " - ", lo);
+    };
+    std::string pattern = absl::StrCat("[[", sp, ", ", span(pl, ph), "], [", l == kElem ? sf : 1, ", ",
+                                       span(fl, fh), "]]");
+    line(absl::StrCat("nisa.dma_copy(dst=", raw, "[", pl, ":", ph, ", ", fl, ":", fh, "], src=b", a.buffer,
+                      ".ap(pattern=", pattern, ", offset=", offsetExpr(ai, pl, l == kElem ? fl : "0"), "))"));
+    indent_ -= 4 * opened;
+  }
+  if (dt == "nl.float32") return {raw, l};
+  std::string f = alloc(l);
+  line(absl::StrCat("nisa.tensor_copy(dst=", slice(f, l), ", src=", slice(raw, l), ")"));
+  return {f, l};
+}
+
+Printer::Val Printer::index(int dim) {
+  // Value-used dims are never merged, so exactly one TileDim covers `dim`.
+  for (size_t k = 0; k < t_.outer.size(); ++k)
+    for (int d : plan_.dims[t_.outer[k]].loopDims)
+      if (d == dim) return {absl::StrCat("float(o", k, ")"), kNumber};
+  const bool onPartition =
+      t_.partition >= 0 && plan_.dims[t_.partition].loopDims == std::vector<int>{dim};
+  const bool onFree = t_.free >= 0 && plan_.dims[t_.free].loopDims == std::vector<int>{dim};
+  if (!onPartition && !onFree) return {"0.0", kNumber};  // an extent-1 dim
+  const Level l = onFree ? kElem : kRow;
+  std::string it = alloc(l, "nl.int32");
+  line(absl::StrCat("nisa.iota(dst=", slice(it, l), ", pattern=[[", onFree ? 1 : 0, ", ",
+                    l == kElem ? "fs" : "1", "]], offset=", onFree ? "f0" : "p0",
+                    ", channel_multiplier=", onPartition ? 1 : 0, ")"));
+  std::string f = alloc(l);
+  line(absl::StrCat("nisa.tensor_copy(dst=", slice(f, l), ", src=", slice(it, l), ")"));
+  return {f, l};
+}
+
+Printer::Val Printer::value(int id) {
+  if (auto it = memo_.find(id); it != memo_.end()) return it->second;
+  const Expr &e = spec_.expr(id);
+  Val out;
+  switch (e.kind) {
+    case ExprKind::kConst:
+      out = {number(e.type == ScalarType::kF32 || e.type == ScalarType::kF64 ? e.fval
+                                                                              : static_cast<double>(e.ival)),
+             kNumber};
+      break;
+    case ExprKind::kIndex: out = index(static_cast<int>(e.ival)); break;
+    case ExprKind::kLoad: out = load(id); break;
+    case ExprKind::kReduceResult: out = reductions_.at(static_cast<int>(e.ival)); break;
+    case ExprKind::kUnary: {
+      Val a = value(e.operands[0]);
+      if (a.level == kNumber) a = materialize(a, kRow);
+      auto op = static_cast<UnaryOp>(e.op);
+      std::string n = alloc(a.level);
+      std::string dst = slice(n, a.level);
+      if (const char *act = activationOf(op)) {
+        line(absl::StrCat("nisa.activation(dst=", dst, ", op=", act, ", data=", ref(a), ")"));
+      } else if (op == UnaryOp::kNeg) {
+        line(absl::StrCat("nisa.tensor_scalar(dst=", dst, ", data=", ref(a), ", op0=nl.multiply, operand0=-1.0)"));
+      } else if (op == UnaryOp::kNot) {
+        line(absl::StrCat("nisa.tensor_scalar(dst=", dst, ", data=", ref(a), ", op0=nl.equal, operand0=0.0)"));
+      } else if (op == UnaryOp::kIsNaN) {
+        line(absl::StrCat("nisa.tensor_tensor(dst=", dst, ", data1=", ref(a), ", data2=", ref(a),
+                          ", op=nl.not_equal)"));
+      } else if (op == UnaryOp::kSin || op == UnaryOp::kCos) {
+        // ScalarE's sin is defined on [-pi, pi]: reduce the argument first,
+        // mod(x + pi (+ pi/2 for cos), 2 pi) - pi.
+        line(absl::StrCat("nisa.tensor_scalar(dst=", dst, ", data=", ref(a), ", op0=nl.add, operand0=",
+                          op == UnaryOp::kSin ? "3.14159265" : "4.71238898", ", op1=nl.mod, operand1=6.28318531)"));
+        line(absl::StrCat("nisa.tensor_scalar(dst=", dst, ", data=", dst, ", op0=nl.subtract, operand0=3.14159265)"));
+        line(absl::StrCat("nisa.activation(dst=", dst, ", op=nl.sin, data=", dst, ")"));
+      } else if (op == UnaryOp::kIsPosInf || op == UnaryOp::kIsNegInf) {
+        line(absl::StrCat("nisa.tensor_scalar(dst=", dst, ", data=", ref(a), ", op0=nl.equal, operand0=",
+                          op == UnaryOp::kIsPosInf ? "float(\"inf\")" : "-float(\"inf\")", ")"));
+      } else if (op == UnaryOp::kFloor) {  // x - mod(x, 1): mod takes the divisor's sign
+        line(absl::StrCat("nisa.tensor_scalar(dst=", dst, ", data=", ref(a), ", op0=nl.mod, operand0=1.0)"));
+        line(absl::StrCat("nisa.tensor_tensor(dst=", dst, ", data1=", ref(a), ", data2=", dst, ", op=nl.subtract)"));
+      } else if (op == UnaryOp::kCeil) {  // x + mod(-x, 1)
+        line(absl::StrCat("nisa.tensor_scalar(dst=", dst, ", data=", ref(a), ", op0=nl.multiply, operand0=-1.0, "
+                          "op1=nl.mod, operand1=1.0)"));
+        line(absl::StrCat("nisa.tensor_tensor(dst=", dst, ", data1=", ref(a), ", data2=", dst, ", op=nl.add)"));
+      } else if (op == UnaryOp::kLog1p) {
+        line(absl::StrCat("nisa.tensor_scalar(dst=", dst, ", data=", ref(a), ", op0=nl.add, operand0=1.0)"));
+        line(absl::StrCat("nisa.activation(dst=", dst, ", op=nl.log, data=", dst, ")"));
+      } else {  // kRoundBF16 / kRoundF16: a store to the narrow dtype and back
+        std::string narrow = alloc(a.level, op == UnaryOp::kRoundBF16 ? "nl.bfloat16" : "nl.float16");
+        line(absl::StrCat("nisa.tensor_copy(dst=", slice(narrow, a.level), ", src=", ref(a), ")"));
+        line(absl::StrCat("nisa.tensor_copy(dst=", dst, ", src=", slice(narrow, a.level), ")"));
+      }
+      out = {n, a.level};
+      break;
+    }
+    case ExprKind::kBinary: {
+      Val a = value(e.operands[0]), b = value(e.operands[1]);
+      auto op = static_cast<BinaryOp>(e.op);
+      if (op == BinaryOp::kDiv && isIntegerType(e.type)) {
+        // Truncating integer division on exact fp32 integers: (a - fmod(a, b)) / b.
+        out = binop("nl.divide", binop("nl.subtract", a, binop("nl.fmod", a, b)), b);
+      } else {
+        out = binop(aluOf(op), a, b);
+      }
+      break;
+    }
+    case ExprKind::kSelect: {
+      Val c = value(e.operands[0]), a = value(e.operands[1]), b = value(e.operands[2]);
+      Level l = std::max({c.level, a.level, b.level, kRow});
+      Val cm = materialize(c, l), bm = materialize(b, l);
+      std::string n = alloc(l);
+      std::string pred = alloc(l, "nl.uint8");
+      line(absl::StrCat("nisa.tensor_copy(dst=", slice(pred, l), ", src=", ref(cm), ")"));
+      line(absl::StrCat("nisa.tensor_copy(dst=", slice(n, l), ", src=", ref(bm), ")"));
+      std::string src = a.level == kNumber ? a.name : ref(materialize(a, l));
+      line(absl::StrCat("nisa.tensor_copy_predicated(dst=", slice(n, l), ", src=", src,
+                        ", predicate=", slice(pred, l), ")"));
+      out = {n, l};
+      break;
+    }
+    case ExprKind::kCast: {
+      Val a = value(e.operands[0]);
+      if (e.type == ScalarType::kBool && spec_.expr(e.operands[0]).type != ScalarType::kBool) {
+        if (a.level == kNumber) a = materialize(a, kRow);
+        std::string n = alloc(a.level);
+        line(absl::StrCat("nisa.tensor_scalar(dst=", slice(n, a.level), ", data=", ref(a),
+                          ", op0=nl.not_equal, operand0=0.0)"));
+        out = {n, a.level};
+      } else if (isIntegerType(e.type) && !isIntegerType(spec_.expr(e.operands[0]).type) &&
+                 spec_.expr(e.operands[0]).type != ScalarType::kBool) {
+        out = binop("nl.subtract", a, binop("nl.fmod", a, {"1.0", kNumber}));  // truncation toward 0
+      } else {
+        out = a;  // every value is an fp32 tile; integer and bool values are exact in it
+      }
+      break;
+    }
+  }
+  memo_[id] = out;
+  return out;
+}
+
+absl::StatusOr<std::string> Printer::print(const std::string &symbol,
+                                           const std::vector<std::string> &comment) {
+  std::string head;
+  for (const std::string &c : comment) head += absl::StrCat("# ", c, "\n");
+  std::vector<std::string> inputs, outputs;
+  for (int b = 0; b < static_cast<int>(spec_.buffers.size()); ++b)
+    (spec_.buffers[b].written ? outputs : inputs).push_back(absl::StrCat("b", b));
+  head += absl::StrCat("@nki.jit\ndef ", symbol, "(", absl::StrJoin(inputs, ", "), "):\n");
+  head += absl::StrCat("    P_TILE = ", kPartitions, "  # rows per tile (partitions)\n");
+  head += absl::StrCat("    FREE_TILE = ", t_.freeTile,
+                       t_.reduce ? "  # a whole row per partition\n" : "  # elements per partition\n");
+  head += absl::StrCat("    ROWS = ", t_.rows, "\n    COLS = ", t_.cols, "\n");
+  for (int b = 0; b < static_cast<int>(spec_.buffers.size()); ++b) {
+    const program::BufferDesc &d = spec_.buffers[b];
+    if (!d.written) continue;
+    std::vector<std::string> dims;
+    for (int64_t x : d.shape) dims.push_back(std::to_string(x));
+    head += absl::StrCat("    b", b, " = nl.ndarray((", absl::StrJoin(dims, ", "), dims.size() == 1 ? "," : "",
+                         "), dtype=", nlDType(d.dtype), ", buffer=nl.shared_hbm)\n");
+  }
+  for (size_t k = 0; k < t_.outer.size(); ++k) {
+    line(absl::StrCat("for o", k, " in nl.affine_range(", plan_.dims[t_.outer[k]].extent, "):"));
+    indent_ += 4;
+  }
+  line("for ip in nl.affine_range((ROWS + P_TILE - 1) // P_TILE):");
+  indent_ += 4;
+  line("p0 = ip * P_TILE");
+  line("ps = min(P_TILE, ROWS - p0)");
+  if (t_.reduce) {
+    line("f0 = 0");
+    line("fs = COLS");
+  } else {
+    line("for jf in nl.affine_range((COLS + FREE_TILE - 1) // FREE_TILE):");
+    indent_ += 4;
+    line("f0 = jf * FREE_TILE");
+    line("fs = min(FREE_TILE, COLS - f0)");
+  }
+  for (int r = 0; r < static_cast<int>(spec_.reductions.size()); ++r) {
+    const program::Reduction &red = spec_.reductions[r];
+    Val body = materialize(value(red.body), kElem);
+    const bool arg = red.kind == ReduceKind::kArgMax || red.kind == ReduceKind::kArgMin;
+    const char *op = red.kind == ReduceKind::kSum                                     ? "nl.add"
+                     : red.kind == ReduceKind::kMax || red.kind == ReduceKind::kArgMax ? "nl.maximum"
+                     : red.kind == ReduceKind::kMin || red.kind == ReduceKind::kArgMin ? "nl.minimum"
+                                                                                       : "nl.multiply";
+    std::string n = alloc(kRow);
+    line(absl::StrCat("nisa.tensor_reduce(dst=", slice(n, kRow), ", op=", op, ", data=", ref(body),
+                      ", axis=1)  # reduction ", r, " over the row"));
+    if (arg) {
+      // The first (or last) free index where the row reaches its extreme:
+      // candidates = iota where body == extreme, else past the row (or -1).
+      std::string eq = alloc(kElem), pred = alloc(kElem, "nl.uint8"), io = alloc(kElem, "nl.int32");
+      std::string cand = alloc(kElem);
+      line(absl::StrCat("nisa.tensor_scalar(dst=", slice(eq, kElem), ", data=", ref(body),
+                        ", op0=nl.equal, operand0=", slice(n, kRow), ")"));
+      line(absl::StrCat("nisa.tensor_copy(dst=", slice(pred, kElem), ", src=", slice(eq, kElem), ")"));
+      line(absl::StrCat("nisa.iota(dst=", slice(io, kElem), ", pattern=[[1, fs]], offset=0, channel_multiplier=0)"));
+      line(absl::StrCat("nisa.memset(dst=", slice(cand, kElem), ", value=", red.selectLastIndex ? "-1.0" : "float(COLS)",
+                        ")"));
+      std::string iof = alloc(kElem);
+      line(absl::StrCat("nisa.tensor_copy(dst=", slice(iof, kElem), ", src=", slice(io, kElem), ")"));
+      line(absl::StrCat("nisa.tensor_copy_predicated(dst=", slice(cand, kElem), ", src=", slice(iof, kElem),
+                        ", predicate=", slice(pred, kElem), ")"));
+      n = alloc(kRow);
+      line(absl::StrCat("nisa.tensor_reduce(dst=", slice(n, kRow), ", op=", red.selectLastIndex ? "nl.maximum" : "nl.minimum",
+                        ", data=", slice(cand, kElem), ", axis=1)  # arg index"));
+    }
+    reductions_[r] = {n, kRow};
+  }
+  for (int s = 0; s < static_cast<int>(spec_.stores.size()); ++s) {
+    const program::Store &st = spec_.stores[s];
+    int ai = -1;
+    for (size_t i = 0; i < plan_.accesses.size(); ++i)
+      if (plan_.accesses[i].store == s) ai = static_cast<int>(i);
+    if (plan_.accesses[ai].dead) continue;
+    int64_t sp = t_.partition >= 0 ? plan_.dims[t_.partition].stride[ai] : 0;
+    int64_t sf = t_.free >= 0 ? plan_.dims[t_.free].stride[ai] : 0;
+    const Level l = (sf == 0 && !dependsOnFree(st.value)) || t_.free < 0 ? kRow : kElem;
+    Val v = materialize(value(st.value), l);
+    const std::string dt = nlDType(spec_.buffers[st.buffer].dtype);
+    std::string src = v.name;
+    if (dt != "nl.float32") {
+      std::string n = alloc(l, dt);
+      line(absl::StrCat("nisa.tensor_copy(dst=", slice(n, l), ", src=", ref(v), ")"));
+      src = n;
+    }
+    std::string pl = "0", ph = "ps", fl = "0", fh = l == kElem ? "fs" : "1";
+    int opened = plan_.accesses[ai].lo.empty() ? 0 : openBox(ai, l, &pl, &ph, &fl, &fh);
+    auto span = [](const std::string &lo, const std::string &hi) {
+      return lo == "0" ? hi : absl::StrCat(hi, " - ", lo);
+    };
+    std::string pattern = absl::StrCat("[[", sp, ", ", span(pl, ph), "], [", l == kElem ? sf : 1, ", ",
+                                       span(fl, fh), "]]");
+    line(absl::StrCat("nisa.dma_copy(dst=b", st.buffer, ".ap(pattern=", pattern, ", offset=",
+                      offsetExpr(ai, pl, l == kElem ? fl : "0"), "), src=", src, "[", pl, ":", ph, ", ", fl,
+                      ":", fh, "])"));
+    indent_ -= 4 * opened;
+  }
+  std::string ret = outputs.size() == 1 ? outputs[0] : absl::StrCat("(", absl::StrJoin(outputs, ", "), ")");
+  return head + body_ + "    return " + ret + "\n";
+}
+
+}  // namespace
+
+std::string nlDType(ir::DType t) {
+  switch (t) {
+    case ir::DType::kF32: return "nl.float32";
+    case ir::DType::kF16: return "nl.float16";
+    case ir::DType::kBF16: return "nl.bfloat16";
+    case ir::DType::kI32: return "nl.int32";
+    case ir::DType::kI64: return "nl.int32";
+    case ir::DType::kI8: return "nl.int8";
+    case ir::DType::kU8: return "nl.uint8";
+    case ir::DType::kBool: return "nl.uint8";
+    default: return "";
+  }
+}
+
+absl::Status checkNkiKernel(const KernelSpec &spec) {
+  if (spec.kind == program::SpecKind::kAttention) return checkNkiAttention(spec.attention);
+  FUSEC_RETURN_IF_ERROR(checkOps(spec));
+  for (const program::BufferDesc &b : spec.buffers)
+    if (b.written)
+      for (int id = 0; id < static_cast<int>(spec.exprs.size()); ++id)
+        if (spec.expr(id).kind == ExprKind::kLoad && spec.buffers[spec.expr(id).ival].written)
+          return absl::UnimplementedError("a kernel that reads its own output is not lowered for nki");
+  FUSEC_ASSIGN_OR_RETURN(AccessPlan plan, analyzeAccesses(spec));
+  FUSEC_ASSIGN_OR_RETURN(Tiling t, chooseTiling(spec, plan));
+  for (size_t ai = 0; ai < plan.accesses.size(); ++ai) {
+    const Access &a = plan.accesses[ai];
+    if (a.gatherDim < 0) continue;
+    int64_t numel = 1;
+    for (int64_t x : spec.buffers[a.buffer].shape) numel *= x;
+    if (numel >= (int64_t{1} << 24))
+      return absl::UnimplementedError(
+          "an element gather from a buffer of 2^24 or more elements (offsets computed in fp32)");
+  }
+  if (t.reduce) {
+    int64_t tiles = 0;
+    for (int id = 0; id < static_cast<int>(spec.exprs.size()); ++id)
+      if (spec.expr(id).kind != ExprKind::kConst && spec.dependsOnReducedDim(id))
+        tiles += spec.expr(id).kind == ExprKind::kLoad ? 2 : 1;
+    const int64_t bytes = 4 * t.cols * std::max<int64_t>(1, tiles + 1);
+    if (bytes > kSbufBudgetBytes)
+      return absl::UnimplementedError(absl::StrCat(
+          "a row of ", t.cols, " elements needs ", bytes, " bytes of SBUF per partition for its ",
+          tiles, " row tiles (budget ", kSbufBudgetBytes, "): rows longer than SBUF are not split yet"));
+    if (t.cols > 65536)
+      return absl::UnimplementedError("a row longer than 64K elements exceeds the Vector Engine's free size");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> printNkiKernel(const KernelSpec &spec, const std::string &symbol,
+                                           const std::vector<std::string> &comment) {
+  if (spec.kind == program::SpecKind::kAttention) return printNkiAttention(spec.attention, symbol, comment);
+  FUSEC_RETURN_IF_ERROR(checkNkiKernel(spec));
+  FUSEC_ASSIGN_OR_RETURN(AccessPlan plan, analyzeAccesses(spec));
+  FUSEC_ASSIGN_OR_RETURN(Tiling t, chooseTiling(spec, plan));
+  Printer p(spec, plan, t);
+  return p.print(symbol, comment);
+}
+
+}  // namespace fusec::codegen::nki

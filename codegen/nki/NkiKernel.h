@@ -1,0 +1,92 @@
+//===- NkiKernel.h - KernelSpecs and GEMMs as NKI kernels (Python) -*- C++ -*-===//
+//
+// The NKI lowering of one generated kernel (program::KernelSpec) and of one
+// GEMM library call, printed as a `@nki.jit` function in the current NKI
+// dialect (NKI 0.3+: `import nki`, `nki.language as nl`, `nki.isa as nisa`,
+// every nisa call writes into `dst=`; /work/shared/docs/NKI.md sections 2-4).
+//
+// Tiling (NKI.md section 2, "the memories"): a kernel's loop domain is first
+// reduced by merging adjacent dims that every load and store walks
+// contiguously. Pointwise kernels put the last dim on the free axis (tiles
+// of FREE_TILE elements) and the dim before it on the partitions (tiles of
+// 128 rows); row reductions put the last parallel dim on the partitions and
+// the (single, merged) reduced dim on the free axis, a whole row per
+// partition in SBUF with fp32 statistics. Outer dims are Python loops.
+// Every load and store is one DMA whose access pattern (tensor.ap) is the
+// buffer's index map: strides per tile axis (0 = broadcast), so transposes,
+// slices and broadcasts are strided DMAs. Guarded accesses (Pad, Concat,
+// Split) are boxes; gathers and loads whose index map is not affine are
+// indirect DMAs (NkiAccess.h).
+//
+//===----------------------------------------------------------------------===//
+#ifndef FUSEC_CODEGEN_NKI_NKIKERNEL_H
+#define FUSEC_CODEGEN_NKI_NKIKERNEL_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "program/KernelSpec.h"
+#include "program/Lowering.h"
+
+namespace fusec::codegen::nki {
+
+/// Bytes per partition a kernel may keep live in SBUF: the smallest usable
+/// SBUF of the supported targets (trn1: nl.tile_size.total_available_sbuf_size
+/// = 180224, NKI.md section 3), halved because a tile allocated in a loop may
+/// be live twice (double buffering).
+inline constexpr int64_t kSbufBudgetBytes = 180224 / 2;
+/// Partitions per tile (nl.tile_size.pmax).
+inline constexpr int64_t kPartitions = 128;
+/// Free-axis tile of pointwise kernels, in elements.
+inline constexpr int64_t kFreeTile = 512;
+
+/// OK when \p spec has an NKI lowering; otherwise Unimplemented naming
+/// what is not lowered (e.g. "index map of buffer 2 is a gather").
+absl::Status checkNkiKernel(const program::KernelSpec &spec);
+
+/// The `@nki.jit def <symbol>(in..)` text of \p spec: inputs are the
+/// buffers not written, in buffer order; it returns the written buffers
+/// (tuple, in buffer order) allocated in nl.shared_hbm. i64 buffers are
+/// passed as int32 and bool as uint8 (the host driver converts).
+/// \p comment lines are printed above the function. Errors as checkNkiKernel().
+absl::StatusOr<std::string> printNkiKernel(const program::KernelSpec &spec, const std::string &symbol,
+                                           const std::vector<std::string> &comment);
+
+/// OK when \p g has an NKI lowering (f32/f16/bf16 operands).
+absl::Status checkNkiGemm(const program::GemmParams &g);
+
+/// The `@nki.jit def <symbol>(a, b[, c][, bias])` text of \p g:
+/// D = epilogue(alpha * op(A) op(B) + beta * C + bias) as TensorE matmuls
+/// (stationary = op(A)^T tile [K_TILE, M_TILE], moving = op(B) tile
+/// [K_TILE, N_TILE], accumulated over K tiles in one PSUM bank), the
+/// epilogue applied on the way out of PSUM (NKI.md section 4, nc_matmul).
+absl::StatusOr<std::string> printNkiGemm(const program::GemmParams &g, const std::string &symbol,
+                                         const std::vector<std::string> &comment);
+
+/// OK when \p c has an NKI lowering (2-D, f32/f16/bf16, OW <= 512).
+absl::Status checkNkiConv(const program::ConvParams &c);
+
+/// The `@nki.jit def <symbol>(x, w[, bias])` text of \p c: per kernel tap a
+/// TensorE matmul of the weights (stationary) with the pixels the tap reads
+/// (moving, zero where it reads padding), accumulated in PSUM; see NkiConv.cpp.
+absl::StatusOr<std::string> printNkiConv(const program::ConvParams &c, const std::string &symbol,
+                                         const std::vector<std::string> &comment);
+
+/// OK when \p a has an NKI lowering (head dim <= 128, value head dim <= 512,
+/// one dtype for Q/K/V, table indices that are expressions of b and h).
+absl::Status checkNkiAttention(const program::AttentionSpec &a);
+
+/// The flash-attention `@nki.jit def <symbol>(q, k, v, bias0..)` text of
+/// \p a; see NkiAttention.cpp.
+absl::StatusOr<std::string> printNkiAttention(const program::AttentionSpec &a, const std::string &symbol,
+                                              const std::vector<std::string> &comment);
+
+/// The nl dtype spelling of \p t as the kernel sees it ("nl.float32"; i64 ->
+/// "nl.int32", bool -> "nl.uint8"); empty when NKI has none.
+std::string nlDType(ir::DType t);
+
+}  // namespace fusec::codegen::nki
+
+#endif  // FUSEC_CODEGEN_NKI_NKIKERNEL_H
