@@ -80,13 +80,8 @@ absl::Status optimize(ir::Graph &graph, const CompileOptions &options,
   ctx.verifyEach = options.verifyEach;
   ctx.precision = options.precision;
   ctx.target = target.device;
-<<<<<<< HEAD
   // One legality rule: fusion asks the backend's lowering before merging
   // (none for backends that are not available yet).
-=======
-  // Fusion asks the backend's lowering (one legality rule); none for
-  // backends that are not available yet.
->>>>>>> nkibackend
   if (auto backend = codegen::backendFor(target.target); backend.ok()) ctx.legality = *backend;
   ctx.fusionPlan.onnxNodes = graph.onnxNodeCount();
   FUSEC_ASSIGN_OR_RETURN(
