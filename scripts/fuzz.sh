@@ -58,7 +58,7 @@ seed_dir() {  # seed_dir HARNESS: a folder of seed files for HARNESS
       if [ -x build/bin/fusec ]; then
         local tmp
         tmp=$(mktemp -d)
-        build/bin/fusec examples/models/attn_causal_sdpa/model.onnx --shape x=2x3x16x8 \
+        build/bin/fusec examples/models/attn_causal_sdpa/model.onnx --shape x=2x24x128 \
           -o "$tmp/a" --no-nvcc > /dev/null 2>&1 && cp "$tmp/a/manifest.json" "$d/sdpa.json"
         rm -rf "$tmp"
       fi
