@@ -83,7 +83,8 @@ for h in "${harnesses[@]}"; do
     -artifact_prefix="$work/crashes/$h-" -print_final_stats=1 > "$log" 2>&1
   rc=$?
   set -e
-  [ "$jobs" -gt 1 ] && cat fuzz-*.log >> "$log" 2>/dev/null && rm -f fuzz-*.log
+  # With -jobs, libFuzzer writes each worker's log to ./fuzz-N.log.
+  cat fuzz-*.log >> "$log" 2>/dev/null; rm -f fuzz-*.log
   execs=$(grep -Eo 'stat::number_of_executed_units: *[0-9]+' "$log" | grep -Eo '[0-9]+$' |
           awk '{s += $1} END {print s + 0}')
   if [ $rc -eq 0 ]; then
