@@ -62,6 +62,7 @@ Result matMul(const KernelArgs &args) {
   ir::Shape outShape = batch;
   if (!aVec) outShape.push_back(m);
   if (!bVec) outShape.push_back(n);
+  FUSEC_RETURN_IF_ERROR(ir::checkTensorSize(a->dtype(), outShape, "MatMul result"));
   Tensor out(a->dtype(), outShape);
   BroadcastIndexer ia(aBatch, batch), ib(bBatch, batch);
   int64_t nb = ir::numElements(batch);
@@ -119,6 +120,7 @@ Result gemm(const KernelArgs &args) {
   if (c) ic.emplace(c->shape(), outShape);
   auto aAt = [&](int64_t i, int64_t q) { return ta ? q * m + i : i * k + q; };
   auto bAt = [&](int64_t q, int64_t j) { return tb ? j * k + q : q * n + j; };
+  FUSEC_RETURN_IF_ERROR(ir::checkTensorSize(a->dtype(), outShape, "Gemm result"));
   Tensor out(a->dtype(), outShape);
   bool exactInt = !ir::isFloat(a->dtype()) && alpha == 1.0 && beta == 1.0;
   if (exactInt) {
