@@ -547,6 +547,25 @@ double evalScoreExpr(const ScoreExpr &e, const ScoreEnv &env) {
     }
     auto A = [&] { return v[n.a]; };
     auto B = [&] { return v[n.b]; };
+    // int-int comparisons compare the exact int64 values.
+    if (n.a >= 0 && n.b >= 0 && e.nodes[n.a].type == ScoreType::kInt &&
+        e.nodes[n.b].type == ScoreType::kInt) {
+      const int64_t x = iv[n.a], y = iv[n.b];
+      bool c = false, cmp = true;
+      switch (n.op) {
+        case ScoreOp::kLt: c = x < y; break;
+        case ScoreOp::kLe: c = x <= y; break;
+        case ScoreOp::kGt: c = x > y; break;
+        case ScoreOp::kGe: c = x >= y; break;
+        case ScoreOp::kEq: c = x == y; break;
+        case ScoreOp::kNe: c = x != y; break;
+        default: cmp = false; break;
+      }
+      if (cmp) {
+        v[i] = c ? 1 : 0;
+        continue;
+      }
+    }
     double r = 0;
     switch (n.op) {
       case ScoreOp::kConst: r = n.value; break;

@@ -46,6 +46,13 @@ TEST(ScoreExprInt, ExactBeyondTwoToThe53) {
   EXPECT_EQ(eval("(k * k * k * k * 8 - 1) + 1", 0, 32768), kMin);
 }
 
+TEST(ScoreExprInt, ComparisonsAreExact) {
+  // 2^54 + 1 and 2^54 are the same double but different int64 values.
+  EXPECT_EQ(eval("k * k * k + 1 != k * k * k", 0, 1 << 18), 1.0);
+  EXPECT_EQ(eval("k * k * k + 1 > k * k * k", 0, 1 << 18), 1.0);
+  EXPECT_EQ(eval("k <= q", 3, 2), 1.0);
+}
+
 TEST(ScoreExprInt, TruncatesTowardZero) {
   EXPECT_EQ(eval("(k - q) / 2", 3, 0), -1.0);
   EXPECT_EQ(eval("abs(k - q)", 3, 0), 3.0);
