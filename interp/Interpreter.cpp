@@ -93,6 +93,19 @@ absl::StatusOr<std::vector<ir::Tensor>> evaluateNode(
         node.kind() == ir::OpKind::kUnregistered
             ? std::string()
             : absl::StrCat(" (expected in ", familyFile(familyOf(node.kind())), ")")));
+  // Declared result types that are fully static are checked against the
+  // tensor size limit (ir/Tensor.h) before any kernel allocates; kernels
+  // check the shapes they compute from data themselves.
+  for (int i = 0; i < node.numOutputs(); ++i) {
+    const ir::Value *v = node.output(i);
+    if (!v || !v->type().rankKnown) continue;
+    ir::Shape dims;
+    for (const ir::Dim &d : v->type().shape)
+      if (d.isStatic()) dims.push_back(d.value);
+    if (dims.size() != v->type().shape.size()) continue;
+    if (absl::Status s = ir::checkTensorSize(v->type().dtype, dims, "result"); !s.ok())
+      return withContext(s, absl::StrCat("evaluating node ", node.describe()));
+  }
   KernelArgs args{node, inputs};
   auto result = kernelTable()[static_cast<size_t>(node.kind())](args);
   if (!result.ok()) return withContext(result.status(), absl::StrCat("evaluating node ", node.describe()));

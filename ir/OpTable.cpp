@@ -20,6 +20,9 @@ constexpr uint32_t Operands(I... operands) {
   return mask;
 }
 
+/// Every input (variadic ops' FUSEC_DTYPES rows).
+constexpr uint32_t AllOperands = ~uint32_t{0};
+
 constexpr ViewTrait NoView = ViewTrait::kNone;
 constexpr ViewTrait View = ViewTrait::kView;
 constexpr ViewTrait ViewIfOneOutput = ViewTrait::kViewIfOneOutput;
@@ -36,7 +39,7 @@ using String = std::string;
 std::vector<OpInfo> buildTable() {
   std::vector<OpInfo> ops;
 #define FUSEC_OP(E, N, MinI, MaxI, MinO, MaxO, C, V, R, M, D) \
-  ops.push_back(OpInfo{OpKind::k##E, N, MinI, MaxI, MinO, MaxO, FusionClass::k##C, D, V, R, M, {}});
+  ops.push_back(OpInfo{OpKind::k##E, N, MinI, MaxI, MinO, MaxO, FusionClass::k##C, D, V, R, M, {}, {}});
 #define FUSEC_ATTR(Op, Name, K, Dflt)                                              \
   ops[static_cast<int>(OpKind::k##Op)].attrs.push_back(                            \
       AttrSpec{#Name, Attribute::Kind::k##K, AttrSpec::Default::kValue, Attribute(K(Dflt))});
@@ -46,6 +49,8 @@ std::vector<OpInfo> buildTable() {
 #define FUSEC_ATTR_REQUIRED(Op, Name, K)                \
   ops[static_cast<int>(OpKind::k##Op)].attrs.push_back( \
       AttrSpec{#Name, Attribute::Kind::k##K, AttrSpec::Default::kRequired, Attribute()});
+#define FUSEC_DTYPES(Op, Class, Operands) \
+  ops[static_cast<int>(OpKind::k##Op)].dtypes.push_back(DTypeRule{DTypeClass::k##Class, Operands});
 #include "ir/Ops.def"
   return ops;
 }
@@ -65,6 +70,28 @@ const OpInfo *lookupOp(std::string_view name) {
   }();
   auto it = byName->find(name);
   return it == byName->end() ? nullptr : it->second;
+}
+
+bool dtypeInClass(DType dtype, DTypeClass cls) {
+  switch (cls) {
+    case DTypeClass::kFloat: return isFloat(dtype);
+    case DTypeClass::kNumeric: return isFloat(dtype) || isInteger(dtype);
+    case DTypeClass::kIndex: return dtype == DType::kI32 || dtype == DType::kI64;
+    case DTypeClass::kBool: return dtype == DType::kBool;
+    case DTypeClass::kAny: return true;
+  }
+  return false;
+}
+
+const char *dtypeClassName(DTypeClass cls) {
+  switch (cls) {
+    case DTypeClass::kFloat: return "float";
+    case DTypeClass::kNumeric: return "numeric";
+    case DTypeClass::kIndex: return "index (i32/i64)";
+    case DTypeClass::kBool: return "bool";
+    case DTypeClass::kAny: return "any";
+  }
+  return "?";
 }
 
 const OpInfo &opInfo(OpKind kind) { return allOps()[static_cast<int>(kind)]; }

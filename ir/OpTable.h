@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "ir/Attribute.h"
+#include "ir/DType.h"
 
 namespace fusec::ir {
 
@@ -53,6 +54,27 @@ enum class RowTrait {
   kTrailingAxes,  ///< the axes input (Reduce*), a row when it is {k, ..., rank-1}
 };
 
+/// Ops.def's FUSEC_DTYPES Class column: the dtypes an operand may have.
+enum class DTypeClass {
+  kFloat,    ///< f16, bf16, f32, f64
+  kNumeric,  ///< floats and integers (not bool)
+  kIndex,    ///< i32, i64
+  kBool,     ///< bool
+  kAny,      ///< any dtype (the row only asks for one shared dtype)
+};
+
+/// One FUSEC_DTYPES row: the inputs in `operands` (bit i: input i; all bits:
+/// every input) that are present and typed share one dtype, of class `cls`.
+struct DTypeRule {
+  DTypeClass cls;
+  uint32_t operands;
+};
+
+/// \returns whether \p dtype belongs to \p cls.
+bool dtypeInClass(DType dtype, DTypeClass cls);
+/// Text name of a dtype class ("float", "numeric", "index", "bool", "any").
+const char *dtypeClassName(DTypeClass cls);
+
 /// One attribute of an op's schema (FUSEC_ATTR* rows of Ops.def).
 struct AttrSpec {
   enum class Default {
@@ -79,6 +101,7 @@ struct OpInfo {
   RowTrait row;
   uint32_t metadataOperands;     ///< bit i set: input i is metadata only
   std::vector<AttrSpec> attrs;   ///< the attribute schema, sorted by name
+  std::vector<DTypeRule> dtypes; ///< operand dtype rules (FUSEC_DTYPES rows)
 };
 
 /// \returns the row for ONNX op_type \p name, or null if fusec lacks it.

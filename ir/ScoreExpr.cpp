@@ -472,14 +472,100 @@ absl::StatusOr<ScoreExpr> parseScoreExpr(const std::string &text, const ScoreExp
   return p.run();
 }
 
+namespace {
+
+/// Saturating double -> int64 (NaN -> 0): the value a float or bool operand
+/// has in integer arithmetic, never undefined behaviour.
+int64_t toInt64(double x) {
+  if (std::isnan(x)) return 0;
+  if (x >= 9223372036854775807.0) return std::numeric_limits<int64_t>::max();
+  if (x <= -9223372036854775808.0) return std::numeric_limits<int64_t>::min();
+  return static_cast<int64_t>(x);
+}
+
+// Two's complement wrapping int64 arithmetic (computed in uint64, where
+// overflow is defined).
+int64_t wrapAdd(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+}
+int64_t wrapSub(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b));
+}
+int64_t wrapMul(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
+}
+int64_t wrapNeg(int64_t a) { return static_cast<int64_t>(0 - static_cast<uint64_t>(a)); }
+/// Truncating division; x / 0 is 0 and INT64_MIN / -1 wraps to INT64_MIN
+/// (the only quotient that overflows; C++ leaves it undefined, x86 traps).
+int64_t wrapDiv(int64_t a, int64_t b) {
+  if (b == 0) return 0;
+  if (b == -1) return wrapNeg(a);
+  return a / b;
+}
+
+}  // namespace
+
 double evalScoreExpr(const ScoreExpr &e, const ScoreEnv &env) {
+  // v holds every node's value as a double (floats are f32 values, bools
+  // 0/1); iv holds the exact int64 value of int nodes, since products of
+  // indices can exceed the 2^53 a double holds exactly.
   std::vector<double> v(e.nodes.size(), 0.0);
+  std::vector<int64_t> iv(e.nodes.size(), 0);
   auto f32 = [](double x) { return static_cast<double>(static_cast<float>(x)); };
+  auto intOf = [&](int id) {
+    return e.nodes[id].type == ScoreType::kInt ? iv[id] : toInt64(v[id]);
+  };
   for (size_t i = 0; i < e.nodes.size(); ++i) {
     const ScoreNode &n = e.nodes[i];
     const bool fl = n.type == ScoreType::kFloat;
+    if (n.type == ScoreType::kInt) {
+      int64_t r = 0;
+      switch (n.op) {
+        case ScoreOp::kConst: r = toInt64(n.value); break;
+        case ScoreOp::kB: r = env.b; break;
+        case ScoreOp::kH: r = env.h; break;
+        case ScoreOp::kQ: r = env.q; break;
+        case ScoreOp::kK: r = env.k; break;
+        case ScoreOp::kNeg: r = wrapNeg(intOf(n.a)); break;
+        case ScoreOp::kAdd: r = wrapAdd(intOf(n.a), intOf(n.b)); break;
+        case ScoreOp::kSub: r = wrapSub(intOf(n.a), intOf(n.b)); break;
+        case ScoreOp::kMul: r = wrapMul(intOf(n.a), intOf(n.b)); break;
+        case ScoreOp::kDiv: r = wrapDiv(intOf(n.a), intOf(n.b)); break;
+        case ScoreOp::kMin: r = std::min(intOf(n.a), intOf(n.b)); break;
+        case ScoreOp::kMax: r = std::max(intOf(n.a), intOf(n.b)); break;
+        case ScoreOp::kAbs: {
+          const int64_t x = intOf(n.a);
+          r = x < 0 ? wrapNeg(x) : x;
+          break;
+        }
+        case ScoreOp::kSelect: r = truthy(v[n.a]) ? intOf(n.b) : intOf(n.c); break;
+        default: r = toInt64(v[n.a]); break;  // no other op is typed int
+      }
+      iv[i] = r;
+      v[i] = static_cast<double>(r);
+      continue;
+    }
     auto A = [&] { return v[n.a]; };
     auto B = [&] { return v[n.b]; };
+    // int-int comparisons compare the exact int64 values.
+    if (n.a >= 0 && n.b >= 0 && e.nodes[n.a].type == ScoreType::kInt &&
+        e.nodes[n.b].type == ScoreType::kInt) {
+      const int64_t x = iv[n.a], y = iv[n.b];
+      bool c = false, cmp = true;
+      switch (n.op) {
+        case ScoreOp::kLt: c = x < y; break;
+        case ScoreOp::kLe: c = x <= y; break;
+        case ScoreOp::kGt: c = x > y; break;
+        case ScoreOp::kGe: c = x >= y; break;
+        case ScoreOp::kEq: c = x == y; break;
+        case ScoreOp::kNe: c = x != y; break;
+        default: cmp = false; break;
+      }
+      if (cmp) {
+        v[i] = c ? 1 : 0;
+        continue;
+      }
+    }
     double r = 0;
     switch (n.op) {
       case ScoreOp::kConst: r = n.value; break;
@@ -493,8 +579,9 @@ double evalScoreExpr(const ScoreExpr &e, const ScoreEnv &env) {
         r = std::numeric_limits<double>::quiet_NaN();
         if (env.tables) {
           auto it = env.tables->find(n.name);
-          const double idx = A();
-          if (it != env.tables->end() && idx >= 0 && idx < static_cast<double>(it->second.size()))
+          const int64_t idx = intOf(n.a);
+          if (it != env.tables->end() && !std::isnan(A()) && idx >= 0 &&
+              static_cast<uint64_t>(idx) < it->second.size())
             r = it->second[static_cast<size_t>(idx)];
         }
         break;
@@ -504,14 +591,7 @@ double evalScoreExpr(const ScoreExpr &e, const ScoreEnv &env) {
       case ScoreOp::kAdd: r = A() + B(); break;
       case ScoreOp::kSub: r = A() - B(); break;
       case ScoreOp::kMul: r = A() * B(); break;
-      case ScoreOp::kDiv:
-        if (fl) {
-          r = A() / B();
-        } else {
-          const int64_t d = static_cast<int64_t>(B());
-          r = d == 0 ? 0.0 : static_cast<double>(static_cast<int64_t>(A()) / d);
-        }
-        break;
+      case ScoreOp::kDiv: r = A() / B(); break;  // float (int division is above)
       case ScoreOp::kLt: r = A() < B(); break;
       case ScoreOp::kLe: r = A() <= B(); break;
       case ScoreOp::kGt: r = A() > B(); break;

@@ -31,8 +31,9 @@
 //           "table_NAME"); i is an integer expression, e.g. slope[h].
 //
 // Types and evaluation: every node is int, float or bool. b/h/q/k, integer
-// literals and int (+ - * /) int are int (64-bit; '/' truncates toward
-// zero). Anything involving a float (score, bias, table, a literal with '.'
+// literals and int (+ - * /) int are int (64-bit two's complement that
+// wraps on overflow, never traps: '/' truncates toward zero, x / 0 is 0 and
+// INT64_MIN / -1 is INT64_MIN; a float used as an int saturates, NaN is 0). Anything involving a float (score, bias, table, a literal with '.'
 // or exponent, inf, nan, the functions) is float and computed in IEEE f32,
 // each operation rounded to f32. Comparisons, '&&', '||' and '!' give bool;
 // a float or int used as a condition is true when non-zero. A bool used in

@@ -491,7 +491,9 @@ absl::StatusOr<std::vector<TensorType>> computeNodeTypesCached(const Node &node,
   std::vector<TensorType> current;
   for (const Value *v : node.outputs()) current.push_back(v ? v->type() : TensorType());
   if (node.kind() == OpKind::kUnregistered) return current;
+  FUSEC_RETURN_IF_ERROR(checkNodeOperands(node));
   FUSEC_ASSIGN_OR_RETURN(std::vector<TensorType> inferred, Inferrer(node, cache).run());
+  FUSEC_RETURN_IF_ERROR(checkResultSizes(node, inferred));
   // Optional results the op did not describe keep their types.
   for (size_t i = 0; i < current.size(); ++i)
     current[i] = i < inferred.size() ? mergeTypes(inferred[i], current[i]) : current[i];
@@ -517,6 +519,24 @@ absl::StatusOr<std::vector<TensorType>> computeNodeTypes(const Node &node) {
 absl::Status inferNodeTypes(Graph &graph, Node &node) {
   DataCache cache;
   return shape::inferNodeTypesCached(node, cache);
+}
+
+absl::Status checkDeclaredType(const TensorType &inferred, const TensorType &declared,
+                               const std::string &what) {
+  auto conflict = [&] {
+    return absl::InvalidArgumentError(absl::StrCat(what, " is declared ", declared.str(),
+                                                   " but its op gives ", inferred.str()));
+  };
+  if (inferred.dtype != DType::kUndefined && declared.dtype != DType::kUndefined &&
+      inferred.dtype != declared.dtype)
+    return conflict();
+  if (!inferred.rankKnown || !declared.rankKnown) return absl::OkStatus();
+  if (inferred.rank() != declared.rank()) return conflict();
+  for (int64_t i = 0; i < inferred.rank(); ++i)
+    if (inferred.shape[i].isStatic() && declared.shape[i].isStatic() &&
+        inferred.shape[i].value != declared.shape[i].value)
+      return conflict();
+  return absl::OkStatus();
 }
 
 absl::Status inferShapes(Graph &graph) {

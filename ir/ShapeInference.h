@@ -26,6 +26,17 @@ absl::Status inferNodeTypes(Graph &graph, Node &node);
 /// ops not in the table, the current result types. Used by the verifier.
 absl::StatusOr<std::vector<TensorType>> computeNodeTypes(const Node &node);
 
+/// Checks a type a model declares for a value (an ONNX value_info or graph
+/// output type) against the type inference gives it: InvalidArgument naming
+/// \p what when the dtypes are both defined and differ, the ranks are both
+/// known and differ, or a dim is static on both sides with different
+/// extents. Unknown or symbolic parts on either side are not conflicts (the
+/// importer refines them). For importers: a declared type is a claim about
+/// the model, and one that contradicts the op's semantics makes the model
+/// invalid (ONNX Runtime rejects it), never silently overridden.
+absl::Status checkDeclaredType(const TensorType &inferred, const TensorType &declared,
+                               const std::string &what);
+
 /// Runs inferNodeTypes over all nodes in order.
 absl::Status inferShapes(Graph &graph);
 

@@ -1,6 +1,7 @@
 //===- Tensor.cpp - Dense tensor values -----------------------------------===//
 #include "ir/Tensor.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -11,6 +12,33 @@ int64_t numElements(const Shape &shape) {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   return n;
+}
+
+absl::Status checkTensorSize(DType dtype, const Shape &shape, const char *what) {
+  auto text = [&] {
+    std::string t = "[";
+    for (size_t i = 0; i < shape.size(); ++i) t += (i ? "," : "") + std::to_string(shape[i]);
+    return t + "]";
+  };
+  int64_t n = 1;
+  for (int64_t d : shape)
+    if (d < 0)
+      return absl::InvalidArgumentError(std::string(what) + " shape " + text() + " has a negative dim");
+  for (int64_t d : shape) {
+    if (d == 0) return absl::OkStatus();
+    if (n > kMaxTensorElements / d) {
+      n = kMaxTensorElements + 1;
+      break;
+    }
+    n *= d;
+  }
+  const int64_t elemBytes = dtype == DType::kString ? 1 : std::max<int64_t>(1, dtypeSize(dtype));
+  if (n > kMaxTensorElements || n > kMaxTensorBytes / elemBytes)
+    return absl::InvalidArgumentError(
+        std::string(what) + " " + dtypeName(dtype) + text() + " exceeds the tensor size limit (" +
+        std::to_string(kMaxTensorElements) + " elements, " + std::to_string(kMaxTensorBytes) +
+        " bytes; ir/Tensor.h)");
+  return absl::OkStatus();
 }
 
 Shape rowMajorStrides(const Shape &shape) {

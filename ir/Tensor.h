@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "ir/DType.h"
 
 namespace fusec::ir {
@@ -25,6 +26,19 @@ using Shape = std::vector<int64_t>;
 
 /// \returns the number of elements of \p shape (1 for a scalar).
 int64_t numElements(const Shape &shape);
+
+/// Largest tensor fusec materialises on the host (the reference interpreter,
+/// constant folding) and accepts in a type (shape inference): 2^31 elements
+/// and 2^32 bytes (4 GiB). Far above any real model's largest weight or
+/// activation, far below what makes a host allocation abort.
+constexpr int64_t kMaxTensorElements = int64_t{1} << 31;
+constexpr int64_t kMaxTensorBytes = int64_t{1} << 32;
+
+/// Checks that \p shape has no negative dim and at most kMaxTensorElements
+/// elements and kMaxTensorBytes bytes of \p dtype (strings count 1 byte),
+/// computing the product without overflow. \returns InvalidArgument naming
+/// \p what and the shape otherwise. Call it BEFORE allocating.
+absl::Status checkTensorSize(DType dtype, const Shape &shape, const char *what = "tensor");
 
 /// \returns the row-major strides of \p shape, in elements.
 Shape rowMajorStrides(const Shape &shape);

@@ -87,6 +87,8 @@ absl::Status checkTypes(const Node &n) {
 
 }  // namespace
 
+absl::Status verifyNodeArity(const Node &node) { return checkArity(node); }
+
 absl::Status verifyGraph(const Graph &graph) {
   absl::flat_hash_set<std::string> names;
   absl::flat_hash_set<const Value *> defined;

@@ -13,6 +13,13 @@ namespace fusec::ir {
 /// problem found as InvalidArgument naming the node.
 absl::Status verifyGraph(const Graph &graph);
 
+/// Checks one node's input and result counts against the op table's
+/// [min, max] and that its required inputs are present (null for nodes of
+/// unregistered ops). Passes that may be run on unverified IR (fusec-opt
+/// --no-verify) call it before reading operands by position. \returns
+/// InvalidArgument naming the node.
+absl::Status verifyNodeArity(const Node &node);
+
 }  // namespace fusec::ir
 
 #endif  // FUSEC_IR_VERIFIER_H

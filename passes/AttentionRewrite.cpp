@@ -57,6 +57,7 @@
 #include "absl/strings/str_join.h"
 #include "ir/ScoreExpr.h"
 #include "ir/ShapeInference.h"
+#include "ir/Verifier.h"
 #include "passes/Pass.h"
 #include "passes/utils/PatternUtils.h"
 #include "support/Status.h"
@@ -266,6 +267,10 @@ class AttentionRewrite : public Pass {
                                     return r.reason.rfind("attention rewrite:", 0) == 0;
                                   }),
                    refusals.end());
+    // The matcher reads operands by position: on unverified IR (fusec-opt
+    // --no-verify) a node with a missing operand is an error, not a crash.
+    for (const Node *n : graph.nodes())
+      FUSEC_RETURN_IF_ERROR(withContext(ir::verifyNodeArity(*n), "attention-rewrite"));
     std::vector<Node *> softmaxes;
     for (Node *n : graph.nodes())
       if (n->kind() == OpKind::kSoftmax) softmaxes.push_back(n);

@@ -34,16 +34,40 @@
 //     reference interpreter computes each op in double and rounds its result
 //     to the low dtype, which is exactly the "bf16 storage, fp32 math" model.
 //
+// Precision policy (autocast-style; docs/PRECISION.md). Each op class
+// decides the dtype it computes in, whether or not a pattern recognised the
+// op (a LayerNorm written in primitive ops, as TensorFlow converters write
+// it, is covered like LayerNormalization):
+//   low      MatMul, Gemm, Conv, FusedAttention: f32 inputs are cast to the
+//            low dtype (fp32 accumulation inside, see above); result low.
+//   fp32     sum-like reductions (ReduceMean, ReduceSum, ReduceSumSquare,
+//            ReduceL2, ReduceProd): low inputs are cast up, the result
+//            stays f32 (a mean or variance of magnitude 64 has bf16
+//            resolution 0.5: E[x^2] - E[x]^2 cancels to garbage).
+//   fp32-in  the elementwise producer of a sum-like reduction's input (x*x,
+//            (x-m)^2, exp(x)) computes in f32 (low inputs cast up).
+//   promote  every other op: when its float inputs mix f32 and the low
+//            dtype, the low ones are cast up and it computes in f32; when
+//            all are low it stays low. So a reduction's f32 result keeps the
+//            chain that consumes it (x - mean, pow, sqrt, reciprocal, the
+//            division by the standard deviation, scale and shift) in f32
+//            until the next low op.
+//   Recognised normalisations (LayerNormalization, RMSNormalization,
+//   Softmax, LogSoftmax, BatchNormalization) compute in f32 inside their
+//   kernels (above) and store their O(1) results low.
+//
 // Statistics: lower-precision.constants (converted), lower-precision.values
 // (results retyped), lower-precision.casts (boundary casts added).
 //
 //===----------------------------------------------------------------------===//
 #include <cmath>
+#include <utility>
 #include <limits>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "ir/OpTable.h"
 #include "ir/ShapeInference.h"
 #include "passes/Pass.h"
 #include "support/Status.h"
@@ -72,6 +96,35 @@ ir::Tensor convertTensor(const ir::Tensor &src, DType low) {
 }
 
 const char *shortName(DType t) { return t == DType::kF16 ? "f16" : "bf16"; }
+
+/// The precision policy class of an op (file comment).
+enum class Policy { kLow, kFp32, kPromote };
+
+Policy policyOf(ir::OpKind k) {
+  switch (k) {
+    case ir::OpKind::kMatMul: case ir::OpKind::kGemm: case ir::OpKind::kConv:
+    case ir::OpKind::kFusedAttention:
+      return Policy::kLow;
+    case ir::OpKind::kReduceMean: case ir::OpKind::kReduceSum: case ir::OpKind::kReduceSumSquare:
+    case ir::OpKind::kReduceL2: case ir::OpKind::kReduceProd:
+      return Policy::kFp32;
+    default:
+      return Policy::kPromote;
+  }
+}
+
+/// Elementwise arithmetic whose result may be computed in f32 when it feeds
+/// a sum-like reduction ("fp32-in").
+bool isElementwiseArithmetic(ir::OpKind k) {
+  switch (k) {
+    case ir::OpKind::kAdd: case ir::OpKind::kSub: case ir::OpKind::kMul: case ir::OpKind::kDiv:
+    case ir::OpKind::kPow: case ir::OpKind::kExp: case ir::OpKind::kLog: case ir::OpKind::kSqrt:
+    case ir::OpKind::kReciprocal: case ir::OpKind::kAbs: case ir::OpKind::kNeg:
+      return true;
+    default:
+      return false;
+  }
+}
 
 class PrecisionLowering : public Pass {
  public:
@@ -122,11 +175,57 @@ class PrecisionLowering : public Pass {
       ++casts;
     }
 
+    // Producers that compute in f32 because they feed a sum-like reduction.
+    absl::flat_hash_set<const ir::Node *> fp32In;
+    for (ir::Node *n : nodes) {
+      if (policyOf(n->kind()) != Policy::kFp32 || !n->input(0)) continue;
+      if (ir::Node *p = n->input(0)->producer(); p && isElementwiseArithmetic(p->kind()))
+        fp32In.insert(p);
+    }
+    // Casts inserted by the policy, one per (value, dtype).
+    absl::flat_hash_map<std::pair<ir::Value *, DType>, ir::Value *> policyCasts;
+    auto castInput = [&](ir::Node *n, int i, DType to) {
+      ir::Value *v = n->input(i);
+      auto key = std::make_pair(v, to);
+      auto it = policyCasts.find(key);
+      if (it == policyCasts.end()) {
+        ir::Node *cast = graph.addNode(
+            "Cast", {v}, {graph.uniqueName(absl::StrCat(v->name(), "_", to == DType::kF32 ? "f32" : shortName(low)))},
+            {{"to", ir::Attribute(static_cast<int64_t>(to))}}, "", n);
+        ir::TensorType t = v->type();
+        t.dtype = to;
+        cast->output(0)->setType(t);
+        it = policyCasts.emplace(key, cast->output(0)).first;
+        ++casts;
+      }
+      n->setInput(i, it->second);
+    };
+
     // 3. Nodes in order: rewire entry casts, retarget f32-producing
-    // attributes, re-infer result dtypes (shapes are kept as they are).
+    // attributes, apply the precision policy, re-infer result dtypes (shapes
+    // are kept as they are).
     for (ir::Node *n : nodes) {
       for (int i = 0; i < n->numInputs(); ++i)
         if (auto it = entry.find(n->input(i)); it != entry.end()) n->setInput(i, it->second);
+      {
+        const Policy policy = policyOf(n->kind());
+        bool anyF32 = false, anyLow = false;
+        for (int i = 0; i < n->numInputs(); ++i) {
+          if (!n->input(i) || ir::isMetadataOperand(n->kind(), i)) continue;
+          anyF32 |= n->input(i)->type().dtype == DType::kF32;
+          anyLow |= n->input(i)->type().dtype == low;
+        }
+        DType want = DType::kUndefined;
+        if (policy == Policy::kLow && anyF32) want = low;
+        else if ((policy == Policy::kFp32 || fp32In.count(n)) && anyLow) want = DType::kF32;
+        else if (policy == Policy::kPromote && anyF32 && anyLow) want = DType::kF32;
+        if (want != DType::kUndefined)
+          for (int i = 0; i < n->numInputs(); ++i) {
+            if (!n->input(i) || ir::isMetadataOperand(n->kind(), i)) continue;
+            const DType dt = n->input(i)->type().dtype;
+            if ((dt == DType::kF32 || dt == low) && dt != want) castInput(n, i, want);
+          }
+      }
       switch (n->kind()) {
         case ir::OpKind::kCast:
           if (n->getInt("to", 0) == static_cast<int64_t>(DType::kF32))
@@ -199,6 +298,7 @@ class PrecisionLowering : public Pass {
       if (!inferred.ok())
         return withContext(inferred.status(), absl::StrCat("lowering ", n->describe()));
       const std::vector<ir::TensorType> &types = *inferred;
+      if (policyOf(n->kind()) == Policy::kFp32 || fp32In.count(n)) continue;  // results stay f32
       for (int i = 0; i < n->numOutputs() && i < static_cast<int>(types.size()); ++i) {
         ir::Value *o = n->output(i);
         if (!o || o->type().dtype != DType::kF32 || types[i].dtype != low) continue;

@@ -27,7 +27,7 @@ using Result = absl::StatusOr<std::vector<Tensor>>;
 
 /// Largest element count a layout op may produce (guards against absurd
 /// shapes read from tensors, e.g. ConstantOfShape([1e12])).
-constexpr int64_t kMaxElements = int64_t{1} << 32;
+constexpr int64_t kMaxElements = ir::kMaxTensorElements;
 
 inline absl::Status invalid(const std::string &msg) { return absl::InvalidArgumentError(msg); }
 

@@ -218,6 +218,7 @@ Result clip(const KernelArgs &args) {
 template <typename F>
 Result binaryLoop(const Tensor &a, const Tensor &b, DType outType, F f) {
   FUSEC_ASSIGN_OR_RETURN(ir::Shape shape, broadcastShapes({a.shape(), b.shape()}));
+  FUSEC_RETURN_IF_ERROR(ir::checkTensorSize(outType, shape, "broadcast result"));
   BroadcastIndexer ia(a.shape(), shape), ib(b.shape(), shape);
   Tensor out(outType, shape);
   int64_t n = out.numElements();
@@ -353,6 +354,7 @@ Result where(const KernelArgs &args) {
     return invalidArg("X and Y have different dtypes ", ir::dtypeName(x->dtype()), " and ",
                       ir::dtypeName(y->dtype()));
   FUSEC_ASSIGN_OR_RETURN(ir::Shape shape, broadcastShapes({c->shape(), x->shape(), y->shape()}));
+  FUSEC_RETURN_IF_ERROR(ir::checkTensorSize(x->dtype(), shape, "broadcast result"));
   BroadcastIndexer ic(c->shape(), shape), ix(x->shape(), shape), iy(y->shape(), shape);
   Tensor out(x->dtype(), shape);
   int64_t n = out.numElements();
@@ -390,6 +392,7 @@ Result variadic(const KernelArgs &args, const FloatBin &ff, const IntBin &fi, bo
   std::vector<BroadcastIndexer> idx;
   for (const ir::Shape &s : shapes) idx.emplace_back(s, shape);
   DType dt = args.inputs[0]->dtype();
+  FUSEC_RETURN_IF_ERROR(ir::checkTensorSize(dt, shape, "broadcast result"));
   Tensor out(dt, shape);
   int64_t count = out.numElements();
   const auto &in = args.inputs;

@@ -350,6 +350,7 @@ Result constantOfShape(const KernelArgs &a) {
                                   shapeStr(v->t().shape())));
     value = v->t();
   }
+  FUSEC_RETURN_IF_ERROR(ir::checkTensorSize(value.dtype(), dims, "ConstantOfShape output"));
   Tensor out(value.dtype(), dims);
   ElemCopier copy(value, out);
   for (int64_t i = 0; i < out.numElements(); ++i) copy(i, 0);

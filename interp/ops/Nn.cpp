@@ -62,6 +62,7 @@ Result matMul(const KernelArgs &args) {
   ir::Shape outShape = batch;
   if (!aVec) outShape.push_back(m);
   if (!bVec) outShape.push_back(n);
+  FUSEC_RETURN_IF_ERROR(ir::checkTensorSize(a->dtype(), outShape, "MatMul result"));
   Tensor out(a->dtype(), outShape);
   BroadcastIndexer ia(aBatch, batch), ib(bBatch, batch);
   int64_t nb = ir::numElements(batch);
@@ -119,6 +120,7 @@ Result gemm(const KernelArgs &args) {
   if (c) ic.emplace(c->shape(), outShape);
   auto aAt = [&](int64_t i, int64_t q) { return ta ? q * m + i : i * k + q; };
   auto bAt = [&](int64_t q, int64_t j) { return tb ? j * k + q : q * n + j; };
+  FUSEC_RETURN_IF_ERROR(ir::checkTensorSize(a->dtype(), outShape, "Gemm result"));
   Tensor out(a->dtype(), outShape);
   bool exactInt = !ir::isFloat(a->dtype()) && alpha == 1.0 && beta == 1.0;
   if (exactInt) {
@@ -159,6 +161,10 @@ struct WindowGeometry {
   int64_t inSize = 1, kernelSize = 1, outSize = 1;
 };
 
+/// Largest dilated kernel extent a window may have ((k-1)*d+1), far beyond
+/// any real Conv or pool, small enough that span arithmetic cannot overflow.
+constexpr int64_t kMaxWindowExtent = int64_t{1} << 32;
+
 /// Reads an ints attribute of \p n entries (default \p dflt each).
 absl::StatusOr<ir::Shape> spatialAttr(const ir::Node &node, const char *name, size_t n,
                                       int64_t dflt, int64_t minValue) {
@@ -194,7 +200,10 @@ absl::StatusOr<WindowGeometry> windowGeometry(const ir::Node &node, const ir::Sh
   g.padEnd.assign(pads.begin() + nd, pads.end());
   g.out.resize(nd);
   for (size_t d = 0; d < nd; ++d) {
-    int64_t effK = (kernel[d] - 1) * g.dilations[d] + 1, s = g.strides[d];
+    int64_t effK = 0, s = g.strides[d];
+    if (__builtin_mul_overflow(kernel[d] - 1, g.dilations[d], &effK) || effK > kMaxWindowExtent)
+      return invalidArg("spatial dim ", d, ": dilated kernel extent exceeds ", kMaxWindowExtent);
+    effK += 1;
     if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
       g.out[d] = (in[d] + s - 1) / s;
       int64_t total = std::max<int64_t>(0, (g.out[d] - 1) * s + effK - in[d]);
@@ -210,7 +219,12 @@ absl::StatusOr<WindowGeometry> windowGeometry(const ir::Node &node, const ir::Sh
     } else if (autoPad != "NOTSET") {
       return invalidArg("attribute auto_pad = '", autoPad, "' is not supported");
     }
-    int64_t span = in[d] + g.padBegin[d] + g.padEnd[d] - effK;
+    // Checked arithmetic: pads and dilations come from the model (2^40 pads
+    // must be an error, not a wrapped size or an abort in the allocation).
+    int64_t span = 0;
+    if (__builtin_add_overflow(in[d], g.padBegin[d], &span) ||
+        __builtin_add_overflow(span, g.padEnd[d], &span) || __builtin_sub_overflow(span, effK, &span))
+      return invalidArg("spatial dim ", d, ": padded input size overflows int64");
     if (span < 0)
       return invalidArg("spatial dim ", d, ": the kernel (extent ", effK,
                         " with dilation) is larger than the padded input (", in[d], " + ",
@@ -218,9 +232,13 @@ absl::StatusOr<WindowGeometry> windowGeometry(const ir::Node &node, const ir::Sh
     g.out[d] = (ceil ? (span + s - 1) / s : span / s) + 1;
     if (ceil && (g.out[d] - 1) * s >= in[d] + g.padBegin[d]) --g.out[d];
   }
+  FUSEC_RETURN_IF_ERROR(ir::checkTensorSize(ir::DType::kI64, g.out, "window output"));
   g.inSize = ir::numElements(in);
   g.kernelSize = ir::numElements(kernel);
   g.outSize = ir::numElements(g.out);
+  if (g.kernelSize > 0 && g.outSize > ir::kMaxTensorElements / g.kernelSize)
+    return invalidArg("window taps (", g.outSize, " outputs x ", g.kernelSize,
+                      " kernel elements) exceed ", ir::kMaxTensorElements);
   g.taps.assign(g.outSize * g.kernelSize, -1);
   g.paddedCount.assign(g.outSize, 0);
   ir::Shape inStrides = ir::rowMajorStrides(in);

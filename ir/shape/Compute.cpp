@@ -64,25 +64,46 @@ absl::StatusOr<TensorType> Inferrer::gemm() {
   return out;
 }
 
+// Largest dilated kernel extent (k-1)*d+1 and padded input extent accepted:
+// far beyond any real model, small enough that no window arithmetic
+// overflows int64.
+constexpr int64_t kMaxWindowExtent = int64_t{1} << 40;
+
 // Output extent of one spatial axis of a convolution or pooling window.
-static Dim windowDim(const Dim &in, int64_t k, int64_t s, int64_t d, int64_t padBegin,
-                     int64_t padEnd, const std::string &autoPad, bool ceilMode) {
-  int64_t effK = (k - 1) * d + 1;
-  if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+// Errors (message without the node): pads < 0, an unknown auto_pad, a
+// dilated kernel or padded input beyond kMaxWindowExtent, a kernel larger
+// than the padded input (ONNX Runtime rejects the zero-sized output).
+static absl::StatusOr<Dim> windowDim(const Dim &in, int64_t k, int64_t s, int64_t d,
+                                     int64_t padBegin, int64_t padEnd,
+                                     const std::string &autoPad, bool ceilMode) {
+  int64_t effK = 0;
+  if (__builtin_mul_overflow(k - 1, d, &effK) || effK >= kMaxWindowExtent)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "dilated kernel extent (", k, " - 1) * ", d, " + 1 exceeds ", kMaxWindowExtent));
+  effK += 1;
+  const bool same = autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER";
+  if (!same && autoPad != "VALID" && autoPad != "NOTSET")
+    return absl::InvalidArgumentError(absl::StrCat("unknown auto_pad '", autoPad,
+                                                   "' (NOTSET, SAME_UPPER, SAME_LOWER, VALID)"));
+  if (padBegin < 0 || padEnd < 0)
+    return absl::InvalidArgumentError(
+        absl::StrCat("pads must be >= 0, got ", padBegin, " and ", padEnd));
+  if (padBegin > kMaxWindowExtent || padEnd > kMaxWindowExtent)
+    return absl::InvalidArgumentError(absl::StrCat("pads exceed ", kMaxWindowExtent));
+  if (same) {
     if (s == 1) return in;
     if (!in.isStatic()) return Dim::unknown();
     return Dim((in.value + s - 1) / s);
   }
-  if (autoPad == "VALID") {
-    if (effK == 1 && s == 1) return in;
-    if (!in.isStatic()) return Dim::unknown();
-    int64_t span = in.value - effK;
-    return Dim(span < 0 ? 0 : span / s + 1);
-  }
+  if (autoPad == "VALID") padBegin = padEnd = 0;
   if (effK == 1 && s == 1 && padBegin == 0 && padEnd == 0) return in;
   if (!in.isStatic()) return Dim::unknown();
-  int64_t span = in.value + padBegin + padEnd - effK;
-  if (span < 0) return Dim(0);
+  int64_t span = in.value + padBegin + padEnd - effK;  // all < 2^41 + |in|: no overflow
+  if (span < 0)
+    return absl::InvalidArgumentError(absl::StrCat("the kernel (extent ", effK,
+                                                   " with dilation) exceeds the padded input (",
+                                                   in.value, " + ", padBegin + padEnd, ")"));
+  if (autoPad == "VALID") return Dim(span / s + 1);
   int64_t out = ceilMode ? (span + s - 1) / s + 1 : span / s + 1;
   // With ceil_mode the last window must start inside the input or the left
   // padding (ONNX MaxPool/AveragePool-19+, as in PyTorch).
@@ -146,9 +167,12 @@ absl::StatusOr<TensorType> Inferrer::convOrPool(bool isConv) {
       return error("strides, dilations and kernel_shape must be positive");
   std::string autoPad = node_.attrS("auto_pad");
   bool ceilMode = !isConv && node_.attrI("ceil_mode") != 0;
-  for (int64_t i = 0; i < nsp; ++i)
-    out.push_back(windowDim(x.shape[2 + i], kernel[i], strides[i], dil[i], pads[i],
-                            pads[nsp + i], autoPad, ceilMode));
+  for (int64_t i = 0; i < nsp; ++i) {
+    absl::StatusOr<Dim> d = windowDim(x.shape[2 + i], kernel[i], strides[i], dil[i], pads[i],
+                                      pads[nsp + i], autoPad, ceilMode);
+    if (!d.ok()) return error(absl::StrCat("spatial axis ", i, ": ", d.status().message()));
+    out.push_back(*d);
+  }
   return TensorType(dt, out);
 }
 

@@ -128,6 +128,9 @@ absl::StatusOr<TensorType> Inferrer::transpose() {
   std::vector<bool> seen(r, false);
   Dims out;
   for (int64_t p : perm) {
+    // ONNX perm entries are in [0, rank): no negative form (ONNX Runtime
+    // rejects them too).
+    if (p < 0) return error(absl::StrCat("perm entry ", p, " is negative"));
     FUSEC_ASSIGN_OR_RETURN(int64_t np, normAxis(p, r, "perm entry"));
     if (seen[np]) return error("perm is not a permutation");
     seen[np] = true;
@@ -489,11 +492,15 @@ absl::StatusOr<TensorType> Inferrer::pad() {
     return error(absl::StrCat("pads has ", pads->size(), " entries, expected ", 2 * k));
   Dims out = x.shape;
   for (int64_t j = 0; j < k; ++j) {
-    int64_t add = (*pads)[j] + (*pads)[k + j];
+    int64_t add = 0, extent = 0;
     Dim &d = out[axes[j]];
+    if (__builtin_add_overflow((*pads)[j], (*pads)[k + j], &add))
+      return error(absl::StrCat("pads ", (*pads)[j], " + ", (*pads)[k + j], " overflow int64"));
     if (d.isStatic()) {
-      if (d.value + add < 0) return error("pads remove more than the axis extent");
-      d = Dim(d.value + add);
+      if (__builtin_add_overflow(d.value, add, &extent))
+        return error(absl::StrCat("padded extent ", d.value, " + ", add, " overflows int64"));
+      if (extent < 0) return error("pads remove more than the axis extent");
+      d = Dim(extent);
     } else if (add != 0) {
       d = Dim::unknown();
     }

@@ -122,6 +122,16 @@ class Inferrer {
   DataCache &cache_;
 };
 
+/// Operand checks run before an op's rule (ir/shape/Checks.cpp): dtypes
+/// against the op table's FUSEC_DTYPES rows and constant operand values
+/// (indices, divisors, Dropout training_mode, BatchNormalization parameter
+/// lengths). \returns InvalidArgument naming the node.
+absl::Status checkNodeOperands(const Node &node);
+
+/// Checks that no static result in \p types exceeds the tensor size limit
+/// of ir/Tensor.h (kMaxTensorElements / kMaxTensorBytes).
+absl::Status checkResultSizes(const Node &node, const std::vector<TensorType> &types);
+
 }  // namespace fusec::ir::shape
 
 #endif  // FUSEC_IR_SHAPE_SHAPEINFERRER_H

@@ -338,5 +338,18 @@ TEST(ElementwiseTest, WhereBroadcastsAllThree) {
   EXPECT_EQ(code("Where", {boolT({2}, {1, 0}), x, y}), StatusCode::kInvalidArgument);
 }
 
+// Issue 10: broadcasting two small tensors can ask for a huge result
+// ([65536,1] + [1,65536] = 2^32 elements from 512 KiB); the size limit of
+// ir/Tensor.h is checked before allocating.
+TEST(ElementwiseTest, BroadcastOverSizeLimitIsAnError) {
+  Tensor a(DType::kF32, {65536, 1}), b(DType::kF32, {1, 65536});
+  auto r = run("Add", {a, b});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("size limit"), std::string::npos) << r.status();
+  auto m = run("MatMul", {a, b});
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("size limit"), std::string::npos) << m.status();
+}
+
 }  // namespace
 }  // namespace fusec::interp

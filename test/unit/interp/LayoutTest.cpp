@@ -286,5 +286,18 @@ TEST(LayoutTest, StringsMoveAsElements) {
   EXPECT_EQ(t.strings(), (std::vector<std::string>{"c", "b", "a"}));
 }
 
+// Issue 10: a 100-byte ConstantOfShape model asked for 8 GiB (2^31 f32) and
+// the interpreter allowed 2^32 elements. The limit is ir::kMaxTensorBytes /
+// kMaxTensorElements, checked before allocating.
+TEST(LayoutTest, ConstantOfShapeOverSizeLimitIsAnError) {
+  auto r = run("ConstantOfShape", {vec({int64_t{1} << 16, int64_t{1} << 15})});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("size limit"), std::string::npos) << r.status();
+  EXPECT_NE(r.status().message().find("ConstantOfShape"), std::string::npos) << r.status();
+  EXPECT_EQ(run("ConstantOfShape", {vec({int64_t{1} << 40, int64_t{1} << 40})}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace fusec::interp

@@ -293,5 +293,21 @@ TEST(NnTest, BatchNormErrors) {
   EXPECT_EQ(code("BatchNormalization", {x, p, p, p}), StatusCode::kInvalidArgument);
 }
 
+// Issue 10: a Conv with 2^40 padding aborted the interpreter on
+// std::bad_alloc; INT64_MAX pads or dilations overflowed. Sizes are checked
+// against ir::kMaxTensorElements before allocating, with an error.
+TEST(NnTest, ConvHugePaddingIsAnErrorNotAnAbort) {
+  Tensor x = pattern({1, 1, 4, 4}), w = pattern({1, 1, 3, 3});
+  const int64_t p40 = int64_t{1} << 40, big = std::numeric_limits<int64_t>::max();
+  auto r = run("Conv", {x, w}, {{"pads", Is({p40, p40, p40, p40})}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("Conv"), std::string::npos) << r.status();
+  EXPECT_EQ(code("Conv", {x, w}, {{"pads", Is({big, big, big, big})}}), StatusCode::kInvalidArgument);
+  EXPECT_EQ(code("Conv", {x, w}, {{"dilations", Is({big, big})}}), StatusCode::kInvalidArgument);
+  EXPECT_EQ(code("MaxPool", {x}, {{"kernel_shape", Is({2, 2})}, {"pads", Is({p40, 0, p40, 0})}}),
+            StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace fusec::interp

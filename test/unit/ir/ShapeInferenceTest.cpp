@@ -178,7 +178,7 @@ TEST(ShapeInference, ReshapeOfShapeDerivedValueIsSymbolic) {
             "f32[c]");
   EXPECT_EQ(inferType("%x: f32[a,b]",
                       "%s = \"Shape\"(%x)\n%c = \"Cast\"(%s) {to = 6}\n"
-                      "%m = constant i64[2] dense<[1, 2]>\n%p = \"Mul\"(%c, %m)\n"
+                      "%m = constant i32[2] dense<[1, 2]>\n%p = \"Mul\"(%c, %m)\n"
                       "%out = \"ConstantOfShape\"(%p)"),
             "f32[a,?]");
 }
@@ -386,6 +386,46 @@ TEST(ShapeInference, EveryOpSmoke) {
       (void)inferShapes(**g);
     }
   }
+}
+
+// Issue 10: a declared output type that disagrees with the inferred one is
+// a conflict for importers to report, not something to refine silently.
+TEST(ShapeInference, DeclaredTypeConflicts) {
+  const TensorType f32_2x3(DType::kF32, {Dim(2), Dim(3)});
+  EXPECT_TRUE(checkDeclaredType(f32_2x3, f32_2x3, "y").ok());
+  EXPECT_TRUE(checkDeclaredType(f32_2x3, TensorType(DType::kF32, {Dim(2), Dim::symbolic("n")}), "y").ok());
+  EXPECT_TRUE(checkDeclaredType(f32_2x3, TensorType::unranked(DType::kUndefined), "y").ok());
+  EXPECT_TRUE(checkDeclaredType(TensorType(DType::kF32, {Dim(2), Dim::unknown()}), f32_2x3, "y").ok());
+  absl::Status s = checkDeclaredType(f32_2x3, TensorType(DType::kI64, {Dim(2), Dim(3)}), "y");
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("y is declared i64[2,3] but its op gives f32[2,3]"), std::string::npos) << s;
+  EXPECT_FALSE(checkDeclaredType(f32_2x3, TensorType(DType::kF32, {Dim(2)}), "y").ok());
+  EXPECT_FALSE(checkDeclaredType(f32_2x3, TensorType(DType::kF32, {Dim(2), Dim(4)}), "y").ok());
+}
+
+// Issue 10: types over the tensor size limit are refused by shape inference
+// (a 2^40 x 2^40 tensor printed as "0 B"), and mixed operand dtypes by the op
+// table's FUSEC_DTYPES rows.
+TEST(ShapeInference, SizeCapAndOperandDTypes) {
+  EXPECT_NE(inferType("%x: f32[1]", "%s = constant i64[2] dense<[1099511627776, 1099511627776]>\n"
+                                    "%out = \"Expand\"(%x, %s)")
+                .find("exceeds the tensor size limit"),
+            std::string::npos);
+  EXPECT_EQ(inferType("%x: f32[1]", "%s = constant i64[2] dense<[1024, 1024]>\n"
+                                    "%out = \"Expand\"(%x, %s)"),
+            "f32[1024,1024]");
+  EXPECT_NE(inferType("%x: f32[2], %y: f16[2]", "%out = \"Mul\"(%x, %y)").find("different dtypes"),
+            std::string::npos);
+  EXPECT_EQ(inferType("%x: f32[2], %y: i64[2]", "%out = \"Pow\"(%x, %y)"), "f32[2]");
+  EXPECT_EQ(inferType("%c: bool[2], %x: i64[2]", "%out = \"Where\"(%c, %x, %x)"), "i64[2]");
+}
+
+TEST(OpTable, DTypeRules) {
+  EXPECT_FALSE(opInfo(OpKind::kExp).dtypes.empty());
+  EXPECT_TRUE(dtypeInClass(DType::kBF16, DTypeClass::kFloat));
+  EXPECT_FALSE(dtypeInClass(DType::kBool, DTypeClass::kNumeric));
+  EXPECT_TRUE(dtypeInClass(DType::kI32, DTypeClass::kIndex));
+  EXPECT_FALSE(dtypeInClass(DType::kU8, DTypeClass::kIndex));
 }
 
 }  // namespace
