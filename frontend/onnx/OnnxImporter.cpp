@@ -191,6 +191,7 @@ class Importer {
   absl::flat_hash_map<std::string, std::string> symbols_;
   absl::flat_hash_set<std::string> usedSymbols_;
   absl::flat_hash_map<std::string, TensorType> declared_;
+  absl::flat_hash_set<std::string> declaredOutputs_;  ///< names with a declared graph-output type
 };
 
 absl::Status Importer::readOpsets() {
@@ -400,6 +401,7 @@ absl::Status Importer::readDeclaredTypes() {
     if (!vi.has_type()) continue;
     FUSEC_ASSIGN_OR_RETURN(TensorType t, typeFromValueInfo(vi, "graph output"));
     declared_[vi.name()] = t;
+    declaredOutputs_.insert(vi.name());
   }
   return absl::OkStatus();
 }
@@ -552,7 +554,13 @@ absl::Status Importer::importNode(int index) {
     FUSEC_RETURN_IF_ERROR(ir::inferNodeTypes(*graph_, *node));
     for (ir::Value *out : node->outputs()) {
       auto it = declared_.find(out->name());
-      if (it != declared_.end()) out->setType(refineType(out->type(), it->second));
+      if (it == declared_.end()) continue;
+      // A graph output's declared type is part of the model's interface:
+      // one that contradicts what the op computes makes the model invalid.
+      if (declaredOutputs_.contains(out->name()))
+        FUSEC_RETURN_IF_ERROR(ir::checkDeclaredType(
+            out->type(), it->second, absl::StrCat("graph output ", quotedName(out->name()))));
+      out->setType(refineType(out->type(), it->second));
     }
   }
   return absl::OkStatus();

@@ -104,6 +104,30 @@ TEST(ImporterFormsTest, MinusOneDimBecomesASymbol) {
   EXPECT_THAT(messageOf(g2.status()), HasSubstr("negative dimension -2"));
 }
 
+TEST(ImporterFormsTest, DeclaredOutputTypeThatContradictsTheOpIsAnError) {
+  TempDir dir;
+  // Relu of f32[2,3] declared as f32[2,4]: a claim the op cannot meet.
+  auto m = makeModel(17);
+  addInput(m, "x", {2, 3});
+  addNode(m, "Relu", {"x"}, {"y"}, "r");
+  addOutput(m, "y", {2, 4});
+  auto g = importOnnxModel(writeModel(m, dir.file("model.onnx")));
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(messageOf(g.status()), HasSubstr("graph output 'y'"));
+  // Declared dtype that differs: also an error; unknown/symbolic dims refine.
+  auto m2 = makeModel(17);
+  addInput(m2, "x", {2, 3});
+  addNode(m2, "Relu", {"x"}, {"y"}, "r");
+  addOutput(m2, "y", {2, 3}, onnx::TensorProto::INT64);
+  EXPECT_FALSE(importOnnxModel(writeModel(m2, dir.file("model2.onnx"))).ok());
+  auto m3 = makeModel(17);
+  addInput(m3, "x", {"?", 3});
+  addNode(m3, "Relu", {"x"}, {"y"}, "r");
+  addOutput(m3, "y", {"batch", 3});
+  EXPECT_TRUE(importOnnxModel(writeModel(m3, dir.file("model3.onnx"))).ok());
+}
+
 //===----------------------------------------------------------------------===//
 // fusec's internal ops are not ONNX ops
 //===----------------------------------------------------------------------===//
