@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "codegen/Backend.h"
+#include "codegen/cuda/CublasEpilogue.h"
 #include "codegen/cuda/CudaEmitter.h"
 #include "codegen/cuda/Nvcc.h"
 #include "passes/Pipeline.h"
@@ -63,6 +64,10 @@ class CudaBackend final : public Backend {
     program::LoweringOptions lo;
     lo.allowTf32 = opts.allowTf32;
     FUSEC_ASSIGN_OR_RETURN(program::Program prog, program::buildProgram(graph, kernelNames, lo));
+    // GEMM epilogues run inside cuBLASLt: each must be one it fuses.
+    for (const program::Step &s : prog.steps)
+      if (s.kind == program::Step::Kind::kGemm)
+        FUSEC_RETURN_IF_ERROR(cublasLtEpilogue(s.gemm.epilogue).status());
     FUSEC_ASSIGN_OR_RETURN(CudaModule mod, printCudaModule(prog, copts));
     BackendModule out;
     out.steps = std::move(mod.steps);
