@@ -88,6 +88,10 @@ struct ConvParams {
   std::vector<int64_t> strides, dilations;
   int64_t group = 1;
   ir::DType dtype = ir::DType::kF32;
+  /// The epilogue over the implicit-GEMM view of the convolution (M =
+  /// batch * output pixels, N = output channels): acc + bias[n] when there
+  /// is a bias, else the accumulator unchanged.
+  GemmEpilogue epilogue;
 };
 
 /// One unit of work, in execution order.

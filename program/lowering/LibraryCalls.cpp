@@ -107,6 +107,12 @@ absl::StatusOr<ConvParams> convFor(const Node &n) {
   FUSEC_ASSIGN_OR_RETURN(p.yShape, staticShape(p.y));
   p.dtype = p.x->type().dtype;
   if (!gemmDtype(p.dtype)) return unimplemented(n, "convolution of a non-float dtype");
+  int64_t pixels = 1;
+  for (size_t i = 2; i < p.yShape.size(); ++i) pixels *= p.yShape[i];
+  const int64_t rows = p.yShape.empty() ? 0 : p.yShape[0] * pixels;
+  const int64_t channels = p.yShape.size() > 1 ? p.yShape[1] : 0;
+  p.epilogue = p.bias ? withBias(rows, channels, p.bias->type().dtype)
+                      : GemmEpilogue::identity(rows, channels);
   const size_t k = p.xShape.size() - 2;
   std::vector<int64_t> ks = n.getInts("kernel_shape");
   if (ks.empty()) ks.assign(p.wShape.begin() + 2, p.wShape.end());

@@ -190,6 +190,21 @@ TEST(LoweringTest, CublasLtEpilogueFromExpression) {
   EXPECT_EQ(name(reluOnly), "error");
 }
 
+TEST(LoweringTest, ConvBiasIsAnEpilogueExpression) {
+  Lowered l = lower(R"(graph @cv(%x: f32[2,3,8,8], %w: f32[4,3,3,3], %b: f32[4]) -> (%y) {
+  %y = "Conv"(%x, %w, %b) {pads = [1, 1, 1, 1]} : f32[2,4,8,8]
+  return %y
+})");
+  ASSERT_EQ(l.items.size(), 1u);
+  ASSERT_EQ(l.items[0].kind, WorkItem::Kind::kConv);
+  const GemmEpilogue &e = l.items[0].conv.epilogue;
+  // Implicit-GEMM view: M = 2 * 8 * 8 output pixels, N = 4 channels.
+  ASSERT_EQ(e.spec.dims.size(), 2u);
+  EXPECT_EQ(e.spec.dims[0].extent, 128);
+  EXPECT_EQ(e.spec.dims[1].extent, 4);
+  EXPECT_EQ(std::string(codegen::cublasLtEpilogue(e).value()), "bias");
+}
+
 TEST(LoweringTest, GemmExactGeluNeedsEpilogueKernel) {
   Lowered l = lower(testing::corpus()[16].text);
   ASSERT_EQ(l.items.size(), 2u);
