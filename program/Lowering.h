@@ -31,9 +31,37 @@ namespace fusec::program {
 /// Name of the node attribute that records a node's kernel (set by fusion).
 inline constexpr const char *kKernelAttr = "fusec.kernel";
 
-/// cuBLASLt-style epilogues (ARTIFACT.md "gemm"): gelu is the tanh form.
-enum class GemmEpilogue { kNone, kBias, kRelu, kReluBias, kGelu, kGeluBias };
-const char *gemmEpilogueName(GemmEpilogue e);
+/// What a GEMM does to each accumulator element on the way out, as a
+/// KernelSpec scalar expression (KernelSpec.h), target-neutral: backends
+/// recognise what their libraries fuse (the CUDA backend maps it to a
+/// cuBLASLt epilogue, codegen/cuda/CublasEpilogue.h) or print it.
+///
+/// The spec's domain is [m, n] (dims 0, 1, extents M and N). Buffer 0 is
+/// the f32 accumulator alpha*op(A)*op(B) + beta*C, shape [M, N]; buffer 1
+/// (present iff the GEMM has a bias) is the per-column bias [N] in the
+/// GEMM's dtype, read at [n]. `value` is the f32 result for (m, n);
+/// -1 means the accumulator unchanged. No stores, no reductions.
+struct GemmEpilogue {
+  KernelSpec spec;
+  int value = -1;
+
+  /// The epilogue's spec for an M x N GEMM (no expression yet).
+  static GemmEpilogue identity(int64_t m, int64_t n);
+  bool empty() const { return value < 0; }
+  bool hasBias() const { return spec.buffers.size() > 1; }
+  /// The accumulator element (buffer 0 at [m, n]).
+  int accumulator();
+  /// Adds buffer 1 (bias of \p dtype) and returns its load at [n].
+  int addBias(ir::DType dtype);
+  /// The current value (the accumulator when empty).
+  int current() { return empty() ? accumulator() : value; }
+};
+
+/// relu(x) = max(x, 0) in \p spec (f32 expr \p x).
+int buildRelu(KernelSpec &spec, int x);
+/// The tanh approximation of GELU (ONNX Gelu approximate="tanh"):
+/// 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3))), in \p spec.
+int buildGeluTanh(KernelSpec &spec, int x);
 
 /// One (batched) GEMM, row-major dense operands (ARTIFACT.md "gemm"):
 /// D[m,n] = alpha * op(A)[m,k] * op(B)[k,n] + beta * C[m,n] (+ epilogue).
@@ -47,7 +75,7 @@ struct GemmParams {
   int64_t strideA = 0, strideB = 0, strideC = 0, strideD = 0;  ///< elements; 0 broadcasts
   bool transA = false, transB = false;
   double alpha = 1, beta = 0;
-  GemmEpilogue epilogue = GemmEpilogue::kNone;
+  GemmEpilogue epilogue;  ///< see GemmEpilogue; m/n extents match m, n
   ir::DType dtype = ir::DType::kF32;  ///< of A, B, C, D
   std::string compute = "f32";        ///< "f32" or "tf32"
 };
@@ -60,6 +88,10 @@ struct ConvParams {
   std::vector<int64_t> strides, dilations;
   int64_t group = 1;
   ir::DType dtype = ir::DType::kF32;
+  /// The epilogue over the implicit-GEMM view of the convolution (M =
+  /// batch * output pixels, N = output channels): acc + bias[n] when there
+  /// is a bias, else the accumulator unchanged.
+  GemmEpilogue epilogue;
 };
 
 /// One unit of work, in execution order.

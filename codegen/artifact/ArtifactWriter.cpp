@@ -23,6 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "codegen/Backend.h"
+#include "codegen/cuda/CublasEpilogue.h"
 #include "nlohmann/json.hpp"
 #include "passes/fusion/FusionDump.h"
 #include "runtime/ArtifactFormat.h"
@@ -106,7 +107,9 @@ Json stepJson(const MemoryPlan &mem, const Step &s) {
       j["trans_b"] = g.transB;
       j["alpha"] = g.alpha;
       j["beta"] = g.beta;
-      j["epilogue"] = gemmEpilogueName(g.epilogue);
+      // The lowering folds only what cuBLASLt fuses, so this matches.
+      const absl::StatusOr<const char *> epilogue = codegen::cublasLtEpilogue(g.epilogue);
+      j["epilogue"] = epilogue.ok() ? *epilogue : "?";
       j["dtype"] = manifestDTypeName(g.dtype) ? manifestDTypeName(g.dtype) : "?";
       j["compute"] = g.compute;
       break;

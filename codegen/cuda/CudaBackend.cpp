@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "codegen/Backend.h"
+#include "codegen/cuda/CublasEpilogue.h"
 #include "codegen/cuda/CudaEmitter.h"
 #include "codegen/cuda/Nvcc.h"
 #include "passes/Pipeline.h"
@@ -63,6 +64,18 @@ class CudaBackend final : public Backend {
     program::LoweringOptions lo;
     lo.allowTf32 = opts.allowTf32;
     FUSEC_ASSIGN_OR_RETURN(program::Program prog, program::buildProgram(graph, kernelNames, lo));
+    // GEMM epilogues run inside cuBLASLt: each must be one it fuses;
+    // convolutions (cuDNN) add at most their bias.
+    for (const program::Step &s : prog.steps) {
+      if (s.kind == program::Step::Kind::kGemm)
+        FUSEC_RETURN_IF_ERROR(cublasLtEpilogue(s.gemm.epilogue).status());
+      if (s.kind == program::Step::Kind::kConv) {
+        absl::StatusOr<const char *> e = cublasLtEpilogue(s.conv.epilogue);
+        if (!e.ok() || std::string(*e) != (s.conv.bias ? "bias" : "none"))
+          return absl::UnimplementedError(
+              absl::StrCat("codegen: convolution ", s.name, " with an epilogue other than its bias"));
+      }
+    }
     FUSEC_ASSIGN_OR_RETURN(CudaModule mod, printCudaModule(prog, copts));
     BackendModule out;
     out.steps = std::move(mod.steps);

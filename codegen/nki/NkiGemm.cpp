@@ -15,13 +15,35 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "codegen/nki/NkiKernel.h"
+#include "support/Status.h"
 
 namespace fusec::codegen::nki {
+
+namespace {
+
+/// The ScalarE activation that finishes epilogue \p e after the bias tile
+/// is added (nullptr: none). The epilogue expression (program/Lowering.h)
+/// must be x, relu(x) or the tanh GELU of x, x = acc or acc + bias[n];
+/// candidates are rebuilt in a copy and compared by hash-consed id.
+/// Errors: Unimplemented for any other expression.
+absl::StatusOr<const char *> activationOf(const program::GemmEpilogue &e) {
+  if (e.empty()) return nullptr;
+  program::GemmEpilogue c = e;
+  int x = c.accumulator();
+  if (c.hasBias()) x = c.spec.binary(program::BinaryOp::kAdd, x, c.addBias(c.spec.buffers[1].dtype));
+  if (e.value == x) return nullptr;
+  if (e.value == program::buildRelu(c.spec, x)) return "nl.relu";
+  if (e.value == program::buildGeluTanh(c.spec, x)) return "nl.gelu_apprx_tanh";
+  return absl::UnimplementedError("GEMM epilogue other than bias, relu or tanh GELU has no NKI lowering");
+}
+
+}  // namespace
 
 absl::Status checkNkiGemm(const program::GemmParams &g) {
   if (g.dtype != ir::DType::kF32 && g.dtype != ir::DType::kBF16 && g.dtype != ir::DType::kF16)
     return absl::UnimplementedError(
         absl::StrCat("GEMM in ", ir::dtypeName(g.dtype), " has no TensorE lowering"));
+  if (absl::StatusOr<const char *> act = activationOf(g.epilogue); !act.ok()) return act.status();
   return absl::OkStatus();
 }
 
@@ -86,14 +108,10 @@ absl::StatusOr<std::string> printNkiGemm(const program::GemmParams &g, const std
   if (g.c)
     addTile("ct", "c", "[[N, ms], [1, ns]]", absl::StrCat("bi * ", g.strideC, " + m0 * N + n0"), "beta");
   if (g.bias) addTile("bias_t", "bias", "[[0, ms], [1, ns]]", "n0", nullptr);
+  // The epilogue expression, applied on the way out of PSUM: the bias tile
+  // was added above; an activation on top of it maps to one ScalarE op.
   const char *act = nullptr;
-  switch (g.epilogue) {
-    case program::GemmEpilogue::kRelu:
-    case program::GemmEpilogue::kReluBias: act = "nl.relu"; break;
-    case program::GemmEpilogue::kGelu:
-    case program::GemmEpilogue::kGeluBias: act = "nl.gelu_apprx_tanh"; break;
-    default: break;
-  }
+  FUSEC_ASSIGN_OR_RETURN(act, activationOf(g.epilogue));
   if (act)
     s += absl::StrCat("                nisa.activation(dst=res[0:ms, 0:ns], op=", act, ", data=res[0:ms, 0:ns])\n");
   if (dt != "nl.float32") {

@@ -11,6 +11,14 @@ namespace fusec::program::lowering {
 // Library calls.
 //===----------------------------------------------------------------------===//
 
+/// The epilogue acc + bias[n] for an M x N GEMM with a bias of \p dt.
+GemmEpilogue withBias(int64_t m, int64_t n, DType dt) {
+  GemmEpilogue e = GemmEpilogue::identity(m, n);
+  const int bias = e.addBias(dt);
+  e.value = e.spec.binary(BinaryOp::kAdd, e.accumulator(), bias);
+  return e;
+}
+
 bool gemmDtype(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
 
 /// GEMM parameters for a MatMul / Gemm node writing \p d; nullopt if the
@@ -39,6 +47,7 @@ std::optional<GemmParams> gemmFor(const Node &n, bool allowTf32) {
     g.strideA = g.m * g.k;
     g.strideB = g.k * g.n;
     g.strideD = g.m * g.n;
+    g.epilogue = GemmEpilogue::identity(g.m, g.n);
     if (const Value *cv = n.input(2)) {
       if (!cv->type().isStatic() || cv->type().dtype != dt) return std::nullopt;
       Shape cs = cv->type().staticShape();
@@ -49,7 +58,7 @@ std::optional<GemmParams> gemmFor(const Node &n, bool allowTf32) {
         g.strideC = g.m * g.n;
       } else if (prod(cs) == g.n && !cs.empty() && cs.back() == g.n && beta == 1.0) {
         g.bias = cv;
-        g.epilogue = GemmEpilogue::kBias;
+        g.epilogue = withBias(g.m, g.n, dt);
       } else {
         return std::nullopt;  // broadcast C: run as a generated kernel
       }
@@ -83,6 +92,7 @@ std::optional<GemmParams> gemmFor(const Node &n, bool allowTf32) {
   g.strideA = g.batch > 1 ? *sa : g.m * g.k;
   g.strideB = g.batch > 1 ? *sb : g.k * g.n;
   g.strideD = g.m * g.n;
+  g.epilogue = GemmEpilogue::identity(g.m, g.n);
   return g;
 }
 
@@ -97,6 +107,12 @@ absl::StatusOr<ConvParams> convFor(const Node &n) {
   FUSEC_ASSIGN_OR_RETURN(p.yShape, staticShape(p.y));
   p.dtype = p.x->type().dtype;
   if (!gemmDtype(p.dtype)) return unimplemented(n, "convolution of a non-float dtype");
+  int64_t pixels = 1;
+  for (size_t i = 2; i < p.yShape.size(); ++i) pixels *= p.yShape[i];
+  const int64_t rows = p.yShape.empty() ? 0 : p.yShape[0] * pixels;
+  const int64_t channels = p.yShape.size() > 1 ? p.yShape[1] : 0;
+  p.epilogue = p.bias ? withBias(rows, channels, p.bias->type().dtype)
+                      : GemmEpilogue::identity(rows, channels);
   const size_t k = p.xShape.size() - 2;
   std::vector<int64_t> ks = n.getInts("kernel_shape");
   if (ks.empty()) ks.assign(p.wShape.begin() + 2, p.wShape.end());
@@ -119,15 +135,16 @@ absl::StatusOr<ConvParams> convFor(const Node &n) {
   return p;
 }
 
-/// Matches the epilogue chain of a GEMM group against cuBLASLt's fused
-/// epilogues. \returns the final Value on success.
+/// Folds the epilogue chain of a GEMM group (bias Add, then Relu or tanh
+/// Gelu: what cuBLASLt fuses) into g.epilogue. \returns the final Value on
+/// success.
 const Value *matchGemmEpilogue(const Node &anchor, const std::vector<const Node *> &rest,
                                GemmParams &g) {
   const Value *cur = anchor.output(0);
   size_t i = 0;
   auto next = [&]() -> const Node * { return i < rest.size() ? rest[i] : nullptr; };
   const Node *n = next();
-  if (n && n->kind() == OpKind::kAdd && g.epilogue == GemmEpilogue::kNone && !g.c) {
+  if (n && n->kind() == OpKind::kAdd && g.epilogue.empty() && !g.c) {
     const Value *other = n->input(0) == cur ? n->input(1) : n->input(1) == cur ? n->input(0) : nullptr;
     const bool otherIsMember =
         other && other->producer() &&
@@ -137,7 +154,7 @@ const Value *matchGemmEpilogue(const Node &anchor, const std::vector<const Node 
         other->type().shape.back().value == g.n &&
         n->output(0)->type() == cur->type()) {
       g.bias = other;
-      g.epilogue = GemmEpilogue::kBias;
+      g.epilogue = withBias(g.m, g.n, g.dtype);
       cur = n->output(0);
       n = (++i, next());
     }
@@ -145,10 +162,9 @@ const Value *matchGemmEpilogue(const Node &anchor, const std::vector<const Node 
   if (n && (n->kind() == OpKind::kRelu ||
             (n->kind() == OpKind::kGelu && n->getString("approximate", "none") == "tanh")) &&
       n->input(0) == cur) {
-    const bool relu = n->kind() == OpKind::kRelu;
-    g.epilogue = g.epilogue == GemmEpilogue::kBias
-                     ? (relu ? GemmEpilogue::kReluBias : GemmEpilogue::kGeluBias)
-                     : (relu ? GemmEpilogue::kRelu : GemmEpilogue::kGelu);
+    GemmEpilogue &e = g.epilogue;
+    const int x = e.current();
+    e.value = n->kind() == OpKind::kRelu ? buildRelu(e.spec, x) : buildGeluTanh(e.spec, x);
     cur = n->output(0);
     ++i;
   }

@@ -33,16 +33,34 @@ using ir::Node;
 using ir::OpKind;
 using ir::Value;
 
-const char *gemmEpilogueName(GemmEpilogue e) {
-  switch (e) {
-    case GemmEpilogue::kNone: return "none";
-    case GemmEpilogue::kBias: return "bias";
-    case GemmEpilogue::kRelu: return "relu";
-    case GemmEpilogue::kReluBias: return "relu_bias";
-    case GemmEpilogue::kGelu: return "gelu";
-    case GemmEpilogue::kGeluBias: return "gelu_bias";
-  }
-  return "none";
+GemmEpilogue GemmEpilogue::identity(int64_t m, int64_t n) {
+  GemmEpilogue e;
+  e.spec.addDim(m, false);
+  e.spec.addDim(n, false);
+  e.spec.addBuffer(DType::kF32, {m, n}, false);
+  return e;
+}
+
+int GemmEpilogue::accumulator() {
+  return spec.load(0, {spec.index(0), spec.index(1)});
+}
+
+int GemmEpilogue::addBias(DType dtype) {
+  const int b = hasBias() ? 1 : spec.addBuffer(dtype, {spec.dims[1].extent}, false);
+  return spec.load(b, {spec.index(1)});
+}
+
+int buildRelu(KernelSpec &spec, int x) {
+  return spec.binary(BinaryOp::kMax, x, spec.constF(0.0));
+}
+
+int buildGeluTanh(KernelSpec &spec, int x) {
+  // 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))
+  const int x3 = spec.binary(BinaryOp::kMul, spec.binary(BinaryOp::kMul, x, x), x);
+  const int inner = spec.binary(BinaryOp::kAdd, x, spec.binary(BinaryOp::kMul, spec.constF(0.044715), x3));
+  const int t = spec.unary(UnaryOp::kTanh, spec.binary(BinaryOp::kMul, spec.constF(0.7978845608028654), inner));
+  const int half = spec.binary(BinaryOp::kMul, spec.constF(0.5), x);
+  return spec.binary(BinaryOp::kMul, half, spec.binary(BinaryOp::kAdd, spec.constF(1.0), t));
 }
 
 bool isViewNode(const Node &node) {

@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "program/KernelSpec.h"
 #include "program/Lowering.h"
+#include "codegen/cuda/CublasEpilogue.h"
 #include "codegen/cuda/CudaEmitter.h"
 #include "gtest/gtest.h"
 #include "interp/Interpreter.h"
@@ -149,7 +150,9 @@ TEST(LoweringTest, GemmBiasReluUsesLibraryEpilogue) {
   ASSERT_EQ(l.items.size(), 1u);
   const GemmParams &g = l.items[0].gemm;
   EXPECT_EQ(l.items[0].kind, WorkItem::Kind::kGemm);
-  EXPECT_EQ(g.epilogue, GemmEpilogue::kReluBias);
+  ASSERT_FALSE(g.epilogue.empty());
+  EXPECT_EQ(g.epilogue.spec.buffers.size(), 2u);  // accumulator, bias
+  EXPECT_EQ(std::string(codegen::cublasLtEpilogue(g.epilogue).value()), "relu_bias");
   EXPECT_EQ(g.m, 8);
   EXPECT_EQ(g.n, 32);
   EXPECT_EQ(g.k, 64);
@@ -157,11 +160,57 @@ TEST(LoweringTest, GemmBiasReluUsesLibraryEpilogue) {
   EXPECT_EQ(g.bias->name(), "b");
 }
 
+TEST(LoweringTest, CublasLtEpilogueFromExpression) {
+  using program::BinaryOp;
+  auto name = [](const GemmEpilogue &e) {
+    absl::StatusOr<const char *> n = codegen::cublasLtEpilogue(e);
+    return n.ok() ? std::string(*n) : std::string("error");
+  };
+  GemmEpilogue none = GemmEpilogue::identity(4, 8);
+  EXPECT_EQ(name(none), "none");
+  GemmEpilogue relu = GemmEpilogue::identity(4, 8);
+  relu.value = program::buildRelu(relu.spec, relu.accumulator());
+  EXPECT_EQ(name(relu), "relu");
+  GemmEpilogue gelu = GemmEpilogue::identity(4, 8);
+  gelu.value = program::buildGeluTanh(gelu.spec, gelu.accumulator());
+  EXPECT_EQ(name(gelu), "gelu");
+  GemmEpilogue bias = GemmEpilogue::identity(4, 8);
+  bias.value = bias.spec.binary(BinaryOp::kAdd, bias.accumulator(), bias.addBias(ir::DType::kBF16));
+  EXPECT_EQ(name(bias), "bias");
+  GemmEpilogue geluBias = bias;
+  geluBias.value = program::buildGeluTanh(geluBias.spec, bias.value);
+  EXPECT_EQ(name(geluBias), "gelu_bias");
+  // Anything else (here acc * 2, and relu of acc with an unused bias) is no
+  // cuBLASLt epilogue.
+  GemmEpilogue scaled = GemmEpilogue::identity(4, 8);
+  scaled.value = scaled.spec.binary(BinaryOp::kMul, scaled.accumulator(), scaled.spec.constF(2.0));
+  EXPECT_EQ(codegen::cublasLtEpilogue(scaled).status().code(), absl::StatusCode::kUnimplemented);
+  GemmEpilogue reluOnly = bias;
+  reluOnly.value = program::buildRelu(reluOnly.spec, reluOnly.accumulator());
+  EXPECT_EQ(name(reluOnly), "error");
+}
+
+TEST(LoweringTest, ConvBiasIsAnEpilogueExpression) {
+  Lowered l = lower(R"(graph @cv(%x: f32[2,3,8,8], %w: f32[4,3,3,3], %b: f32[4]) -> (%y) {
+  %y = "Conv"(%x, %w, %b) {pads = [1, 1, 1, 1]} : f32[2,4,8,8]
+  return %y
+})");
+  ASSERT_EQ(l.items.size(), 1u);
+  ASSERT_EQ(l.items[0].kind, WorkItem::Kind::kConv);
+  const GemmEpilogue &e = l.items[0].conv.epilogue;
+  // Implicit-GEMM view: M = 2 * 8 * 8 output pixels, N = 4 channels.
+  ASSERT_EQ(e.spec.dims.size(), 2u);
+  EXPECT_EQ(e.spec.dims[0].extent, 128);
+  EXPECT_EQ(e.spec.dims[1].extent, 4);
+  EXPECT_EQ(std::string(codegen::cublasLtEpilogue(e).value()), "bias");
+}
+
 TEST(LoweringTest, GemmExactGeluNeedsEpilogueKernel) {
   Lowered l = lower(testing::corpus()[16].text);
   ASSERT_EQ(l.items.size(), 2u);
   EXPECT_EQ(l.items[0].kind, WorkItem::Kind::kGemm);
-  EXPECT_EQ(l.items[0].gemm.epilogue, GemmEpilogue::kNone);
+  EXPECT_TRUE(l.items[0].gemm.epilogue.empty());
+  EXPECT_EQ(std::string(codegen::cublasLtEpilogue(l.items[0].gemm.epilogue).value()), "none");
   EXPECT_EQ(l.items[0].gemm.d->name(), "m");
   EXPECT_EQ(l.items[1].kind, WorkItem::Kind::kKernel);
   ASSERT_EQ(l.items[1].buffers.size(), 2u);

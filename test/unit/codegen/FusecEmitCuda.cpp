@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "program/Lowering.h"
+#include "codegen/cuda/CublasEpilogue.h"
 #include "codegen/cuda/CudaEmitter.h"
 #include "test/unit/codegen/CodegenTestUtil.h"
 
@@ -69,7 +70,7 @@ int main(int argc, char **argv) {
         std::cout << "gemm m=" << p.m << " n=" << p.n << " k=" << p.k << " batch=" << p.batch
                   << " stride_a=" << p.strideA << " stride_b=" << p.strideB << " trans_a=" << p.transA
                   << " trans_b=" << p.transB << " alpha=" << p.alpha << " beta=" << p.beta
-                  << " epilogue=" << codegen::gemmEpilogueName(p.epilogue) << " d=%" << p.d->name()
+                  << " epilogue=" << codegen::cublasLtEpilogue(p.epilogue).value_or("?") << " d=%" << p.d->name()
                   << (p.bias ? " bias=%" + p.bias->name() : "") << "\n";
       } else if (it.kind == codegen::WorkItem::Kind::kConv) {
         std::cout << "conv y=%" << it.conv.y->name() << "\n";
@@ -100,7 +101,7 @@ int main(int argc, char **argv) {
           std::cout << ")\n";
           break;
         case codegen::Step::Kind::kGemm:
-          std::cout << "gemm " << codegen::gemmEpilogueName(s.gemm.epilogue) << " -> %"
+          std::cout << "gemm " << codegen::cublasLtEpilogue(s.gemm.epilogue).value_or("?") << " -> %"
                     << s.gemm.d->name() << "\n";
           break;
         case codegen::Step::Kind::kConv: std::cout << "conv -> %" << s.conv.y->name() << "\n"; break;

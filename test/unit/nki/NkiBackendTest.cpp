@@ -367,7 +367,10 @@ TEST(NkiGemm, TensorEngineWithEpilogue) {
   p.beta = 2.0;
   p.c = d;
   p.bias = d;
-  p.epilogue = program::GemmEpilogue::kReluBias;
+  p.epilogue = program::GemmEpilogue::identity(p.m, p.n);
+  p.epilogue.value = program::buildRelu(
+      p.epilogue.spec, p.epilogue.spec.binary(program::BinaryOp::kAdd, p.epilogue.accumulator(),
+                                              p.epilogue.addBias(p.dtype)));
   auto text = printNkiGemm(p, "k", {"GEMM k1"});
   ASSERT_TRUE(text.ok()) << text.status();
   EXPECT_TRUE(absl::StrContains(*text, "nisa.nc_matmul(dst=acc"));
