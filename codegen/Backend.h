@@ -87,9 +87,9 @@ class Backend : public program::GroupLegality {
                              BuildOutcome *outcome) const = 0;
 };
 
-/// The backend for --target \p target. Errors: Unimplemented for targets
-/// whose backend is not available yet (nki, cpu); InvalidArgument for
-/// unknown names.
+/// The backend for --target \p target. Errors: Unimplemented for a target
+/// of targets/Targets.def whose backend is not available yet (cpu);
+/// InvalidArgument for unknown names.
 absl::StatusOr<const Backend *> backendFor(const std::string &target);
 
 /// The CUDA backend (defined in codegen/cuda; reached through backendFor()).

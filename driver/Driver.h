@@ -15,7 +15,7 @@
 // or mismatched --target/--arch/--device, --shape naming a non-input,
 // unbound symbolic dims when writing an artifact, an unknown pass name);
 // Unimplemented for ONNX ops fusec lacks and for a target whose backend does
-// not exist yet ("the nki backend is not implemented yet", returned before
+// not exist yet ("the cpu backend is not implemented yet", returned before
 // any file is written); NotFound for a missing model file; Internal for
 // compiler bugs and a failing nvcc. Messages name what failed.
 //

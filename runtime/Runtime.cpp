@@ -584,6 +584,24 @@ fusert_status fusert_enable_cuda_graph(fusert_model *model, int on) {
   return FUSERT_OK;
 }
 
+fusert_status fusert_fill_arena(fusert_model *model, int byte_value,
+                                cudaStream_t stream) {
+  return guarded([&]() -> fusert_status {
+    if (!model)
+      return fail(invalidArgument("model is NULL"));
+    if (byte_value < 0 || byte_value > 255)
+      return fail(invalidArgument("fusert_fill_arena: byte value ", byte_value,
+                                  " is not in 0..255"));
+    if (!model->arena || model->manifest.arenaBytes == 0)
+      return FUSERT_OK;
+    DeviceGuard guard(model->device);
+    Status status = cudaStatus(cudaMemsetAsync(model->arena, byte_value,
+                                               model->manifest.arenaBytes, stream),
+                               "cudaMemsetAsync of the arena");
+    return status.ok() ? FUSERT_OK : fail(status);
+  });
+}
+
 fusert_status fusert_enable_profiling(fusert_model *model, int on) {
   return guarded([&]() -> fusert_status {
     if (!model)

@@ -216,7 +216,8 @@ PY
     section "compute-sanitizer on whole generated models (fusec-run, no bench)"
     sum "sanitizers on generated artifacts:"
     for a in gpt2_tiny.fp32 bert_tiny.fp32 vit_tiny_dynamo.fp32 gpt2_tiny.bf16 llama_tiny_dynamo.bf16 \
-             racecheck:gpt2_tiny.bf16 initcheck:gpt2_tiny.bf16 racecheck:attn_alibi.fp32; do
+             racecheck:gpt2_tiny.bf16 initcheck:gpt2_tiny.fp32 initcheck:gpt2_tiny.bf16 \
+             initcheck:mlp_ln_gelu.bf16 racecheck:attn_alibi.fp32; do
       tool=memcheck
       case $a in *:*) tool=${a%%:*}; a=${a#*:} ;; esac
       [ -f "$WORK/models/$a/manifest.json" ] || continue
@@ -225,9 +226,12 @@ PY
       tol=""
       [ "${a##*.}" = bf16 ] && tol=$BF16_TOL
       # shellcheck disable=SC2086
+      # initcheck: no poison fill (it would count as initialising the arena).
+      np=""
+      [ "$tool" = initcheck ] && np=--no-poison
       timeout "$(cap 60)" compute-sanitizer --tool "$tool" --error-exitcode 99 --print-limit 10 \
         "$FUSEC_BIN/fusec-run" "$WORK/models/$a" --data "$MODELS_DIR/$name/test_data_set_0" \
-        $tol > "$log" 2>&1
+        $tol $np > "$log" 2>&1
       rc=$?
       verdict=clean
       [ $rc -eq 99 ] && verdict="ERRORS"

@@ -14,21 +14,28 @@
 # (carrying build-gpu/bin and build-gpu/lib too also works, at a larger
 # size). The script checks that the tree that travels (tracked and
 # untracked-not-ignored files + .gpu) fits the device tool's 64 MiB.
-# Usage: scripts/gpu/stage.sh [--all | --no-build]
+# Usage: scripts/gpu/stage.sh [--all | --no-build | --from DIR]
 #   --all       build every target, not just the device's
 #   --no-build  stage what build-gpu/ already holds
+#   --from DIR  stage the binaries of an existing build tree (e.g. build/,
+#               the RelWithDebInfo tree scripts/test.sh builds) instead of
+#               building build-gpu/; on a 2-core machine this saves a whole
+#               build. Generated kernels do not depend on how fusec itself
+#               was compiled.
 # build-gpu is configured without -Werror: it is a Release (-O3) tree for
 # running, not the warning gate (GCC 12 at -O3 reports false positives such
 # as maybe-uninitialized on std::optional that the Debug builds never see).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-all=0 build=1
+all=0 build=1 B=build-gpu
 case "${1:-}" in
   --all) all=1 ;;
   --no-build) build=0 ;;
+  --from) build=0; B=${2:?--from needs a build folder}; B=${B%/} ;;
   "") ;;
-  *) echo "usage: $0 [--all | --no-build]" >&2; exit 2 ;;
+  *) echo "usage: $0 [--all | --no-build | --from DIR]" >&2; exit 2 ;;
 esac
+[ $build = 1 ] || [ -d "$B/bin" ] || { echo "stage.sh: $B/bin does not exist" >&2; exit 1; }
 
 TARGETS=(fusec fusec-run fusec_runtime RuntimeTest RuntimeRobustnessTest CodegenGpuTest ArtifactGpuTest)
 OPTIONAL=(AttentionKernelTest fusec-emit-attention)
@@ -51,17 +58,17 @@ fi
 
 rm -rf .gpu && mkdir -p .gpu/bin .gpu/lib .gpu/shared
 for b in "${BINS[@]}"; do
-  [ -x "build-gpu/bin/$b" ] || continue
-  strip --strip-unneeded -o ".gpu/bin/$b" "build-gpu/bin/$b"
+  [ -x "$B/bin/$b" ] || continue
+  strip --strip-unneeded -o ".gpu/bin/$b" "$B/bin/$b"
 done
 # The ONNX-import fuzzer, when build-fuzz/ has it (scripts/fuzz.sh), for a
 # long parallel run on the device's cores (docs/FUZZING.md).
 [ -x build-fuzz/bin/fusec-fuzz-import ] &&
   strip --strip-unneeded -o .gpu/bin/fusec-fuzz-import build-fuzz/bin/fusec-fuzz-import
-for l in build-gpu/lib/libfusert.so.0 build-gpu/lib/libfusert.so; do
+for l in "$B/lib/libfusert.so.0" "$B/lib/libfusert.so"; do
   [ -e "$l" ] && strip --strip-unneeded -o ".gpu/lib/$(basename "$l")" "$(readlink -f "$l")"
 done
-kernels="build-gpu/test/unit/runtime/libfusert_test_kernels.so"
+kernels="$B/test/unit/runtime/libfusert_test_kernels.so"
 [ -f "$kernels" ] && cp "$kernels" .gpu/lib/
 # Non-system libraries: Abseil, protobuf, ONNX, GoogleTest (not CUDA: the device has it).
 for f in .gpu/bin/* .gpu/lib/libfusert.so.0; do

@@ -18,7 +18,7 @@ import subprocess
 import sys
 import tempfile
 
-BACKENDS = ["cuda"]  # nki and cpu: not available yet (codegen::backendFor)
+BACKENDS = ["cuda", "nki"]  # cpu: not available yet (codegen::backendFor)
 PRECISIONS = ["fp32", "bf16", "fp16"]
 
 

@@ -43,7 +43,7 @@ int fail(const std::string &artifactDir, const std::string &msg) {
 bool gpuRunAvailable() { return false; }
 
 int runArtifact(const std::string &artifactDir, const std::string &dataDir, int benchIters,
-                double atol, double rtol) {
+                double atol, double rtol, bool poison) {
   return fail(artifactDir,
               "this fusec-run was built without libfusert (no CUDA toolkit at configure time); "
               "it cannot run artifacts");
@@ -202,7 +202,7 @@ double percentile(std::vector<float> sorted, double q) {
 
 absl::StatusOr<bool> runChecked(Session &sess, const std::string &artifactDir,
                                 const std::string &dataDir, int benchIters, double atol,
-                                double rtol) {
+                                double rtol, bool poison) {
   int devices = 0;
   cudaError_t e = cudaGetDeviceCount(&devices);
   if (e != cudaSuccess || devices == 0)
@@ -246,6 +246,13 @@ absl::StatusOr<bool> runChecked(Session &sess, const std::string &artifactDir,
 
   if ((s = fusert_enable_cuda_graph(sess.model, 1)) != FUSERT_OK)
     return absl::InternalError(fusertMsg(s));
+  if (poison) {  // unwritten elements become NaN (GpuRun.h)
+    for (TensorSlot &slot : sess.outputs)
+      if ((e = cudaMemsetAsync(slot.device, 0xFF, slot.bytes, sess.stream)) != cudaSuccess)
+        return absl::InternalError(absl::StrCat("poisoning '", slot.name, "': ", cudaMsg(e)));
+    if ((s = fusert_fill_arena(sess.model, 0xFF, sess.stream)) != FUSERT_OK)
+      return absl::InternalError(absl::StrCat("poisoning the arena: ", fusertMsg(s)));
+  }
   FUSEC_RETURN_IF_ERROR(sess.run());
   if ((e = cudaStreamSynchronize(sess.stream)) != cudaSuccess)
     return absl::InternalError(absl::StrCat("running the model: ", cudaMsg(e)));
@@ -304,9 +311,10 @@ absl::StatusOr<bool> runChecked(Session &sess, const std::string &artifactDir,
 }  // namespace
 
 int runArtifact(const std::string &artifactDir, const std::string &dataDir, int benchIters,
-                double atol, double rtol) {
+                double atol, double rtol, bool poison) {
   Session sess;
-  absl::StatusOr<bool> pass = runChecked(sess, artifactDir, dataDir, benchIters, atol, rtol);
+  absl::StatusOr<bool> pass =
+      runChecked(sess, artifactDir, dataDir, benchIters, atol, rtol, poison);
   if (!pass.ok()) return fail(artifactDir, std::string(pass.status().message()));
   std::printf("%s %s\n", *pass ? "PASS" : "FAIL", printable(artifactDir).c_str());
   return *pass ? 0 : 1;

@@ -7,6 +7,13 @@
 // the manifest's inputs by tensor name, else by position; no dtype
 // conversion is done (dtype and shape must equal the manifest's).
 //
+// Unless poison is false, the checked run starts from poisoned memory: the
+// output buffers and the artifact's activation arena are filled with 0xFF
+// bytes (NaN in every float dtype, fusert_fill_arena), so an element that no
+// step writes, or a step that reads an intermediate before it is written,
+// shows as a mismatch instead of passing by luck. (compute-sanitizer's
+// initcheck needs poison off: the fill counts as initialisation.)
+//
 // With benchIters > 0 it then times the model: 10 warm-up runs, then
 // benchIters runs each timed with CUDA events on one stream with CUDA graphs
 // on, and prints "latency ms: p50 X p90 Y p99 Z (N runs, CUDA graph)".
@@ -30,7 +37,7 @@ bool gpuRunAvailable();
 /// \returns the exit status: 0 on PASS, 1 on FAIL or any error (no CUDA
 /// device, load failure, missing or mismatched data, run failure).
 int runArtifact(const std::string &artifactDir, const std::string &dataDir, int benchIters,
-                double atol = -1, double rtol = -1);
+                double atol = -1, double rtol = -1, bool poison = true);
 
 }  // namespace fusec::tools
 

@@ -59,6 +59,10 @@ graph inputs by tensor name, else by position).
                      f32 outputs are compared with the model-level tolerance
                      of that precision (see below)
   --atol X --rtol Y  override the per-dtype tolerance
+  --no-poison        for an artifact: do not fill its outputs and activation
+                     arena with NaN bytes (0xFF) before the checked run (the
+                     fill shows unwritten elements; compute-sanitizer's
+                     initcheck needs it off)
   --help             this text
 
 An element passes when |got - expected| <= atol + rtol * |expected|; NaN must
@@ -86,6 +90,7 @@ struct Options {
   std::string data;
   std::optional<double> atol, rtol;
   int64_t bench = 0;
+  bool noPoison = false;
 };
 
 /// A tolerance flag: a finite number >= 0; anything else is a usage error.
@@ -111,6 +116,7 @@ std::string parseArgs(int argc, char **argv, Options &opt) {
       driver::precisionFlag(opt.precision, "the precision to lower to / compiled with"),
       driver::stringFlag("data", "DIR", opt.data, "folder with input_<i>.pb and output_<i>.pb"),
       driver::intFlag("bench", "N", opt.bench, 0, 1000000000, "time N runs of an artifact"),
+      driver::boolFlag("no-poison", opt.noPoison, "do not poison outputs and arena before the run"),
       toleranceFlag("atol", opt.atol),
       toleranceFlag("rtol", opt.rtol),
   };
@@ -244,7 +250,8 @@ int main(int argc, char **argv) {
     }
     // An nki artifact runs through its run.py on the NumPy model of NKI.
     if (tools::isNkiArtifact(opt.model)) return tools::runNkiArtifact(opt.model, opt.data, atol, rtol);
-    return tools::runArtifact(opt.model, opt.data, static_cast<int>(opt.bench), atol, rtol);
+    return tools::runArtifact(opt.model, opt.data, static_cast<int>(opt.bench), atol, rtol,
+                              !opt.noPoison);
   }
   absl::StatusOr<bool> pass = run(opt);
   if (!pass.ok()) {

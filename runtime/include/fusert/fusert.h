@@ -135,6 +135,17 @@ FUSERT_API fusert_status fusert_run(fusert_model *model, const fusert_tensor *in
  *  Errors: FUSERT_INVALID_ARGUMENT (NULL model). */
 FUSERT_API fusert_status fusert_enable_cuda_graph(fusert_model *model, int on);
 
+/** Debugging aid: sets every byte of \p model's activation arena (the
+ *  intermediate tensors of every step) to \p byte_value, enqueued on
+ *  \p stream. With 0xFF every f32, f16 and bf16 element is a NaN, so a step
+ *  that reads an element no earlier step wrote makes the outputs NaN instead
+ *  of silently reading a stale value (fusec-run does this before its
+ *  checked run). A model without an arena is left as it is.
+ *  Errors: FUSERT_INVALID_ARGUMENT (NULL model, \p byte_value outside
+ *  0..255); FUSERT_CUDA_ERROR (the memset could not be enqueued). */
+FUSERT_API fusert_status fusert_fill_arena(fusert_model *model, int byte_value,
+                                           cudaStream_t stream);
+
 /** Turns per-step profiling on (\p on != 0) or off. While on, fusert_run
  *  launches the steps directly (no CUDA graph), records a CUDA event before
  *  each step and after the last, waits for the run to finish (the call becomes

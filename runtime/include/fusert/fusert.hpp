@@ -112,6 +112,11 @@ public:
     return Status::fromCode(fusert_enable_cuda_graph(model_, on ? 1 : 0));
   }
 
+  /// See fusert_fill_arena.
+  Status fillArena(int byteValue, cudaStream_t stream = nullptr) {
+    return Status::fromCode(fusert_fill_arena(model_, byteValue, stream));
+  }
+
   /// See fusert_enable_profiling.
   Status enableProfiling(bool on) {
     return Status::fromCode(fusert_enable_profiling(model_, on ? 1 : 0));

@@ -42,6 +42,7 @@ TEST_F(RuntimeTest, NullArguments) {
   EXPECT_EQ(fusert_run(nullptr, nullptr, 0, nullptr, 0, nullptr),
             FUSERT_INVALID_ARGUMENT);
   EXPECT_EQ(fusert_enable_cuda_graph(nullptr, 1), FUSERT_INVALID_ARGUMENT);
+  EXPECT_EQ(fusert_fill_arena(nullptr, 0xFF, nullptr), FUSERT_INVALID_ARGUMENT);
   EXPECT_EQ(fusert_input_info(nullptr, 0, nullptr, nullptr, nullptr, nullptr),
             FUSERT_INVALID_ARGUMENT);
   EXPECT_EQ(fusert_num_inputs(nullptr), 0u);
@@ -317,6 +318,43 @@ TEST_F(RuntimeTest, GemmTransABroadcastBWithCAndReluBias) {
              referenceGemm(a, b, &c, &bias, batch, m, n, k, k * m, 0, m * n,
                            true, false, 0.5f, 2.0f, true),
              1e-5f);
+}
+
+// fusert_fill_arena (what fusec-run does before its checked run): a poisoned
+// arena does not change a correct run, and an intermediate that no step
+// writes reads as NaN instead of a stale value.
+TEST_F(RuntimeTest, FillArenaPoisonsUnwrittenIntermediates) {
+  REQUIRE_CUDA_DEVICE();
+  for (bool dropWriter : {false, true}) {
+    SCOPED_TRACE(dropWriter ? "the step writing 't' dropped" : "both steps");
+    Pipeline p;
+    if (dropWriter) {
+      Json scaleOnly = Json::array();
+      scaleOnly.push_back(p.manifest["steps"][1]);
+      p.manifest["steps"] = scaleOnly;
+    }
+    write(p.manifest, p.weights);
+    ASSERT_EQ(load(), FUSERT_OK) << fusert_last_error();
+    EXPECT_EQ(fusert_fill_arena(model_, 256, nullptr), FUSERT_INVALID_ARGUMENT);
+    EXPECT_EQ(fusert_fill_arena(model_, -1, nullptr), FUSERT_INVALID_ARGUMENT);
+    ASSERT_EQ(fusert_fill_arena(model_, 0xFF, nullptr), FUSERT_OK) << fusert_last_error();
+    std::vector<float> x = iota(kN, 0.5f, 0.0f);
+    DeviceFloats dx(x), dy(kN);
+    int64_t xShape[] = {4, 250}, yShape[] = {kN};
+    fusert_tensor in{"x", FUSERT_F32, 2, xShape, dx.ptr()};
+    fusert_tensor out{"y", FUSERT_F32, 1, yShape, dy.ptr()};
+    ASSERT_EQ(fusert_run(model_, &in, 1, &out, 1, nullptr), FUSERT_OK) << fusert_last_error();
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    std::vector<float> y = dy.get();
+    for (int i = 0; i < kN; ++i) {
+      if (dropWriter)
+        ASSERT_TRUE(std::isnan(y[i])) << "element " << i << " = " << y[i];
+      else
+        ASSERT_FLOAT_EQ(y[i], 2.0f * (x[i] + p.w[i])) << "element " << i;
+    }
+    fusert_unload(model_);
+    model_ = nullptr;
+  }
 }
 
 TEST_F(RuntimeTest, CudaGraphReplaysAndRecaptures) {
