@@ -215,9 +215,15 @@ PY
   if ! skipped sanitizer && command -v compute-sanitizer > /dev/null; then
     section "compute-sanitizer on whole generated models (fusec-run, no bench)"
     sum "sanitizers on generated artifacts:"
+    # initcheck runs on f32 artifacts only: in bf16 it reports reads of GEMM
+    # outputs as uninitialised (seen on gpt2_tiny.bf16: the Split kernel
+    # reading the c_attn GEMM's D), because it does not see the stores of
+    # cuBLASLt's sm_90 bf16 kernels. The same artifact PASSes from a
+    # NaN-poisoned arena (step 4: fusec-run poisons by default), which it
+    # could not if any element it reads were unwritten.
     for a in gpt2_tiny.fp32 bert_tiny.fp32 vit_tiny_dynamo.fp32 gpt2_tiny.bf16 llama_tiny_dynamo.bf16 \
-             racecheck:gpt2_tiny.bf16 initcheck:gpt2_tiny.fp32 initcheck:gpt2_tiny.bf16 \
-             initcheck:mlp_ln_gelu.bf16 racecheck:attn_alibi.fp32; do
+             racecheck:gpt2_tiny.bf16 initcheck:gpt2_tiny.fp32 initcheck:llama_tiny_dynamo.fp32 \
+             racecheck:attn_alibi.fp32; do
       tool=memcheck
       case $a in *:*) tool=${a%%:*}; a=${a#*:} ;; esac
       [ -f "$WORK/models/$a/manifest.json" ] || continue
