@@ -38,7 +38,8 @@ def _round_small_float(values, man_bits, min_exp, max_finite, has_inf):
         e = np.floor(np.log2(np.where(ax > 0, ax, 1.0)))
     e = np.maximum(e, min_exp)
     quantum = np.exp2(e - man_bits)
-    r = np.round(x / quantum) * quantum
+    with np.errstate(invalid="ignore"):  # inf / quantum; inf and NaN are set below
+        r = np.round(x / quantum) * quantum
     over = np.abs(r) > max_finite
     r = np.where(over, np.sign(x) * (np.inf if has_inf else np.nan), r)
     r = np.where(np.isnan(x), np.nan, r)

@@ -94,8 +94,9 @@ ARITH = {
     "power": np.power,
     "mod": np.mod,
     "fmod": np.fmod,
-    "abs_max": lambda a, b: np.maximum(np.abs(a), np.abs(b)),
-    "abs_min": lambda a, b: np.minimum(np.abs(a), np.abs(b)),
+    # the input of larger (smaller) magnitude, with its sign; on a tie y (nl.abs_max / nl.abs_min docs, 0.4.0)
+    "abs_max": lambda a, b: np.where(np.abs(a) > np.abs(b), a, b),
+    "abs_min": lambda a, b: np.where(np.abs(a) < np.abs(b), a, b),
     "equal": _cmp(np.equal),
     "not_equal": _cmp(np.not_equal),
     "greater": _cmp(np.greater),
@@ -106,13 +107,44 @@ ARITH = {
     "logical_or": _cmp(lambda a, b: np.logical_or(a != 0, b != 0)),
     "logical_xor": _cmp(lambda a, b: np.logical_xor(a != 0, b != 0)),
 }
+# Bitvec operators work on bit patterns (nki.api.shared "Supported Math Operators": left_shift is the logical =
+# arithmetic shift left, right_shift the *logical* shift right; an arithmetic shift right is not supported).
+# The operands are the unsigned bit patterns of their dtype's width (see bits()); results are wrapped back.
 BITVEC = {
     "bitwise_and": np.bitwise_and,
     "bitwise_or": np.bitwise_or,
     "bitwise_xor": np.bitwise_xor,
-    "left_shift": np.left_shift,
-    "right_shift": np.right_shift,
+    "left_shift": lambda a, b: np.left_shift(a, np.clip(b, 0, 63)) * (b < 64),
+    "right_shift": lambda a, b: np.right_shift(a, np.clip(b, 0, 63)) * (b < 64),
 }
+UNARY_BITVEC = {"invert": np.invert}  # Bitwise Not: XOR with all ones of the operand's width
+
+# ALU operators only NeuronCore-v4 (trn3) and newer have (nl.abs_max / nl.abs_min docs, NKI 0.4.0 release notes).
+V4_ONLY = ("abs_max", "abs_min")
+
+
+def check_available(call, name):
+    """Refuses an ALU operator the running kernel's target does not have."""
+    from . import _runtime
+    from ._errors import check
+    if name in V4_ONLY:
+        tgt = _runtime.current(call).target
+        check(tgt.gen >= 4, call, f"nl.{name} is available only on NeuronCore-v4 (trn3) and newer, not {tgt.name}")
+
+
+def bits(values, dtype):
+    """The unsigned bit patterns (as int64) of integer `values` stored in NKI dtype `dtype`."""
+    width = 8 * dtype.itemsize
+    return np.asarray(values).astype(np.int64) & ((1 << width) - 1)
+
+
+def from_bits(patterns, dtype):
+    """Integer values of `dtype` whose bit patterns are the low bits of `patterns` (two's complement wrap)."""
+    width = 8 * dtype.itemsize
+    u = np.asarray(patterns).astype(np.int64) & ((1 << width) - 1)
+    if dtype.kind == "int" and np.iinfo(dtype.storage).min < 0:
+        u = np.where(u >= (1 << (width - 1)), u - (1 << width), u)
+    return u
 
 # Operators legal as a reduction (tensor_reduce op), with their NumPy reduction.
 REDUCE = {
@@ -140,6 +172,7 @@ def binary(name, a, b):
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         if name in ARITH:
             return ARITH[name](a, b)
+        a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
         return BITVEC[name](a, b)
 
 

@@ -247,6 +247,11 @@ class NkiTensor:
             raise NkiModelError("NkiTensor.reshape", f"cannot view {self.shape} as {tuple(shape)} without a copy")
 
     def slice(self, dim, start, end, step=1):
+        call = "NkiTensor.slice"
+        check(0 <= dim < self.ndim, call, f"dim {dim} outside the tensor's {self.ndim} axes")
+        check(0 <= start < end <= self.shape[dim], call,
+              f"need 0 <= start < end <= {self.shape[dim]}, got start {start}, end {end}")
+        check(step >= 1, call, f"step must be >= 1, got {step}")
         key = [slice(None)] * self.ndim
         key[dim] = slice(start, end, step)
         return self[tuple(key)]

@@ -25,7 +25,9 @@ class DmaTest(unittest.TestCase):
             np.testing.assert_array_equal(values(out), bf16(x))
 
     def test_dma_copy_same_count_other_shape(self):
-        """nisa.dma_copy: only the element counts of src and dst must match (row-major order)."""
+        """NKI.md 2 "Who can touch which memory" (dma_copy) and the dma_copy docstring (SDK
+        nki/api/nki/isa/__init__.py): nisa.dma_copy: only the element counts of src and dst must match (row-major
+        order)."""
         with invocation():
             s = nl.ndarray((4, 6), nl.float32)
             nisa.dma_copy(dst=s, src=hbm(np.arange(24, dtype=np.float32).reshape(2, 12)))
@@ -121,7 +123,8 @@ class CopyMemsetTest(unittest.TestCase):
                 nisa.memset(dst=t[5:6], value=1.0)
 
     def test_memset(self):
-        """nisa.memset fills with a constant, rounded to dst's dtype."""
+        """NKI.md 4 "Which engine runs what" is silent on memset; SDK nki/api/nki/isa/__init__.py memset docstring:
+        nisa.memset fills with a constant, rounded to dst's dtype."""
         with invocation():
             t = nl.ndarray((3, 5), nl.bfloat16)
             nisa.memset(dst=t, value=1.0 + 2 ** -9)
@@ -212,7 +215,8 @@ class MatmulTest(unittest.TestCase):
                 nisa.nc_matmul(dst=d[:, 256:768], stationary=s, moving=m)
 
     def test_is_transpose_mode(self):
-        """nisa.nc_matmul docs: is_transpose=True with an identity moving tile is the TensorE transpose: dst keeps
+        """NKI.md 4 "nisa.nc_matmul" (is_transpose: bit-exact TensorE transpose on v3+) and the nc_matmul docs:
+        is_transpose=True with an identity moving tile is the TensorE transpose: dst keeps
         the data dtype, NaN/Inf survive (bit-exact on v3+), and it overwrites."""
         x = rand(16, 8)
         x[3, 2] = np.nan
@@ -298,7 +302,8 @@ class ActivationTest(unittest.TestCase):
                                 bias=1.0)
 
     def test_scale_tile_must_be_fp32(self):
-        """nisa.activation: the scale parameter must be float32."""
+        """NKI.md 4 "nisa.activation": scale is an fp32 scalar or an [N, 1] vector; the scale parameter must be
+        float32."""
         with invocation():
             with self.assertRaisesRegex(NkiModelError, "scale must be float32"):
                 nisa.activation(dst=nl.ndarray((4, 4), nl.float32), op=nl.exp, data=nl.zeros((4, 4), nl.float32),

@@ -240,7 +240,8 @@ class KernelTest(unittest.TestCase):
         np.testing.assert_allclose(got, attention_ref(bf16(q), bf16(k), bf16(v), True), atol=3e-2)
 
     def test_kernel_violation_names_the_call(self):
-        """A kernel that breaks a hardware rule stops with an error naming the call and the rule."""
+        """NKI.md 6 (the simulator checks hardware constraints and raises) and NKI.md 3 "Matmul tile limits": a kernel
+        that breaks a hardware rule stops with an error naming the call and the rule."""
         @nki.jit
         def too_wide(a):
             t = nl.ndarray((128, 1024), dtype=a.dtype, buffer=nl.sbuf)

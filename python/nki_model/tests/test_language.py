@@ -27,7 +27,9 @@ class WrapperTest(unittest.TestCase):
         np.testing.assert_allclose(nki.simulate(add_kernel)(a, b), a + b, rtol=1e-6)
 
     def test_elementwise_and_broadcast(self):
-        """nl element-wise functions take tiles or scalars and broadcast [P, 1] along the free axis."""
+        """NKI.md 4 "nl.* element-wise and reduction functions" and "Other VectorE building blocks" ([N, 1] operands
+        broadcast along the free axis): nl element-wise functions take tiles or scalars and broadcast [P, 1] along the
+        free axis."""
         x, c = rand(16, 8), rand(16, 1, seed=3)
         with invocation():
             t = tile(x)
@@ -41,7 +43,8 @@ class WrapperTest(unittest.TestCase):
                 nl.exp(hbm(x))
 
     def test_reductions(self):
-        """nl.sum/max/mean reduce trailing free axes only."""
+        """NKI.md 4 "nl.* element-wise and reduction functions" and "nisa.tensor_reduce" (free axes only, never axis
+        0): nl.sum/max/mean reduce trailing free axes only."""
         x = rand(16, 4, 8)
         with invocation():
             t = tile(x)
@@ -65,7 +68,8 @@ class WrapperTest(unittest.TestCase):
                 nl.matmul(tile(x), tile(np.zeros((64, 600))), transpose_x=True)
 
     def test_softmax_where_broadcast_to(self):
-        """nl.softmax along the free axis, nl.where, nl.broadcast_to."""
+        """NKI.md 4 "nl.* element-wise ..." (0.3+ wrappers incl. nl.softmax) and 5(a) (broadcast_to): nl.softmax along
+        the free axis, nl.where, nl.broadcast_to."""
         x = rand(8, 16)
         with invocation():
             e = np.exp(x - x.max(1, keepdims=True))

@@ -127,7 +127,9 @@ class AllocationTest(unittest.TestCase):
                 nisa.memset(dst=nl.ndarray((8, 4), nl.float32, address=(16, 0)), value=0.0)
 
     def test_nki_object_dataclass(self):
-        """nl.NKIObject subclasses (also @dataclass ones with plain class attributes) take keyword arguments."""
+        """Not in NKI.md; SDK nki/api/nki/language/__init__.py NKIObject ("Base class for NKI kernel dataclasses and
+        configuration objects"): nl.NKIObject subclasses (also @dataclass ones with plain class attributes) take
+        keyword arguments."""
         import dataclasses
 
         @dataclasses.dataclass
@@ -157,7 +159,8 @@ class ViewTest(unittest.TestCase):
             np.testing.assert_array_equal(nki.model.values(t), want)
 
     def test_integer_index_rules(self):
-        """NkiTensor.__getitem__: on chip an integer on axis 0 keeps a size-1 axis; HBM drops the axis."""
+        """NKI.md 2 "Indexing" (plain integer slices) and the NkiTensor.__getitem__ docstring (SDK
+        nki/api/nki/language/__init__.py): on chip an integer on axis 0 keeps a size-1 axis; HBM drops the axis."""
         with invocation():
             s = nl.zeros((128, 4, 8), nl.float32)
             self.assertEqual(s[3].shape, (1, 4, 8))
@@ -169,7 +172,8 @@ class ViewTest(unittest.TestCase):
             self.assertEqual(h[nl.ds(1, 1), :, 0:5:2].shape, (1, 3, 3))
 
     def test_out_of_range_slice_raises(self):
-        """Slices must lie inside the tensor (the model refuses what NumPy would clip silently)."""
+        """NKI.md 2 "Indexing" and the NkiTensor.slice docstring (0 <= start < end <= shape): slices must lie inside
+        the tensor (the model refuses what NumPy would clip silently)."""
         with invocation():
             t = nl.zeros((128, 8), nl.float32)
             with self.assertRaisesRegex(NkiModelError, "outside axis 1"):
@@ -178,7 +182,8 @@ class ViewTest(unittest.TestCase):
                 t[:, 8]
 
     def test_reshape_permute_broadcast(self):
-        """NkiTensor view operations: reshape keeps the partition axis on chip; views write through."""
+        """NKI.md 2 "Allocation" (axis 0 is the partition axis) and the NkiTensor docstrings (views share storage):
+        NkiTensor view operations: reshape keeps the partition axis on chip; views write through."""
         with invocation():
             t = nl.zeros((128, 4, 6), nl.float32)
             r = t.reshape((128, 24))
@@ -253,7 +258,8 @@ class JitTest(unittest.TestCase):
             k(np.zeros(2))
 
     def test_kernel_called_from_kernel_runs_inline(self):
-        """A jitted kernel called inside another works on the caller's tensors (no NumPy round trip)."""
+        """NKI.md 1 "@nki.jit and calling kernels" (sub-kernels; old dialect mode='trace'): a jitted kernel called
+        inside another works on the caller's tensors (no NumPy round trip)."""
         @nki.jit
         def inner(t):
             nisa.memset(dst=t, value=2.0)
@@ -268,7 +274,8 @@ class JitTest(unittest.TestCase):
         np.testing.assert_array_equal(outer(np.zeros((2, 3), np.float32)), 2.0)
 
     def test_typing_annotations(self):
-        """nki.typing (0.3+): nt.tensor[shape] annotations on kernel parameters are accepted."""
+        """NKI.md 1 "Versions and namespaces" (nki.typing): nki.typing (0.3+): nt.tensor[shape] annotations on kernel
+        parameters are accepted."""
         import nki.typing as nt
 
         @nki.jit

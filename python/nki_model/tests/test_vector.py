@@ -16,8 +16,7 @@ class TensorTensorTest(unittest.TestCase):
         """NKI.md 4 "Other VectorE building blocks": tensor_tensor(dst, data1, data2, op) element-wise, fp32."""
         a, b = rand(16, 8, seed=1), rand(16, 8, seed=2)
         cases = {nl.add: a + b, nl.subtract: a - b, nl.multiply: a * b, nl.maximum: np.maximum(a, b),
-                 nl.minimum: np.minimum(a, b), nl.divide: a / b, nl.greater: (a > b).astype(np.float32),
-                 nl.abs_max: np.maximum(np.abs(a), np.abs(b))}
+                 nl.minimum: np.minimum(a, b), nl.divide: a / b, nl.greater: (a > b).astype(np.float32)}
         with invocation():
             for op, want in cases.items():
                 d = nl.ndarray((16, 8), nl.float32)
@@ -25,7 +24,8 @@ class TensorTensorTest(unittest.TestCase):
                 np.testing.assert_allclose(values(d), want, rtol=1e-6, err_msg=op.__name__)
 
     def test_psum_operand_and_bf16_out(self):
-        """tensor_tensor: one input may be in PSUM, the fp32 result is rounded into a bf16 dst."""
+        """NKI.md 4 "Other VectorE building blocks" (at most one tensor_tensor input in PSUM): tensor_tensor: one input
+        may be in PSUM, the fp32 result is rounded into a bf16 dst."""
         a, b = rand(16, 8, seed=1), rand(16, 8, seed=2)
         with invocation():
             d = nl.ndarray((16, 8), nl.bfloat16)
@@ -39,7 +39,8 @@ class TensorTensorTest(unittest.TestCase):
                                    data2=tile(np.zeros((8, 8))), op=nl.add)
 
     def test_int32_exact_and_bitvec(self):
-        """tensor_tensor: all-int32 arithmetic is exact (GpSimd); bitvec ops need integer dtypes."""
+        """NKI.md 4 "Which engine runs what" (GpSimd: int32 tensor_tensor): tensor_tensor: all-int32 arithmetic is
+        exact (GpSimd); bitvec ops need integer dtypes."""
         big = np.array([[2 ** 30 + 1, 7]], np.int32)
         with invocation():
             d = nl.ndarray((1, 2), nl.int32)
@@ -80,7 +81,8 @@ class TensorScalarTest(unittest.TestCase):
             np.testing.assert_allclose(values(d), 1 / np.sqrt(np.abs(x) + 1) + 2, rtol=1e-6)
 
     def test_rules(self):
-        """tensor_scalar: operands are [N, 1] fp32 tiles or scalars; op1=None needs operand1=None; the Scalar
+        """NKI.md 4 "Other VectorE building blocks" (tensor_scalar on VectorE/ScalarE/GpSimd) and the tensor_scalar
+        docstring: tensor_scalar: operands are [N, 1] fp32 tiles or scalars; op1=None needs operand1=None; the Scalar
         engine on trn2 runs only multiply/add."""
         x = rand(32, 16)
         with invocation(target="trn2"):
@@ -124,7 +126,8 @@ class TensorReduceTest(unittest.TestCase):
                 nisa.tensor_reduce(dst=nl.ndarray((16, 4), nl.float32), op=nl.greater, data=tile(x), axis=2)
 
     def test_reciprocal(self):
-        """nisa.reciprocal: 1/x on the Vector Engine."""
+        """NKI.md 5(b) (softmax: one reciprocal) and nki.api.shared "NKI Engine Selection" (Vector Engine reciprocal):
+        nisa.reciprocal: 1/x on the Vector Engine."""
         x = np.abs(rand(4, 4)) + 0.1
         with invocation():
             d = nl.ndarray((4, 4), nl.float32)
@@ -199,7 +202,8 @@ class FusedTest(unittest.TestCase):
                                           op1=nl.add, operand1=tile(y, buffer=nl.psum))
 
     def test_tensor_scalar_reduce(self):
-        """tensor_scalar_reduce: dst = data op0 operand0, row reduction into the VectorE accumulators."""
+        """Not in NKI.md (its VectorE family list omits it); SDK nki/api/nki/isa/__init__.py tensor_scalar_reduce
+        docstring: dst = data op0 operand0, row reduction into the VectorE accumulators."""
         x = rand(8, 16)
         with invocation():
             d, r = nl.ndarray((8, 16), nl.float32), nl.ndarray((8, 1), nl.float32)
@@ -218,7 +222,8 @@ class FusedTest(unittest.TestCase):
 
 class SelectionTest(unittest.TestCase):
     def test_nc_stream_shuffle(self):
-        """nc_stream_shuffle: per 32-partition quadrant, dst[i] = src[mask[i]], 255 keeps dst[i]."""
+        """NKI.md 4 "Which engine runs what" (VectorE nc_stream_shuffle) and its docstring: nc_stream_shuffle: per
+        32-partition quadrant, dst[i] = src[mask[i]], 255 keeps dst[i]."""
         x = rand(64, 4)
         mask = [31 - i for i in range(32)]
         mask[5] = 255
@@ -233,7 +238,8 @@ class SelectionTest(unittest.TestCase):
                 nisa.nc_stream_shuffle(dst=big[64:128], src=tile(np.zeros((128, 4)))[32:96], shuffle_mask=[0] * 32)
 
     def test_tensor_copy_predicated(self):
-        """tensor_copy_predicated: copy where the (unsigned) predicate is set; the rest of dst is unchanged."""
+        """Not in NKI.md; SDK nki/api/nki/isa/__init__.py tensor_copy_predicated docstring: copy where the (unsigned)
+        predicate is set; the rest of dst is unchanged."""
         x, pred = rand(4, 6), (rand(4, 6, seed=5) > 0)
         with invocation():
             d = tile(np.full((4, 6), 9.0))
@@ -245,7 +251,8 @@ class SelectionTest(unittest.TestCase):
                 nisa.tensor_copy_predicated(dst=d, src=tile(x), predicate=tile(pred, nl.float32))
 
     def test_max8_and_find_index8(self):
-        """max8: 8 largest per partition, descending; nc_find_index8: first index of each value (all ones if
+        """Not in NKI.md; SDK nki/api/nki/isa/__init__.py max8 / nc_find_index8 docstrings: max8: 8 largest per
+        partition, descending; nc_find_index8: first index of each value (all ones if
         absent)."""
         x = rand(4, 100)
         with invocation():
@@ -263,7 +270,8 @@ class SelectionTest(unittest.TestCase):
                 nisa.max8(dst=m, src=tile(x[:, :4]))
 
     def test_shared_constant(self):
-        """nl.shared_constant: a shared_hbm tensor holding constant data."""
+        """NKI.md 2 "Buffer names" (shared_hbm) and the nl.shared_constant stub (SDK nki/api/nki/language/__init__.py):
+        a shared_hbm tensor holding constant data."""
         with invocation():
             c = nl.shared_constant(np.arange(6, dtype=np.int32).reshape(2, 3))
             self.assertIs(c.buffer, nl.shared_hbm)
@@ -301,7 +309,8 @@ class IotaSelectTest(unittest.TestCase):
                                    on_true_tile=tile(x, buffer=nl.psum), on_false_value=0.0)
 
     def test_set_item_and_hbm_views(self):
-        """NkiTensor.__setitem__ copies tiles (DMA to HBM) or fills scalars."""
+        """NKI.md 2 "Who can touch which memory" (HBM traffic is DMA) and the NkiTensor.__setitem__ docstring: copies
+        tiles (DMA to HBM) or fills scalars."""
         with invocation():
             h = hbm(np.zeros((4, 4), np.float32))
             s = tile(np.ones((2, 4)))

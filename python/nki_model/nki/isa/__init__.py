@@ -265,6 +265,8 @@ def activation(dst, op, data, bias=None, scale=1.0, reduce_op=None, reduce_res=N
     p = data.shape[0]
     sc = C.vector_operand(call, "scale", scale, p, fp32_only=True)
     b = np.float32(0.0)
+    check(not (name_ == "reciprocal" and bias is not None and tgt.gen == 2), call,
+          "activation with nl.reciprocal takes no bias on NeuronCore-v2 (nki.api.shared, engine selection)")
     if bias is not None:
         if isinstance(bias, NkiTensor):
             check(bias.dtype.name != "tfloat32", call, "bias may not be tfloat32")

@@ -24,6 +24,8 @@ def scalar_tensor_tensor(dst, data, op0, operand0, op1, operand1, reverse0=False
     check(not (data.buffer is psum and operand1.buffer is psum), call, "data and operand1 cannot both be in PSUM")
     n0, n1 = _ops.op_name(op0), _ops.op_name(op1)
     check(n0 in _ops.ARITH and n1 in _ops.ARITH, call, "op0 and op1 must be arithmetic operators")
+    _ops.check_available(call, n0)
+    _ops.check_available(call, n1)
     p = data.shape[0]
     s0 = C.vector_operand(call, "operand0", operand0, p)
     x = C.per_partition(data._read(np.float32), p)
@@ -50,6 +52,7 @@ def tensor_scalar_reduce(dst, data, op0, operand0, reduce_op, reduce_res=None, r
     C.same_layout(call, "data", data, "dst", dst)
     n0, rn = _ops.op_name(op0), _ops.op_name(reduce_op)
     check(n0 in _ops.ARITH or n0 in _ops.UNARY_ALU, call, "op0 must be an arithmetic operator")
+    _ops.check_available(call, n0)
     check(rn in _REDUCE_IDENTITY, call, "reduce_op must be nl.add, nl.multiply, nl.max or nl.min")
     check(reduce_cmd in (cmds.reset_reduce, cmds.reduce, cmds.load_reduce), call,
           "reduce_cmd must be reset_reduce, reduce or load_reduce")

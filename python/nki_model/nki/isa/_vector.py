@@ -26,6 +26,7 @@ def tensor_tensor(dst, data1, data2, op, engine=None, name=None):
     opn = _ops.op_name(op)
     check(opn in _ops.ARITH or opn in _ops.BITVEC, call,
           f"op {getattr(op, '__name__', op)!r} is not a binary ALU operator")
+    _ops.check_available(call, opn)
     eng = _engine_name(engine)
     for role, t in (("data1", data1), ("data2", data2), ("dst", dst)):
         C.tensor(call, role, t, ON_CHIP, eng)
@@ -39,12 +40,15 @@ def tensor_tensor(dst, data1, data2, op, engine=None, name=None):
     if opn in _ops.BITVEC:
         for role, t in (("data1", data1), ("data2", data2), ("dst", dst)):
             check(t.dtype.kind in ("int", "bool"), call, f"bitvec op needs integer dtypes; {role} is {t.dtype.name}")
-        a, b = data1._view.astype(np.int64), data2._view.astype(np.int64)
+        check(eng in ("unknown", "vector"), call, "bitvec operators run on the Vector Engine only")
+        a, b = _ops.bits(data1._view, data1.dtype), _ops.bits(data2._view, data2.dtype)
     elif all(t.dtype.name in _INT32 for t in (data1, data2, dst)) and not any_psum and eng != "vector":
         a, b = data1._view.astype(np.int64), data2._view.astype(np.int64)
     else:
         a, b = data1._read(np.float32), data2._read(np.float32)
     out = _ops.binary(opn, C.per_partition(a, p), C.per_partition(b, p))
+    if opn in _ops.BITVEC:  # a bit pattern: wrapped into dst's width, not converted
+        out = _ops.from_bits(out, dst.dtype)
     C.psum_read(data1)
     C.psum_read(data2)
     dst._write(out.reshape(dst.shape))
@@ -76,9 +80,10 @@ def tensor_scalar(dst, data, op0, operand0, reverse0=False, op1=None, operand1=N
         if i == 1 and op1 is None:
             check(operand1 is None, call, "operand1 must be None when op1 is None")
             continue
-        check(n in _ops.ARITH or n in _ops.BITVEC or n in _ops.UNARY_ALU, call,
+        check(n in _ops.ARITH or n in _ops.BITVEC or n in _ops.UNARY_ALU or n in _ops.UNARY_BITVEC, call,
               f"op{i} {n!r} is not an ALU operator")
-    bitvec = [n in _ops.BITVEC for n in names if n is not None]
+        _ops.check_available(call, n)
+    bitvec = [n in _ops.BITVEC or n in _ops.UNARY_BITVEC for n in names if n is not None]
     check(all(bitvec) or not any(bitvec), call, "op0 and op1 must both be bitvec or both arithmetic")
     if eng == "scalar" and _tgt_gen(call) == 3:
         check(tuple(names) in (("multiply", "add"), ("multiply", None), ("add", None)), call,
@@ -86,14 +91,26 @@ def tensor_scalar(dst, data, op0, operand0, reverse0=False, op1=None, operand1=N
     p = data.shape[0]
     if any(bitvec):
         check(data.dtype.kind == "int" and dst.dtype.kind == "int", call, "bitvec ops need integer dtypes")
-        t = C.per_partition(data._view.astype(np.int64), p)
+        check(eng in ("unknown", "vector"), call, "bitvec operators run on the Vector Engine only")
+        t = C.per_partition(_ops.bits(data._view, data.dtype), p)
         ops = [(names[0], operand0, reverse0), (names[1], operand1, reverse1)]
         for i, (n, operand, rev) in enumerate(ops):
             if n is None:
                 continue
+            if n in _ops.UNARY_BITVEC:
+                check(operand is None or (not isinstance(operand, NkiTensor) and operand == 0), call,
+                      f"unary op {n} takes operand{i} None or 0")
+                t = _ops.UNARY_BITVEC[n](t)
+                continue
             C.vector_operand(call, f"operand{i}", operand, p)  # shape/buffer checks
-            v = operand._view.astype(np.int64).reshape(p, 1) if isinstance(operand, NkiTensor) else int(operand)
+            if isinstance(operand, NkiTensor):
+                check(operand.dtype.kind == "int", call, f"bitvec operand{i} must have an integer dtype")
+                v = _ops.bits(operand._view, operand.dtype).reshape(p, 1)
+            else:
+                check(float(operand) == int(operand), call, f"bitvec operand{i} must be an integer")
+                v = int(operand)
             t = _ops.binary(n, v, t) if rev else _ops.binary(n, t, v)
+        t = _ops.from_bits(t, dst.dtype)
     else:
         t = C.per_partition(data._read(np.float32), p)
         o0 = None if operand0 is None else C.vector_operand(call, "operand0", operand0, p, fp32_only=True)
@@ -134,13 +151,15 @@ def tensor_reduce(dst, op, data, axis, negate=False, keepdims=False, name=None):
           f"dst must have {data.shape[0]} partitions x {kept} elements, got {list(dst.shape)}")
     if opn in ("bitwise_and", "bitwise_or", "bitwise_xor"):
         check(data.dtype.kind == "int", call, "bitvec reduction needs an integer dtype")
-        vals = data._view.astype(np.int64)
+        vals = _ops.bits(data._view, data.dtype)
     else:
         vals = data._read(np.float32)
     out = _ops.reduce(opn, vals, tuple(axes))
     if negate:
         check(opn not in ("bitwise_and", "bitwise_or", "bitwise_xor"), call, "negate needs an arithmetic op")
         out = -out
+    if opn in ("bitwise_and", "bitwise_or", "bitwise_xor"):
+        out = _ops.from_bits(out, dst.dtype)
     C.psum_read(data)
     dst._write(np.asarray(out).reshape(dst.shape))
     C.psum_write(dst, False, False)
@@ -259,6 +278,8 @@ def tensor_tensor_scan(dst, data0, data1, initial, op0, op1, reverse0=False, rev
     check(not (data0.buffer is psum and data1.buffer is psum), call, "data0 and data1 cannot both be in PSUM")
     n0, n1 = _ops.op_name(op0), _ops.op_name(op1)
     check(n0 in _ops.ARITH and n1 in _ops.ARITH, call, "op0 and op1 must be binary arithmetic operators")
+    _ops.check_available(call, n0)
+    _ops.check_available(call, n1)
     p = data0.shape[0]
     a = C.per_partition(data0._read(np.float32), p)
     b = C.per_partition(data1._read(np.float32), p)

@@ -176,7 +176,8 @@ def full(shape, fill_value, dtype, buffer=sbuf, name=""):
 
 
 def zeros_like(x, dtype=None, buffer=None, name=""):
-    return zeros(x.shape, dtype or x.dtype, buffer=buffer or x.buffer, name=name)
+    """Zeros of x's shape; dtype defaults to x's, buffer to nl.sbuf (the docs; empty_like defaults to x's)."""
+    return zeros(x.shape, dtype or x.dtype, buffer=buffer or sbuf, name=name)
 
 
 def empty_like(x, dtype=None, buffer=None, name=""):
@@ -225,6 +226,13 @@ def no_reorder():
 
 
 def device_print(print_prefix, tensor):
+    """Prints the prefix and the tensor's values to stdout at once (the documented CPU-simulation behaviour);
+    the prefix must be a constant string and the tensor in SBUF or HBM."""
+    call = "nl.device_print"
+    _runtime.current(call)
+    check(isinstance(print_prefix, str), call, f"print_prefix must be a constant string, got {print_prefix!r}")
+    check(isinstance(tensor, NkiTensor), call, f"tensor must be an NkiTensor, got {type(tensor).__name__}")
+    check(tensor.buffer is not psum, call, "tensor is in PSUM; device_print prints SBUF or HBM tensors")
     print(print_prefix, tensor._view)
 
 

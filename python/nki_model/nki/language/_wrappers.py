@@ -40,6 +40,9 @@ def _result(call, values, like, dtype):
     tiles = [t for t in like if isinstance(t, NkiTensor)]
     check(len(tiles) > 0, call, "at least one operand must be a tile")
     shape = tuple(np.shape(values))
+    if len(shape) == 1:  # every free axis reduced away: an on-chip tile keeps a free axis of size 1
+        shape = (shape[0], 1)
+        values = np.reshape(values, shape)
     out = ndarray(shape, dtype or tiles[0].dtype, buffer=sbuf)
     out._write(values)
     return out
@@ -48,10 +51,50 @@ def _result(call, values, like, dtype):
 def _make_binary(name):
     def fn(x, y, dtype=None):
         call = f"nl.{name}"
+        _ops.check_available(call, name)
         with np.errstate(all="ignore"):
             v = _ops.binary(name, _values(call, x), _values(call, y))
         return _result(call, v, (x, y), dtype)
     return _export(name, fn)
+
+
+def _bit_operand(call, x):
+    """The unsigned bit pattern (int64) of an integer tile or integer number (bitvec wrappers)."""
+    if isinstance(x, NkiTensor):
+        _values(call, x)  # buffer checks
+        check(x.dtype.kind in ("int", "bool"), call, f"input must be integer typed, got {x.dtype.name}")
+        return _ops.bits(x._view, x.dtype)
+    check(isinstance(x, (int, np.integer)) and not isinstance(x, bool), call,
+          f"operand {x!r} must be an integer tile or an integer")
+    return np.int64(x)
+
+
+def _result_bits(call, patterns, like, dtype):
+    from . import ndarray
+    from .. import _dtypes
+    tiles = [t for t in like if isinstance(t, NkiTensor)]
+    check(len(tiles) > 0, call, "at least one operand must be a tile")
+    dt = _dtypes.as_dtype(dtype) if dtype is not None else tiles[0].dtype
+    out = ndarray(tuple(np.shape(patterns)), dt, buffer=sbuf)
+    out._write(_ops.from_bits(patterns, dt) if dt.kind != "float" else np.asarray(patterns))
+    return out
+
+
+def _make_bitvec(name):
+    """nl.bitwise_and/or/xor, left_shift, right_shift: integer inputs, bit patterns, logical right shift."""
+    def fn(x, y, dtype=None):
+        call = f"nl.{name}"
+        v = _ops.binary(name, _bit_operand(call, x), _bit_operand(call, y))
+        return _result_bits(call, v, (x, y), dtype)
+    return _export(name, fn)
+
+
+def invert(x, dtype=None):
+    """Bitwise NOT of an integer tile (XOR with all ones of its width)."""
+    call = "nl.invert"
+    check(isinstance(x, NkiTensor), call, "x must be a tile")
+    return _result_bits(call, np.invert(_bit_operand(call, x)), (x,), dtype)
+
 
 
 def _make_unary(name, impl):
@@ -62,12 +105,14 @@ def _make_unary(name, impl):
     return _export(name, fn)
 
 
-for _n in list(_ops.ARITH) + list(_ops.BITVEC):
+for _n in _ops.ARITH:
     _make_binary(_n)
+for _n in _ops.BITVEC:
+    _make_bitvec(_n)
+_export("invert", invert)
 for _n, _f in _ops.ACTIVATIONS.items():
     _make_unary(_n, _f)
 _make_unary("negative", lambda x: -x)
-_make_unary("invert", lambda x: ~x.astype(np.int64))
 _make_unary("logical_not", lambda x: (x == 0).astype(np.float64))
 _make_unary("ceil", np.ceil)
 _make_unary("floor", np.floor)
