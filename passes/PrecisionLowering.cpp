@@ -108,9 +108,37 @@ Policy policyOf(ir::OpKind k) {
     case ir::OpKind::kReduceMean: case ir::OpKind::kReduceSum: case ir::OpKind::kReduceSumSquare:
     case ir::OpKind::kReduceL2: case ir::OpKind::kReduceProd:
       return Policy::kFp32;
-    default:
+    // Everything else: the precision of its inputs, promoted to f32 when
+    // they mix f32 and the low dtype.
+    case ir::OpKind::kAbs: case ir::OpKind::kNeg: case ir::OpKind::kExp: case ir::OpKind::kLog:
+    case ir::OpKind::kSqrt: case ir::OpKind::kReciprocal: case ir::OpKind::kErf:
+    case ir::OpKind::kTanh: case ir::OpKind::kSigmoid: case ir::OpKind::kRelu:
+    case ir::OpKind::kLeakyRelu: case ir::OpKind::kElu: case ir::OpKind::kHardSigmoid:
+    case ir::OpKind::kSoftplus: case ir::OpKind::kGelu: case ir::OpKind::kSin:
+    case ir::OpKind::kCos: case ir::OpKind::kFloor: case ir::OpKind::kCeil:
+    case ir::OpKind::kRound: case ir::OpKind::kSign: case ir::OpKind::kNot:
+    case ir::OpKind::kIsNaN: case ir::OpKind::kIsInf: case ir::OpKind::kCast:
+    case ir::OpKind::kIdentity: case ir::OpKind::kDropout: case ir::OpKind::kClip:
+    case ir::OpKind::kAdd: case ir::OpKind::kSub: case ir::OpKind::kMul: case ir::OpKind::kDiv:
+    case ir::OpKind::kPow: case ir::OpKind::kMod: case ir::OpKind::kMax: case ir::OpKind::kMin:
+    case ir::OpKind::kSum: case ir::OpKind::kMean: case ir::OpKind::kEqual: case ir::OpKind::kLess:
+    case ir::OpKind::kLessOrEqual: case ir::OpKind::kGreater: case ir::OpKind::kGreaterOrEqual:
+    case ir::OpKind::kAnd: case ir::OpKind::kOr: case ir::OpKind::kXor: case ir::OpKind::kWhere:
+    case ir::OpKind::kSoftmax: case ir::OpKind::kLogSoftmax: case ir::OpKind::kLayerNormalization:
+    case ir::OpKind::kRMSNormalization: case ir::OpKind::kBatchNormalization:
+    case ir::OpKind::kReduceMax: case ir::OpKind::kReduceMin: case ir::OpKind::kArgMax:
+    case ir::OpKind::kArgMin: case ir::OpKind::kMaxPool: case ir::OpKind::kAveragePool:
+    case ir::OpKind::kGlobalAveragePool: case ir::OpKind::kGlobalMaxPool:
+    case ir::OpKind::kReshape: case ir::OpKind::kTranspose: case ir::OpKind::kFlatten:
+    case ir::OpKind::kSqueeze: case ir::OpKind::kUnsqueeze: case ir::OpKind::kConcat:
+    case ir::OpKind::kSplit: case ir::OpKind::kSlice: case ir::OpKind::kGather:
+    case ir::OpKind::kGatherElements: case ir::OpKind::kGatherND: case ir::OpKind::kExpand:
+    case ir::OpKind::kTile: case ir::OpKind::kTrilu: case ir::OpKind::kPad:
+    case ir::OpKind::kShape: case ir::OpKind::kSize: case ir::OpKind::kConstantOfShape:
+    case ir::OpKind::kRange: case ir::OpKind::kConstant: case ir::OpKind::kUnregistered:
       return Policy::kPromote;
   }
+  return Policy::kPromote;  // not reached: the switch covers every OpKind
 }
 
 /// Elementwise arithmetic whose result may be computed in f32 when it feeds
@@ -121,9 +149,35 @@ bool isElementwiseArithmetic(ir::OpKind k) {
     case ir::OpKind::kPow: case ir::OpKind::kExp: case ir::OpKind::kLog: case ir::OpKind::kSqrt:
     case ir::OpKind::kReciprocal: case ir::OpKind::kAbs: case ir::OpKind::kNeg:
       return true;
-    default:
+    case ir::OpKind::kErf: case ir::OpKind::kTanh: case ir::OpKind::kSigmoid:
+    case ir::OpKind::kRelu: case ir::OpKind::kLeakyRelu: case ir::OpKind::kElu:
+    case ir::OpKind::kHardSigmoid: case ir::OpKind::kSoftplus: case ir::OpKind::kGelu:
+    case ir::OpKind::kSin: case ir::OpKind::kCos: case ir::OpKind::kFloor: case ir::OpKind::kCeil:
+    case ir::OpKind::kRound: case ir::OpKind::kSign: case ir::OpKind::kNot:
+    case ir::OpKind::kIsNaN: case ir::OpKind::kIsInf: case ir::OpKind::kCast:
+    case ir::OpKind::kIdentity: case ir::OpKind::kDropout: case ir::OpKind::kClip:
+    case ir::OpKind::kMod: case ir::OpKind::kMax: case ir::OpKind::kMin: case ir::OpKind::kSum:
+    case ir::OpKind::kMean: case ir::OpKind::kEqual: case ir::OpKind::kLess:
+    case ir::OpKind::kLessOrEqual: case ir::OpKind::kGreater: case ir::OpKind::kGreaterOrEqual:
+    case ir::OpKind::kAnd: case ir::OpKind::kOr: case ir::OpKind::kXor: case ir::OpKind::kWhere:
+    case ir::OpKind::kMatMul: case ir::OpKind::kGemm: case ir::OpKind::kConv:
+    case ir::OpKind::kSoftmax: case ir::OpKind::kLogSoftmax: case ir::OpKind::kLayerNormalization:
+    case ir::OpKind::kRMSNormalization: case ir::OpKind::kBatchNormalization:
+    case ir::OpKind::kReduceMean: case ir::OpKind::kReduceSum: case ir::OpKind::kReduceMax:
+    case ir::OpKind::kReduceMin: case ir::OpKind::kReduceProd: case ir::OpKind::kReduceSumSquare:
+    case ir::OpKind::kReduceL2: case ir::OpKind::kArgMax: case ir::OpKind::kArgMin:
+    case ir::OpKind::kMaxPool: case ir::OpKind::kAveragePool: case ir::OpKind::kGlobalAveragePool:
+    case ir::OpKind::kGlobalMaxPool: case ir::OpKind::kReshape: case ir::OpKind::kTranspose:
+    case ir::OpKind::kFlatten: case ir::OpKind::kSqueeze: case ir::OpKind::kUnsqueeze:
+    case ir::OpKind::kConcat: case ir::OpKind::kSplit: case ir::OpKind::kSlice:
+    case ir::OpKind::kGather: case ir::OpKind::kGatherElements: case ir::OpKind::kGatherND:
+    case ir::OpKind::kExpand: case ir::OpKind::kTile: case ir::OpKind::kTrilu:
+    case ir::OpKind::kPad: case ir::OpKind::kShape: case ir::OpKind::kSize:
+    case ir::OpKind::kConstantOfShape: case ir::OpKind::kRange: case ir::OpKind::kConstant:
+    case ir::OpKind::kFusedAttention: case ir::OpKind::kUnregistered:
       return false;
   }
+  return false;  // not reached: the switch covers every OpKind
 }
 
 class PrecisionLowering : public Pass {

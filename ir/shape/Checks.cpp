@@ -136,9 +136,33 @@ absl::Status checkConstantOperands(const Node &n) {
       }
       return absl::OkStatus();
     }
-    default:
+    // No operand value of these is checked here (their shape rules check
+    // what they read).
+    case OpKind::kAbs: case OpKind::kNeg: case OpKind::kExp: case OpKind::kLog: case OpKind::kSqrt:
+    case OpKind::kReciprocal: case OpKind::kErf: case OpKind::kTanh: case OpKind::kSigmoid:
+    case OpKind::kRelu: case OpKind::kLeakyRelu: case OpKind::kElu: case OpKind::kHardSigmoid:
+    case OpKind::kSoftplus: case OpKind::kGelu: case OpKind::kSin: case OpKind::kCos:
+    case OpKind::kFloor: case OpKind::kCeil: case OpKind::kRound: case OpKind::kSign:
+    case OpKind::kNot: case OpKind::kIsNaN: case OpKind::kIsInf: case OpKind::kCast:
+    case OpKind::kIdentity: case OpKind::kClip: case OpKind::kAdd: case OpKind::kSub:
+    case OpKind::kMul: case OpKind::kPow: case OpKind::kMax: case OpKind::kMin: case OpKind::kSum:
+    case OpKind::kMean: case OpKind::kEqual: case OpKind::kLess: case OpKind::kLessOrEqual:
+    case OpKind::kGreater: case OpKind::kGreaterOrEqual: case OpKind::kAnd: case OpKind::kOr:
+    case OpKind::kXor: case OpKind::kWhere: case OpKind::kMatMul: case OpKind::kGemm:
+    case OpKind::kConv: case OpKind::kSoftmax: case OpKind::kLogSoftmax:
+    case OpKind::kLayerNormalization: case OpKind::kRMSNormalization: case OpKind::kReduceMean:
+    case OpKind::kReduceSum: case OpKind::kReduceMax: case OpKind::kReduceMin:
+    case OpKind::kReduceProd: case OpKind::kReduceSumSquare: case OpKind::kReduceL2:
+    case OpKind::kArgMax: case OpKind::kArgMin: case OpKind::kMaxPool: case OpKind::kAveragePool:
+    case OpKind::kGlobalAveragePool: case OpKind::kGlobalMaxPool: case OpKind::kReshape:
+    case OpKind::kTranspose: case OpKind::kFlatten: case OpKind::kSqueeze: case OpKind::kUnsqueeze:
+    case OpKind::kConcat: case OpKind::kSplit: case OpKind::kSlice: case OpKind::kExpand:
+    case OpKind::kTile: case OpKind::kTrilu: case OpKind::kPad: case OpKind::kShape:
+    case OpKind::kSize: case OpKind::kConstantOfShape: case OpKind::kRange: case OpKind::kConstant:
+    case OpKind::kFusedAttention: case OpKind::kUnregistered:
       return absl::OkStatus();
   }
+  return absl::OkStatus();  // not reached: the switch covers every OpKind
 }
 
 }  // namespace
