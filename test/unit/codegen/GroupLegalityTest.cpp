@@ -23,6 +23,7 @@
 #include "nlohmann/json.hpp"
 #include "passes/Pass.h"
 #include "passes/Pipeline.h"
+#include "test/unit/TestModels.h"
 
 namespace fusec::codegen {
 namespace {
@@ -41,8 +42,7 @@ std::vector<fs::path> modelDirs() {
     for (absl::string_view d : absl::StrSplit(env, ':', absl::SkipEmpty()))
       dirs.emplace_back(std::string(d));
   } else {
-    dirs.push_back(fs::path(__FILE__).parent_path() / ".." / ".." / ".." / ".." / "shared" /
-                   "models");
+    dirs.push_back(fusec::testing::sharedModelsDir());
   }
   return dirs;
 }
