@@ -295,7 +295,7 @@ absl::StatusOr<std::string> withChecksums(const std::string &manifest, const fs:
   names.erase(std::unique(names.begin(), names.end()), names.end());
   for (const std::string &n : names) files.push_back(n);
   m["files"] = files;
-  return m.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+  return m.dump(2, ' ', true, Json::error_handler_t::replace) + "\n";
 }
 
 absl::Status writeFile(const fs::path &path, const std::string &data) {
@@ -390,8 +390,10 @@ std::string manifestJson(const MemoryPlan &mem, const std::vector<std::string> &
                          {"bytes", c.bytes}});
   m["steps"] = std::move(steps);
   m["kernels"] = kernelNames;
-  // Names come from the model: dump() must not throw on invalid UTF-8.
-  return m.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+  // Names come from the model: dump() must not throw on invalid UTF-8, and
+  // ensure_ascii writes every control and bidi control (any non-ASCII) as
+  // \uXXXX, so that no raw one reaches a terminal that shows the manifest.
+  return m.dump(2, ' ', true, Json::error_handler_t::replace) + "\n";
 }
 
 absl::Status checkStaticShapes(const ir::Graph &graph) {
