@@ -39,7 +39,8 @@ using String = std::string;
 std::vector<OpInfo> buildTable() {
   std::vector<OpInfo> ops;
 #define FUSEC_OP(E, N, MinI, MaxI, MinO, MaxO, C, V, R, M, D) \
-  ops.push_back(OpInfo{OpKind::k##E, N, MinI, MaxI, MinO, MaxO, FusionClass::k##C, D, V, R, M, {}, {}});
+  ops.push_back(                                              \
+      OpInfo{OpKind::k##E, N, MinI, MaxI, MinO, MaxO, FusionClass::k##C, D, V, R, M, {}, {}, {}});
 #define FUSEC_ATTR(Op, Name, K, Dflt)                                              \
   ops[static_cast<int>(OpKind::k##Op)].attrs.push_back(                            \
       AttrSpec{#Name, Attribute::Kind::k##K, AttrSpec::Default::kValue, Attribute(K(Dflt))});
@@ -51,6 +52,8 @@ std::vector<OpInfo> buildTable() {
       AttrSpec{#Name, Attribute::Kind::k##K, AttrSpec::Default::kRequired, Attribute()});
 #define FUSEC_DTYPES(Op, Class, Operands) \
   ops[static_cast<int>(OpKind::k##Op)].dtypes.push_back(DTypeRule{DTypeClass::k##Class, Operands});
+#define FUSEC_SCALARS(Op, Class, Operands) \
+  ops[static_cast<int>(OpKind::k##Op)].scalars.push_back(ScalarRule{ScalarClass::k##Class, Operands});
 #include "ir/Ops.def"
   return ops;
 }

@@ -70,6 +70,20 @@ struct DTypeRule {
   uint32_t operands;
 };
 
+/// Ops.def's FUSEC_SCALARS Class column: how many elements a scalar operand
+/// may hold.
+enum class ScalarClass {
+  kOne,         ///< exactly one (rank 0, or every dim 1)
+  kOneOrEmpty,  ///< one, or none (read as the input being absent)
+};
+
+/// One FUSEC_SCALARS row: each input in `operands` (bit i: input i) that is
+/// present and has a known rank holds the elements `cls` allows.
+struct ScalarRule {
+  ScalarClass cls;
+  uint32_t operands;
+};
+
 /// \returns whether \p dtype belongs to \p cls.
 bool dtypeInClass(DType dtype, DTypeClass cls);
 /// Text name of a dtype class ("float", "numeric", "index", "bool", "any").
@@ -102,6 +116,7 @@ struct OpInfo {
   uint32_t metadataOperands;     ///< bit i set: input i is metadata only
   std::vector<AttrSpec> attrs;   ///< the attribute schema, sorted by name
   std::vector<DTypeRule> dtypes; ///< operand dtype rules (FUSEC_DTYPES rows)
+  std::vector<ScalarRule> scalars; ///< scalar operand rules (FUSEC_SCALARS rows)
 };
 
 /// \returns the row for ONNX op_type \p name, or null if fusec lacks it.

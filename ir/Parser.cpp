@@ -33,8 +33,10 @@
 // Lexical rules:
 //  - Value and graph names print bare when they match [A-Za-z0-9_.]+, else as
 //    a quoted string: %"/h.0/attn/MatMul_output_0".
-//  - Strings use C-like escapes: \" \\ \n \t and \xHH for other control bytes;
-//    all other bytes (including UTF-8) are literal.
+//  - Strings use C-like escapes: \" \\ \n \t and \xHH for any byte; the
+//    printer writes \xHH for other control bytes and for the bytes of
+//    malformed UTF-8 and of bidi / C1 controls (U+202E, U+2066, ...), all
+//    other bytes (including UTF-8) literally.
 //  - Integers have no '.', floats always have a '.' or an exponent, or are
 //    spelled inf, -inf, nan. A list is `floats` if any element is a float.
 //    Empty lists are typed: ints[], floats[], strings[] (an untyped [] is read

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -20,6 +21,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "support/Escape.h"
 
 namespace fusec::ir {
 
@@ -37,10 +39,43 @@ bool isIdentifier(const std::string &s) {
   return isBareName(s);
 }
 
+/// Length of the well-formed UTF-8 sequence at \p i of \p s whose code
+/// point support/Escape.h treats as safe to print; 0 when the bytes there
+/// are malformed or a control (C1, bidi, line / paragraph separator).
+size_t safeUtf8Length(const std::string &s, size_t i) {
+  const unsigned char c = static_cast<unsigned char>(s[i]);
+  const size_t len = (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+  if (len == 0 || i + len > s.size()) return 0;
+  uint32_t cp = len == 2 ? (c & 0x1f) : len == 3 ? (c & 0x0f) : (c & 0x07);
+  for (size_t k = 1; k < len; ++k) {
+    const unsigned char cc = static_cast<unsigned char>(s[i + k]);
+    if ((cc & 0xc0) != 0x80) return 0;
+    cp = (cp << 6) | (cc & 0x3f);
+  }
+  const uint32_t minCp = len == 2 ? 0x80 : len == 3 ? 0x800 : 0x10000;
+  if (cp < minCp || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
+  return escape_internal::isUnsafeCodePoint(cp) ? 0 : len;
+}
+
+/// A double-quoted string the parser reads back byte for byte: controls,
+/// and the bytes of malformed UTF-8 and of bidi / C1 controls (U+202E,
+/// U+2066, ...: Trojan Source), as \xHH, so that no raw one reaches the
+/// terminal or a file.
 std::string quoteString(const std::string &s) {
   std::string out = "\"";
-  for (char ch : s) {
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char ch = s[i];
     unsigned char c = static_cast<unsigned char>(ch);
+    if (c >= 0x80) {
+      const size_t len = safeUtf8Length(s, i);
+      if (len == 0) {
+        out += absl::StrFormat("\\x%02X", c);
+      } else {
+        out.append(s, i, len);
+        i += len - 1;
+      }
+      continue;
+    }
     switch (c) {
       case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;

@@ -19,6 +19,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "ir/ShapeInference.h"
+#include "support/Escape.h"
 #include "support/Status.h"
 
 namespace fusec::ir {
@@ -51,13 +52,9 @@ absl::Status checkArity(const Node &n) {
 }
 
 absl::Status checkAttributes(const Node &n) {
-  for (const auto &[name, a] : n.attrs()) {
-    const AttrSpec *spec = findAttrSpec(n.kind(), name);
-    if (!spec || a.kind() == spec->kind) continue;
-    if (spec->kind == Attribute::Kind::kFloat && a.kind() == Attribute::Kind::kInt) continue;
-    return nodeError(n, absl::StrCat("attribute '", name, "' is ", attributeKindName(a.kind()),
-                                     ", expected ", attributeKindName(spec->kind)));
-  }
+  for (const auto &[name, a] : n.attrs())
+    if (absl::Status s = verifyAttributeKind(n.kind(), name, a); !s.ok())
+      return nodeError(n, std::string(s.message()));
   return absl::OkStatus();
 }
 
@@ -88,6 +85,16 @@ absl::Status checkTypes(const Node &n) {
 }  // namespace
 
 absl::Status verifyNodeArity(const Node &node) { return checkArity(node); }
+
+absl::Status verifyAttributeKind(OpKind kind, std::string_view name, const Attribute &attr) {
+  const AttrSpec *spec = findAttrSpec(kind, name);
+  if (!spec || attr.kind() == spec->kind) return absl::OkStatus();
+  if (spec->kind == Attribute::Kind::kFloat && attr.kind() == Attribute::Kind::kInt)
+    return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("attribute '", printable(name), "' is ",
+                                                 attributeKindName(attr.kind()), ", expected ",
+                                                 attributeKindName(spec->kind)));
+}
 
 absl::Status verifyGraph(const Graph &graph) {
   absl::flat_hash_set<std::string> names;

@@ -60,6 +60,7 @@
 #include "ir/Verifier.h"
 #include "passes/Pass.h"
 #include "passes/utils/PatternUtils.h"
+#include "support/Escape.h"
 #include "support/Status.h"
 
 namespace fusec::passes {
@@ -288,7 +289,7 @@ class AttentionRewrite : public Pass {
                               absl::StrCat("attention rewrite: ", f.step, " failed: ", f.why)});
           sm->setAttr(kRefusalAttr, ir::Attribute(refusals.back().reason));
           if (ctx.debugEnabled("attention-rewrite"))
-            std::fprintf(stderr, "[attention-rewrite] %s\n", refusals.back().reason.c_str());
+            std::fprintf(stderr, "[attention-rewrite] %s\n", printable(refusals.back().reason).c_str());
         }
         continue;
       }

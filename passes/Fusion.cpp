@@ -33,6 +33,7 @@
 #include "passes/Pass.h"
 #include "passes/cost/ArithmeticIntensity.h"
 #include "passes/fusion/Fusible.h"
+#include "support/Escape.h"
 #include "support/Status.h"
 
 namespace fusec::passes {
@@ -272,8 +273,9 @@ absl::StatusOr<bool> Fusion::run(ir::Graph &graph, PassContext &ctx) {
       if (refused.insert({producer->name(), consumer->name()}).second) {
         plan.refusals.push_back({producer->name(), consumer->name(), d.reason()});
         if (debug)
-          std::fprintf(stderr, "[fusion] not fusing '%s' into '%s': %s\n", producer->name().c_str(),
-                       consumer->name().c_str(), d.reason().c_str());
+          std::fprintf(stderr, "[fusion] not fusing '%s' into '%s': %s\n",
+                       printable(producer->name()).c_str(), printable(consumer->name()).c_str(),
+                       printable(d.reason()).c_str());
       }
     }
   }

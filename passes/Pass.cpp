@@ -35,9 +35,17 @@ absl::StatusOr<std::unique_ptr<Pass>> createPass(const std::string &name) {
       absl::StrCat("unknown pass '", name, "' (known: ", absl::StrJoin(names, ", "), ")"));
 }
 
+absl::Status checkPassInput(const ir::Graph &graph) {
+  for (const ir::Node *n : graph.nodes())
+    FUSEC_RETURN_IF_ERROR_CTX(ir::verifyNodeArity(*n),
+                              "malformed IR (checked before every pass, also without the verifier)");
+  return absl::OkStatus();
+}
+
 absl::Status runPasses(ir::Graph &graph, PassContext &ctx,
                        const std::vector<std::unique_ptr<Pass>> &passes) {
   for (const auto &pass : passes) {
+    FUSEC_RETURN_IF_ERROR_CTX(checkPassInput(graph), "pass '", pass->name(), "'");
     FUSEC_ASSIGN_OR_RETURN(bool changed, pass->run(graph, ctx));
     (void)changed;
     if (ctx.verifyEach)

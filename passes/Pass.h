@@ -75,8 +75,20 @@ const std::vector<PassInfo> &allPasses();
 /// Creates the pass named \p name; NotFound ("unknown pass 'x'") otherwise.
 absl::StatusOr<std::unique_ptr<Pass>> createPass(const std::string &name);
 
-/// Runs passes in order, verifying after each when ctx.verifyEach. Errors
-/// carry the pass name as context.
+/// The contract every pass may assume of its input graph, verified or not:
+/// each registered op's node has operand and result counts within its op
+/// table arity and every required operand present (ir::verifyNodeArity;
+/// optional operands may be null and passes check them). Anything else
+/// (types against shape inference, attribute kinds, value names) passes
+/// must not assume without checking: --no-verify exists to run passes on
+/// mistyped IR. \returns InvalidArgument naming the first offending node.
+/// runPasses and fusec-opt call it before every pass, also when the
+/// verifier is off (fusec --no-verify, fusec-opt --no-verify): a node with a
+/// missing operand crashed canonicalize and fusion.
+absl::Status checkPassInput(const ir::Graph &graph);
+
+/// Runs passes in order, checking checkPassInput before each and verifying
+/// after each when ctx.verifyEach. Errors carry the pass name as context.
 absl::Status runPasses(ir::Graph &graph, PassContext &ctx,
                        const std::vector<std::unique_ptr<Pass>> &passes);
 

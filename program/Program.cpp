@@ -4,13 +4,38 @@
 #include <map>
 #include <set>
 
+#include "absl/strings/str_cat.h"
 #include "support/Status.h"
 
 namespace fusec::program {
 
+namespace {
+
+/// Refuses a Dropout whose training_mode is not known to be false when
+/// compiling: the kernels implement inference (a copy), while at run time a
+/// true training_mode with a non-zero ratio is random (the reference
+/// interpreter refuses it then). Absent or a constant false is inference,
+/// and so is any training_mode with a constant zero ratio (a copy); a
+/// constant true with another ratio is refused by shape inference.
+absl::Status checkInferenceOnly(const ir::Graph &graph) {
+  for (const ir::Node *n : graph.nodes()) {
+    if (n->kind() != ir::OpKind::kDropout || !n->input(2)) continue;
+    if (n->input(2)->constant()) continue;  // a constant: shape inference checked it
+    const ir::Tensor *ratio = n->input(1) ? n->input(1)->constant() : nullptr;
+    if (ratio && ratio->numElements() == 1 && ratio->getDouble(0) == 0.0) continue;  // a copy
+    return absl::InvalidArgumentError(absl::StrCat(
+        "node ", n->describe(), ": training_mode is a runtime input; fusec compiles inference "
+        "only, so it must be absent or a constant false (export the model in eval mode)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<Program> buildProgram(const ir::Graph &graph,
                                      const std::vector<std::string> &kernelNames,
                                      const LoweringOptions &opts) {
+  FUSEC_RETURN_IF_ERROR(checkInferenceOnly(graph));
   Program prog;
   FUSEC_ASSIGN_OR_RETURN(prog.items, lowerGraph(graph, kernelNames, opts));
   std::map<std::string, int> kernelOfKey;

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <sstream>
 
@@ -194,9 +195,43 @@ std::vector<std::string> foreignEntries(const fs::path &dir, const Json &manifes
   return foreign;
 }
 
+/// The file that marks a sibling folder as fusec's own while it exists
+/// (ArtifactWriter.h: kOwnerMarkerFile, kOwnerMarkerText): a
+/// "<out>.tmp-XXXXXX" being written (from its creation until just before it
+/// becomes OUT) and a "<out>.old-XXXXXX" being deleted (the previous OUT,
+/// marked once moved aside). Never part of an artifact.
+constexpr const char *kOwnerMarker = kOwnerMarkerFile;
+
+/// Writes kOwnerMarker into \p dir; false if it could not.
+bool markOwned(const fs::path &dir) {
+  std::ofstream f(dir / kOwnerMarker, std::ios::binary | std::ios::trunc);
+  f << kOwnerMarkerText;
+  return static_cast<bool>(f);
+}
+
+/// Whether \p dir is provably a folder fusec left: it holds kOwnerMarker, a
+/// regular file with exactly kOwnerMarkerText, and nothing but regular files
+/// (fusec writes no folder or link there). A folder someone else made with
+/// a matching name (a backup "out.old-backup") has no marker and is kept.
+bool isOwnedStaleFolder(const fs::path &dir) {
+  std::error_code ec;
+  const fs::path marker = dir / kOwnerMarker;
+  const fs::file_status ms = fs::symlink_status(marker, ec);
+  if (ec || !fs::is_regular_file(ms)) return false;
+  std::ifstream f(marker, std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  if (text != kOwnerMarkerText) return false;
+  for (const auto &e : fs::directory_iterator(dir, ec)) {
+    const fs::file_status st = e.symlink_status(ec);
+    if (ec || !fs::is_regular_file(st)) return false;
+  }
+  return !ec;
+}
+
 /// Removes \p out's stale sibling folders "<out>.tmp-XXXXXX" and
 /// "<out>.old-XXXXXX" that an interrupted fusec left behind (six characters
-/// of mkdtemp, a folder, not a link). One fusec writes one OUT at a time.
+/// of mkdtemp, a folder, not a link, and isOwnedStaleFolder). One fusec
+/// writes one OUT at a time.
 void removeStaleTemps(const fs::path &out) {
   std::error_code ec;
   const std::string base = out.filename().string();
@@ -205,7 +240,7 @@ void removeStaleTemps(const fs::path &out) {
     for (const char *suffix : {".tmp-", ".old-"}) {
       std::string prefix = base + suffix;
       if (name.size() == prefix.size() + 6 && name.compare(0, prefix.size(), prefix) == 0 &&
-          e.is_directory(ec) && !e.is_symlink(ec))
+          e.is_directory(ec) && !e.is_symlink(ec) && isOwnedStaleFolder(e.path()))
         fs::remove_all(e.path(), ec);
     }
   }
@@ -289,13 +324,14 @@ absl::StatusOr<std::string> withChecksums(const std::string &manifest, const fs:
   Json files = Json::array();
   std::error_code ec;
   std::vector<std::string> names;
-  for (const auto &e : fs::directory_iterator(dir, ec)) names.push_back(e.path().filename().string());
+  for (const auto &e : fs::directory_iterator(dir, ec))
+    if (e.path().filename() != kOwnerMarker) names.push_back(e.path().filename().string());
   names.push_back(artifact_format::kManifestFile);
   std::sort(names.begin(), names.end());
   names.erase(std::unique(names.begin(), names.end()), names.end());
   for (const std::string &n : names) files.push_back(n);
   m["files"] = files;
-  return m.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+  return m.dump(2, ' ', true, Json::error_handler_t::replace) + "\n";
 }
 
 absl::Status writeFile(const fs::path &path, const std::string &data) {
@@ -390,8 +426,10 @@ std::string manifestJson(const MemoryPlan &mem, const std::vector<std::string> &
                          {"bytes", c.bytes}});
   m["steps"] = std::move(steps);
   m["kernels"] = kernelNames;
-  // Names come from the model: dump() must not throw on invalid UTF-8.
-  return m.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+  // Names come from the model: dump() must not throw on invalid UTF-8, and
+  // ensure_ascii writes every control and bidi control (any non-ASCII) as
+  // \uXXXX, so that no raw one reaches a terminal that shows the manifest.
+  return m.dump(2, ' ', true, Json::error_handler_t::replace) + "\n";
 }
 
 absl::Status checkStaticShapes(const ir::Graph &graph) {
@@ -512,6 +550,8 @@ absl::Status writeArtifact(const ir::Graph &graph, const passes::FusionPlan &pla
   removeStaleTemps(out);
   FUSEC_ASSIGN_OR_RETURN(fs::path tmp, makeSiblingTemp(out, ".tmp-"));
   TempDirGuard guard(tmp);
+  if (!markOwned(tmp))
+    return absl::InternalError(absl::StrCat("cannot write into '", tmp.string(), "'"));
   for (const auto &[name, contents] : mod.files) FUSEC_RETURN_IF_ERROR(writeFile(tmp / name, contents));
   FUSEC_RETURN_IF_ERROR(writeWeights(tmp / artifact_format::kWeightsFile, mem));
   FUSEC_RETURN_IF_ERROR(writeFile(tmp / artifact_format::kFusionFile, fusionJson));
@@ -529,6 +569,8 @@ absl::Status writeArtifact(const ir::Graph &graph, const passes::FusionPlan &pla
   // the library (when built), which the runtime verifies at load.
   FUSEC_ASSIGN_OR_RETURN(std::string finalManifest, withChecksums(manifest, tmp));
   FUSEC_RETURN_IF_ERROR(writeFile(tmp / artifact_format::kManifestFile, finalManifest));
+  // Unmarked from here: if interrupted, the folder is kept (not provably stale).
+  fs::remove(tmp / kOwnerMarker, ec);
 
   // Swap the folders: old OUT away, new into place, old deleted.
   if (fs::exists(fs::symlink_status(out, ec))) {
@@ -538,6 +580,7 @@ absl::Status writeArtifact(const ir::Graph &graph, const passes::FusionPlan &pla
     if (ec)
       return absl::InternalError(
           absl::StrCat("cannot move the old '", out.string(), "' aside: ", ec.message()));
+    markOwned(old);  // unmarked, an interrupted deletion leaves it (kept, not lost)
     fs::rename(tmp, out, ec);
     if (ec) {
       std::error_code ec2;

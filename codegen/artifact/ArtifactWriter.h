@@ -12,7 +12,11 @@
 // OUT.tmp-XXXXXX (same parent, so renames stay on one file system); only
 // when it is complete is the old OUT renamed away, the new one renamed into
 // place and the old one deleted. On any failure OUT is left as it was and
-// the temporary folder is removed.
+// the temporary folder is removed. OUT.tmp-XXXXXX holds kOwnerMarkerFile
+// from its creation until just before it becomes OUT, and the old OUT gets
+// one once moved aside to OUT.old-XXXXXX; a later run removes such a
+// sibling only when it holds that marker and nothing but plain files (so a
+// user's OUT.old-backup is kept).
 //
 // Which OUT folders may be replaced (checked before any work):
 //   - a path that does not exist (missing parents are created);
@@ -41,6 +45,12 @@
 namespace fusec::artifact {
 
 using namespace ::fusec::program;
+
+/// The marker of a temporary sibling folder that is fusec's own (see the
+/// file comment), and its exact contents. Never part of an artifact.
+inline constexpr const char *kOwnerMarkerFile = ".fusec-owned";
+inline constexpr const char *kOwnerMarkerText =
+    "fusec: a temporary artifact folder; a later fusec run removes it if it is left behind\n";
 
 struct ArtifactOptions {
   std::string target = "cuda";  ///< the backend (codegen::backendFor): only "cuda" today

@@ -32,6 +32,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "codegen/cuda/Attention.h"
+#include "support/Escape.h"
 #include "support/Status.h"
 #include "codegen/cuda/CudaKernelCommon.h"
 
@@ -41,25 +42,29 @@ using cuda_detail::emitPointwise;
 using cuda_detail::emitReduce;
 
 std::string escapeComment(const std::string &text) {
-  std::string out;
+  // Comment delimiters and line breaks here; every other run of bytes goes
+  // through printable() (controls as \xNN, bidi controls such as U+202E as
+  // \u{202e}, malformed UTF-8 as \xNN, '\' as "\\").
+  std::string out, run;
+  auto flush = [&] {
+    out += printable(run);
+    run.clear();
+  };
   for (size_t i = 0; i < text.size(); ++i) {
-    const unsigned char ch = static_cast<unsigned char>(text[i]);
-    if (ch == '*' && i + 1 < text.size() && text[i + 1] == '/') {
-      out += "*\\/";
+    const char ch = text[i];
+    const char next = i + 1 < text.size() ? text[i + 1] : '\0';
+    if ((ch == '*' && next == '/') || (ch == '/' && next == '*')) {
+      flush();
+      out += ch == '*' ? "*\\/" : "/\\*";
       ++i;
-    } else if (ch == '/' && i + 1 < text.size() && text[i + 1] == '*') {
-      out += "/\\*";
-      ++i;
-    } else if (ch == '\n') {
-      out += "\\n";
-    } else if (ch == '\r') {
-      out += "\\r";
-    } else if (ch < 0x20 || ch == 0x7f || ch == '\\') {
-      out += ch == '\\' ? std::string("\\\\") : absl::StrFormat("\\x%02x", ch);
+    } else if (ch == '\n' || ch == '\r') {
+      flush();
+      out += ch == '\n' ? "\\n" : "\\r";
     } else {
-      out += static_cast<char>(ch);
+      run.push_back(ch);
     }
   }
+  flush();
   return out;
 }
 

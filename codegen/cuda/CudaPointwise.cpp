@@ -30,7 +30,11 @@ PointwisePlan planPointwise(const KernelSpec &s, const Analysis &a) {
     if (s.exprs[i].kind == ExprKind::kIndex && s.exprs[i].ival == last) lastIdx = static_cast<int>(i);
   auto ok = [&](int buffer, const std::vector<int> &idx) {
     const BufferDesc &b = s.buffers[buffer];
-    if (b.shape.empty() || b.shape.back() != ext || idx.back() != lastIdx) return false;
+    // A load whose index count is not the buffer's rank is never vectorised
+    // (the lowering reads scalar operands at rank-many zero indices).
+    if (b.shape.empty() || idx.size() != b.shape.size() || b.shape.back() != ext ||
+        idx.back() != lastIdx)
+      return false;
     for (size_t i = 0; i + 1 < idx.size(); ++i)
       if (a.dependsOnDim[idx[i]]) return false;
     return true;

@@ -27,6 +27,7 @@
 #include "frontend/onnx/internal/OpsetUpgrade.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "ir/ShapeInference.h"
+#include "ir/Verifier.h"
 #include "onnx/onnx_pb.h"
 #include "support/Escape.h"
 #include "support/Status.h"
@@ -534,8 +535,12 @@ absl::Status Importer::importNode(int index) {
     }
     spec.outputs.push_back(std::move(out));
   }
+  // Attribute kinds against the op table's schema, before the upgrade reads
+  // any (a wrong kind was read as the default, silently).
+  const ir::OpInfo *schema = isOnnxDomain(n.domain()) ? ir::lookupOp(n.op_type()) : nullptr;
   for (const auto &a : n.attribute()) {
     FUSEC_ASSIGN_OR_RETURN(Attribute attr, convertAttribute(a));
+    if (schema) FUSEC_RETURN_IF_ERROR(ir::verifyAttributeKind(schema->kind, a.name(), attr));
     spec.attrs[a.name()] = std::move(attr);
   }
 

@@ -4,6 +4,10 @@
 // (so that the verifier, which compares against shape inference, and every
 // pass that re-infers see them), beyond ranks and dims:
 //   - operand dtypes against the op's FUSEC_DTYPES rows (ir/Ops.def);
+//   - operands the op reads as one value (Clip's min / max, Pad's
+//     constant_value, Dropout's ratio / training_mode) against its
+//     FUSEC_SCALARS rows: a tensor there made the lowering emit a load
+//     without indices, which crashed the CUDA printer;
 //   - constant operand values the op's semantics bound: Gather /
 //     GatherElements / GatherND indices against the extent they index
 //     (ONNX allows [-n, n-1]; fusec's lowering would clamp silently),
@@ -47,6 +51,26 @@ absl::Status checkDTypes(const Node &n) {
         return nodeError(n, absl::StrCat("inputs ", first, " and ", i, " have different dtypes (",
                                          dtypeName(shared), ", ", dtypeName(dt), ")"));
       }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status checkScalars(const Node &n) {
+  for (const ScalarRule &rule : n.op()->scalars) {
+    for (int i = 0; i < n.numInputs() && i < 32; ++i) {
+      if (!(rule.operands & (uint32_t{1} << i)) || !n.input(i)) continue;
+      const TensorType &t = n.input(i)->type();
+      if (!t.rankKnown) continue;
+      bool one = true, empty = false;
+      for (const Dim &d : t.shape) {
+        if (!d.isStatic()) continue;
+        if (d.value == 0) empty = true;
+        if (d.value != 1) one = false;
+      }
+      if (one || (empty && rule.cls == ScalarClass::kOneOrEmpty)) continue;
+      return nodeError(n, absl::StrCat("input ", i, " must be a scalar (one element), got ",
+                                       t.str()));
     }
   }
   return absl::OkStatus();
@@ -170,6 +194,7 @@ absl::Status checkConstantOperands(const Node &n) {
 absl::Status checkNodeOperands(const Node &node) {
   if (!node.op()) return absl::OkStatus();
   FUSEC_RETURN_IF_ERROR(checkDTypes(node));
+  FUSEC_RETURN_IF_ERROR(checkScalars(node));
   return checkConstantOperands(node);
 }
 

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "support/Escape.h"
 
 namespace fusec::passes {
 namespace {
@@ -29,10 +30,18 @@ std::string humanFlops(double f) {
   return absl::StrFormat("%.0f", f);
 }
 
-/// Escapes a string for a double-quoted dot label.
+/// Model-controlled names (ops, refusal reasons naming nodes) as printed in
+/// the text dump: controls and bidi controls escaped (support/Escape.h).
+std::string names(const std::vector<std::string> &v) {
+  std::string out;
+  for (const std::string &s : v) absl::StrAppend(&out, out.empty() ? "" : ", ", printable(s));
+  return out;
+}
+
+/// Escapes a string for a double-quoted dot label (after printable()).
 std::string dotEscape(const std::string &s) {
   std::string o;
-  for (char c : s) {
+  for (char c : printable(s)) {
     if (c == '"' || c == '\\') o.push_back('\\');
     if (c == '\n') {
       o += "\\n";
@@ -57,17 +66,17 @@ std::string fusionPlanToText(const FusionPlan &plan, const TargetSpec &target) {
     out += absl::StrFormat("%-22s %-11s %10s %11s %11s %9.2f %-8s %9.2fus  %s\n", k.name,
                            kernelKindName(k.kind), humanFlops(k.flops), humanBytes(k.bytes),
                            humanBytes(k.bytesUnfused), k.arithmeticIntensity,
-                           k.memoryBound ? "memory" : "compute", k.rooflineUs,
-                           absl::StrJoin(k.ops, ", "));
-    out += absl::StrFormat("%-22s   why: %s\n", "", k.reason);
+                           k.memoryBound ? "memory" : "compute", k.rooflineUs, names(k.ops));
+    out += absl::StrFormat("%-22s   why: %s\n", "", printable(k.reason));
     if (k.kind == KernelKind::kAttention)
       out += absl::StrFormat("%-22s   score_mod: %s; mask: %s\n", "",
-                             k.scoreMod.empty() ? "score" : k.scoreMod,
-                             k.mask.empty() ? "none" : k.mask);
+                             k.scoreMod.empty() ? "score" : printable(k.scoreMod),
+                             k.mask.empty() ? "none" : printable(k.mask));
   }
   out += absl::StrFormat("\nnot fused (%d pairs):\n", plan.refusals.size());
   for (const Refusal &r : plan.refusals)
-    out += absl::StrFormat("  %s -> %s: %s\n", r.producer, r.consumer, r.reason);
+    out += absl::StrFormat("  %s -> %s: %s\n", printable(r.producer), printable(r.consumer),
+                           printable(r.reason));
   double total = 0;
   for (const Kernel &k : plan.kernels) total += k.rooflineUs;
   out += absl::StrFormat(
@@ -111,7 +120,9 @@ std::string fusionPlanToJson(const FusionPlan &plan, const TargetSpec &target) {
                   {"kernels", plan.kernels.size()},
                   {"hbm_bytes_unfused", plan.hbmBytesUnfused},
                   {"hbm_bytes_fused", plan.hbmBytesFused}};
-  return j.dump(2) + "\n";
+  // ensure_ascii: controls and bidi controls in names become \uXXXX;
+  // replace: a name that is not UTF-8 must not make dump() throw.
+  return j.dump(2, ' ', true, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }
 
 std::string fusionPlanToDot(const FusionPlan &plan, const ir::Graph &graph) {

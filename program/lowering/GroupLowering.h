@@ -51,6 +51,7 @@ inline int64_t prod(const Shape &s, size_t b = 0, size_t e = std::string::npos) 
 }
 
 inline absl::StatusOr<Shape> staticShape(const Value *v) {
+  if (!v) return absl::InternalError("codegen: missing value (an absent operand)");
   if (!v->type().rankKnown || !v->type().isStatic())
     return absl::InvalidArgumentError(absl::StrCat("value '", v->name(), "' has non-static type ",
                                                    v->type().str(),
@@ -115,6 +116,12 @@ class GroupLowering {
                                  const Shape &outShape);
   /// A load of \p v (an input of the group) with an optional guard.
   absl::StatusOr<int> loadValue(const Value *v, const std::vector<int> &idx, int guard = -1);
+  /// The one element of input \p i of \p n, an operand the op reads as a
+  /// scalar (FUSEC_SCALARS rows of ir/Ops.def: Clip's bounds, Pad's
+  /// constant_value, Range's inputs). Error, naming the node, when it holds
+  /// more than one element (shape inference refuses that first); an empty
+  /// one reads as 0.
+  absl::StatusOr<int> scalarAt(const Node &n, int i);
   /// valueAt for a value that must only be read where \p guard holds (else 0).
   absl::StatusOr<int> guardedAt(const Value *v, std::vector<int> idx, int guard);
   int bufferFor(const Value *v, bool written);

@@ -188,7 +188,7 @@ absl::StatusOr<int> GroupLowering::layoutAt(const Node &n, const std::vector<int
       FUSEC_ASSIGN_OR_RETURN(int x, guardedAt(n.input(0), sub, inb));
       int cv = c(0, typeOf(x));
       if (n.input(2)) {
-        FUSEC_ASSIGN_OR_RETURN(int v, valueAt(n.input(2), {}));
+        FUSEC_ASSIGN_OR_RETURN(int v, scalarAt(n, 2));
         cv = spec_.cast(v, typeOf(x));
       }
       return spec_.select(inb, x, cv);
@@ -214,8 +214,8 @@ absl::StatusOr<int> GroupLowering::layoutAt(const Node &n, const std::vector<int
                                : spec_.constI(a->t().getInt(0), t);
     }
     case OpKind::kRange: {
-      FUSEC_ASSIGN_OR_RETURN(int start, valueAt(n.input(0), {}));
-      FUSEC_ASSIGN_OR_RETURN(int delta, valueAt(n.input(2), {}));
+      FUSEC_ASSIGN_OR_RETURN(int start, scalarAt(n, 0));
+      FUSEC_ASSIGN_OR_RETURN(int delta, scalarAt(n, 2));
       const ScalarType t = typeOf(start);
       return bin(BinaryOp::kAdd, start,
                  bin(BinaryOp::kMul, spec_.cast(idx[0], t), spec_.cast(delta, t)));

@@ -102,6 +102,19 @@ absl::StatusOr<int> GroupLowering::valueAt(const Value *v, const std::vector<int
   return result;
 }
 
+absl::StatusOr<int> GroupLowering::scalarAt(const Node &n, int i) {
+  const Value *v = n.input(i);
+  if (!v) return unimplemented(n, absl::StrCat("input ", i, " is missing"));
+  FUSEC_ASSIGN_OR_RETURN(Shape s, staticShape(v));
+  if (prod(s) > 1)
+    return absl::InvalidArgumentError(
+        absl::StrCat("codegen: cannot lower node ", nodeDesc(n), ": input ", i,
+                     " must be a scalar (one element), got ", v->type().str()));
+  std::vector<int> zero(s.size());
+  for (int &z : zero) z = spec_.constI(0);
+  return valueAt(v, zero);
+}
+
 absl::StatusOr<int> GroupLowering::guardedAt(const Value *v, std::vector<int> idx, int guard) {
   std::vector<const Node *> chain;
   if (!isMemberResult(v) && !viewSource(v, &chain)) return loadValue(v, idx, guard);
@@ -242,11 +255,11 @@ absl::StatusOr<int> GroupLowering::elementwiseAt(const Node &n, int result,
     case OpKind::kClip: {
       FUSEC_ASSIGN_OR_RETURN(int a, in(0));
       if (n.input(1)) {
-        FUSEC_ASSIGN_OR_RETURN(int lo, valueAt(n.input(1), {}));
+        FUSEC_ASSIGN_OR_RETURN(int lo, scalarAt(n, 1));
         a = bin(BinaryOp::kMax, a, spec_.cast(lo, typeOf(a)));
       }
       if (n.input(2)) {
-        FUSEC_ASSIGN_OR_RETURN(int hi, valueAt(n.input(2), {}));
+        FUSEC_ASSIGN_OR_RETURN(int hi, scalarAt(n, 2));
         a = bin(BinaryOp::kMin, a, spec_.cast(hi, typeOf(a)));
       }
       return a;

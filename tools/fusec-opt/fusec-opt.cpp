@@ -21,6 +21,7 @@
 #include "codegen/Backend.h"
 #include "driver/CommandLine.h"
 #include "passes/Pass.h"
+#include "support/Status.h"
 #include "passes/cost/TargetSpec.h"
 #include "passes/fusion/FusionDump.h"
 #include "tools/fusec-opt/FusecOpt.h"
@@ -89,6 +90,8 @@ int main(int argc, char **argv) {
     if (!targetStatus.ok()) return targetStatus;
     auto pass = fusec::passes::createPass(name);
     if (!pass.ok()) return pass.status();
+    // Even with --no-verify: passes assume present operands (passes/Pass.h).
+    FUSEC_RETURN_IF_ERROR(fusec::passes::checkPassInput(graph));
     return (*pass)->run(graph, ctx).status();
   };
   hooks.endChunk = []() -> std::string {

@@ -8,13 +8,16 @@
 //    that also holds files fusec did not write (or a nested folder) is
 //    refused, and nothing in it is touched;
 //  - stale OUT.tmp-XXXXXX / OUT.old-XXXXXX folders that an interrupted fusec
-//    left beside OUT are removed; other neighbours are not.
+//    left beside OUT are removed when provably fusec's (its marker file and
+//    nothing but plain files); other neighbours, and a user's folder of the
+//    same shape (OUT.old-backup), are not.
 //
 //===----------------------------------------------------------------------===//
 #include <filesystem>
 #include <fstream>
 #include <string>
 
+#include "codegen/artifact/ArtifactWriter.h"
 #include "driver/Driver.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -53,6 +56,12 @@ class ArtifactFolderTest : public ::testing::Test {
     std::string model = (testing::sourceDir() / "examples/models/attn_causal_sdpa/model.onnx").string();
     return driver::compile(model, o).status();
   }
+  /// A folder as an interrupted fusec leaves it: its marker and \p file.
+  void staleFolder(const fs::path &dir, const std::string &file) {
+    fs::create_directories(dir);
+    std::ofstream(dir / artifact::kOwnerMarkerFile) << artifact::kOwnerMarkerText;
+    std::ofstream(dir / file) << "partial";
+  }
   Json manifest() {
     std::ifstream in(out_ / "manifest.json");
     return Json::parse(in);
@@ -66,6 +75,8 @@ TEST_F(ArtifactFolderTest, ManifestListsFilesAndChecksums) {
   ASSERT_TRUE(m.contains("files"));
   for (const Json &f : m["files"]) EXPECT_TRUE(fs::exists(out_ / f.get<std::string>())) << f;
   EXPECT_EQ(m["files"].size(), std::distance(fs::directory_iterator(out_), fs::directory_iterator()));
+  // The marker of the folder being written is not part of the artifact.
+  EXPECT_FALSE(fs::exists(out_ / artifact::kOwnerMarkerFile));
   ASSERT_TRUE(m.contains("checksums"));
   std::string sum;
   ASSERT_TRUE(artifact_checksum::fileChecksum((out_ / "weights.bin").string(), sum));
@@ -95,10 +106,10 @@ TEST_F(ArtifactFolderTest, FilesTheUserAddedAreNeverDeleted) {
 }
 
 TEST_F(ArtifactFolderTest, StaleTemporaryFoldersAreRemoved) {
-  fs::create_directories(root_ / "out.tmp-Ab12Cd");
-  fs::create_directories(root_ / "out.old-Zz99Yy");
+  staleFolder(root_ / "out.tmp-Ab12Cd", "model.cu");
+  staleFolder(root_ / "out.old-Zz99Yy", "manifest.json");
   fs::create_directories(root_ / "out.tmp-mine");       // not mkdtemp's shape: kept
-  fs::create_directories(root_ / "other.tmp-Ab12Cd");   // another OUT's: kept
+  staleFolder(root_ / "other.tmp-Ab12Cd", "model.cu");  // another OUT's: kept
   ASSERT_TRUE(compile().ok());
   EXPECT_FALSE(fs::exists(root_ / "out.tmp-Ab12Cd"));
   EXPECT_FALSE(fs::exists(root_ / "out.old-Zz99Yy"));
@@ -110,6 +121,27 @@ TEST_F(ArtifactFolderTest, StaleTemporaryFoldersAreRemoved) {
                   e.path().filename().string().size() == 14,
               false)
         << e.path();
+}
+
+// Issue 10: a user's out.old-backup/notes.txt was deleted, for its name alone.
+TEST_F(ArtifactFolderTest, FoldersNotProvablyFusecsAreKept) {
+  fs::create_directories(root_ / "out.old-backup");
+  std::ofstream(root_ / "out.old-backup" / "notes.txt") << "precious";  // no marker
+  staleFolder(root_ / "out.tmp-Nested", "model.cu");
+  fs::create_directories(root_ / "out.tmp-Nested" / "results");  // fusec writes no folder
+  fs::create_directories(root_ / "out.old-Forged");
+  std::ofstream(root_ / "out.old-Forged" / artifact::kOwnerMarkerFile) << "not fusec's text";
+  std::ofstream(root_ / "marker-text") << artifact::kOwnerMarkerText;
+  fs::create_directories(root_ / "out.tmp-Linked");  // the marker is a link: kept
+  fs::create_symlink(root_ / "marker-text", root_ / "out.tmp-Linked" / artifact::kOwnerMarkerFile);
+  ASSERT_TRUE(compile().ok());
+  EXPECT_TRUE(fs::exists(root_ / "out.old-backup" / "notes.txt"));
+  EXPECT_TRUE(fs::exists(root_ / "out.tmp-Nested" / "results"));
+  EXPECT_TRUE(fs::exists(root_ / "out.old-Forged"));
+  EXPECT_TRUE(fs::exists(root_ / "out.tmp-Linked"));
+  // A second compile swaps folders (out.old-XXXXXX) and leaves them all.
+  ASSERT_TRUE(compile().ok());
+  EXPECT_TRUE(fs::exists(root_ / "out.old-backup" / "notes.txt"));
 }
 
 }  // namespace

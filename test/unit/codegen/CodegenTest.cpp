@@ -275,6 +275,30 @@ TEST(LoweringTest, NonStaticShapeIsInvalidArgument) {
   EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument) << m.status();
 }
 
+// Issue 10: an operand the lowering reads as a scalar (Clip's bounds, Pad's
+// constant_value) that is a tensor made a load without indices, and the CUDA
+// printer crashed. Shape inference refuses such a graph first; lowered
+// without it (here: parsed, not inferred) the lowering reports an error.
+TEST(LoweringTest, NonScalarScalarOperandIsAnErrorNotACrash) {
+  for (const char *text : {R"(graph @c(%x: f32[8], %lo: f32[8]) -> (%y) {
+  %y = "Clip"(%x, %lo) : f32[8] loc("my node")
+  return %y
+})",
+                           R"(graph @p(%x: f32[8], %v: f32[2]) -> (%y) {
+  %pads = constant i64[2] dense<[1, 1]>
+  %y = "Pad"(%x, %pads, %v) : f32[10] loc("my node")
+  return %y
+})"}) {
+    auto g = ir::parseGraph(text);
+    ASSERT_TRUE(g.ok()) << g.status();
+    auto m = lowerToCuda(**g, passes::FusionPlan{}, {});
+    ASSERT_FALSE(m.ok()) << text;
+    EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument) << m.status();
+    EXPECT_TRUE(absl::StrContains(m.status().message(), "'my node'")) << m.status();
+    EXPECT_TRUE(absl::StrContains(m.status().message(), "must be a scalar")) << m.status();
+  }
+}
+
 TEST(CudaEmitterTest, HostileNodeNameIsEscaped) {
   CudaModule m = cuda(R"(graph @h(%x: f32[4]) -> (%y) {
   %y = "Exp"(%x) : f32[4] loc("evil */ int pwned; /* \n#define X")

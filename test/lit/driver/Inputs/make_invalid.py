@@ -1,0 +1,62 @@
+"""Writes invalid one- or two-node models (issue 10) into the folder given as
+argv[1], each as NAME/model.onnx with NAME/data (inputs and a zero expected
+output): fusec must refuse each on every path, naming the node."""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto as TP, helper, numpy_helper
+
+out = sys.argv[1]
+F, I = TP.FLOAT, TP.INT64
+
+
+def save(name, nodes, inputs, outputs, inits=(), feeds=()):
+    d = os.path.join(out, name)
+    os.makedirs(os.path.join(d, "data"), exist_ok=True)
+    g = helper.make_graph(nodes, name, inputs, outputs,
+                          initializer=[numpy_helper.from_array(a, n) for n, a in inits])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.save(m, os.path.join(d, "model.onnx"))
+    for i, (n, a) in enumerate(feeds):
+        with open(os.path.join(d, "data", "input_%d.pb" % i), "wb") as f:
+            f.write(numpy_helper.from_array(a, n).SerializeToString())
+    for i, o in enumerate(outputs):
+        dims = [d.dim_value for d in o.type.tensor_type.shape.dim]
+        dt = np.int64 if o.type.tensor_type.elem_type == I else np.float32
+        with open(os.path.join(d, "data", "output_%d.pb" % i), "wb") as f:
+            f.write(numpy_helper.from_array(np.zeros(dims, dt), o.name).SerializeToString())
+
+
+def vi(n, t, s):
+    return helper.make_tensor_value_info(n, t, s)
+
+
+x8 = np.arange(8, dtype=np.float32)
+xi = np.arange(8, dtype=np.int64)
+# Clip bounds and Pad's constant_value must be scalars.
+save("clip_const_f32", [helper.make_node("Clip", ["x", "lo"], ["y"], name="clip_c")],
+     [vi("x", F, [8])], [vi("y", F, [8])], inits=[("lo", np.ones(8, np.float32))],
+     feeds=[("x", x8)])
+save("clip_runtime_i64", [helper.make_node("Clip", ["x", "", "hi"], ["y"], name="clip_r")],
+     [vi("x", I, [8]), vi("hi", I, [8])], [vi("y", I, [8])], feeds=[("x", xi), ("hi", xi)])
+save("clip_fused_exp", [helper.make_node("Exp", ["x"], ["e"], name="exp"),
+                        helper.make_node("Clip", ["e", "lo", "hi"], ["y"], name="clip_f")],
+     [vi("x", F, [8])], [vi("y", F, [8])],
+     inits=[("lo", np.zeros(8, np.float32)), ("hi", np.array(2, np.float32))], feeds=[("x", x8)])
+save("pad_nonscalar", [helper.make_node("Pad", ["x", "pads", "v"], ["y"], name="pad_v")],
+     [vi("x", F, [8])], [vi("y", F, [10])],
+     inits=[("pads", np.array([1, 1], np.int64)), ("v", np.array([1, 2], np.float32))],
+     feeds=[("x", x8)])
+# training_mode as a runtime input.
+save("dropout_runtime", [helper.make_node("Dropout", ["x", "r", "t"], ["y"], name="drop")],
+     [vi("x", F, [8]), vi("t", TP.BOOL, [])], [vi("y", F, [8])],
+     inits=[("r", np.array(0.5, np.float32))], feeds=[("x", x8), ("t", np.array(True))])
+# Attributes of the wrong kind.
+save("softmax_axis_float", [helper.make_node("Softmax", ["x"], ["y"], name="sm", axis=0.5)],
+     [vi("x", F, [2, 4])], [vi("y", F, [2, 4])], feeds=[("x", x8.reshape(2, 4))])
+save("leakyrelu_alpha_floats",
+     [helper.make_node("LeakyRelu", ["x"], ["y"], name="lr", alpha=[1.0, 2.0])],
+     [vi("x", F, [8])], [vi("y", F, [8])], feeds=[("x", x8)])
