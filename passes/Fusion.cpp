@@ -16,6 +16,15 @@
 // group is costed with the roofline model and recorded in ctx.fusionPlan, and
 // each member node gets the attribute "fusec.kernel" = its kernel name.
 //
+// Cost (near-linear; a 20k-node chain or a 200k-node Add tree is one group):
+// groups keep their neighbour groups (succs/preds, views looked through), so
+// the convexity check searches the group graph from the producer's other
+// successors only, pruned by topological position; a merge moves the
+// smaller group into the larger. The backend is asked about every merge
+// while the merged group has at most kEagerLegalityLimit nodes; larger
+// merges are checked once, on the final group, and a final group the backend
+// refuses is split and fused again with every merge checked.
+//
 // This is the producer-consumer greedy fusion of XLA's instruction fusion
 // and TVM's operator fusion (Chen et al., "TVM", OSDI 2018, section 3),
 // restricted to one anchor (GEMM or row reduction) per kernel, except that
@@ -24,6 +33,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include <algorithm>
+#include <optional>
 #include <set>
 
 #include "absl/container/flat_hash_map.h"
@@ -33,6 +43,7 @@
 #include "passes/Pass.h"
 #include "passes/cost/ArithmeticIntensity.h"
 #include "passes/fusion/Fusible.h"
+#include "program/Legality.h"
 #include "support/Escape.h"
 #include "support/Status.h"
 
@@ -43,7 +54,16 @@ struct Group {
   GroupShape shape;
   std::set<int> members;  // node indices (topological), sorted
   bool alive = true;
+  /// Groups this one reads from / is read by (data edges, through views).
+  absl::flat_hash_set<int> preds, succs;
+  /// A merge into this group was not checked with the backend yet.
+  bool unchecked = false;
 };
+
+/// Merged groups up to this many nodes are checked with the backend at
+/// every merge; larger ones once, when fusion is done (each check lowers
+/// the whole group, so checking every merge of a long chain is quadratic).
+constexpr size_t kEagerLegalityLimit = 32;
 
 class Fusion : public Pass {
  public:
@@ -58,6 +78,24 @@ class Fusion : public Pass {
   std::vector<int> groupOf_;  // -1 for views
   std::vector<Group> groups_;
   absl::flat_hash_map<const ir::Value *, std::vector<ir::Node *>> users_;
+  /// Non-view nodes that non-view node i reads (through views), and the reverse.
+  std::vector<std::vector<int>> realPreds_, realSuccs_;
+  mutable absl::flat_hash_map<const ir::Value *, std::pair<int64_t, bool>> realUsersMemo_;
+  std::optional<program::GraphIndex> graphIndex_;
+  std::set<std::pair<std::string, std::string>> refused_;
+  bool debug_ = false;
+
+  /// A new group holding only non-view node \p i.
+  int newGroup(int i);
+  /// Adds the group-graph edges of node \p i's group to its neighbours.
+  void linkNode(int i);
+  /// Tries to merge the groups of consumer \p ci's producers into its own
+  /// (the body of the greedy loop). With \p within, only producers in it;
+  /// with \p eager, every merge is checked with the backend.
+  void visitConsumer(ir::Graph &graph, PassContext &ctx, size_t ci, const std::set<int> *within,
+                     bool eager);
+  /// True if group \p from reaches group \p to other than by a direct edge.
+  bool reachesIndirectly(int from, int to, std::string *via) const;
 
   /// The node that really produces \p v's data, looking through views.
   const ir::Node *realProducer(const ir::Value *v) const;
@@ -67,7 +105,9 @@ class Fusion : public Pass {
   /// True if merging groups \p a and \p b keeps the group convex; otherwise
   /// \p via names a node on a path that leaves and re-enters.
   bool staysConvex(int a, int b, std::string *via) const;
-  void merge(int into, int from);
+  /// Merges group \p from into the group of consumer \p into (the smaller
+  /// set of members moves); \returns the surviving group.
+  int merge(int into, int from);
   /// The one legality rule: asks the backend (PassContext::legality)
   /// whether the union of groups \p a and \p b can be lowered as one kernel.
   /// Refuses with the lowering's reason (Unimplemented); a non-static shape
@@ -89,55 +129,57 @@ const ir::Node *Fusion::realProducer(const ir::Value *v) const {
 }
 
 int64_t Fusion::realUsers(const ir::Graph &g, const ir::Value *v, bool *isOutput) const {
-  int64_t n = 0;
-  if (g.isGraphOutput(v)) *isOutput = true;
-  auto it = users_.find(v);
-  if (it == users_.end()) return 0;
-  for (const ir::Node *u : it->second) {
-    if (roles_[index_.at(u)] == Role::kView && u->input(0) == v)
-      n += realUsers(g, u->output(0), isOutput);
-    else
-      ++n;
+  if (auto it = realUsersMemo_.find(v); it != realUsersMemo_.end()) {
+    if (it->second.second) *isOutput = true;
+    return it->second.first;
   }
+  int64_t n = 0;
+  bool output = false;
+  std::vector<const ir::Value *> work = {v};  // v and the views of it
+  while (!work.empty()) {
+    const ir::Value *w = work.back();
+    work.pop_back();
+    if (g.isGraphOutput(w)) output = true;
+    auto it = users_.find(w);
+    if (it == users_.end()) continue;
+    for (const ir::Node *u : it->second) {
+      if (roles_[index_.at(u)] == Role::kView && u->input(0) == w)
+        work.push_back(u->output(0));
+      else
+        ++n;
+    }
+  }
+  realUsersMemo_[v] = {n, output};
+  if (output) *isOutput = true;
   return n;
 }
 
+bool Fusion::reachesIndirectly(int from, int to, std::string *via) const {
+  // Depth-first over the group graph; a group whose first member comes
+  // after the last member of `to` cannot reach it.
+  const int limit = *groups_[to].members.rbegin();
+  std::vector<int> work;
+  absl::flat_hash_set<int> seen;
+  for (int s : groups_[from].succs)
+    if (s != to && seen.insert(s).second) work.push_back(s);
+  while (!work.empty()) {
+    const int x = work.back();
+    work.pop_back();
+    if (*groups_[x].members.begin() > limit) continue;
+    if (groups_[x].succs.count(to)) {
+      *via = nodes_[*groups_[x].members.begin()]->name();
+      return true;
+    }
+    for (int s : groups_[x].succs)
+      if (s != to && seen.insert(s).second) work.push_back(s);
+  }
+  return false;
+}
+
 bool Fusion::staysConvex(int a, int b, std::string *via) const {
-  std::set<int> u = groups_[a].members;
-  u.insert(groups_[b].members.begin(), groups_[b].members.end());
-  const int lo = *u.begin(), hi = *u.rbegin();
-  // state: 0 unvisited, 1 inside (member or transparent view of a member), 2 outside-reached
-  std::vector<int> state(nodes_.size(), 0);
-  for (int i : u) state[i] = 1;
-  for (int i = lo; i <= hi; ++i) {
-    if (state[i] == 1) continue;
-    const ir::Node *n = nodes_[i];
-    bool fromInside = false, fromReached = false;
-    for (const ir::Value *in : n->inputs()) {
-      if (!in || !in->producer()) continue;
-      auto it = index_.find(in->producer());
-      if (it == index_.end()) continue;
-      if (state[it->second] == 1) fromInside = true;
-      if (state[it->second] == 2) fromReached = true;
-    }
-    if (roles_[i] == Role::kView && fromInside && !fromReached) {
-      state[i] = 1;  // a view of a member: as good as inside
-    } else if (fromInside || fromReached) {
-      state[i] = 2;
-    }
-  }
-  // Any member fed by an outside node that the group reaches is a cycle.
-  for (int i : u) {
-    for (const ir::Value *in : nodes_[i]->inputs()) {
-      if (!in || !in->producer()) continue;
-      auto it = index_.find(in->producer());
-      if (it != index_.end() && state[it->second] == 2) {
-        *via = nodes_[it->second]->name();
-        return false;
-      }
-    }
-  }
-  return true;
+  // No path may leave the merged group and re-enter it: in the group graph
+  // (kernels run as units), neither group reaches the other through a third.
+  return !reachesIndirectly(a, b, via) && !reachesIndirectly(b, a, via);
 }
 
 FusionDecision Fusion::backendAccepts(const ir::Graph &graph, const PassContext &ctx, int a,
@@ -145,18 +187,48 @@ FusionDecision Fusion::backendAccepts(const ir::Graph &graph, const PassContext 
   if (!ctx.legality) return FusionDecision::yes();
   std::vector<const ir::Node *> members;
   for (int g : {a, b})
-    for (int m : groups_[g].members) members.push_back(nodes_[m]);
-  absl::Status st = ctx.legality->canLowerGroup(graph, members);
+    if (g >= 0)
+      for (int m : groups_[g].members) members.push_back(nodes_[m]);
+  absl::Status st = ctx.legality->checkGroup(graph, members, *graphIndex_);
   if (st.ok() || st.code() != absl::StatusCode::kUnimplemented) return FusionDecision::yes();
   return FusionDecision::no(absl::StrCat("lowering refuses the merged group: ", st.message()));
 }
 
-void Fusion::merge(int into, int from) {
-  Group &g = groups_[into], &f = groups_[from];
-  for (int m : f.members) {
-    g.members.insert(m);
-    groupOf_[m] = into;
+int Fusion::merge(int into, int from) {
+  const GroupShape consumerShape = groups_[into].shape;
+  int keep = into, drop = from;
+  auto weight = [&](int g) {
+    return groups_[g].members.size() + groups_[g].preds.size() + groups_[g].succs.size();
+  };
+  if (weight(from) > weight(into)) std::swap(keep, drop);
+  Group &k = groups_[keep], &d = groups_[drop];
+  for (int m : d.members) {
+    k.members.insert(m);
+    groupOf_[m] = keep;
   }
+  for (int s : d.succs) {
+    groups_[s].preds.erase(drop);
+    if (s != keep) {
+      groups_[s].preds.insert(keep);
+      k.succs.insert(s);
+    }
+  }
+  for (int p : d.preds) {
+    groups_[p].succs.erase(drop);
+    if (p != keep) {
+      groups_[p].succs.insert(keep);
+      k.preds.insert(p);
+    }
+  }
+  k.unchecked = k.unchecked || d.unchecked;
+  const GroupShape producerShape = d.shape;
+  d.alive = false;
+  d.members.clear();
+  d.preds.clear();
+  d.succs.clear();
+  k.shape = consumerShape;
+  GroupShape &g = k.shape;
+  const GroupShape &f = producerShape;
   auto rank = [](KernelKind k) {
     switch (k) {
       case KernelKind::kGemm: case KernelKind::kConv: case KernelKind::kAttention: return 4;
@@ -166,14 +238,13 @@ void Fusion::merge(int into, int from) {
       default: return 0;
     }
   };
-  if (rank(f.shape.kind) > rank(g.shape.kind)) g.shape.kind = f.shape.kind;
+  if (rank(f.kind) > rank(g.kind)) g.kind = f.kind;
   // Elementwise ops joined with layout ops make an elementwise kernel.
-  if (g.shape.kind == KernelKind::kLayout) g.shape.kind = KernelKind::kElementwise;
-  if (!g.shape.anchor || (f.shape.anchor && index_.at(f.shape.anchor) < index_.at(g.shape.anchor)))
-    g.shape.anchor = f.shape.anchor ? f.shape.anchor : g.shape.anchor;
-  g.shape.reductions += f.shape.reductions;
-  f.alive = false;
-  f.members.clear();
+  if (g.kind == KernelKind::kLayout) g.kind = KernelKind::kElementwise;
+  if (!g.anchor || (f.anchor && index_.at(f.anchor) < index_.at(g.anchor)))
+    g.anchor = f.anchor ? f.anchor : g.anchor;
+  g.reductions += f.reductions;
+  return keep;
 }
 
 std::string Fusion::describeKernel(const Group &g) const {
@@ -208,6 +279,71 @@ std::string Fusion::describeKernel(const Group &g) const {
   }
 }
 
+int Fusion::newGroup(int i) {
+  Group g;
+  g.shape.kind = seedKind(roles_[i], *nodes_[i]);
+  if (roles_[i] == Role::kContraction || roles_[i] == Role::kRowReduction)
+    g.shape.anchor = nodes_[i];
+  g.shape.reductions = roles_[i] == Role::kRowReduction ? 1 : 0;
+  g.members.insert(i);
+  groupOf_[i] = static_cast<int>(groups_.size());
+  groups_.push_back(std::move(g));
+  return groupOf_[i];
+}
+
+void Fusion::linkNode(int i) {
+  const int g = groupOf_[i];
+  for (int p : realPreds_[i])
+    if (groupOf_[p] != g) {
+      groups_[groupOf_[p]].succs.insert(g);
+      groups_[g].preds.insert(groupOf_[p]);
+    }
+  for (int c : realSuccs_[i])
+    if (groupOf_[c] != g) {
+      groups_[g].succs.insert(groupOf_[c]);
+      groups_[groupOf_[c]].preds.insert(g);
+    }
+}
+
+void Fusion::visitConsumer(ir::Graph &graph, PassContext &ctx, size_t ci,
+                           const std::set<int> *within, bool eager) {
+  ir::Node *consumer = nodes_[ci];
+  for (const ir::Value *in : consumer->inputs()) {
+    if (!in || in->isConstant()) continue;
+    const ir::Node *producer = realProducer(in);
+    if (!producer) continue;
+    const int pi = index_.at(producer);
+    if (within && !within->count(pi)) continue;
+    const int pg = groupOf_[pi], cg = groupOf_[ci];
+    if (pg == cg) continue;
+    // The producer's own result that the consumer reads (through views).
+    const ir::Value *value = in;
+    while (value->producer() != producer) value = value->producer()->input(0);
+    bool isOutput = false;
+    int64_t users = realUsers(graph, value, &isOutput);
+    FusionDecision d = canFuse(groups_[pg].shape, *producer, groups_[cg].shape, *consumer, *value,
+                               users, isOutput, ctx.target);
+    std::string via;
+    if (d && !staysConvex(pg, cg, &via))
+      d = FusionDecision::no(absl::StrCat("fusing would create a cycle through '", via, "'"));
+    const bool deferred =
+        !eager && groups_[pg].members.size() + groups_[cg].members.size() > kEagerLegalityLimit;
+    if (d && !deferred) d = backendAccepts(graph, ctx, pg, cg);
+    if (d) {
+      const int g = merge(cg, pg);
+      if (deferred) groups_[g].unchecked = true;
+      continue;
+    }
+    if (refused_.insert({producer->name(), consumer->name()}).second) {
+      ctx.fusionPlan.refusals.push_back({producer->name(), consumer->name(), d.reason()});
+      if (debug_)
+        std::fprintf(stderr, "[fusion] not fusing '%s' into '%s': %s\n",
+                     printable(producer->name()).c_str(), printable(consumer->name()).c_str(),
+                     printable(d.reason()).c_str());
+    }
+  }
+}
+
 absl::StatusOr<bool> Fusion::run(ir::Graph &graph, PassContext &ctx) {
   if (ctx.target.name.empty()) {
     FUSEC_ASSIGN_OR_RETURN(ctx.target, loadBuiltinTarget("h200"));
@@ -216,22 +352,42 @@ absl::StatusOr<bool> Fusion::run(ir::Graph &graph, PassContext &ctx) {
   index_.clear();
   for (size_t i = 0; i < nodes_.size(); ++i) index_[nodes_[i]] = static_cast<int>(i);
   users_ = graph.userMap();
+  realUsersMemo_.clear();
+  graphIndex_.reset();
+  if (ctx.legality) graphIndex_.emplace(graph);
   roles_.assign(nodes_.size(), Role::kOpaque);
   groupOf_.assign(nodes_.size(), -1);
   groups_.clear();
   for (size_t i = 0; i < nodes_.size(); ++i) {
     nodes_[i]->attrs().erase(kKernelAttr);
     roles_[i] = roleOf(*nodes_[i]);
-    if (roles_[i] == Role::kView) continue;
-    Group g;
-    g.shape.kind = seedKind(roles_[i], *nodes_[i]);
-    if (roles_[i] == Role::kContraction || roles_[i] == Role::kRowReduction)
-      g.shape.anchor = nodes_[i];
-    g.shape.reductions = roles_[i] == Role::kRowReduction ? 1 : 0;
-    g.members.insert(static_cast<int>(i));
-    groupOf_[i] = static_cast<int>(groups_.size());
-    groups_.push_back(std::move(g));
+    if (roles_[i] != Role::kView) newGroup(static_cast<int>(i));
   }
+  // The data edges between non-view nodes, views looked through (every
+  // input of a view: its data and, say, a computed shape).
+  realPreds_.assign(nodes_.size(), {});
+  realSuccs_.assign(nodes_.size(), {});
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    if (roles_[i] == Role::kView) continue;
+    std::vector<const ir::Value *> work(nodes_[i]->inputs().begin(), nodes_[i]->inputs().end());
+    absl::flat_hash_set<int> seen;
+    while (!work.empty()) {
+      const ir::Value *in = work.back();
+      work.pop_back();
+      if (!in || !in->producer()) continue;
+      auto it = index_.find(in->producer());
+      if (it == index_.end()) continue;
+      const int p = it->second;
+      if (roles_[p] == Role::kView) {
+        for (const ir::Value *vin : nodes_[p]->inputs()) work.push_back(vin);
+      } else if (seen.insert(p).second) {
+        realPreds_[i].push_back(p);
+        realSuccs_[p].push_back(static_cast<int>(i));
+      }
+    }
+  }
+  for (size_t i = 0; i < nodes_.size(); ++i)
+    if (roles_[i] != Role::kView) linkNode(static_cast<int>(i));
 
   FusionPlan &plan = ctx.fusionPlan;
   plan.target = ctx.target.name;
@@ -242,42 +398,26 @@ absl::StatusOr<bool> Fusion::run(ir::Graph &graph, PassContext &ctx) {
                                        return r.reason.rfind("attention rewrite:", 0) != 0;
                                      }),
                       plan.refusals.end());
-  std::set<std::pair<std::string, std::string>> refused;
-  const bool debug = ctx.debugEnabled("fusion");
+  refused_.clear();
+  debug_ = ctx.debugEnabled("fusion");
 
-  for (size_t ci = 0; ci < nodes_.size(); ++ci) {
-    if (roles_[ci] == Role::kView) continue;
-    ir::Node *consumer = nodes_[ci];
-    for (const ir::Value *in : consumer->inputs()) {
-      if (!in || in->isConstant()) continue;
-      const ir::Node *producer = realProducer(in);
-      if (!producer) continue;
-      const int pi = index_.at(producer);
-      const int pg = groupOf_[pi], cg = groupOf_[ci];
-      if (pg == cg) continue;
-      // The producer's own result that the consumer reads (through views).
-      const ir::Value *value = in;
-      while (value->producer() != producer) value = value->producer()->input(0);
-      bool isOutput = false;
-      int64_t users = realUsers(graph, value, &isOutput);
-      FusionDecision d = canFuse(groups_[pg].shape, *producer, groups_[cg].shape, *consumer,
-                                 *value, users, isOutput, ctx.target);
-      std::string via;
-      if (d && !staysConvex(pg, cg, &via))
-        d = FusionDecision::no(absl::StrCat("fusing would create a cycle through '", via, "'"));
-      if (d) d = backendAccepts(graph, ctx, pg, cg);
-      if (d) {
-        merge(cg, pg);
-        continue;
-      }
-      if (refused.insert({producer->name(), consumer->name()}).second) {
-        plan.refusals.push_back({producer->name(), consumer->name(), d.reason()});
-        if (debug)
-          std::fprintf(stderr, "[fusion] not fusing '%s' into '%s': %s\n",
-                       printable(producer->name()).c_str(), printable(consumer->name()).c_str(),
-                       printable(d.reason()).c_str());
-      }
-    }
+  for (size_t ci = 0; ci < nodes_.size(); ++ci)
+    if (roles_[ci] != Role::kView) visitConsumer(graph, ctx, ci, nullptr, /*eager=*/false);
+
+  // Groups merged beyond the eager limit: one check of the final group; a
+  // refused one is split into its nodes and fused again, every merge checked.
+  for (size_t gi = 0, n = groups_.size(); gi < n; ++gi) {
+    if (!groups_[gi].alive || !groups_[gi].unchecked) continue;
+    groups_[gi].unchecked = false;
+    if (backendAccepts(graph, ctx, static_cast<int>(gi), -1)) continue;
+    const std::set<int> members = groups_[gi].members;
+    for (int p : groups_[gi].preds) groups_[p].succs.erase(static_cast<int>(gi));
+    for (int s : groups_[gi].succs) groups_[s].preds.erase(static_cast<int>(gi));
+    groups_[gi] = Group();
+    groups_[gi].alive = false;
+    for (int m : members) newGroup(m);
+    for (int m : members) linkNode(m);
+    for (int m : members) visitConsumer(graph, ctx, m, &members, /*eager=*/true);
   }
 
   // Number kernels in topological order of their first member.

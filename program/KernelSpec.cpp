@@ -318,33 +318,31 @@ int64_t KernelSpec::reducedSize() const {
   return n;
 }
 
-bool KernelSpec::dependsOnReducedDim(int id) const {
-  std::vector<int> memo(exprs.size(), -1);
-  std::function<bool(int)> rec = [&](int i) -> bool {
-    if (memo[i] >= 0) return memo[i];
+std::vector<bool> KernelSpec::reducedDimDependence() const {
+  // Operands (and guards) are interned before the expressions that use them.
+  std::vector<bool> r(exprs.size(), false);
+  for (size_t i = 0; i < exprs.size(); ++i) {
     const Expr &e = exprs[i];
-    bool r = false;
-    if (e.kind == ExprKind::kIndex) r = dims[e.ival].reduced;
-    for (int o : e.operands) r = r || rec(o);
-    if (e.guard >= 0) r = r || rec(e.guard);
-    memo[i] = r;
-    return r;
-  };
-  return rec(id);
+    bool d = e.kind == ExprKind::kIndex && dims[e.ival].reduced;
+    for (int o : e.operands) d = d || r[o];
+    if (e.guard >= 0) d = d || r[e.guard];
+    r[i] = d;
+  }
+  return r;
 }
 
+bool KernelSpec::dependsOnReducedDim(int id) const { return reducedDimDependence()[id]; }
+
 bool KernelSpec::dependsOnReduction(int id) const {
-  std::vector<int> memo(exprs.size(), -1);
-  std::function<bool(int)> rec = [&](int i) -> bool {
-    if (memo[i] >= 0) return memo[i];
+  std::vector<bool> r(id + 1, false);
+  for (int i = 0; i <= id; ++i) {
     const Expr &e = exprs[i];
-    bool r = e.kind == ExprKind::kReduceResult;
-    for (int o : e.operands) r = r || rec(o);
-    if (e.guard >= 0) r = r || rec(e.guard);
-    memo[i] = r;
-    return r;
-  };
-  return rec(id);
+    bool d = e.kind == ExprKind::kReduceResult;
+    for (int o : e.operands) d = d || r[o];
+    if (e.guard >= 0) d = d || r[e.guard];
+    r[i] = d;
+  }
+  return r[id];
 }
 
 namespace {

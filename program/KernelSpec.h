@@ -185,6 +185,8 @@ class KernelSpec {
   int64_t reducedSize() const;
   /// True if \p id depends on a reduced dim (not counting reduction results).
   bool dependsOnReducedDim(int id) const;
+  /// dependsOnReducedDim() of every expression, in one pass.
+  std::vector<bool> reducedDimDependence() const;
   /// True if \p id depends (transitively) on a reduction result.
   bool dependsOnReduction(int id) const;
 

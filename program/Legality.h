@@ -12,10 +12,20 @@
 
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "ir/Graph.h"
 
 namespace fusec::program {
+
+/// What a legality check needs from the whole graph: a caller that asks
+/// about many groups of one graph (the fusion pass, once per merge) builds
+/// it once, so that one check costs the group's size, not the graph's.
+struct GraphIndex {
+  explicit GraphIndex(const ir::Graph &graph);
+  absl::flat_hash_map<const ir::Node *, int> topo;  ///< topological position
+  absl::flat_hash_map<const ir::Value *, std::vector<ir::Node *>> users;  ///< Graph::userMap()
+};
 
 class GroupLegality {
  public:
@@ -24,13 +34,19 @@ class GroupLegality {
   /// be lowered as one kernel (with its library call, if any). Otherwise the
   /// lowering's refusal (Unimplemented / InvalidArgument) naming the node
   /// and why; the graph is not changed.
-  virtual absl::Status canLowerGroup(const ir::Graph &graph,
-                                     const std::vector<const ir::Node *> &members) const = 0;
+  absl::Status canLowerGroup(const ir::Graph &graph,
+                             const std::vector<const ir::Node *> &members) const {
+    return checkGroup(graph, members, GraphIndex(graph));
+  }
+  /// canLowerGroup() with the graph's index built by the caller.
+  virtual absl::Status checkGroup(const ir::Graph &graph, const std::vector<const ir::Node *> &members,
+                                  const GraphIndex &index) const = 0;
 };
 
 /// The target-neutral check: lowers \p members with program::lowerGroup()
 /// and discards the result. Backends without restrictions of their own use it.
-absl::Status lowerableGroup(const ir::Graph &graph, const std::vector<const ir::Node *> &members);
+absl::Status lowerableGroup(const ir::Graph &graph, const std::vector<const ir::Node *> &members,
+                            const GraphIndex &index);
 
 }  // namespace fusec::program
 

@@ -50,9 +50,9 @@ class CudaBackend final : public Backend {
     return arch;
   }
 
-  absl::Status canLowerGroup(const ir::Graph &graph,
-                             const std::vector<const ir::Node *> &members) const override {
-    return program::lowerableGroup(graph, members);
+  absl::Status checkGroup(const ir::Graph &graph, const std::vector<const ir::Node *> &members,
+                          const program::GraphIndex &index) const override {
+    return program::lowerableGroup(graph, members, index);
   }
 
   absl::StatusOr<BackendModule> emit(const ir::Graph &graph,

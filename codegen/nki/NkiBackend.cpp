@@ -68,12 +68,10 @@ class NkiBackend final : public Backend {
     return arch;
   }
 
-  absl::Status canLowerGroup(const ir::Graph &graph,
-                             const std::vector<const ir::Node *> &members) const override {
-    FUSEC_RETURN_IF_ERROR(program::lowerableGroup(graph, members));
-    absl::flat_hash_map<const ir::Node *, int> topo;
-    const std::vector<ir::Node *> nodes = graph.nodes();
-    for (size_t i = 0; i < nodes.size(); ++i) topo[nodes[i]] = static_cast<int>(i);
+  absl::Status checkGroup(const ir::Graph &graph, const std::vector<const ir::Node *> &members,
+                          const program::GraphIndex &index) const override {
+    // Lowers the group as program::lowerableGroup() would, then checks its items.
+    const absl::flat_hash_map<const ir::Node *, int> &topo = index.topo;
     std::vector<const ir::Node *> sorted;
     for (const ir::Node *n : members)
       if (!program::isViewNode(*n) && n->kind() != ir::OpKind::kConstant) sorted.push_back(n);
@@ -81,7 +79,7 @@ class NkiBackend final : public Backend {
     std::sort(sorted.begin(), sorted.end(),
               [&](const ir::Node *a, const ir::Node *b) { return topo.at(a) < topo.at(b); });
     FUSEC_ASSIGN_OR_RETURN(std::vector<program::WorkItem> items,
-                           program::lowerGroup(graph, "", sorted, program::LoweringOptions{}, graph.userMap()));
+                           program::lowerGroup(graph, "", sorted, program::LoweringOptions{}, index.users));
     for (const program::WorkItem &item : items) {
       absl::Status st = checkItem(item);
       if (!st.ok())

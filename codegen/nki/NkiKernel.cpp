@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -283,6 +284,10 @@ class Printer {
   std::string offsetExpr(int accessIndex, const std::string &pl = "0", const std::string &fl = "0") const;
   Val load(int id);
   Val value(int id);
+  /// value() of \p id once its operands are printed (valueOf prints them
+  /// first, from an explicit stack: a long elementwise chain nests
+  /// thousands of expressions deep).
+  Val valueOf(int id);
   Val index(int dim);
 
   const KernelSpec &spec_;
@@ -435,6 +440,30 @@ Printer::Val Printer::index(int dim) {
 
 Printer::Val Printer::value(int id) {
   if (auto it = memo_.find(id); it != memo_.end()) return it->second;
+  // Operands first, children before parents and in operand order, as the
+  // recursion of valueOf would print them; then id itself.
+  auto composite = [&](int x) {
+    const ExprKind k = spec_.expr(x).kind;
+    return k == ExprKind::kUnary || k == ExprKind::kBinary || k == ExprKind::kSelect ||
+           k == ExprKind::kCast;
+  };
+  std::vector<std::pair<int, size_t>> stack = {{id, 0}};
+  std::set<int> pushed = {id};
+  while (!stack.empty()) {
+    const int x = stack.back().first;
+    const std::vector<int> &ops = spec_.expr(x).operands;
+    if (composite(x) && stack.back().second < ops.size()) {
+      const int o = ops[stack.back().second++];
+      if (!memo_.count(o) && pushed.insert(o).second) stack.push_back({o, 0});
+      continue;
+    }
+    stack.pop_back();
+    if (!memo_.count(x)) memo_[x] = valueOf(x);
+  }
+  return memo_.at(id);
+}
+
+Printer::Val Printer::valueOf(int id) {
   const Expr &e = spec_.expr(id);
   Val out;
   switch (e.kind) {
@@ -531,7 +560,6 @@ Printer::Val Printer::value(int id) {
       break;
     }
   }
-  memo_[id] = out;
   return out;
 }
 
@@ -674,8 +702,9 @@ absl::Status checkNkiKernel(const KernelSpec &spec) {
   }
   if (t.reduce) {
     int64_t tiles = 0;
+    const std::vector<bool> elem = spec.reducedDimDependence();
     for (int id = 0; id < static_cast<int>(spec.exprs.size()); ++id)
-      if (spec.expr(id).kind != ExprKind::kConst && spec.dependsOnReducedDim(id))
+      if (spec.expr(id).kind != ExprKind::kConst && elem[id])
         tiles += spec.expr(id).kind == ExprKind::kLoad ? 2 : 1;
     const int64_t bytes = 4 * t.cols * std::max<int64_t>(1, tiles + 1);
     if (bytes > kSbufBudgetBytes)

@@ -111,6 +111,14 @@ class GroupLowering {
   absl::StatusOr<int> reductionAt(const Node &n, int result, const std::vector<int> &idx);
   absl::StatusOr<int> poolAt(const Node &n, const std::vector<int> &idx);
   absl::StatusOr<int> matmulAt(const Node &n, const std::vector<int> &idx);
+  /// Lowers, without recursion, the operands of \p v at \p idx that valueAt
+  /// would reach through elementwise members and views, in the order it
+  /// would reach them (the expressions come out identical); valueAt(v, idx)
+  /// then finds them memoised.
+  absl::Status lowerOperandsFirst(const Value *v, const std::vector<int> &idx);
+  /// How many of \p n's inputs its elementwise lowering reads first, in
+  /// order, at its output's index broadcast (0 for other ops).
+  static int leadingInputs(const Node &n, int result);
   /// Input \p i of \p n at the indices of the output (shape \p outShape) broadcast to it.
   absl::StatusOr<int> bcastInput(const Node &n, int i, const std::vector<int> &idx,
                                  const Shape &outShape);

@@ -372,19 +372,32 @@ absl::StatusOr<std::vector<WorkItem>> lowerGraph(const ir::Graph &graph,
       }
     }
   }
+  // Depth-first post-order from an explicit stack (a chain of thousands
+  // of kernels is as deep).
   std::vector<int> order;
-  std::vector<int> state(groups.size(), 0);
-  std::function<absl::Status(int)> visit = [&](int g) -> absl::Status {
-    if (state[g] == 2) return absl::OkStatus();
-    if (state[g] == 1)
-      return absl::InternalError(absl::StrCat("codegen: kernels form a cycle at '", names[g], "'"));
-    state[g] = 1;
-    for (int d : deps[g]) FUSEC_RETURN_IF_ERROR(visit(d));
-    state[g] = 2;
-    order.push_back(g);
-    return absl::OkStatus();
-  };
-  for (size_t g = 0; g < groups.size(); ++g) FUSEC_RETURN_IF_ERROR(visit(static_cast<int>(g)));
+  std::vector<int> state(groups.size(), 0);  // 0 new, 1 on the stack, 2 ordered
+  for (size_t root = 0; root < groups.size(); ++root) {
+    if (state[root]) continue;
+    std::vector<std::pair<int, std::set<int>::const_iterator>> stack;
+    stack.push_back({static_cast<int>(root), deps[root].begin()});
+    state[root] = 1;
+    while (!stack.empty()) {
+      auto &[g, next] = stack.back();
+      if (next == deps[g].end()) {
+        state[g] = 2;
+        order.push_back(g);
+        stack.pop_back();
+        continue;
+      }
+      const int d = *next++;
+      if (state[d] == 1)
+        return absl::InternalError(absl::StrCat("codegen: kernels form a cycle at '", names[d], "'"));
+      if (state[d] == 0) {
+        state[d] = 1;
+        stack.push_back({d, deps[d].begin()});
+      }
+    }
+  }
 
   std::vector<WorkItem> items;
   for (int gi : order) {
@@ -400,18 +413,21 @@ absl::StatusOr<std::vector<WorkItem>> lowerGraph(const ir::Graph &graph,
   return items;
 }
 
-absl::Status lowerableGroup(const ir::Graph &graph, const std::vector<const Node *> &members) {
-  absl::flat_hash_map<const Node *, int> topo;
+GraphIndex::GraphIndex(const ir::Graph &graph) : users(graph.userMap()) {
   const std::vector<Node *> nodes = graph.nodes();
   for (size_t i = 0; i < nodes.size(); ++i) topo[nodes[i]] = static_cast<int>(i);
+}
+
+absl::Status lowerableGroup(const ir::Graph &graph, const std::vector<const Node *> &members,
+                            const GraphIndex &index) {
   std::vector<const Node *> sorted;
   for (const Node *n : members)
     if (!isViewNode(*n) && n->kind() != OpKind::kConstant) sorted.push_back(n);
   if (sorted.empty()) return absl::OkStatus();
   std::sort(sorted.begin(), sorted.end(), [&](const Node *a, const Node *b) {
-    return topo.at(a) < topo.at(b);
+    return index.topo.at(a) < index.topo.at(b);
   });
-  return lowerGroup(graph, "", sorted, LoweringOptions{}, graph.userMap()).status();
+  return lowerGroup(graph, "", sorted, LoweringOptions{}, index.users).status();
 }
 
 }  // namespace fusec::program

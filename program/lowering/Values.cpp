@@ -9,6 +9,8 @@
 #include <cmath>
 #include <limits>
 
+#include "support/Stack.h"
+
 namespace fusec::program::lowering {
 
 std::vector<int> GroupLowering::reshapeIndex(const std::vector<int> &idx, const Shape &from,
@@ -77,11 +79,96 @@ absl::StatusOr<int> GroupLowering::loadValue(const Value *v, const std::vector<i
   return spec_.load(b, idx, guard);
 }
 
+int GroupLowering::leadingInputs(const Node &n, int result) {
+  if (scalarLoweringOf(n.kind()) != ScalarLowering::kElementwise) return 0;
+  switch (n.kind()) {
+    case OpKind::kWhere: return 3;
+    case OpKind::kMax: case OpKind::kMin: case OpKind::kSum: case OpKind::kMean:
+      return std::min(2, n.numInputs());
+    case OpKind::kAdd: case OpKind::kSub: case OpKind::kMul: case OpKind::kDiv: case OpKind::kMod:
+    case OpKind::kEqual: case OpKind::kLess: case OpKind::kLessOrEqual: case OpKind::kGreater:
+    case OpKind::kGreaterOrEqual: case OpKind::kAnd: case OpKind::kOr: case OpKind::kXor:
+      return 2;
+    case OpKind::kDropout: return result == 0 ? 1 : 0;
+    default: return n.numInputs() > 0 ? 1 : 0;  // unary ops, Clip, Pow, BatchNormalization
+  }
+}
+
+absl::Status GroupLowering::lowerOperandsFirst(const Value *root, const std::vector<int> &rootIdx) {
+  // One frame per (value, index) whose elementwise producer (or view
+  // source) is lowered here, children before parents, in the order the
+  // recursion of valueAt would reach them: the expressions (and their ids)
+  // come out the same, only the C++ stack stays flat.
+  struct Frame {
+    const Value *v;
+    std::vector<int> idx;
+    int next = 0;  // the next leading input to visit
+  };
+  std::vector<Frame> stack;
+  stack.push_back({root, rootIdx});
+  while (!stack.empty()) {
+    Frame &f = stack.back();
+    const Value *child = nullptr;
+    std::vector<int> sub;
+    if (isMemberResult(f.v)) {
+      const Node &n = *f.v->producer();
+      if (f.next < leadingInputs(n, f.v->resultIndex())) {
+        const int i = f.next++;
+        child = n.input(i);
+        absl::StatusOr<Shape> os = staticShape(f.v), s = child ? staticShape(child) : os;
+        bool ok = child && os.ok() && s.ok() && s->size() <= os->size();
+        for (size_t d = 0; ok && d < s->size(); ++d) {
+          const size_t o = d + os->size() - s->size();
+          if ((*s)[d] == (*os)[o]) sub.push_back(f.idx[o]);
+          else if ((*s)[d] == 1) sub.push_back(spec_.constI(0));
+          else ok = false;
+        }
+        if (!ok) f.next = 1 << 30;  // the op itself reports it
+        if (!ok) continue;
+      }
+    } else if (f.next == 0) {
+      f.next = 1;
+      std::vector<const Node *> chain;
+      const Value *src = viewSource(f.v, &chain);
+      absl::StatusOr<Shape> vs = staticShape(f.v);
+      absl::StatusOr<Shape> ss = src ? staticShape(src) : vs;
+      if (src && vs.ok() && ss.ok()) {
+        child = src;
+        sub = reshapeIndex(f.idx, *vs, *ss);
+      }
+    }
+    if (!child) {
+      // Every leading operand is lowered: this value's own expression.
+      Frame done = std::move(stack.back());
+      stack.pop_back();
+      if (stack.empty()) return absl::OkStatus();  // the caller lowers the root
+      FUSEC_RETURN_IF_ERROR(valueAt(done.v, done.idx).status());
+      continue;
+    }
+    if (memo_.count({child, sub})) continue;
+    std::vector<const Node *> chain;
+    const bool deep = (isMemberResult(child) &&
+                       leadingInputs(*child->producer(), child->resultIndex()) > 0) ||
+                      (!isMemberResult(child) && viewSource(child, &chain));
+    if (deep) stack.push_back({child, std::move(sub)});
+    else FUSEC_RETURN_IF_ERROR(valueAt(child, sub).status());
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<int> GroupLowering::valueAt(const Value *v, const std::vector<int> &idx) {
   if (!v) return absl::InternalError("codegen: missing value");
   auto key = std::make_pair(v, idx);
   auto it = memo_.find(key);
   if (it != memo_.end()) return it->second;
+  // Long elementwise chains: their operands first, without recursion.
+  FUSEC_RETURN_IF_ERROR(lowerOperandsFirst(v, idx));
+  // What still recurses (layout and reduction ops nested in one kernel)
+  // stops with an error before the stack runs out.
+  if (support::stackNearlyExhausted())
+    return absl::UnimplementedError(absl::StrCat(
+        "codegen: value '", v->name(), "'", v->producer() ? absl::StrCat(" of node ", nodeDesc(*v->producer())) : "",
+        " is nested too deeply within one kernel (the lowering ran out of stack)"));
   int result;
   if (isMemberResult(v)) {
     FUSEC_ASSIGN_OR_RETURN(result, nodeAt(*v->producer(), v->resultIndex(), idx));

@@ -25,6 +25,7 @@
 #include "passes/cost/TargetSpec.h"
 #include "passes/fusion/FusionDump.h"
 #include "tools/fusec-opt/FusecOpt.h"
+#include "support/Stack.h"
 
 namespace {
 
@@ -51,7 +52,7 @@ fusec::driver::FlagSpec deviceRow() {
 
 }  // namespace
 
-int main(int argc, char **argv) {
+static int toolMain(int argc, char **argv) {
   using fusec::passes::allPasses;
   namespace driver = fusec::driver;
   static fusec::passes::PassContext ctx;
@@ -106,4 +107,9 @@ int main(int argc, char **argv) {
     return lines;
   };
   return fusec::opt::fusecOptMain(argc, argv, hooks);
+}
+
+// The whole tool runs on a thread with a large stack (support/Stack.h).
+int main(int argc, char **argv) {
+  return fusec::support::runWithLargeStack([&] { return toolMain(argc, argv); });
 }

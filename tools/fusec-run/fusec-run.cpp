@@ -28,6 +28,7 @@
 #include "support/Status.h"
 #include "tools/fusec-run/GpuRun.h"
 #include "tools/fusec-run/NkiRun.h"
+#include "support/Stack.h"
 
 namespace fs = std::filesystem;
 using namespace fusec;
@@ -210,7 +211,7 @@ absl::StatusOr<bool> run(const Options &opt) {
 
 }  // namespace
 
-int main(int argc, char **argv) {
+static int toolMain(int argc, char **argv) {
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h") {
       std::fputs(kUsage, stdout);
@@ -263,4 +264,9 @@ int main(int argc, char **argv) {
   }
   std::printf("%s %s\n", *pass ? "PASS" : "FAIL", printable(opt.model).c_str());
   return *pass ? 0 : 1;
+}
+
+// The whole tool runs on a thread with a large stack (support/Stack.h).
+int main(int argc, char **argv) {
+  return fusec::support::runWithLargeStack([&] { return toolMain(argc, argv); });
 }

@@ -27,6 +27,7 @@
 #include "passes/fusion/FusionDump.h"
 #include "support/Escape.h"
 #include "support/Status.h"
+#include "support/Stack.h"
 
 namespace {
 
@@ -159,7 +160,7 @@ absl::Status runDriver(ToolOptions &opts, std::ostream &out) {
 
 }  // namespace
 
-int main(int argc, char **argv) {
+static int toolMain(int argc, char **argv) {
   ToolOptions opts;
   if (absl::Status s = parseCommandLine(argc, argv, opts); !s.ok()) {
     std::cerr << "fusec: error: " << fusec::printableLines(std::string(s.message())) << "\n" << kUsage << "\n";
@@ -175,4 +176,9 @@ int main(int argc, char **argv) {
     return 1;
   }
   return 0;
+}
+
+// The whole tool runs on a thread with a large stack (support/Stack.h).
+int main(int argc, char **argv) {
+  return fusec::support::runWithLargeStack([&] { return toolMain(argc, argv); });
 }
