@@ -16,6 +16,13 @@
 // group is costed with the roofline model and recorded in ctx.fusionPlan, and
 // each member node gets the attribute "fusec.kernel" = its kernel name.
 //
+// The one legality rule (program/Legality.h): with a backend legality in
+// the context, a merge happens only if the backend lowers the merged group,
+// and every final group that no accepted merge vouched for (a node on its
+// own) is asked too. A group the lowering refuses cannot be split further;
+// it is kept in the plan with the refusal (Kernel::refused), which
+// --dump-fusion shows and which stops an artifact from being written.
+//
 // This is the producer-consumer greedy fusion of XLA's instruction fusion
 // and TVM's operator fusion (Chen et al., "TVM", OSDI 2018, section 3),
 // restricted to one anchor (GEMM or row reduction) per kernel, except that
@@ -42,6 +49,7 @@ struct Group {
   GroupShape shape;
   std::set<int> members;  // node indices (topological), sorted
   bool alive = true;
+  bool lowers = false;    // the backend accepted exactly these members
 };
 
 class Fusion : public Pass {
@@ -73,7 +81,10 @@ class Fusion : public Pass {
   /// (InvalidArgument: shapes not bound yet) is not a refusal.
   FusionDecision backendAccepts(const ir::Graph &graph, const PassContext &ctx, int a,
                                 int b) const;
-  std::string describeKernel(const Group &g) const;
+  /// Why the backend refuses final group \p g ("" when it lowers, when no
+  /// legality is set, or when an accepted merge already vouched for it).
+  std::string backendRefuses(const ir::Graph &graph, const PassContext &ctx, const Group &g) const;
+  std::string describeKernel(const Group &g, const TargetSpec &target) const;
 };
 
 const ir::Node *Fusion::realProducer(const ir::Value *v) const {
@@ -150,6 +161,15 @@ FusionDecision Fusion::backendAccepts(const ir::Graph &graph, const PassContext 
   return FusionDecision::no(absl::StrCat("lowering refuses the merged group: ", st.message()));
 }
 
+std::string Fusion::backendRefuses(const ir::Graph &graph, const PassContext &ctx, const Group &g) const {
+  if (!ctx.legality || g.lowers) return "";
+  std::vector<const ir::Node *> members;
+  for (int m : g.members) members.push_back(nodes_[m]);
+  absl::Status st = ctx.legality->canLowerGroup(graph, members);
+  if (st.ok() || st.code() != absl::StatusCode::kUnimplemented) return "";
+  return std::string(st.message());
+}
+
 void Fusion::merge(int into, int from) {
   Group &g = groups_[into], &f = groups_[from];
   for (int m : f.members) {
@@ -171,11 +191,12 @@ void Fusion::merge(int into, int from) {
   if (!g.shape.anchor || (f.shape.anchor && index_.at(f.shape.anchor) < index_.at(g.shape.anchor)))
     g.shape.anchor = f.shape.anchor ? f.shape.anchor : g.shape.anchor;
   g.shape.reductions += f.shape.reductions;
+  g.lowers = true;  // merges are asked first (backendAccepts)
   f.alive = false;
   f.members.clear();
 }
 
-std::string Fusion::describeKernel(const Group &g) const {
+std::string Fusion::describeKernel(const Group &g, const TargetSpec &target) const {
   std::vector<std::string> others;
   const ir::Node *anchor = g.shape.anchor;
   for (int m : g.members)
@@ -184,6 +205,8 @@ std::string Fusion::describeKernel(const Group &g) const {
   switch (g.shape.kind) {
     case KernelKind::kGemm:
     case KernelKind::kConv:
+      if (others.empty() && target.backend == "nki")
+        return absl::StrCat(anchor->opType(), " as a generated TensorE kernel (nc_matmul into PSUM)");
       return others.empty() ? absl::StrCat(anchor->opType(), " through the vendor library")
                             : absl::StrCat(anchor->opType(), " with epilogue ", rest);
     case KernelKind::kReduction:
@@ -286,6 +309,7 @@ absl::StatusOr<bool> Fusion::run(ir::Graph &graph, PassContext &ctx) {
     return *groups_[a].members.begin() < *groups_[b].members.begin();
   });
   plan.hbmBytesFused = plan.hbmBytesUnfused = 0;
+  int64_t refusedKernels = 0;
   for (size_t k = 0; k < order.size(); ++k) {
     const Group &g = groups_[order[k]];
     // Shape computations left behind (unbound dims) are not device kernels.
@@ -307,7 +331,14 @@ absl::StatusOr<bool> Fusion::run(ir::Graph &graph, PassContext &ctx) {
           kernel.scoreMod = m->getString("score_mod", "");
           kernel.mask = m->getString("mask", "");
         }
-    kernel.reason = describeKernel(g);
+    kernel.reason = describeKernel(g, ctx.target);
+    kernel.refused = backendRefuses(graph, ctx, g);
+    if (!kernel.refused.empty()) {
+      ++refusedKernels;
+      if (debug)
+        std::fprintf(stderr, "[fusion] the lowering refuses kernel '%s': %s\n", kernel.name.c_str(),
+                     kernel.refused.c_str());
+    }
     plan.hbmBytesFused += kernel.bytes;
     plan.hbmBytesUnfused += kernel.bytesUnfused;
     plan.kernels.push_back(std::move(kernel));
@@ -317,6 +348,7 @@ absl::StatusOr<bool> Fusion::run(ir::Graph &graph, PassContext &ctx) {
   if (ctx.unfusedHbmBytes >= 0) plan.hbmBytesUnfused = ctx.unfusedHbmBytes;
   ctx.statistics["fusion.kernels"] = static_cast<int64_t>(plan.kernels.size());
   ctx.statistics["fusion.refusals"] = static_cast<int64_t>(plan.refusals.size());
+  ctx.statistics["fusion.refused-kernels"] = refusedKernels;
   return true;
 }
 

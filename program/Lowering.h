@@ -132,6 +132,12 @@ absl::StatusOr<std::vector<WorkItem>> lowerGroup(
     const LoweringOptions &opts,
     const absl::flat_hash_map<const ir::Value *, std::vector<ir::Node *>> &users);
 
+/// lowerGroup() of one fused group given in any order (\p members; views
+/// and constants skipped, the rest sorted topologically), default options:
+/// what a backend's legality checks item by item (program/Legality.h).
+absl::StatusOr<std::vector<WorkItem>> lowerGroupItems(const ir::Graph &graph,
+                                                      const std::vector<const ir::Node *> &members);
+
 /// True for ops lowered as aliases (no work item).
 bool isViewNode(const ir::Node &node);
 

@@ -60,6 +60,8 @@ std::string fusionPlanToText(const FusionPlan &plan, const TargetSpec &target) {
                            k.memoryBound ? "memory" : "compute", k.rooflineUs,
                            absl::StrJoin(k.ops, ", "));
     out += absl::StrFormat("%-22s   why: %s\n", "", k.reason);
+    if (!k.refused.empty())
+      out += absl::StrFormat("%-22s   REFUSED by the %s lowering: %s\n", "", target.backend, k.refused);
     if (k.kind == KernelKind::kAttention)
       out += absl::StrFormat("%-22s   score_mod: %s; mask: %s\n", "",
                              k.scoreMod.empty() ? "score" : k.scoreMod,
@@ -68,6 +70,11 @@ std::string fusionPlanToText(const FusionPlan &plan, const TargetSpec &target) {
   out += absl::StrFormat("\nnot fused (%d pairs):\n", plan.refusals.size());
   for (const Refusal &r : plan.refusals)
     out += absl::StrFormat("  %s -> %s: %s\n", r.producer, r.consumer, r.reason);
+  const std::vector<const Kernel *> refused = refusedKernels(plan);
+  if (!refused.empty())
+    out += absl::StrFormat("\nrefused by the %s lowering (%d kernels; the model cannot be compiled):\n",
+                           target.backend, refused.size());
+  for (const Kernel *k : refused) out += absl::StrFormat("  %s (%s): %s\n", k->name, absl::StrJoin(k->ops, ", "), k->refused);
   double total = 0;
   for (const Kernel &k : plan.kernels) total += k.rooflineUs;
   out += absl::StrFormat(
@@ -98,6 +105,7 @@ std::string fusionPlanToJson(const FusionPlan &plan, const TargetSpec &target) {
     jk["bound"] = k.memoryBound ? "memory" : "compute";
     jk["roofline_us"] = k.rooflineUs;
     jk["reason"] = k.reason;
+    if (!k.refused.empty()) jk["refused"] = k.refused;
     if (k.kind == KernelKind::kAttention) {
       jk["score_mod"] = k.scoreMod.empty() ? "score" : k.scoreMod;
       jk["mask"] = k.mask;
@@ -110,7 +118,8 @@ std::string fusionPlanToJson(const FusionPlan &plan, const TargetSpec &target) {
   j["summary"] = {{"onnx_nodes", plan.onnxNodes},
                   {"kernels", plan.kernels.size()},
                   {"hbm_bytes_unfused", plan.hbmBytesUnfused},
-                  {"hbm_bytes_fused", plan.hbmBytesFused}};
+                  {"hbm_bytes_fused", plan.hbmBytesFused},
+                  {"refused_kernels", refusedKernels(plan).size()}};
   return j.dump(2) + "\n";
 }
 
@@ -127,8 +136,10 @@ std::string fusionPlanToDot(const FusionPlan &plan, const ir::Graph &graph) {
     out += absl::StrFormat(
         "  subgraph cluster_%s {\n    style=filled; fillcolor=\"%s\";\n    label=\"%s\\n%s, %s, "
         "%.1f FLOP/B, %.2f us\";\n",
-        k.name, k.memoryBound ? "#cfe2f3" : "#f9cb9c", dotEscape(k.name), kernelKindName(k.kind),
-        k.memoryBound ? "memory-bound" : "compute-bound", k.arithmeticIntensity, k.rooflineUs);
+        k.name, !k.refused.empty() ? "#ea9999" : k.memoryBound ? "#cfe2f3" : "#f9cb9c",
+        dotEscape(k.refused.empty() ? k.name : absl::StrCat(k.name, " REFUSED: ", k.refused)),
+        kernelKindName(k.kind), k.memoryBound ? "memory-bound" : "compute-bound", k.arithmeticIntensity,
+        k.rooflineUs);
     for (size_t i = 0; i < k.ops.size(); ++i) {
       auto it = nodeId.find(k.ops[i]);
       if (it == nodeId.end()) continue;

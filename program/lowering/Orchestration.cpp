@@ -401,17 +401,22 @@ absl::StatusOr<std::vector<WorkItem>> lowerGraph(const ir::Graph &graph,
 }
 
 absl::Status lowerableGroup(const ir::Graph &graph, const std::vector<const Node *> &members) {
+  return lowerGroupItems(graph, members).status();
+}
+
+absl::StatusOr<std::vector<WorkItem>> lowerGroupItems(const ir::Graph &graph,
+                                                      const std::vector<const Node *> &members) {
   absl::flat_hash_map<const Node *, int> topo;
   const std::vector<Node *> nodes = graph.nodes();
   for (size_t i = 0; i < nodes.size(); ++i) topo[nodes[i]] = static_cast<int>(i);
   std::vector<const Node *> sorted;
   for (const Node *n : members)
     if (!isViewNode(*n) && n->kind() != OpKind::kConstant) sorted.push_back(n);
-  if (sorted.empty()) return absl::OkStatus();
+  if (sorted.empty()) return std::vector<WorkItem>();
   std::sort(sorted.begin(), sorted.end(), [&](const Node *a, const Node *b) {
     return topo.at(a) < topo.at(b);
   });
-  return lowerGroup(graph, "", sorted, LoweringOptions{}, graph.userMap()).status();
+  return lowerGroup(graph, "", sorted, LoweringOptions{}, graph.userMap());
 }
 
 }  // namespace fusec::program
