@@ -4,8 +4,9 @@
 // module (DESIGN.md, "Layers below the passes"). Each backend states:
 //   - its name (the --target spelling) and its pass pipeline;
 //   - its fusion legality: whether a group of nodes can be lowered as one
-//     kernel (program::GroupLegality; the fusion pass asks it through
-//     PassContext so that fusion never forms a group lowering refuses);
+//     kernel for a device (canLowerGroup; the fusion pass asks it through
+//     PassContext::legality = legalityFor(backend, device), so that fusion
+//     never forms or keeps a group lowering refuses);
 //   - its mapping of library calls (e.g. CUDA: cuBLASLt epilogues) and its
 //     emission: the files of the artifact (ARTIFACT.md) that hold the module,
 //     and how the module's library is built from them.
@@ -20,6 +21,7 @@
 #ifndef FUSEC_CODEGEN_BACKEND_H
 #define FUSEC_CODEGEN_BACKEND_H
 
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -35,6 +37,9 @@ namespace fusec::codegen {
 /// What emission needs besides the graph.
 struct BackendOptions {
   std::string arch;          ///< resolved by Backend::resolveArch()
+  /// The resolved device: its limits shape the kernels (NKI: partitions,
+  /// SBUF/PSUM per partition, matmul tile sizes; TargetSpec::partitioned).
+  passes::TargetSpec device;
   bool allowTf32 = false;    ///< f32 GEMMs may use TF32 tensor cores
   std::string modelName;     ///< for headers / comments
   bool buildLibrary = true;  ///< build the module's library (e.g. nvcc) when the tool is found
@@ -49,6 +54,10 @@ struct BackendModule {
   /// Files written into the artifact folder (name relative to it, contents).
   std::vector<std::pair<std::string, std::string>> files;
   std::string library;  ///< file the build produces (manifest "library")
+  /// The library also runs the gemm and conv steps (NKI: kernels.py holds
+  /// their TensorE kernels), not only the kernel steps (CUDA: cuBLASLt and
+  /// cuDNN run them); then a model of library calls only still needs it.
+  bool libraryRunsLibraryCalls = false;
   /// The build command, rendered for messages ("" when the backend has none).
   std::string buildCommand;
 };
@@ -59,9 +68,9 @@ struct BuildOutcome {
   std::vector<std::string> warnings;
 };
 
-class Backend : public program::GroupLegality {
+class Backend {
  public:
-  ~Backend() override = default;
+  virtual ~Backend() = default;
   /// The --target spelling: "cuda", "nki", "cpu".
   virtual const char *name() const = 0;
   /// The default pass pipeline (pass names in --passes syntax).
@@ -71,6 +80,20 @@ class Backend : public program::GroupLegality {
   /// cannot name.
   virtual absl::StatusOr<std::string> resolveArch(const std::string &requested,
                                                   const passes::TargetSpec &target) const = 0;
+  /// The one legality rule (program/Legality.h): OK when \p members (nodes
+  /// of \p graph, one fused group, any order) can be lowered as one kernel
+  /// for \p device by this backend's emit(); otherwise its refusal
+  /// (Unimplemented) naming the node and why. emit() with
+  /// BackendOptions::device = \p device refuses nothing this accepts.
+  absl::Status canLowerGroup(const ir::Graph &graph, const std::vector<const ir::Node *> &members,
+                             const passes::TargetSpec &device) const {
+    return checkGroup(graph, members, program::GraphIndex(graph), device);
+  }
+  /// canLowerGroup() with the graph's index built by the caller (the fusion
+  /// pass builds it once per graph; program/Legality.h).
+  virtual absl::Status checkGroup(const ir::Graph &graph, const std::vector<const ir::Node *> &members,
+                                  const program::GraphIndex &index,
+                                  const passes::TargetSpec &device) const = 0;
   /// Lowers the fused \p graph (nodes carry fusec.kernel; \p kernelNames are
   /// the plan's kernel names) and prints the module. Errors: Unimplemented
   /// for what cannot be lowered; InvalidArgument for non-static shapes.
@@ -91,6 +114,28 @@ class Backend : public program::GroupLegality {
 /// of targets/Targets.def whose backend is not available yet (cpu);
 /// InvalidArgument for unknown names.
 absl::StatusOr<const Backend *> backendFor(const std::string &target);
+
+/// A backend's legality bound to one device (what legalityFor() returns).
+class DeviceLegality final : public program::GroupLegality {
+ public:
+  DeviceLegality(const Backend &backend, passes::TargetSpec device)
+      : backend_(backend), device_(std::move(device)) {}
+  absl::Status checkGroup(const ir::Graph &graph, const std::vector<const ir::Node *> &members,
+                          const program::GraphIndex &index) const override {
+    return backend_.checkGroup(graph, members, index, device_);
+  }
+
+ private:
+  const Backend &backend_;
+  passes::TargetSpec device_;
+};
+
+/// The legality the fusion pass asks (passes::PassContext::legality):
+/// \p backend's canLowerGroup() for \p device.
+inline std::shared_ptr<const program::GroupLegality> legalityFor(const Backend &backend,
+                                                                 passes::TargetSpec device) {
+  return std::make_shared<DeviceLegality>(backend, std::move(device));
+}
 
 /// The CUDA backend (defined in codegen/cuda; reached through backendFor()).
 const Backend &cudaBackend();

@@ -80,9 +80,11 @@ absl::Status optimize(ir::Graph &graph, const CompileOptions &options,
   ctx.verifyEach = options.verifyEach;
   ctx.precision = options.precision;
   ctx.target = target.device;
-  // One legality rule: fusion asks the backend's lowering before merging
-  // (none for backends that are not available yet).
-  if (auto backend = codegen::backendFor(target.target); backend.ok()) ctx.legality = *backend;
+  // One legality rule: fusion asks the backend's lowering for this device
+  // before merging and for every final group (none for backends that are
+  // not available yet).
+  if (auto backend = codegen::backendFor(target.target); backend.ok())
+    ctx.legality = codegen::legalityFor(**backend, target.device);
   ctx.fusionPlan.onnxNodes = graph.onnxNodeCount();
   FUSEC_ASSIGN_OR_RETURN(
       auto pipeline, passes::parsePipeline(passes::pipelineString(pipelineFor(options, target))));

@@ -46,6 +46,7 @@ void compileFor(const std::string &bytes, const char *target) {
   if (!backend.ok()) __builtin_trap();
   codegen::BackendOptions bopts;
   bopts.arch = resolved->arch;
+  bopts.device = resolved->device;
   bopts.buildLibrary = false;
   (void)(*backend)->emit(**graph, passes::kernelNames(ctx.fusionPlan), bopts);
 }

@@ -25,6 +25,13 @@
 // merges are checked once, on the final group, and a final group the backend
 // refuses is split and fused again with every merge checked.
 //
+// The one legality rule (program/Legality.h): with a backend legality in
+// the context, a merge happens only if the backend lowers the merged group,
+// and every final group that no accepted merge vouched for (a node on its
+// own) is asked too. A group the lowering refuses cannot be split further;
+// it is kept in the plan with the refusal (Kernel::refused), which
+// --dump-fusion shows and which stops an artifact from being written.
+//
 // This is the producer-consumer greedy fusion of XLA's instruction fusion
 // and TVM's operator fusion (Chen et al., "TVM", OSDI 2018, section 3),
 // restricted to one anchor (GEMM or row reduction) per kernel, except that
@@ -58,6 +65,9 @@ struct Group {
   absl::flat_hash_set<int> preds, succs;
   /// A merge into this group was not checked with the backend yet.
   bool unchecked = false;
+  /// The backend accepted exactly these members (a checked merge, or the
+  /// final check): the final group need not be asked again.
+  bool lowers = false;
 };
 
 /// Merged groups up to this many nodes are checked with the backend at
@@ -114,7 +124,10 @@ class Fusion : public Pass {
   /// (InvalidArgument: shapes not bound yet) is not a refusal.
   FusionDecision backendAccepts(const ir::Graph &graph, const PassContext &ctx, int a,
                                 int b) const;
-  std::string describeKernel(const Group &g) const;
+  /// Why the backend refuses final group \p g ("" when it lowers, when no
+  /// legality is set, or when an accepted merge already vouched for it).
+  std::string backendRefuses(const ir::Graph &graph, const PassContext &ctx, const Group &g) const;
+  std::string describeKernel(const Group &g, const TargetSpec &target) const;
 };
 
 const ir::Node *Fusion::realProducer(const ir::Value *v) const {
@@ -194,6 +207,16 @@ FusionDecision Fusion::backendAccepts(const ir::Graph &graph, const PassContext 
   return FusionDecision::no(absl::StrCat("lowering refuses the merged group: ", st.message()));
 }
 
+std::string Fusion::backendRefuses(const ir::Graph &graph, const PassContext &ctx, const Group &g) const {
+  if (!ctx.legality || g.lowers) return "";
+  std::vector<const ir::Node *> members;
+  for (int m : g.members) members.push_back(nodes_[m]);
+  absl::Status st = graphIndex_ ? ctx.legality->checkGroup(graph, members, *graphIndex_)
+                                : ctx.legality->canLowerGroup(graph, members);
+  if (st.ok() || st.code() != absl::StatusCode::kUnimplemented) return "";
+  return std::string(st.message());
+}
+
 int Fusion::merge(int into, int from) {
   const GroupShape consumerShape = groups_[into].shape;
   int keep = into, drop = from;
@@ -244,10 +267,11 @@ int Fusion::merge(int into, int from) {
   if (!g.anchor || (f.anchor && index_.at(f.anchor) < index_.at(g.anchor)))
     g.anchor = f.anchor ? f.anchor : g.anchor;
   g.reductions += f.reductions;
+  k.lowers = true;  // merges are asked first (backendAccepts); a deferred one resets it
   return keep;
 }
 
-std::string Fusion::describeKernel(const Group &g) const {
+std::string Fusion::describeKernel(const Group &g, const TargetSpec &target) const {
   std::vector<std::string> others;
   const ir::Node *anchor = g.shape.anchor;
   for (int m : g.members)
@@ -256,6 +280,8 @@ std::string Fusion::describeKernel(const Group &g) const {
   switch (g.shape.kind) {
     case KernelKind::kGemm:
     case KernelKind::kConv:
+      if (others.empty() && target.backend == "nki")
+        return absl::StrCat(anchor->opType(), " as a generated TensorE kernel (nc_matmul into PSUM)");
       return others.empty() ? absl::StrCat(anchor->opType(), " through the vendor library")
                             : absl::StrCat(anchor->opType(), " with epilogue ", rest);
     case KernelKind::kReduction:
@@ -331,7 +357,10 @@ void Fusion::visitConsumer(ir::Graph &graph, PassContext &ctx, size_t ci,
     if (d && !deferred) d = backendAccepts(graph, ctx, pg, cg);
     if (d) {
       const int g = merge(cg, pg);
-      if (deferred) groups_[g].unchecked = true;
+      if (deferred) {
+        groups_[g].unchecked = true;
+        groups_[g].lowers = false;  // asked once, on the final group
+      }
       continue;
     }
     if (refused_.insert({producer->name(), consumer->name()}).second) {
@@ -409,7 +438,10 @@ absl::StatusOr<bool> Fusion::run(ir::Graph &graph, PassContext &ctx) {
   for (size_t gi = 0, n = groups_.size(); gi < n; ++gi) {
     if (!groups_[gi].alive || !groups_[gi].unchecked) continue;
     groups_[gi].unchecked = false;
-    if (backendAccepts(graph, ctx, static_cast<int>(gi), -1)) continue;
+    if (backendAccepts(graph, ctx, static_cast<int>(gi), -1)) {
+      groups_[gi].lowers = true;
+      continue;
+    }
     const std::set<int> members = groups_[gi].members;
     for (int p : groups_[gi].preds) groups_[p].succs.erase(static_cast<int>(gi));
     for (int s : groups_[gi].succs) groups_[s].preds.erase(static_cast<int>(gi));
@@ -428,6 +460,7 @@ absl::StatusOr<bool> Fusion::run(ir::Graph &graph, PassContext &ctx) {
     return *groups_[a].members.begin() < *groups_[b].members.begin();
   });
   plan.hbmBytesFused = plan.hbmBytesUnfused = 0;
+  int64_t refusedKernels = 0;
   for (size_t k = 0; k < order.size(); ++k) {
     const Group &g = groups_[order[k]];
     // Shape computations left behind (unbound dims) are not device kernels.
@@ -449,7 +482,14 @@ absl::StatusOr<bool> Fusion::run(ir::Graph &graph, PassContext &ctx) {
           kernel.scoreMod = m->getString("score_mod", "");
           kernel.mask = m->getString("mask", "");
         }
-    kernel.reason = describeKernel(g);
+    kernel.reason = describeKernel(g, ctx.target);
+    kernel.refused = backendRefuses(graph, ctx, g);
+    if (!kernel.refused.empty()) {
+      ++refusedKernels;
+      if (debug_)
+        std::fprintf(stderr, "[fusion] the lowering refuses kernel '%s': %s\n", kernel.name.c_str(),
+                     printable(kernel.refused).c_str());
+    }
     plan.hbmBytesFused += kernel.bytes;
     plan.hbmBytesUnfused += kernel.bytesUnfused;
     plan.kernels.push_back(std::move(kernel));
@@ -459,6 +499,7 @@ absl::StatusOr<bool> Fusion::run(ir::Graph &graph, PassContext &ctx) {
   if (ctx.unfusedHbmBytes >= 0) plan.hbmBytesUnfused = ctx.unfusedHbmBytes;
   ctx.statistics["fusion.kernels"] = static_cast<int64_t>(plan.kernels.size());
   ctx.statistics["fusion.refusals"] = static_cast<int64_t>(plan.refusals.size());
+  ctx.statistics["fusion.refused-kernels"] = refusedKernels;
   return true;
 }
 

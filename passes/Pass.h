@@ -38,11 +38,13 @@ struct PassContext {
   double unfusedHbmBytes = -1;
   /// Filled by the fusion pass: kernels and the reasons pairs were not fused.
   FusionPlan fusionPlan;
-  /// The backend's group legality (program/Legality.h): when set, fusion
-  /// merges two groups only if the backend's lowering accepts the merged
-  /// group, and records its refusal as the reason. Null: fusion decides
-  /// alone (tools that do not generate code).
-  const program::GroupLegality *legality = nullptr;
+  /// The backend's group legality for the device (program/Legality.h;
+  /// codegen::legalityFor): when set, fusion merges two groups only if the
+  /// backend's lowering accepts the merged group, records its refusal as the
+  /// reason, and checks every final group (a refused one is marked in the
+  /// plan: Kernel::refused). Null: fusion decides alone (tools that do not
+  /// generate code).
+  std::shared_ptr<const program::GroupLegality> legality;
   /// Storage precision for lower-precision (fusec --precision): "fp32" or
   /// empty (no lowering), "bf16" or "fp16".
   std::string precision = "fp32";

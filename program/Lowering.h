@@ -24,6 +24,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "program/KernelSpec.h"
+#include "program/Legality.h"
 #include "ir/Graph.h"
 
 namespace fusec::program {
@@ -131,6 +132,14 @@ absl::StatusOr<std::vector<WorkItem>> lowerGroup(
     const ir::Graph &graph, const std::string &name, const std::vector<const ir::Node *> &members,
     const LoweringOptions &opts,
     const absl::flat_hash_map<const ir::Value *, std::vector<ir::Node *>> &users);
+
+/// lowerGroup() of one fused group given in any order (\p members; views
+/// and constants skipped, the rest sorted topologically by \p index, the
+/// graph's index built once by the caller), default options: what a
+/// backend's legality checks item by item (program/Legality.h).
+absl::StatusOr<std::vector<WorkItem>> lowerGroupItems(const ir::Graph &graph,
+                                                      const std::vector<const ir::Node *> &members,
+                                                      const GraphIndex &index);
 
 /// True for ops lowered as aliases (no work item).
 bool isViewNode(const ir::Node &node);

@@ -145,9 +145,11 @@ Json stepJson(const MemoryPlan &mem, const Step &s) {
   return j;
 }
 
-bool hasKernelSteps(const MemoryPlan &mem) {
+/// True if a step of \p mem calls the backend's library: kernel steps, and
+/// gemm / conv steps when \p libraryCalls (BackendModule::libraryRunsLibraryCalls).
+bool needsLibrary(const MemoryPlan &mem, bool libraryCalls) {
   for (const Step &s : mem.steps)
-    if (s.kind == Step::Kind::kKernel) return true;
+    if (s.kind == Step::Kind::kKernel || libraryCalls) return true;
   return false;
 }
 
@@ -494,6 +496,13 @@ absl::Status writeArtifact(const ir::Graph &graph, const passes::FusionPlan &pla
   sum = ArtifactSummary();
 
   FUSEC_ASSIGN_OR_RETURN(const codegen::Backend *backend, codegen::backendFor(opts.target));
+  // The one legality rule: a kernel the fusion pass found the lowering
+  // refuses (shown in --dump-fusion) stops the compile before any file.
+  if (const std::vector<const passes::Kernel *> refused = passes::refusedKernels(plan); !refused.empty())
+    return absl::UnimplementedError(absl::StrCat(
+        opts.target, ": kernel '", refused[0]->name, "' (", absl::StrJoin(refused[0]->ops, ", "),
+        ") cannot be lowered: ", refused[0]->refused,
+        refused.size() > 1 ? absl::StrCat(" (and ", refused.size() - 1, " more kernels; see --dump-fusion)") : ""));
   // fp16 / bf16: the pipeline's lower-precision pass has already retyped
   // the graph (passes/PrecisionLowering.cpp); the writer emits what it gets.
   if (!opts.precision.empty() && opts.precision != "fp32" && opts.precision != "fp16" &&
@@ -519,6 +528,7 @@ absl::Status writeArtifact(const ir::Graph &graph, const passes::FusionPlan &pla
   // Everything that can fail on the model happens before touching the disk.
   codegen::BackendOptions bopts;
   bopts.arch = arch;
+  bopts.device = target;
   bopts.allowTf32 = opts.allowTf32;
   bopts.modelName = opts.modelName.empty() ? graph.name() : opts.modelName;
   bopts.buildLibrary = opts.runNvcc;
@@ -528,9 +538,9 @@ absl::Status writeArtifact(const ir::Graph &graph, const passes::FusionPlan &pla
   const std::vector<std::string> kernelNames = mod.kernelNames;
   FUSEC_ASSIGN_OR_RETURN(MemoryPlan mem, planMemory(graph, mod.steps));
   const std::string &modelName = bopts.modelName;
-  const bool needsLibrary = hasKernelSteps(mem);
+  const bool usesLibrary = needsLibrary(mem, mod.libraryRunsLibraryCalls);
   const std::string manifest = manifestJson(mem, kernelNames, modelName, backend->name(), arch,
-                                            needsLibrary ? mod.library : std::string());
+                                            usesLibrary ? mod.library : std::string());
   const std::string fusionJson =
       opts.fusionJson.empty() ? passes::fusionPlanToJson(plan, target) : opts.fusionJson;
 
@@ -556,8 +566,8 @@ absl::Status writeArtifact(const ir::Graph &graph, const passes::FusionPlan &pla
   FUSEC_RETURN_IF_ERROR(writeWeights(tmp / artifact_format::kWeightsFile, mem));
   FUSEC_RETURN_IF_ERROR(writeFile(tmp / artifact_format::kFusionFile, fusionJson));
 
-  if (!needsLibrary) {
-    sum.warnings.push_back(absl::StrCat("no kernel steps: ", mod.library,
+  if (!usesLibrary) {
+    sum.warnings.push_back(absl::StrCat("no step calls the library: ", mod.library,
                                         " is not needed and was not built"));
   } else {
     codegen::BuildOutcome built;

@@ -33,6 +33,21 @@ bool validArch(const std::string &arch) {
   return true;
 }
 
+/// GEMM epilogues run inside cuBLASLt: each must be one it fuses;
+/// convolutions (cuDNN) add at most their bias. \p gemm / \p conv: the
+/// library call of a step or work item named \p name (either may be null).
+absl::Status checkLibraryEpilogue(const program::GemmParams *gemm, const program::ConvParams *conv,
+                                  const std::string &name) {
+  if (gemm) FUSEC_RETURN_IF_ERROR(cublasLtEpilogue(gemm->epilogue).status());
+  if (conv) {
+    absl::StatusOr<const char *> e = cublasLtEpilogue(conv->epilogue);
+    if (!e.ok() || std::string(*e) != (conv->bias ? "bias" : "none"))
+      return absl::UnimplementedError(
+          absl::StrCat("codegen: convolution ", name, " with an epilogue other than its bias"));
+  }
+  return absl::OkStatus();
+}
+
 class CudaBackend final : public Backend {
  public:
   const char *name() const override { return "cuda"; }
@@ -51,8 +66,14 @@ class CudaBackend final : public Backend {
   }
 
   absl::Status checkGroup(const ir::Graph &graph, const std::vector<const ir::Node *> &members,
-                          const program::GraphIndex &index) const override {
-    return program::lowerableGroup(graph, members, index);
+                          const program::GraphIndex &index, const passes::TargetSpec &) const override {
+    FUSEC_ASSIGN_OR_RETURN(std::vector<program::WorkItem> items,
+                           program::lowerGroupItems(graph, members, index));
+    for (const program::WorkItem &item : items)
+      FUSEC_RETURN_IF_ERROR(checkLibraryEpilogue(item.kind == program::WorkItem::Kind::kGemm ? &item.gemm : nullptr,
+                                                 item.kind == program::WorkItem::Kind::kConv ? &item.conv : nullptr,
+                                                 item.name));
+    return absl::OkStatus();
   }
 
   absl::StatusOr<BackendModule> emit(const ir::Graph &graph,
@@ -64,18 +85,9 @@ class CudaBackend final : public Backend {
     program::LoweringOptions lo;
     lo.allowTf32 = opts.allowTf32;
     FUSEC_ASSIGN_OR_RETURN(program::Program prog, program::buildProgram(graph, kernelNames, lo));
-    // GEMM epilogues run inside cuBLASLt: each must be one it fuses;
-    // convolutions (cuDNN) add at most their bias.
-    for (const program::Step &s : prog.steps) {
-      if (s.kind == program::Step::Kind::kGemm)
-        FUSEC_RETURN_IF_ERROR(cublasLtEpilogue(s.gemm.epilogue).status());
-      if (s.kind == program::Step::Kind::kConv) {
-        absl::StatusOr<const char *> e = cublasLtEpilogue(s.conv.epilogue);
-        if (!e.ok() || std::string(*e) != (s.conv.bias ? "bias" : "none"))
-          return absl::UnimplementedError(
-              absl::StrCat("codegen: convolution ", s.name, " with an epilogue other than its bias"));
-      }
-    }
+    for (const program::Step &s : prog.steps)
+      FUSEC_RETURN_IF_ERROR(checkLibraryEpilogue(s.kind == program::Step::Kind::kGemm ? &s.gemm : nullptr,
+                                                 s.kind == program::Step::Kind::kConv ? &s.conv : nullptr, s.name));
     FUSEC_ASSIGN_OR_RETURN(CudaModule mod, printCudaModule(prog, copts));
     BackendModule out;
     out.steps = std::move(mod.steps);

@@ -18,6 +18,7 @@
 // -FLT_MAX (additive finfo.min masks) stays uniform.
 //
 //===----------------------------------------------------------------------===//
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <map>
@@ -37,7 +38,12 @@ using ir::ScoreNode;
 using ir::ScoreOp;
 using ir::ScoreType;
 
-constexpr int64_t kTile = 128;
+/// Query rows per tile: the partitions of S and the stationary free size of
+/// Q K^T and of P^T V.
+int64_t queryTile(const Limits &l) { return std::min(l.partitions, l.matmulStationaryFreeMax); }
+/// Keys per tile: S's free axis (one PSUM bank of fp32, the moving free
+/// size) and P^T's partitions.
+int64_t keyTile(const Limits &l) { return std::min(l.partitions, matmulFreeMax(l)); }
 
 std::string lit(double v) {
   if (std::isnan(v)) return "float(\"nan\")";
@@ -226,10 +232,13 @@ class ExprPrinter {
 
 }  // namespace
 
-absl::Status checkNkiAttention(const program::AttentionSpec &a) {
-  if (a.headDim > 128)
-    return absl::UnimplementedError("attention head dim > 128 (the contraction spans one partition tile)");
-  if (a.headDimV > 512) return absl::UnimplementedError("attention value head dim > 512 (one PSUM bank)");
+absl::Status checkNkiAttention(const program::AttentionSpec &a, const Limits &lim) {
+  if (a.headDim > lim.partitions)
+    return absl::UnimplementedError(absl::StrCat("attention head dim > ", lim.partitions,
+                                                 " (the contraction spans one partition tile)"));
+  if (a.headDimV > matmulFreeMax(lim))
+    return absl::UnimplementedError(
+        absl::StrCat("attention value head dim > ", matmulFreeMax(lim), " (one matmul result, one PSUM bank)"));
   if (a.qType != a.kType || a.kType != a.vType)
     return absl::UnimplementedError("attention with Q, K, V of different dtypes");
   for (ir::DType t : {a.qType, a.oType})
@@ -242,10 +251,11 @@ absl::Status checkNkiAttention(const program::AttentionSpec &a) {
   return checkExpr(a.mask);
 }
 
-absl::StatusOr<std::string> printNkiAttention(const program::AttentionSpec &a, const std::string &symbol,
-                                              const std::vector<std::string> &comment) {
-  if (auto st = checkNkiAttention(a); !st.ok()) return st;
-  const int64_t nq = (a.seqQ + kTile - 1) / kTile, nk = (a.seqK + kTile - 1) / kTile;
+absl::StatusOr<std::string> printNkiAttention(const program::AttentionSpec &a, const Limits &lim,
+                                              const std::string &symbol, const std::vector<std::string> &comment) {
+  if (auto st = checkNkiAttention(a, lim); !st.ok()) return st;
+  const int64_t qTile = queryTile(lim), kTile = keyTile(lim);
+  const int64_t nq = (a.seqQ + qTile - 1) / qTile, nk = (a.seqK + kTile - 1) / kTile;
   // Tile liveness from the mask at compile time: 0 = fully masked, 1 = partial, 2 = fully live.
   std::map<std::vector<int64_t>, int> state;  // {b, h, iq, jk}
   bool perHead = false;
@@ -256,7 +266,7 @@ absl::StatusOr<std::string> printNkiAttention(const program::AttentionSpec &a, c
         for (int64_t iq = 0; iq < nq; ++iq)
           for (int64_t jk = 0; jk < nk; ++jk) {
             int live = 0, total = 0;
-            for (int64_t q = iq * kTile; q < std::min(a.seqQ, (iq + 1) * kTile); ++q)
+            for (int64_t q = iq * qTile; q < std::min(a.seqQ, (iq + 1) * qTile); ++q)
               for (int64_t k = jk * kTile; k < std::min(a.seqK, (jk + 1) * kTile); ++k) {
                 ir::ScoreEnv env;
                 env.b = b;
@@ -300,8 +310,8 @@ absl::StatusOr<std::string> printNkiAttention(const program::AttentionSpec &a, c
   s += absl::StrCat("    B, HQ, HKV, SQ, SK, D, DV = ", a.batch, ", ", a.numHeads, ", ", a.kvHeads, ", ", a.seqQ,
                     ", ", a.seqK, ", ", a.headDim, ", ", a.headDimV, "\n");
   s += "    GROUP = HQ // HKV  # query heads per key/value head (GQA)\n";
-  s += "    Q_TILE = 128  # query rows per tile (partitions)\n";
-  s += "    K_TILE = 128  # keys per tile: scores [Q_TILE, K_TILE] fp32 in one PSUM bank\n";
+  s += absl::StrCat("    Q_TILE = ", qTile, "  # query rows per tile (partitions)\n");
+  s += absl::StrCat("    K_TILE = ", kTile, "  # keys per tile: scores [Q_TILE, K_TILE] fp32 in one PSUM bank\n");
   s += absl::StrCat("    SCALE = ", lit(a.scale), "\n");
   for (const auto &[name, values] : a.tables) {
     std::vector<std::string> v;

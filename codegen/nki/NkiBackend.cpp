@@ -7,10 +7,12 @@
 // (docs/NKI_BACKEND.md); here they run on the NumPy model of NKI
 // (python/nki_model).
 //
-// Legality: a group lowers for nki when the target-neutral lowering accepts
-// it and each of its work items has an NKI lowering (checkNkiKernel /
-// checkNkiGemm / checkNkiConv); fused attention is refused with a reason
-// (the nki pipeline does not form it).
+// Legality: a group lowers for nki on a device when the target-neutral
+// lowering accepts it and each of its work items has an NKI lowering within
+// the device's limits (checkNkiKernel, which covers fused attention, /
+// checkNkiGemm / checkNkiConv with TargetSpec::partitioned). emit() prints
+// with the same limits (BackendOptions::device), so what fusion accepted
+// lowers.
 //
 //===----------------------------------------------------------------------===//
 #include <algorithm>
@@ -43,13 +45,22 @@ std::vector<std::string> commentFor(const std::string &what, const std::string &
   return lines;
 }
 
-absl::Status checkItem(const program::WorkItem &item) {
+absl::Status checkItem(const program::WorkItem &item, const nki::Limits &lim) {
   switch (item.kind) {
-    case program::WorkItem::Kind::kKernel: return nki::checkNkiKernel(item.spec);
-    case program::WorkItem::Kind::kGemm: return nki::checkNkiGemm(item.gemm);
-    case program::WorkItem::Kind::kConv: return nki::checkNkiConv(item.conv);
+    case program::WorkItem::Kind::kKernel: return nki::checkNkiKernel(item.spec, lim);
+    case program::WorkItem::Kind::kGemm: return nki::checkNkiGemm(item.gemm, lim);
+    case program::WorkItem::Kind::kConv: return nki::checkNkiConv(item.conv, lim);
   }
   return absl::InternalError("unknown work item");
+}
+
+/// The NKI limits of \p device. Errors: InvalidArgument for a device that
+/// has none (not a NeuronCore: resolveTarget never pairs one with nki).
+absl::StatusOr<nki::Limits> limitsOf(const passes::TargetSpec &device) {
+  if (!device.partitioned.present())
+    return absl::InvalidArgumentError(absl::StrCat("nki: device '", device.name,
+                                                   "' has no partition limits (not a Trainium target)"));
+  return device.partitioned;
 }
 
 class NkiBackend final : public Backend {
@@ -60,28 +71,23 @@ class NkiBackend final : public Backend {
 
   absl::StatusOr<std::string> resolveArch(const std::string &requested,
                                           const passes::TargetSpec &target) const override {
-    std::string arch = requested.empty() ? target.name : requested;
+    // The archs of targets/Targets.def, where passes::resolveTarget checks
+    // them first; this guards direct callers.
+    std::string arch = requested.empty() ? target.arch : requested;
     if (arch.empty()) arch = "trn2";
-    if (arch != "trn1" && arch != "trn2" && arch != "trn3")
-      return absl::InvalidArgumentError(
-          absl::StrCat("invalid NKI target '", arch, "' (expected trn1, trn2 or trn3)"));
+    if (arch != "trn1" && arch != "trn2")
+      return absl::InvalidArgumentError(absl::StrCat("invalid NKI target '", arch, "' (expected trn1 or trn2)"));
     return arch;
   }
 
   absl::Status checkGroup(const ir::Graph &graph, const std::vector<const ir::Node *> &members,
-                          const program::GraphIndex &index) const override {
-    // Lowers the group as program::lowerableGroup() would, then checks its items.
-    const absl::flat_hash_map<const ir::Node *, int> &topo = index.topo;
-    std::vector<const ir::Node *> sorted;
-    for (const ir::Node *n : members)
-      if (!program::isViewNode(*n) && n->kind() != ir::OpKind::kConstant) sorted.push_back(n);
-    if (sorted.empty()) return absl::OkStatus();
-    std::sort(sorted.begin(), sorted.end(),
-              [&](const ir::Node *a, const ir::Node *b) { return topo.at(a) < topo.at(b); });
+                          const program::GraphIndex &index,
+                          const passes::TargetSpec &device) const override {
+    FUSEC_ASSIGN_OR_RETURN(const nki::Limits lim, limitsOf(device));
     FUSEC_ASSIGN_OR_RETURN(std::vector<program::WorkItem> items,
-                           program::lowerGroup(graph, "", sorted, program::LoweringOptions{}, index.users));
+                           program::lowerGroupItems(graph, members, index));
     for (const program::WorkItem &item : items) {
-      absl::Status st = checkItem(item);
+      absl::Status st = checkItem(item, lim);
       if (!st.ok())
         return absl::UnimplementedError(absl::StrCat(
             "nki: ", item.nodes.empty() ? std::string("group") : item.nodes.front()->describe(), ": ",
@@ -93,12 +99,15 @@ class NkiBackend final : public Backend {
   absl::StatusOr<BackendModule> emit(const ir::Graph &graph,
                                      const std::vector<std::string> &kernelNames,
                                      const BackendOptions &opts) const override {
+    FUSEC_ASSIGN_OR_RETURN(const nki::Limits lim, limitsOf(opts.device));
     program::LoweringOptions lo;
     FUSEC_ASSIGN_OR_RETURN(program::Program prog, program::buildProgram(graph, kernelNames, lo));
     BackendModule out;
     std::string kernels = absl::StrCat(
         "# Generated by fusec for model '", commentText(opts.modelName), "', NKI target ", opts.arch,
-        ".\n# One @nki.jit kernel per unique fused group and per distinct GEMM; run.py calls them.\n"
+        " (device ", commentText(opts.device.name), ": ", lim.partitions, " partitions, ",
+        lim.sbufUsableBytesPerPartition, " usable SBUF bytes per partition, ", lim.psumBanks, " PSUM banks of ",
+        lim.psumBankBytes, " bytes).\n# One @nki.jit kernel per unique fused group and per distinct GEMM; run.py calls them.\n"
         "# Dialect: NKI 0.3+ (import nki; every nisa call writes into dst=).\n"
         "import nki\nimport nki.isa as nisa\nimport nki.language as nl\n\n");
     std::vector<std::string> symbols(prog.kernels.size());
@@ -114,7 +123,7 @@ class NkiBackend final : public Backend {
         int k = prog.kernelOfStep[s];
         if (symbols[k].empty()) {
           symbols[k] = absl::StrCat("fusec_k", k);
-          auto text = nki::printNkiKernel(item.spec, symbols[k],
+          auto text = nki::printNkiKernel(item.spec, lim, symbols[k],
                                           commentFor("kernel", item.name, item.nodes));
           if (!text.ok())
             return absl::UnimplementedError(absl::StrCat("nki: kernel '", item.name, "': ", text.status().message()));
@@ -126,7 +135,7 @@ class NkiBackend final : public Backend {
         }
         step.symbol = symbols[k];
       } else if (step.kind == program::Step::Kind::kGemm) {
-        auto key = nki::printNkiGemm(item.gemm, "@SYMBOL@", {});
+        auto key = nki::printNkiGemm(item.gemm, lim, "@SYMBOL@", {});
         if (!key.ok())
           return absl::UnimplementedError(absl::StrCat("nki: GEMM '", item.name, "': ", key.status().message()));
         auto it = gemmText.find(*key);
@@ -134,12 +143,12 @@ class NkiBackend final : public Backend {
           std::string sym = absl::StrCat("fusec_gemm", gemmText.size());
           it = gemmText.emplace(*key, sym).first;
           FUSEC_ASSIGN_OR_RETURN(std::string text,
-                                 nki::printNkiGemm(item.gemm, sym, commentFor("GEMM", item.name, item.nodes)));
+                                 nki::printNkiGemm(item.gemm, lim, sym, commentFor("GEMM", item.name, item.nodes)));
           absl::StrAppend(&kernels, text, "\n\n");
         }
         gemmOfStep.emplace_back(step.name, it->second);
       } else if (step.kind == program::Step::Kind::kConv) {
-        auto key = nki::printNkiConv(item.conv, "@SYMBOL@", {});
+        auto key = nki::printNkiConv(item.conv, lim, "@SYMBOL@", {});
         if (!key.ok())
           return absl::UnimplementedError(absl::StrCat("nki: conv '", item.name, "': ", key.status().message()));
         auto it = convText.find(*key);
@@ -147,7 +156,7 @@ class NkiBackend final : public Backend {
           std::string sym = absl::StrCat("fusec_conv", convText.size());
           it = convText.emplace(*key, sym).first;
           FUSEC_ASSIGN_OR_RETURN(std::string text,
-                                 nki::printNkiConv(item.conv, sym, commentFor("Conv", item.name, item.nodes)));
+                                 nki::printNkiConv(item.conv, lim, sym, commentFor("Conv", item.name, item.nodes)));
           absl::StrAppend(&kernels, text, "\n\n");
         }
         convOfStep.emplace_back(step.name, it->second);
@@ -169,6 +178,7 @@ class NkiBackend final : public Backend {
     out.kernelNames = std::move(prog.kernelNames);
     out.numKernels = static_cast<int>(prog.kernels.size() + gemmText.size() + convText.size());
     out.library = nki::kKernelsFile;
+    out.libraryRunsLibraryCalls = true;  // GEMM_KERNELS / CONV_KERNELS live in kernels.py
     out.files.emplace_back(nki::kKernelsFile, std::move(kernels));
     out.files.emplace_back(nki::kRunFile, nki::runPySource());
     return out;

@@ -7,7 +7,9 @@
 // moving = the input pixels that tap reads for a tile of output rows
 // ([channels, rows * OW], loaded by one strided DMA; rows/columns that fall
 // into the padding stay zero). Every tap and channel tile accumulates into
-// one PSUM bank; the bias is added by ScalarE on the way out of PSUM.
+// one PSUM bank; the bias is added by ScalarE on the way out of PSUM. The
+// epilogue must be exactly that bias (checkNkiConv refuses any other). Tile
+// sizes are the device's limits (Limits).
 //
 //===----------------------------------------------------------------------===//
 #include "absl/strings/str_cat.h"
@@ -15,20 +17,41 @@
 
 namespace fusec::codegen::nki {
 
-absl::Status checkNkiConv(const program::ConvParams &c) {
+namespace {
+
+/// OK when \p c's epilogue is what printNkiConv applies: acc + bias[channel]
+/// when the convolution has a bias, the accumulator unchanged otherwise
+/// (rebuilt in a copy: hash-consing gives the epilogue's id when equal).
+absl::Status checkEpilogue(const program::ConvParams &c) {
+  if (c.epilogue.empty() || !c.epilogue.hasBias()) {
+    if (c.bias) return absl::UnimplementedError("a convolution whose bias is not in its epilogue");
+    if (c.epilogue.empty()) return absl::OkStatus();
+  }
+  program::GemmEpilogue e = c.epilogue;
+  int applied = e.accumulator();
+  if (c.bias) applied = e.spec.binary(program::BinaryOp::kAdd, applied, e.addBias(e.spec.buffers[1].dtype));
+  if (c.epilogue.value == applied) return absl::OkStatus();
+  return absl::UnimplementedError(
+      "a convolution epilogue other than its bias (acc + bias[channel]) has no NKI lowering");
+}
+
+}  // namespace
+
+absl::Status checkNkiConv(const program::ConvParams &c, const Limits &lim) {
   if (c.xShape.size() != 4)
     return absl::UnimplementedError("only 2-D convolutions (NCHW) are lowered for nki");
   if (c.dtype != ir::DType::kF32 && c.dtype != ir::DType::kBF16 && c.dtype != ir::DType::kF16)
     return absl::UnimplementedError(
         absl::StrCat("convolution in ", ir::dtypeName(c.dtype), " has no TensorE lowering"));
-  if (c.yShape[3] > 512)
-    return absl::UnimplementedError("a convolution output row wider than one PSUM bank (512) is not tiled yet");
-  return absl::OkStatus();
+  if (c.yShape[3] > matmulFreeMax(lim))
+    return absl::UnimplementedError(absl::StrCat("a convolution output row wider than one matmul result (",
+                                                 matmulFreeMax(lim), " fp32, one PSUM bank) is not tiled yet"));
+  return checkEpilogue(c);
 }
 
-absl::StatusOr<std::string> printNkiConv(const program::ConvParams &c, const std::string &symbol,
+absl::StatusOr<std::string> printNkiConv(const program::ConvParams &c, const Limits &lim, const std::string &symbol,
                                          const std::vector<std::string> &comment) {
-  if (auto st = checkNkiConv(c); !st.ok()) return st;
+  if (auto st = checkNkiConv(c, lim); !st.ok()) return st;
   const std::string dt = nlDType(c.dtype);
   const int64_t N = c.xShape[0], C = c.xShape[1], H = c.xShape[2], W = c.xShape[3];
   const int64_t O = c.wShape[0], CG = c.wShape[1], KH = c.wShape[2], KW = c.wShape[3];
@@ -42,9 +65,11 @@ absl::StatusOr<std::string> printNkiConv(const program::ConvParams &c, const std
   s += "    OG = O // GROUPS\n";
   s += absl::StrCat("    SH, SW, DH, DW, PH, PW = ", c.strides[0], ", ", c.strides[1], ", ", c.dilations[0], ", ",
                     c.dilations[1], ", ", c.pads[0], ", ", c.pads[1], "\n");
-  s += "    M_TILE = 128  # output channels per tile (stationary free size)\n";
-  s += "    K_TILE = 128  # input channels per matmul (contraction on the partitions)\n";
-  s += "    ROWS_TILE = max(1, 512 // OW)  # output rows per tile: ROWS_TILE * OW fp32 fit one PSUM bank\n";
+  s += absl::StrCat("    M_TILE = ", lim.matmulStationaryFreeMax,
+                    "  # output channels per tile (stationary free size)\n");
+  s += absl::StrCat("    K_TILE = ", lim.partitions, "  # input channels per matmul (contraction on the partitions)\n");
+  s += absl::StrCat("    ROWS_TILE = max(1, ", matmulFreeMax(lim),
+                    " // OW)  # output rows per tile: ROWS_TILE * OW fp32 fit one PSUM bank\n");
   s += absl::StrCat("    y = nl.ndarray((N, O, OH, OW), dtype=", dt, ", buffer=nl.shared_hbm)\n");
   s += "    for n in nl.affine_range(N):\n";
   s += "        for gi in nl.affine_range(GROUPS):\n";

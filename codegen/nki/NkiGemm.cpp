@@ -5,14 +5,20 @@
 // nisa.nc_matmul computes stationary^T @ moving with the contraction on the
 // partitions (NKI.md section 4): stationary = op(A)^T tile [K_TILE, M_TILE]
 // and moving = op(B) tile [K_TILE, N_TILE], both loaded by strided DMA;
-// K tiles accumulate in one PSUM bank ([M_TILE, N_TILE] fp32 = 2 KiB per
-// partition: N_TILE = 512 = nl.tile_size.psum_fmax). The epilogue runs on
-// the way out of PSUM: ScalarE applies alpha while copying to SBUF, VectorE
-// adds beta*C and the bias (a [1, N] row broadcast over partitions by a
-// partition-stride-0 DMA), ScalarE applies relu / tanh-gelu.
+// K tiles accumulate in one PSUM bank ([M_TILE, N_TILE] fp32 within one
+// bank per partition). The tile sizes are the device's limits (Limits:
+// K_TILE = partitions, M_TILE = the stationary free size, N_TILE = the
+// moving free size and one bank of fp32; 128, 128, 512 on trn1/trn2).
+// The epilogue runs on the way out of PSUM: ScalarE applies alpha while
+// copying to SBUF, VectorE adds beta*C and the bias (a [1, N] row broadcast
+// over partitions by a partition-stride-0 DMA), ScalarE applies relu /
+// tanh-gelu.
 //
 //===----------------------------------------------------------------------===//
+#include <cmath>
+
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "codegen/nki/NkiKernel.h"
 #include "support/Status.h"
@@ -37,9 +43,19 @@ absl::StatusOr<const char *> activationOf(const program::GemmEpilogue &e) {
   return absl::UnimplementedError("GEMM epilogue other than bias, relu or tanh GELU has no NKI lowering");
 }
 
+/// \p v as a Python float literal that reads back as the same double
+/// (alpha = 1/3 must not become 0.333333).
+std::string pyFloat(double v) {
+  if (std::isnan(v)) return "float(\"nan\")";
+  if (std::isinf(v)) return v > 0 ? "float(\"inf\")" : "-float(\"inf\")";
+  std::string s = absl::StrFormat("%.17g", v);
+  if (s.find_first_of(".en") == std::string::npos) s += ".0";
+  return s;
+}
+
 }  // namespace
 
-absl::Status checkNkiGemm(const program::GemmParams &g) {
+absl::Status checkNkiGemm(const program::GemmParams &g, const Limits &) {
   if (g.dtype != ir::DType::kF32 && g.dtype != ir::DType::kBF16 && g.dtype != ir::DType::kF16)
     return absl::UnimplementedError(
         absl::StrCat("GEMM in ", ir::dtypeName(g.dtype), " has no TensorE lowering"));
@@ -47,9 +63,9 @@ absl::Status checkNkiGemm(const program::GemmParams &g) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::string> printNkiGemm(const program::GemmParams &g, const std::string &symbol,
+absl::StatusOr<std::string> printNkiGemm(const program::GemmParams &g, const Limits &lim, const std::string &symbol,
                                          const std::vector<std::string> &comment) {
-  if (auto st = checkNkiGemm(g); !st.ok()) return st;
+  if (auto st = checkNkiGemm(g, lim); !st.ok()) return st;
   const std::string dt = nlDType(g.dtype);
   std::vector<std::string> args = {"a", "b"};
   if (g.c) args.push_back("c");
@@ -63,10 +79,12 @@ absl::StatusOr<std::string> printNkiGemm(const program::GemmParams &g, const std
   for (const std::string &c : comment) s += absl::StrCat("# ", c, "\n");
   s += absl::StrCat("@nki.jit\ndef ", symbol, "(", absl::StrJoin(args, ", "), "):\n");
   s += absl::StrCat("    M, N, K, BATCH = ", g.m, ", ", g.n, ", ", g.k, ", ", g.batch, "\n");
-  s += "    M_TILE = 128  # stationary free size (nl.tile_size.gemm_stationary_fmax)\n";
-  s += "    N_TILE = 512  # moving free size = one PSUM bank of fp32 (nl.tile_size.gemm_moving_fmax)\n";
-  s += "    K_TILE = 128  # contraction on the partitions (nl.tile_size.pmax)\n";
-  s += absl::StrCat("    ALPHA, BETA = ", g.alpha, ", ", g.beta, "\n");
+  s += absl::StrCat("    M_TILE = ", lim.matmulStationaryFreeMax,
+                    "  # stationary free size (nl.tile_size.gemm_stationary_fmax)\n");
+  s += absl::StrCat("    N_TILE = ", matmulFreeMax(lim),
+                    "  # moving free size, one PSUM bank of fp32 (nl.tile_size.gemm_moving_fmax)\n");
+  s += absl::StrCat("    K_TILE = ", lim.partitions, "  # contraction on the partitions (nl.tile_size.pmax)\n");
+  s += absl::StrCat("    ALPHA, BETA = ", pyFloat(g.alpha), ", ", pyFloat(g.beta), "\n");
   s += absl::StrCat("    d = nl.ndarray((", absl::StrJoin(dshape, ", "), dshape.size() == 1 ? "," : "",
                     "), dtype=", dt, ", buffer=nl.shared_hbm)\n");
   s += "    for bi in nl.affine_range(BATCH):\n";

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -21,6 +22,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "codegen/nki/NkiAccess.h"
+#include "codegen/nki/NkiTiling.h"
 #include "support/Status.h"
 
 namespace fusec::codegen::nki {
@@ -34,160 +36,10 @@ using program::ReduceKind;
 using program::ScalarType;
 using program::UnaryOp;
 
-std::string number(double v) {
-  if (std::isnan(v)) return "float(\"nan\")";
-  if (std::isinf(v)) return v > 0 ? "float(\"inf\")" : "-float(\"inf\")";
-  std::string s = absl::StrFormat("%.9g", v);
-  if (s.find_first_of(".en") == std::string::npos) s += ".0";
-  return s;
-}
-
-const char *activationOf(UnaryOp op) {
-  switch (op) {
-    case UnaryOp::kExp: return "nl.exp";
-    case UnaryOp::kLog: return "nl.log";
-    case UnaryOp::kSqrt: return "nl.sqrt";
-    case UnaryOp::kRsqrt: return "nl.rsqrt";
-    case UnaryOp::kRecip: return "nl.reciprocal";
-    case UnaryOp::kErf: return "nl.erf";
-    case UnaryOp::kTanh: return "nl.tanh";
-    case UnaryOp::kSigmoid: return "nl.sigmoid";
-    case UnaryOp::kAbs: return "nl.abs";
-    case UnaryOp::kSign: return "nl.sign";
-    default: return nullptr;
-  }
-}
-
-const char *aluOf(BinaryOp op) {
-  switch (op) {
-    case BinaryOp::kAdd: return "nl.add";
-    case BinaryOp::kSub: return "nl.subtract";
-    case BinaryOp::kMul: return "nl.multiply";
-    case BinaryOp::kDiv: return "nl.divide";
-    case BinaryOp::kMod: return "nl.mod";
-    case BinaryOp::kFmod: return "nl.fmod";
-    case BinaryOp::kPow: return "nl.power";
-    case BinaryOp::kMax: return "nl.maximum";
-    case BinaryOp::kMin: return "nl.minimum";
-    case BinaryOp::kEq: return "nl.equal";
-    case BinaryOp::kNe: return "nl.not_equal";
-    case BinaryOp::kLt: return "nl.less";
-    case BinaryOp::kLe: return "nl.less_equal";
-    case BinaryOp::kGt: return "nl.greater";
-    case BinaryOp::kGe: return "nl.greater_equal";
-    case BinaryOp::kAnd: return "nl.logical_and";
-    case BinaryOp::kOr: return "nl.logical_or";
-    case BinaryOp::kXor: return "nl.logical_xor";
-  }
-  return nullptr;
-}
-
-bool isIntegerType(ScalarType t) { return t == ScalarType::kI64 || t == ScalarType::kIdx; }
-
-/// Checks the ops of the body (what the printer can emit).
-absl::Status checkOps(const KernelSpec &spec) {
-  for (int id = 0; id < static_cast<int>(spec.exprs.size()); ++id) {
-    const Expr &e = spec.expr(id);
-    if (e.type == ScalarType::kF64)
-      return absl::UnimplementedError("f64 arithmetic has no NKI engine type");
-    if (e.kind == ExprKind::kUnary) {
-      auto op = static_cast<UnaryOp>(e.op);
-      if (activationOf(op) || op == UnaryOp::kNeg || op == UnaryOp::kNot || op == UnaryOp::kIsNaN ||
-          op == UnaryOp::kLog1p || op == UnaryOp::kRoundBF16 || op == UnaryOp::kRoundF16 ||
-          op == UnaryOp::kFloor || op == UnaryOp::kCeil || op == UnaryOp::kSin || op == UnaryOp::kCos ||
-          op == UnaryOp::kIsPosInf || op == UnaryOp::kIsNegInf)
-        continue;
-      return absl::UnimplementedError(absl::StrCat(
-          "unary '", program::unaryOpName(op),
-          "' is not lowered for nki yet"));
-    }
-  }
-  for (const program::BufferDesc &b : spec.buffers)
-    if (nlDType(b.dtype).empty())
-      return absl::UnimplementedError(
-          absl::StrCat("buffer dtype ", ir::dtypeName(b.dtype), " has no NKI dtype"));
-  return absl::OkStatus();
-}
-
-/// True when expr \p id reads the loop index of one of \p dims.
-bool usesDims(const KernelSpec &spec, int id, const std::vector<int> &dims) {
-  const Expr &e = spec.expr(id);
-  if (e.kind == ExprKind::kIndex) return std::count(dims.begin(), dims.end(), static_cast<int>(e.ival)) != 0;
-  for (int o : e.operands)
-    if (usesDims(spec, o, dims)) return true;
-  return e.guard >= 0 && usesDims(spec, e.guard, dims);
-}
-
-/// Roles of the tiled dims.
-struct Tiling {
-  std::vector<int> outer;  ///< TileDim indices looped in Python
-  int partition = -1;      ///< TileDim on the partitions (-1: a virtual dim of extent 1)
-  int free = -1;           ///< TileDim on the free axis (-1: virtual)
-  int64_t rows = 1, cols = 1;
-  int64_t freeTile = 1;    ///< FREE_TILE (pointwise) or the whole row (reduce)
-  bool reduce = false;
-};
-
-absl::StatusOr<Tiling> chooseTiling(const KernelSpec &spec, AccessPlan &plan) {
-  Tiling t;
-  t.reduce = spec.kind == program::SpecKind::kReduce;
-  std::vector<int> par, red;
-  for (int i = 0; i < static_cast<int>(plan.dims.size()); ++i)
-    (plan.dims[i].reduced ? red : par).push_back(i);
-  if (t.reduce) {
-    if (red.size() > 1)
-      return absl::UnimplementedError(
-          "the reduced axes are not contiguous in every buffer: not lowered for nki yet");
-    if (!red.empty()) t.free = red[0];
-    if (!par.empty()) {
-      t.partition = par.back();
-      par.pop_back();
-    }
-    t.outer = par;
-  } else {
-    // One long dim: split it into rows of a divisor <= FREE_TILE so that the
-    // partitions are used (a split keeps every access affine).
-    if (par.size() == 1 && !plan.dims[par[0]].valueUsed && plan.dims[par[0]].extent > kFreeTile) {
-      TileDim d = plan.dims[par[0]];
-      // Prefer the largest free size that still leaves 128 rows (all
-      // partitions busy), else the largest divisor <= FREE_TILE.
-      int64_t f = 0;
-      for (int64_t c = kFreeTile; c >= 16 && !f; --c)
-        if (d.extent % c == 0 && d.extent / c >= kPartitions) f = c;
-      if (!f) {
-        f = kFreeTile;
-        while (d.extent % f != 0) --f;
-      }
-      if (f >= 16) {
-        TileDim inner = d, outer = d;
-        outer.extent = d.extent / f;
-        inner.extent = f;
-        for (size_t i = 0; i < d.stride.size(); ++i) outer.stride[i] = d.stride[i] * f;
-        plan.dims[par[0]] = outer;
-        plan.dims.insert(plan.dims.begin() + par[0] + 1, inner);
-        par.push_back(par[0] + 1);
-      }
-    }
-    if (!par.empty()) {
-      t.free = par.back();
-      par.pop_back();
-    }
-    if (!par.empty()) {
-      t.partition = par.back();
-      par.pop_back();
-    }
-    t.outer = par;
-  }
-  if (t.partition >= 0) t.rows = plan.dims[t.partition].extent;
-  if (t.free >= 0) t.cols = plan.dims[t.free].extent;
-  t.freeTile = t.reduce ? t.cols : std::min(t.cols, kFreeTile);
-  return t;
-}
-
 class Printer {
  public:
-  Printer(const KernelSpec &spec, const AccessPlan &plan, const Tiling &t)
-      : spec_(spec), plan_(plan), t_(t) {}
+  Printer(const KernelSpec &spec, const AccessPlan &plan, const Tiling &t, const Limits &lim)
+      : spec_(spec), plan_(plan), t_(t), lim_(lim) {}
 
   absl::StatusOr<std::string> print(const std::string &symbol, const std::vector<std::string> &comment);
 
@@ -282,6 +134,24 @@ class Printer {
     return {n, l};
   }
   std::string offsetExpr(int accessIndex, const std::string &pl = "0", const std::string &fl = "0") const;
+  /// Reduction \p r over the free extent of the current tile (the whole row
+  /// or one chunk) as a row tile.
+  Val reduceTile(int r);
+  /// Sum reductions whose body ScalarE computes with its fused free-axis
+  /// add-reduction (NKI.md section 4, activation reduce_op/reduce_res):
+  /// act(e - row) as activation(bias = -row), act(e), e * e as nl.square.
+  /// \returns false when the body has none of these forms. With \p sum
+  /// null, only act(e - row) / act(e + row) (one ScalarE op, bias = -row / row).
+  bool fusedActivationSum(int body, Val *sum);
+  /// Emits store \p s when its level (element or row) is \p want.
+  void store(int s, Level want);
+  /// Opens a loop over the row chunks (chunked tilings): f0/fs of chunk jf.
+  void openChunkLoop(const char *range, const std::string &what);
+  /// Closes it: values computed inside are out of scope afterwards.
+  void closeChunkLoop();
+  /// Pass of each reduction: 0 when its body reads no reduction result,
+  /// else one more than the latest pass it reads.
+  std::vector<int> reductionPasses() const;
   Val load(int id);
   Val value(int id);
   /// value() of \p id once its operands are printed (valueOf prints them
@@ -293,12 +163,15 @@ class Printer {
   const KernelSpec &spec_;
   const AccessPlan &plan_;
   const Tiling &t_;
+  const Limits &lim_;
   std::string body_;
   int indent_ = 4;
   int next_ = 0;
   std::map<int, Val> memo_;
   std::map<int, Val> reductions_;
   std::map<int, bool> free_;
+  std::vector<int> scoped_;  ///< memo_ entries made inside the open chunk loop
+  bool inChunk_ = false;
 };
 
 int Printer::openBox(int ai, Level l, std::string *pl, std::string *ph, std::string *fl, std::string *fh) {
@@ -458,7 +331,9 @@ Printer::Val Printer::value(int id) {
       continue;
     }
     stack.pop_back();
-    if (!memo_.count(x)) memo_[x] = valueOf(x);
+    if (memo_.count(x)) continue;
+    memo_[x] = valueOf(x);
+    if (inChunk_) scoped_.push_back(x);  // out of scope when the chunk loop closes
   }
   return memo_.at(id);
 }
@@ -476,6 +351,7 @@ Printer::Val Printer::valueOf(int id) {
     case ExprKind::kLoad: out = load(id); break;
     case ExprKind::kReduceResult: out = reductions_.at(static_cast<int>(e.ival)); break;
     case ExprKind::kUnary: {
+      if (fusedActivationSum(id, nullptr)) return memo_.at(id);  // act(e - row): bias = -row
       Val a = value(e.operands[0]);
       if (a.level == kNumber) a = materialize(a, kRow);
       auto op = static_cast<UnaryOp>(e.op);
@@ -563,6 +439,160 @@ Printer::Val Printer::valueOf(int id) {
   return out;
 }
 
+bool Printer::fusedActivationSum(int body, Val *sum) {
+  if (memo_.count(body)) return false;
+  const bool reduce = sum != nullptr;
+  const Expr &e = spec_.expr(body);
+  const char *act = nullptr;
+  int data = -1, bias = -1;
+  bool negate = false;
+  if (e.kind == ExprKind::kUnary && (act = activationOf(static_cast<UnaryOp>(e.op)))) {
+    data = e.operands[0];
+    const Expr &x = spec_.expr(data);
+    if (!memo_.count(data) && x.kind == ExprKind::kBinary &&
+        (x.op == static_cast<int>(BinaryOp::kSub) || x.op == static_cast<int>(BinaryOp::kAdd))) {
+      int a = x.operands[0], b = x.operands[1];
+      if (x.op == static_cast<int>(BinaryOp::kAdd) && levelOf(a) != kElem) std::swap(a, b);
+      if (levelOf(a) == kElem && levelOf(b) != kElem) {
+        data = a;
+        bias = b;
+        negate = x.op == static_cast<int>(BinaryOp::kSub);
+      }
+    }
+  } else if (reduce && e.kind == ExprKind::kBinary && e.op == static_cast<int>(BinaryOp::kMul) &&
+             e.operands[0] == e.operands[1]) {
+    act = "nl.square";
+    data = e.operands[0];
+  } else {
+    return false;
+  }
+  if (!reduce && bias < 0) return false;
+  Val d = materialize(value(data), kElem);
+  std::string biasArg;
+  if (bias >= 0) {
+    Val b = value(bias);
+    if (b.level == kNumber) b = materialize(b, kRow);  // a [P, 1] bias works on every target
+    if (negate) {
+      std::string n = alloc(kRow);
+      line(absl::StrCat("nisa.tensor_scalar(dst=", slice(n, kRow), ", data=", ref(b),
+                        ", op0=nl.multiply, operand0=-1.0)"));
+      b = {n, kRow};
+    }
+    biasArg = absl::StrCat(", bias=", ref(b));
+  }
+  std::string out = alloc(kElem);
+  if (reduce) {
+    std::string res = alloc(kRow);
+    line(absl::StrCat("nisa.activation(dst=", slice(out, kElem), ", op=", act, ", data=", ref(d), biasArg,
+                      ", reduce_op=nl.add, reduce_res=", slice(res, kRow),
+                      ", reduce_cmd=nisa.reduce_cmd.reset_reduce)  # ScalarE with its fused row sum"));
+    *sum = {res, kRow};
+  } else {
+    line(absl::StrCat("nisa.activation(dst=", slice(out, kElem), ", op=", act, ", data=", ref(d), biasArg, ")"));
+  }
+  memo_[body] = {out, kElem};
+  if (inChunk_) scoped_.push_back(body);
+  return true;
+}
+
+Printer::Val Printer::reduceTile(int r) {
+  const program::Reduction &red = spec_.reductions[r];
+  Val n;
+  if (red.kind == ReduceKind::kSum && fusedActivationSum(red.body, &n)) return n;
+  Val body = materialize(value(red.body), kElem);
+  const bool arg = red.kind == ReduceKind::kArgMax || red.kind == ReduceKind::kArgMin;
+  const char *op = red.kind == ReduceKind::kSum                                     ? "nl.add"
+                   : red.kind == ReduceKind::kMax || red.kind == ReduceKind::kArgMax ? "nl.maximum"
+                   : red.kind == ReduceKind::kMin || red.kind == ReduceKind::kArgMin ? "nl.minimum"
+                                                                                     : "nl.multiply";
+  n = {alloc(kRow), kRow};
+  line(absl::StrCat("nisa.tensor_reduce(dst=", slice(n.name, kRow), ", op=", op, ", data=", ref(body),
+                    ", axis=1)  # reduction ", r, " over the row"));
+  if (!arg) return n;
+  // The first (or last) free index where the row reaches its extreme:
+  // candidates = iota where body == extreme, else past the row (or -1).
+  // Whole rows only (chooseRowChunk).
+  std::string eq = alloc(kElem), pred = alloc(kElem, "nl.uint8"), io = alloc(kElem, "nl.int32");
+  std::string cand = alloc(kElem);
+  line(absl::StrCat("nisa.tensor_scalar(dst=", slice(eq, kElem), ", data=", ref(body),
+                    ", op0=nl.equal, operand0=", slice(n.name, kRow), ")"));
+  line(absl::StrCat("nisa.tensor_copy(dst=", slice(pred, kElem), ", src=", slice(eq, kElem), ")"));
+  line(absl::StrCat("nisa.iota(dst=", slice(io, kElem), ", pattern=[[1, fs]], offset=0, channel_multiplier=0)"));
+  line(absl::StrCat("nisa.memset(dst=", slice(cand, kElem), ", value=", red.selectLastIndex ? "-1.0" : "float(COLS)",
+                    ")"));
+  std::string iof = alloc(kElem);
+  line(absl::StrCat("nisa.tensor_copy(dst=", slice(iof, kElem), ", src=", slice(io, kElem), ")"));
+  line(absl::StrCat("nisa.tensor_copy_predicated(dst=", slice(cand, kElem), ", src=", slice(iof, kElem),
+                    ", predicate=", slice(pred, kElem), ")"));
+  n = {alloc(kRow), kRow};
+  line(absl::StrCat("nisa.tensor_reduce(dst=", slice(n.name, kRow), ", op=",
+                    red.selectLastIndex ? "nl.maximum" : "nl.minimum", ", data=", slice(cand, kElem),
+                    ", axis=1)  # arg index"));
+  return n;
+}
+
+std::vector<int> Printer::reductionPasses() const {
+  std::vector<int> pass(spec_.reductions.size(), 0);
+  std::map<int, int> latest;  // expr id -> latest pass of the results it reads, -1: none
+  std::function<int(int)> reads = [&](int id) {
+    if (auto it = latest.find(id); it != latest.end()) return it->second;
+    const Expr &e = spec_.expr(id);
+    int p = e.kind == ExprKind::kReduceResult ? pass[e.ival] : -1;
+    for (int o : e.operands) p = std::max(p, reads(o));
+    if (e.guard >= 0) p = std::max(p, reads(e.guard));
+    latest[id] = p;
+    return p;
+  };
+  for (size_t r = 0; r < spec_.reductions.size(); ++r) pass[r] = reads(spec_.reductions[r].body) + 1;
+  return pass;
+}
+
+void Printer::openChunkLoop(const char *range, const std::string &what) {
+  line(absl::StrCat("for jf in ", range, "(NCHUNKS):  # ", what));
+  indent_ += 4;
+  line("f0 = jf * FREE_TILE");
+  line("fs = min(FREE_TILE, COLS - f0)");
+  inChunk_ = true;
+}
+
+void Printer::closeChunkLoop() {
+  for (int id : scoped_) memo_.erase(id);
+  scoped_.clear();
+  inChunk_ = false;
+  indent_ -= 4;
+}
+
+void Printer::store(int s, Level want) {
+  const program::Store &st = spec_.stores[s];
+  int ai = -1;
+  for (size_t i = 0; i < plan_.accesses.size(); ++i)
+    if (plan_.accesses[i].store == s) ai = static_cast<int>(i);
+  if (plan_.accesses[ai].dead) return;
+  int64_t sp = t_.partition >= 0 ? plan_.dims[t_.partition].stride[ai] : 0;
+  int64_t sf = t_.free >= 0 ? plan_.dims[t_.free].stride[ai] : 0;
+  const Level l = (sf == 0 && !dependsOnFree(st.value)) || t_.free < 0 ? kRow : kElem;
+  if (l != want) return;
+  Val v = materialize(value(st.value), l);
+  const std::string dt = nlDType(spec_.buffers[st.buffer].dtype);
+  std::string src = v.name;
+  if (dt != "nl.float32") {
+    std::string n = alloc(l, dt);
+    line(absl::StrCat("nisa.tensor_copy(dst=", slice(n, l), ", src=", ref(v), ")"));
+    src = n;
+  }
+  std::string pl = "0", ph = "ps", fl = "0", fh = l == kElem ? "fs" : "1";
+  int opened = plan_.accesses[ai].lo.empty() ? 0 : openBox(ai, l, &pl, &ph, &fl, &fh);
+  auto span = [](const std::string &lo, const std::string &hi) {
+    return lo == "0" ? hi : absl::StrCat(hi, " - ", lo);
+  };
+  std::string pattern = absl::StrCat("[[", sp, ", ", span(pl, ph), "], [", l == kElem ? sf : 1, ", ",
+                                     span(fl, fh), "]]");
+  line(absl::StrCat("nisa.dma_copy(dst=b", st.buffer, ".ap(pattern=", pattern, ", offset=",
+                    offsetExpr(ai, pl, l == kElem ? fl : "0"), "), src=", src, "[", pl, ":", ph, ", ", fl,
+                    ":", fh, "])"));
+  indent_ -= 4 * opened;
+}
+
 absl::StatusOr<std::string> Printer::print(const std::string &symbol,
                                            const std::vector<std::string> &comment) {
   std::string head;
@@ -571,10 +601,13 @@ absl::StatusOr<std::string> Printer::print(const std::string &symbol,
   for (int b = 0; b < static_cast<int>(spec_.buffers.size()); ++b)
     (spec_.buffers[b].written ? outputs : inputs).push_back(absl::StrCat("b", b));
   head += absl::StrCat("@nki.jit\ndef ", symbol, "(", absl::StrJoin(inputs, ", "), "):\n");
-  head += absl::StrCat("    P_TILE = ", kPartitions, "  # rows per tile (partitions)\n");
+  head += absl::StrCat("    P_TILE = ", lim_.partitions, "  # rows per tile (partitions)\n");
   head += absl::StrCat("    FREE_TILE = ", t_.freeTile,
-                       t_.reduce ? "  # a whole row per partition\n" : "  # elements per partition\n");
+                       !t_.reduce   ? "  # elements per partition\n"
+                       : t_.chunked ? "  # a chunk of the row: the row is streamed through SBUF\n"
+                                    : "  # a whole row per partition\n");
   head += absl::StrCat("    ROWS = ", t_.rows, "\n    COLS = ", t_.cols, "\n");
+  if (t_.chunked) head += "    NCHUNKS = (COLS + FREE_TILE - 1) // FREE_TILE\n";
   for (int b = 0; b < static_cast<int>(spec_.buffers.size()); ++b) {
     const program::BufferDesc &d = spec_.buffers[b];
     if (!d.written) continue;
@@ -591,75 +624,63 @@ absl::StatusOr<std::string> Printer::print(const std::string &symbol,
   indent_ += 4;
   line("p0 = ip * P_TILE");
   line("ps = min(P_TILE, ROWS - p0)");
-  if (t_.reduce) {
-    line("f0 = 0");
-    line("fs = COLS");
+  if (t_.chunked) {
+    // Pass k reduces the chunks into accumulators ([P_TILE, 1] fp32, carried
+    // from chunk to chunk: sequential_range) for the reductions whose
+    // bodies read results of passes before k only; the last pass stores.
+    const std::vector<int> pass = reductionPasses();
+    const int passes = pass.empty() ? 0 : *std::max_element(pass.begin(), pass.end()) + 1;
+    for (int k = 0; k < passes; ++k) {
+      std::vector<int> mine;
+      std::map<int, std::string> acc;
+      for (int r = 0; r < static_cast<int>(pass.size()); ++r) {
+        if (pass[r] != k) continue;
+        mine.push_back(r);
+        const ReduceKind kind = spec_.reductions[r].kind;
+        acc[r] = alloc(kRow);
+        line(absl::StrCat("nisa.memset(dst=", slice(acc[r], kRow), ", value=",
+                          kind == ReduceKind::kSum   ? "0.0"
+                          : kind == ReduceKind::kMax ? "-float(\"inf\")"
+                          : kind == ReduceKind::kMin ? "float(\"inf\")"
+                                                     : "1.0",
+                          ")  # reduction ", r, " accumulator"));
+      }
+      openChunkLoop("nl.sequential_range",
+                    absl::StrCat("pass ", k + 1, ": reduction", mine.size() > 1 ? "s " : " ",
+                                 absl::StrJoin(mine, ", "), " over the row chunks"));
+      for (int r : mine) {
+        const ReduceKind kind = spec_.reductions[r].kind;
+        Val part = reduceTile(r);
+        line(absl::StrCat("nisa.tensor_tensor(dst=", slice(acc[r], kRow), ", data1=", slice(acc[r], kRow),
+                          ", data2=", ref(part), ", op=",
+                          kind == ReduceKind::kSum   ? "nl.add"
+                          : kind == ReduceKind::kMax ? "nl.maximum"
+                          : kind == ReduceKind::kMin ? "nl.minimum"
+                                                     : "nl.multiply",
+                          ")"));
+      }
+      closeChunkLoop();
+      for (int r : mine) reductions_[r] = {acc[r], kRow};
+    }
+    openChunkLoop("nl.affine_range", absl::StrCat("pass ", passes + 1, ": the stores"));
+    for (int st = 0; st < static_cast<int>(spec_.stores.size()); ++st) store(st, kElem);
+    closeChunkLoop();
+    for (int st = 0; st < static_cast<int>(spec_.stores.size()); ++st) store(st, kRow);
   } else {
-    line("for jf in nl.affine_range((COLS + FREE_TILE - 1) // FREE_TILE):");
-    indent_ += 4;
-    line("f0 = jf * FREE_TILE");
-    line("fs = min(FREE_TILE, COLS - f0)");
-  }
-  for (int r = 0; r < static_cast<int>(spec_.reductions.size()); ++r) {
-    const program::Reduction &red = spec_.reductions[r];
-    Val body = materialize(value(red.body), kElem);
-    const bool arg = red.kind == ReduceKind::kArgMax || red.kind == ReduceKind::kArgMin;
-    const char *op = red.kind == ReduceKind::kSum                                     ? "nl.add"
-                     : red.kind == ReduceKind::kMax || red.kind == ReduceKind::kArgMax ? "nl.maximum"
-                     : red.kind == ReduceKind::kMin || red.kind == ReduceKind::kArgMin ? "nl.minimum"
-                                                                                       : "nl.multiply";
-    std::string n = alloc(kRow);
-    line(absl::StrCat("nisa.tensor_reduce(dst=", slice(n, kRow), ", op=", op, ", data=", ref(body),
-                      ", axis=1)  # reduction ", r, " over the row"));
-    if (arg) {
-      // The first (or last) free index where the row reaches its extreme:
-      // candidates = iota where body == extreme, else past the row (or -1).
-      std::string eq = alloc(kElem), pred = alloc(kElem, "nl.uint8"), io = alloc(kElem, "nl.int32");
-      std::string cand = alloc(kElem);
-      line(absl::StrCat("nisa.tensor_scalar(dst=", slice(eq, kElem), ", data=", ref(body),
-                        ", op0=nl.equal, operand0=", slice(n, kRow), ")"));
-      line(absl::StrCat("nisa.tensor_copy(dst=", slice(pred, kElem), ", src=", slice(eq, kElem), ")"));
-      line(absl::StrCat("nisa.iota(dst=", slice(io, kElem), ", pattern=[[1, fs]], offset=0, channel_multiplier=0)"));
-      line(absl::StrCat("nisa.memset(dst=", slice(cand, kElem), ", value=", red.selectLastIndex ? "-1.0" : "float(COLS)",
-                        ")"));
-      std::string iof = alloc(kElem);
-      line(absl::StrCat("nisa.tensor_copy(dst=", slice(iof, kElem), ", src=", slice(io, kElem), ")"));
-      line(absl::StrCat("nisa.tensor_copy_predicated(dst=", slice(cand, kElem), ", src=", slice(iof, kElem),
-                        ", predicate=", slice(pred, kElem), ")"));
-      n = alloc(kRow);
-      line(absl::StrCat("nisa.tensor_reduce(dst=", slice(n, kRow), ", op=", red.selectLastIndex ? "nl.maximum" : "nl.minimum",
-                        ", data=", slice(cand, kElem), ", axis=1)  # arg index"));
+    if (t_.reduce) {
+      line("f0 = 0");
+      line("fs = COLS");
+    } else {
+      line("for jf in nl.affine_range((COLS + FREE_TILE - 1) // FREE_TILE):");
+      indent_ += 4;
+      line("f0 = jf * FREE_TILE");
+      line("fs = min(FREE_TILE, COLS - f0)");
     }
-    reductions_[r] = {n, kRow};
-  }
-  for (int s = 0; s < static_cast<int>(spec_.stores.size()); ++s) {
-    const program::Store &st = spec_.stores[s];
-    int ai = -1;
-    for (size_t i = 0; i < plan_.accesses.size(); ++i)
-      if (plan_.accesses[i].store == s) ai = static_cast<int>(i);
-    if (plan_.accesses[ai].dead) continue;
-    int64_t sp = t_.partition >= 0 ? plan_.dims[t_.partition].stride[ai] : 0;
-    int64_t sf = t_.free >= 0 ? plan_.dims[t_.free].stride[ai] : 0;
-    const Level l = (sf == 0 && !dependsOnFree(st.value)) || t_.free < 0 ? kRow : kElem;
-    Val v = materialize(value(st.value), l);
-    const std::string dt = nlDType(spec_.buffers[st.buffer].dtype);
-    std::string src = v.name;
-    if (dt != "nl.float32") {
-      std::string n = alloc(l, dt);
-      line(absl::StrCat("nisa.tensor_copy(dst=", slice(n, l), ", src=", ref(v), ")"));
-      src = n;
+    for (int r = 0; r < static_cast<int>(spec_.reductions.size()); ++r) reductions_[r] = reduceTile(r);
+    for (int st = 0; st < static_cast<int>(spec_.stores.size()); ++st) {
+      store(st, kElem);
+      store(st, kRow);
     }
-    std::string pl = "0", ph = "ps", fl = "0", fh = l == kElem ? "fs" : "1";
-    int opened = plan_.accesses[ai].lo.empty() ? 0 : openBox(ai, l, &pl, &ph, &fl, &fh);
-    auto span = [](const std::string &lo, const std::string &hi) {
-      return lo == "0" ? hi : absl::StrCat(hi, " - ", lo);
-    };
-    std::string pattern = absl::StrCat("[[", sp, ", ", span(pl, ph), "], [", l == kElem ? sf : 1, ", ",
-                                       span(fl, fh), "]]");
-    line(absl::StrCat("nisa.dma_copy(dst=b", st.buffer, ".ap(pattern=", pattern, ", offset=",
-                      offsetExpr(ai, pl, l == kElem ? fl : "0"), "), src=", src, "[", pl, ":", ph, ", ", fl,
-                      ":", fh, "])"));
-    indent_ -= 4 * opened;
   }
   std::string ret = outputs.size() == 1 ? outputs[0] : absl::StrCat("(", absl::StrJoin(outputs, ", "), ")");
   return head + body_ + "    return " + ret + "\n";
@@ -681,8 +702,8 @@ std::string nlDType(ir::DType t) {
   }
 }
 
-absl::Status checkNkiKernel(const KernelSpec &spec) {
-  if (spec.kind == program::SpecKind::kAttention) return checkNkiAttention(spec.attention);
+absl::Status checkNkiKernel(const KernelSpec &spec, const Limits &lim) {
+  if (spec.kind == program::SpecKind::kAttention) return checkNkiAttention(spec.attention, lim);
   FUSEC_RETURN_IF_ERROR(checkOps(spec));
   for (const program::BufferDesc &b : spec.buffers)
     if (b.written)
@@ -690,7 +711,7 @@ absl::Status checkNkiKernel(const KernelSpec &spec) {
         if (spec.expr(id).kind == ExprKind::kLoad && spec.buffers[spec.expr(id).ival].written)
           return absl::UnimplementedError("a kernel that reads its own output is not lowered for nki");
   FUSEC_ASSIGN_OR_RETURN(AccessPlan plan, analyzeAccesses(spec));
-  FUSEC_ASSIGN_OR_RETURN(Tiling t, chooseTiling(spec, plan));
+  FUSEC_ASSIGN_OR_RETURN(Tiling t, chooseTiling(spec, plan, lim));
   for (size_t ai = 0; ai < plan.accesses.size(); ++ai) {
     const Access &a = plan.accesses[ai];
     if (a.gatherDim < 0) continue;
@@ -700,30 +721,16 @@ absl::Status checkNkiKernel(const KernelSpec &spec) {
       return absl::UnimplementedError(
           "an element gather from a buffer of 2^24 or more elements (offsets computed in fp32)");
   }
-  if (t.reduce) {
-    int64_t tiles = 0;
-    const std::vector<bool> elem = spec.reducedDimDependence();
-    for (int id = 0; id < static_cast<int>(spec.exprs.size()); ++id)
-      if (spec.expr(id).kind != ExprKind::kConst && elem[id])
-        tiles += spec.expr(id).kind == ExprKind::kLoad ? 2 : 1;
-    const int64_t bytes = 4 * t.cols * std::max<int64_t>(1, tiles + 1);
-    if (bytes > kSbufBudgetBytes)
-      return absl::UnimplementedError(absl::StrCat(
-          "a row of ", t.cols, " elements needs ", bytes, " bytes of SBUF per partition for its ",
-          tiles, " row tiles (budget ", kSbufBudgetBytes, "): rows longer than SBUF are not split yet"));
-    if (t.cols > 65536)
-      return absl::UnimplementedError("a row longer than 64K elements exceeds the Vector Engine's free size");
-  }
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::string> printNkiKernel(const KernelSpec &spec, const std::string &symbol,
+absl::StatusOr<std::string> printNkiKernel(const KernelSpec &spec, const Limits &lim, const std::string &symbol,
                                            const std::vector<std::string> &comment) {
-  if (spec.kind == program::SpecKind::kAttention) return printNkiAttention(spec.attention, symbol, comment);
-  FUSEC_RETURN_IF_ERROR(checkNkiKernel(spec));
+  if (spec.kind == program::SpecKind::kAttention) return printNkiAttention(spec.attention, lim, symbol, comment);
+  FUSEC_RETURN_IF_ERROR(checkNkiKernel(spec, lim));
   FUSEC_ASSIGN_OR_RETURN(AccessPlan plan, analyzeAccesses(spec));
-  FUSEC_ASSIGN_OR_RETURN(Tiling t, chooseTiling(spec, plan));
-  Printer p(spec, plan, t);
+  FUSEC_ASSIGN_OR_RETURN(Tiling t, chooseTiling(spec, plan, lim));
+  Printer p(spec, plan, t, lim);
   return p.print(symbol, comment);
 }
 

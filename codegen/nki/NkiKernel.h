@@ -22,65 +22,82 @@
 #ifndef FUSEC_CODEGEN_NKI_NKIKERNEL_H
 #define FUSEC_CODEGEN_NKI_NKIKERNEL_H
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "passes/cost/TargetSpec.h"
 #include "program/KernelSpec.h"
 #include "program/Lowering.h"
 
 namespace fusec::codegen::nki {
 
-/// Bytes per partition a kernel may keep live in SBUF: the smallest usable
-/// SBUF of the supported targets (trn1: nl.tile_size.total_available_sbuf_size
-/// = 180224, NKI.md section 3), halved because a tile allocated in a loop may
-/// be live twice (double buffering).
-inline constexpr int64_t kSbufBudgetBytes = 180224 / 2;
-/// Partitions per tile (nl.tile_size.pmax).
-inline constexpr int64_t kPartitions = 128;
-/// Free-axis tile of pointwise kernels, in elements.
+/// The device limits the NKI lowering tiles for: the resolved device's
+/// TargetSpec::partitioned (targets/trn1.textproto, trn2.textproto; NKI.md
+/// section 3). The one source of these numbers; trn1 and trn2 kernels
+/// differ where the limits do (usable SBUF).
+using Limits = passes::PartitionLimits;
+
+/// Bytes per partition a kernel may keep live in SBUF: half the device's
+/// usable SBUF (nl.tile_size.total_available_sbuf_size), because a tile
+/// allocated in a loop may be live twice (double buffering).
+inline int64_t sbufBudgetBytes(const Limits &l) { return l.sbufUsableBytesPerPartition / 2; }
+/// fp32 elements per partition in one PSUM bank (512 for 2 KiB banks).
+inline int64_t psumBankFp32(const Limits &l) { return l.psumBankBytes / 4; }
+/// The largest matmul result free size: within the moving operand's limit
+/// and one PSUM bank of fp32.
+inline int64_t matmulFreeMax(const Limits &l) { return std::min(l.matmulMovingFreeMax, psumBankFp32(l)); }
+/// Free-axis tile of pointwise kernels, in elements (a choice: it equals
+/// nl.tile_size.bn_stats_fmax and one PSUM bank of fp32).
 inline constexpr int64_t kFreeTile = 512;
 
 /// OK when \p spec has an NKI lowering; otherwise Unimplemented naming
 /// what is not lowered (e.g. "index map of buffer 2 is a gather").
-absl::Status checkNkiKernel(const program::KernelSpec &spec);
+absl::Status checkNkiKernel(const program::KernelSpec &spec, const Limits &limits);
 
 /// The `@nki.jit def <symbol>(in..)` text of \p spec: inputs are the
 /// buffers not written, in buffer order; it returns the written buffers
 /// (tuple, in buffer order) allocated in nl.shared_hbm. i64 buffers are
 /// passed as int32 and bool as uint8 (the host driver converts).
 /// \p comment lines are printed above the function. Errors as checkNkiKernel().
-absl::StatusOr<std::string> printNkiKernel(const program::KernelSpec &spec, const std::string &symbol,
+absl::StatusOr<std::string> printNkiKernel(const program::KernelSpec &spec, const Limits &limits,
+                                           const std::string &symbol,
                                            const std::vector<std::string> &comment);
 
 /// OK when \p g has an NKI lowering (f32/f16/bf16 operands).
-absl::Status checkNkiGemm(const program::GemmParams &g);
+absl::Status checkNkiGemm(const program::GemmParams &g, const Limits &limits);
 
 /// The `@nki.jit def <symbol>(a, b[, c][, bias])` text of \p g:
 /// D = epilogue(alpha * op(A) op(B) + beta * C + bias) as TensorE matmuls
 /// (stationary = op(A)^T tile [K_TILE, M_TILE], moving = op(B) tile
 /// [K_TILE, N_TILE], accumulated over K tiles in one PSUM bank), the
 /// epilogue applied on the way out of PSUM (NKI.md section 4, nc_matmul).
-absl::StatusOr<std::string> printNkiGemm(const program::GemmParams &g, const std::string &symbol,
+absl::StatusOr<std::string> printNkiGemm(const program::GemmParams &g, const Limits &limits,
+                                         const std::string &symbol,
                                          const std::vector<std::string> &comment);
 
-/// OK when \p c has an NKI lowering (2-D, f32/f16/bf16, OW <= 512).
-absl::Status checkNkiConv(const program::ConvParams &c);
+/// OK when \p c has an NKI lowering (2-D, f32/f16/bf16, OW <= matmulFreeMax,
+/// an epilogue that is at most its bias).
+absl::Status checkNkiConv(const program::ConvParams &c, const Limits &limits);
 
 /// The `@nki.jit def <symbol>(x, w[, bias])` text of \p c: per kernel tap a
 /// TensorE matmul of the weights (stationary) with the pixels the tap reads
 /// (moving, zero where it reads padding), accumulated in PSUM; see NkiConv.cpp.
-absl::StatusOr<std::string> printNkiConv(const program::ConvParams &c, const std::string &symbol,
+absl::StatusOr<std::string> printNkiConv(const program::ConvParams &c, const Limits &limits,
+                                         const std::string &symbol,
                                          const std::vector<std::string> &comment);
 
-/// OK when \p a has an NKI lowering (head dim <= 128, value head dim <= 512,
+/// OK when \p a has an NKI lowering (head dim <= partitions, value head dim
+/// <= matmulFreeMax,
 /// one dtype for Q/K/V, table indices that are expressions of b and h).
-absl::Status checkNkiAttention(const program::AttentionSpec &a);
+absl::Status checkNkiAttention(const program::AttentionSpec &a, const Limits &limits);
 
 /// The flash-attention `@nki.jit def <symbol>(q, k, v, bias0..)` text of
 /// \p a; see NkiAttention.cpp.
-absl::StatusOr<std::string> printNkiAttention(const program::AttentionSpec &a, const std::string &symbol,
+absl::StatusOr<std::string> printNkiAttention(const program::AttentionSpec &a, const Limits &limits,
+                                              const std::string &symbol,
                                               const std::vector<std::string> &comment);
 
 /// The nl dtype spelling of \p t as the kernel sees it ("nl.float32"; i64 ->

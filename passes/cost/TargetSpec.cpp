@@ -112,6 +112,37 @@ absl::StatusOr<TargetSpec> parseTargetSpec(const std::string &text) {
   spec.onChipBytesPerUnit = proto.on_chip_bytes_per_unit();
   spec.numUnits = proto.num_units();
   spec.l2Bytes = proto.l2_bytes();
+  PartitionLimits &pl = spec.partitioned;
+  pl.partitions = proto.partitions();
+  pl.sbufBytesPerPartition = proto.sbuf_bytes_per_partition();
+  pl.sbufUsableBytesPerPartition = proto.sbuf_usable_bytes_per_partition();
+  pl.psumBytesPerPartition = proto.psum_bytes_per_partition();
+  pl.psumBanks = proto.psum_banks();
+  pl.psumBankBytes = proto.psum_bank_bytes();
+  pl.matmulStationaryFreeMax = proto.matmul_stationary_free_max();
+  pl.matmulMovingFreeMax = proto.matmul_moving_free_max();
+  const int64_t limits[] = {pl.partitions,        pl.sbufBytesPerPartition,   pl.sbufUsableBytesPerPartition,
+                            pl.psumBytesPerPartition, pl.psumBanks,           pl.psumBankBytes,
+                            pl.matmulStationaryFreeMax, pl.matmulMovingFreeMax};
+  int given = 0;
+  for (int64_t v : limits) {
+    if (v < 0) return fail("partition limits (partitions .. matmul_moving_free_max) must not be negative");
+    given += v > 0;
+  }
+  if (given != 0 && given != 8)
+    return fail("partition limits (partitions .. matmul_moving_free_max) must be given all or none");
+  if (spec.backend == "nki" && given == 0)
+    return fail("an nki target must give its partition limits (partitions .. matmul_moving_free_max)");
+  if (spec.backend != "nki" && given != 0)
+    return fail(absl::StrCat("partition limits are NeuronCore figures; a ", spec.backend, " target has none"));
+  if (given) {
+    if (pl.psumBanks * pl.psumBankBytes != pl.psumBytesPerPartition)
+      return fail("psum_bytes_per_partition must equal psum_banks x psum_bank_bytes");
+    if (pl.sbufUsableBytesPerPartition > pl.sbufBytesPerPartition)
+      return fail("sbuf_usable_bytes_per_partition exceeds sbuf_bytes_per_partition");
+    if (spec.onChipBytesPerUnit && spec.onChipBytesPerUnit != pl.partitions * pl.sbufBytesPerPartition)
+      return fail("on_chip_bytes_per_unit must equal partitions x sbuf_bytes_per_partition");
+  }
   spec.sources.assign(proto.sources().begin(), proto.sources().end());
   return spec;
 }

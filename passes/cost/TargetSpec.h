@@ -24,6 +24,22 @@
 
 namespace fusec::passes {
 
+/// The partitioned on-chip memories and TensorE tile limits of one
+/// NeuronCore (target_spec.proto fields 13-20; NKI.md section 3). All 0 on
+/// GPU and CPU targets; all positive on NKI targets. Units: partitions,
+/// bytes per partition, elements.
+struct PartitionLimits {
+  int64_t partitions = 0;                   ///< SBUF/PSUM partitions (nl.tile_size.pmax)
+  int64_t sbufBytesPerPartition = 0;        ///< physical SBUF per partition
+  int64_t sbufUsableBytesPerPartition = 0;  ///< nl.tile_size.total_available_sbuf_size
+  int64_t psumBytesPerPartition = 0;        ///< = psumBanks * psumBankBytes
+  int64_t psumBanks = 0;
+  int64_t psumBankBytes = 0;                ///< a matmul's destination lies within one bank
+  int64_t matmulStationaryFreeMax = 0;      ///< nc_matmul stationary free size (M)
+  int64_t matmulMovingFreeMax = 0;          ///< nc_matmul moving free size (N)
+  bool present() const { return partitions > 0; }
+};
+
 struct TargetSpec {
   std::string name;            ///< "h200"
   std::string backend;         ///< the target it belongs to: "cuda", "nki", "cpu"
@@ -40,7 +56,16 @@ struct TargetSpec {
   int64_t onChipBytesPerUnit = 0;  ///< shared memory per SM / SBUF per partition x 128
   int64_t numUnits = 0;            ///< SMs / NeuronCores
   int64_t l2Bytes = 0;
+  /// NKI targets: SBUF/PSUM per partition and matmul tile limits.
+  PartitionLimits partitioned;
   std::vector<std::string> sources;
+
+  /// On-chip bytes one row of a row reduction can occupy: SBUF usable per
+  /// partition where on-chip memory is partitioned (NKI: a row lies on one
+  /// partition), otherwise onChipBytesPerUnit (a GPU block owns its rows).
+  int64_t onChipRowBytes() const {
+    return partitioned.present() ? partitioned.sbufUsableBytesPerPartition : onChipBytesPerUnit;
+  }
 
   /// Peak matrix FLOP/s for \p t (falls back to f32, then to any entry).
   double matrixFlops(ir::DType t) const;
@@ -60,8 +85,11 @@ absl::StatusOr<TargetSpec> loadBuiltinTarget(const std::string &name);
 /// Parses a device from protobuf text format (target_spec.proto).
 /// InvalidArgument for syntax errors (with line:column), unknown dtype
 /// names, a backend that is not a target of targets/Targets.def, a
-/// non-positive bandwidth or rate, a repeated dtype, or no matrix / vector
-/// rate at all.
+/// non-positive bandwidth or rate, a repeated dtype, no matrix / vector
+/// rate at all, or partition limits (fields 13-20) that are given in part,
+/// on a target that is not nki, missing on an nki target, or inconsistent
+/// (PSUM bytes != banks x bank bytes, usable SBUF > physical, SBUF x
+/// partitions != on_chip_bytes_per_unit).
 absl::StatusOr<TargetSpec> parseTargetSpec(const std::string &text);
 
 //===----------------------------------------------------------------------===//

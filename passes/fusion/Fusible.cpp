@@ -113,6 +113,20 @@ std::optional<int64_t> rowStartAxis(const ir::Node &node) {
 
 std::optional<int64_t> numElementsOf(const ir::Value &v) { return v.type().numElements(); }
 
+/// Whether a row of \p len elements, kept in fp32 with its statistics, fits
+/// the on-chip memory one row can use (TargetSpec::onChipRowBytes: SBUF per
+/// partition on NKI, where a row lies on one partition; shared memory per SM
+/// on GPUs). A row that does not is streamed in several passes, which would
+/// recompute a fused prologue once per pass.
+FusionDecision rowFitsOnChip(int64_t len, const TargetSpec &target) {
+  const int64_t rowBytes = len * 4;
+  const int64_t capacity = target.onChipRowBytes();
+  if (rowBytes <= capacity) return FusionDecision::yes();
+  return FusionDecision::no(absl::StrCat(
+      "would need a second pass over a row larger than on-chip memory (row of ", len, " elements = ", rowBytes,
+      " bytes > ", capacity, target.partitioned.present() ? " bytes of SBUF per partition)" : " bytes)"));
+}
+
 bool isAnchorReduction(const GroupShape &g) { return g.kind == KernelKind::kReduction; }
 bool isLibraryCall(const GroupShape &g) {
   return g.kind == KernelKind::kGemm || g.kind == KernelKind::kConv;
@@ -276,11 +290,7 @@ FusionDecision canFuse(const GroupShape &pg, const ir::Node &producer, const Gro
         *pr_len != *cr_len)
       return FusionDecision::no(absl::StrCat("reductions over different rows: ", opName(*pg.anchor),
                                              " and ", opName(*cg.anchor)));
-    int64_t rowBytes = *pr_len * 4;  // statistics and the row are kept in fp32
-    if (rowBytes > target.onChipBytesPerUnit)
-      return FusionDecision::no(absl::StrCat(
-          "would need a second pass over a row larger than on-chip memory (row of ", *pr_len,
-          " elements = ", rowBytes, " bytes > ", target.onChipBytesPerUnit, " bytes)"));
+    if (FusionDecision d = rowFitsOnChip(*pr_len, target); !d) return d;
   }
 
   if (pr == Role::kLayout && producerUsers > 1)
@@ -290,13 +300,8 @@ FusionDecision canFuse(const GroupShape &pg, const ir::Node &producer, const Gro
 
   // A prologue of a row reduction is re-read when the row does not fit on chip.
   if (cr == Role::kRowReduction) {
-    if (auto len = rowLength(consumer)) {
-      int64_t rowBytes = *len * 4;
-      if (rowBytes > target.onChipBytesPerUnit)
-        return FusionDecision::no(absl::StrCat(
-            "would need a second pass over a row larger than on-chip memory (row of ", *len,
-            " elements = ", rowBytes, " bytes > ", target.onChipBytesPerUnit, " bytes)"));
-    }
+    if (auto len = rowLength(consumer))
+      if (FusionDecision d = rowFitsOnChip(*len, target); !d) return d;
   }
 
   // Epilogue of a row reduction: must iterate over the reduction's rows.

@@ -68,6 +68,9 @@ std::string fusionPlanToText(const FusionPlan &plan, const TargetSpec &target) {
                            humanBytes(k.bytesUnfused), k.arithmeticIntensity,
                            k.memoryBound ? "memory" : "compute", k.rooflineUs, names(k.ops));
     out += absl::StrFormat("%-22s   why: %s\n", "", printable(k.reason));
+    if (!k.refused.empty())
+      out += absl::StrFormat("%-22s   REFUSED by the %s lowering: %s\n", "", target.backend,
+                             printable(k.refused));
     if (k.kind == KernelKind::kAttention)
       out += absl::StrFormat("%-22s   score_mod: %s; mask: %s\n", "",
                              k.scoreMod.empty() ? "score" : printable(k.scoreMod),
@@ -77,6 +80,12 @@ std::string fusionPlanToText(const FusionPlan &plan, const TargetSpec &target) {
   for (const Refusal &r : plan.refusals)
     out += absl::StrFormat("  %s -> %s: %s\n", printable(r.producer), printable(r.consumer),
                            printable(r.reason));
+  const std::vector<const Kernel *> refused = refusedKernels(plan);
+  if (!refused.empty())
+    out += absl::StrFormat("\nrefused by the %s lowering (%d kernels; the model cannot be compiled):\n",
+                           target.backend, refused.size());
+  for (const Kernel *k : refused)
+    out += absl::StrFormat("  %s (%s): %s\n", k->name, names(k->ops), printable(k->refused));
   double total = 0;
   for (const Kernel &k : plan.kernels) total += k.rooflineUs;
   out += absl::StrFormat(
@@ -107,6 +116,7 @@ std::string fusionPlanToJson(const FusionPlan &plan, const TargetSpec &target) {
     jk["bound"] = k.memoryBound ? "memory" : "compute";
     jk["roofline_us"] = k.rooflineUs;
     jk["reason"] = k.reason;
+    if (!k.refused.empty()) jk["refused"] = k.refused;
     if (k.kind == KernelKind::kAttention) {
       jk["score_mod"] = k.scoreMod.empty() ? "score" : k.scoreMod;
       jk["mask"] = k.mask;
@@ -119,7 +129,8 @@ std::string fusionPlanToJson(const FusionPlan &plan, const TargetSpec &target) {
   j["summary"] = {{"onnx_nodes", plan.onnxNodes},
                   {"kernels", plan.kernels.size()},
                   {"hbm_bytes_unfused", plan.hbmBytesUnfused},
-                  {"hbm_bytes_fused", plan.hbmBytesFused}};
+                  {"hbm_bytes_fused", plan.hbmBytesFused},
+                  {"refused_kernels", refusedKernels(plan).size()}};
   // ensure_ascii: controls and bidi controls in names become \uXXXX;
   // replace: a name that is not UTF-8 must not make dump() throw.
   return j.dump(2, ' ', true, nlohmann::ordered_json::error_handler_t::replace) + "\n";
@@ -138,8 +149,10 @@ std::string fusionPlanToDot(const FusionPlan &plan, const ir::Graph &graph) {
     out += absl::StrFormat(
         "  subgraph cluster_%s {\n    style=filled; fillcolor=\"%s\";\n    label=\"%s\\n%s, %s, "
         "%.1f FLOP/B, %.2f us\";\n",
-        k.name, k.memoryBound ? "#cfe2f3" : "#f9cb9c", dotEscape(k.name), kernelKindName(k.kind),
-        k.memoryBound ? "memory-bound" : "compute-bound", k.arithmeticIntensity, k.rooflineUs);
+        k.name, !k.refused.empty() ? "#ea9999" : k.memoryBound ? "#cfe2f3" : "#f9cb9c",
+        dotEscape(k.refused.empty() ? k.name : absl::StrCat(k.name, " REFUSED: ", k.refused)),
+        kernelKindName(k.kind), k.memoryBound ? "memory-bound" : "compute-bound", k.arithmeticIntensity,
+        k.rooflineUs);
     for (size_t i = 0; i < k.ops.size(); ++i) {
       auto it = nodeId.find(k.ops[i]);
       if (it == nodeId.end()) continue;

@@ -23,4 +23,11 @@ std::vector<std::string> kernelNames(const FusionPlan &plan) {
   return names;
 }
 
+std::vector<const Kernel *> refusedKernels(const FusionPlan &plan) {
+  std::vector<const Kernel *> out;
+  for (const Kernel &k : plan.kernels)
+    if (!k.refused.empty()) out.push_back(&k);
+  return out;
+}
+
 }  // namespace fusec::passes

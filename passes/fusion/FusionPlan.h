@@ -46,6 +46,10 @@ struct Kernel {
   bool memoryBound = true;          ///< arithmeticIntensity < target ridge point
   double rooflineUs = 0;            ///< max(bytes / bandwidth, flops / peak) in microseconds
   std::string reason;               ///< why these ops form one kernel
+  /// Why the target's lowering refuses this kernel (the legality's message,
+  /// program/Legality.h); empty when it lowers or no legality was asked.
+  /// A plan with a refused kernel cannot be compiled (artifact::writeArtifact).
+  std::string refused;
   /// kAttention only: the FusedAttention node's score_mod and mask
   /// expressions (ir/ScoreExpr.h canonical text; "" = none).
   std::string scoreMod;
@@ -69,6 +73,9 @@ struct FusionPlan {
 
 /// The plan's kernel names, in plan order (what program::lowerGraph takes).
 std::vector<std::string> kernelNames(const FusionPlan &plan);
+
+/// The kernels of \p plan that the target's lowering refuses (Kernel::refused).
+std::vector<const Kernel *> refusedKernels(const FusionPlan &plan);
 
 }  // namespace fusec::passes
 

@@ -418,16 +418,22 @@ GraphIndex::GraphIndex(const ir::Graph &graph) : users(graph.userMap()) {
   for (size_t i = 0; i < nodes.size(); ++i) topo[nodes[i]] = static_cast<int>(i);
 }
 
-absl::Status lowerableGroup(const ir::Graph &graph, const std::vector<const Node *> &members,
-                            const GraphIndex &index) {
+absl::StatusOr<std::vector<WorkItem>> lowerGroupItems(const ir::Graph &graph,
+                                                      const std::vector<const Node *> &members,
+                                                      const GraphIndex &index) {
   std::vector<const Node *> sorted;
   for (const Node *n : members)
     if (!isViewNode(*n) && n->kind() != OpKind::kConstant) sorted.push_back(n);
-  if (sorted.empty()) return absl::OkStatus();
+  if (sorted.empty()) return std::vector<WorkItem>();
   std::sort(sorted.begin(), sorted.end(), [&](const Node *a, const Node *b) {
     return index.topo.at(a) < index.topo.at(b);
   });
-  return lowerGroup(graph, "", sorted, LoweringOptions{}, index.users).status();
+  return lowerGroup(graph, "", sorted, LoweringOptions{}, index.users);
+}
+
+absl::Status lowerableGroup(const ir::Graph &graph, const std::vector<const Node *> &members,
+                            const GraphIndex &index) {
+  return lowerGroupItems(graph, members, index).status();
 }
 
 }  // namespace fusec::program

@@ -85,7 +85,7 @@ static int toolMain(int argc, char **argv) {
     // Fusion asks the target's backend whether a merged group lowers.
     if (target.ok())
       if (auto backend = fusec::codegen::backendFor(target->target); backend.ok())
-        ctx.legality = *backend;
+        ctx.legality = fusec::codegen::legalityFor(**backend, target->device);
   };
   hooks.run = [](fusec::ir::Graph &graph, const std::string &name) -> absl::Status {
     if (!targetStatus.ok()) return targetStatus;

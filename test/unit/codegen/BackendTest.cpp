@@ -98,8 +98,8 @@ TEST(BackendTest, LegalityAcceptsWhatLowers) {
   std::vector<const ir::Node *> all;
   for (const ir::Node *n : (*f)->graph->nodes()) all.push_back(n);
   // Each layer alone lowers as one kernel.
-  EXPECT_TRUE(cudaBackend().canLowerGroup(*(*f)->graph, {all[0], all[1], all[2]}).ok());
-  EXPECT_TRUE(cudaBackend().canLowerGroup(*(*f)->graph, {all[2], all[1], all[0]}).ok());
+  EXPECT_TRUE(cudaBackend().canLowerGroup(*(*f)->graph, {all[0], all[1], all[2]}, passes::TargetSpec()).ok());
+  EXPECT_TRUE(cudaBackend().canLowerGroup(*(*f)->graph, {all[2], all[1], all[0]}, passes::TargetSpec()).ok());
 }
 
 }  // namespace

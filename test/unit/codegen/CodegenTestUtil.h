@@ -35,7 +35,7 @@ inline absl::StatusOr<std::unique_ptr<Fused>> parseAndFuse(const std::string &te
   FUSEC_ASSIGN_OR_RETURN(f->graph, ir::parseGraph(text));
   FUSEC_RETURN_IF_ERROR_CTX(ir::inferShapes(*f->graph), "shape inference");
   if (fuse) {
-    f->ctx.legality = &codegen::cudaBackend();  // fusion asks the lowering, as in fusec
+    f->ctx.legality = codegen::legalityFor(codegen::cudaBackend(), passes::TargetSpec());  // fusion asks the lowering, as in fusec
     std::vector<std::unique_ptr<passes::Pass>> ps;
     FUSEC_ASSIGN_OR_RETURN(auto p, passes::createPass("fusion"));
     ps.push_back(std::move(p));

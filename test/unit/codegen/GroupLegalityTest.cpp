@@ -82,7 +82,10 @@ TEST(GroupLegality, EveryFusedGroupLowersForEveryBackend) {
           passes::PassContext ctx;
           ctx.inputShapes = m.shapes;
           ctx.precision = precision;
-          ctx.legality = *backend;
+          auto device = passes::resolveTarget(target, "", "");
+          ASSERT_TRUE(device.ok()) << device.status();
+          ctx.target = device->device;
+          ctx.legality = legalityFor(**backend, ctx.target);
           auto pipeline = passes::parsePipeline(passes::pipelineString((*backend)->passPipeline()));
           ASSERT_TRUE(pipeline.ok()) << pipeline.status();
           absl::Status st = passes::runPasses(**graph, ctx, *pipeline);
@@ -94,7 +97,7 @@ TEST(GroupLegality, EveryFusedGroupLowersForEveryBackend) {
           }
           for (const auto &[kernel, members] : byKernel) {
             ++groups;
-            absl::Status lowered = (*backend)->canLowerGroup(**graph, members);
+            absl::Status lowered = (*backend)->canLowerGroup(**graph, members, ctx.target);
             EXPECT_TRUE(lowered.ok()) << "group " << kernel << ": " << lowered;
           }
         }
