@@ -41,11 +41,20 @@
 //   low      MatMul, Gemm, Conv, FusedAttention: f32 inputs are cast to the
 //            low dtype (fp32 accumulation inside, see above); result low.
 //   fp32     sum-like reductions (ReduceMean, ReduceSum, ReduceSumSquare,
-//            ReduceL2, ReduceProd): low inputs are cast up, the result
-//            stays f32 (a mean or variance of magnitude 64 has bf16
-//            resolution 0.5: E[x^2] - E[x]^2 cancels to garbage).
-//   fp32-in  the elementwise producer of a sum-like reduction's input (x*x,
-//            (x-m)^2, exp(x)) computes in f32 (low inputs cast up).
+//            ReduceL2, ReduceProd, AveragePool, GlobalAveragePool): low
+//            inputs are cast up, the result stays f32 (a mean or variance
+//            of magnitude 64 has bf16 resolution 0.5: E[x^2] - E[x]^2
+//            cancels to garbage); and Exp and Pow, whose results leave the
+//            low range (fp16 overflows at exp(11.1) = 65504).
+//   fp32-in  every elementwise node from which a sum-like reduction's input
+//            is computed, through chains of elementwise ops of any length
+//            (x*x, (x-m)^2, exp(x) * mask, where(m, exp(x), 0) * w; views
+//            such as Reshape and Transpose are crossed, not marked): it
+//            computes in f32 (low inputs cast up) and its result stays f32.
+//            Before, only the one op right before the reduction was, so a
+//            masked softmax without max-subtraction (Exp -> Mul(mask) ->
+//            ReduceSum -> Div) computed exp in fp16 and overflowed to inf
+//            and then NaN.
 //   promote  every other op: when its float inputs mix f32 and the low
 //            dtype, the low ones are cast up and it computes in f32; when
 //            all are low it stays low. So a reduction's f32 result keeps the
@@ -106,11 +115,12 @@ Policy policyOf(ir::OpKind k) {
     case ir::OpKind::kFusedAttention:
       return Policy::kLow;
     case ir::OpKind::kReduceMean: case ir::OpKind::kReduceSum: case ir::OpKind::kReduceSumSquare:
-    case ir::OpKind::kReduceL2: case ir::OpKind::kReduceProd:
+    case ir::OpKind::kReduceL2: case ir::OpKind::kReduceProd: case ir::OpKind::kAveragePool:
+    case ir::OpKind::kGlobalAveragePool: case ir::OpKind::kExp: case ir::OpKind::kPow:
       return Policy::kFp32;
     // Everything else: the precision of its inputs, promoted to f32 when
     // they mix f32 and the low dtype.
-    case ir::OpKind::kAbs: case ir::OpKind::kNeg: case ir::OpKind::kExp: case ir::OpKind::kLog:
+    case ir::OpKind::kAbs: case ir::OpKind::kNeg: case ir::OpKind::kLog:
     case ir::OpKind::kSqrt: case ir::OpKind::kReciprocal: case ir::OpKind::kErf:
     case ir::OpKind::kTanh: case ir::OpKind::kSigmoid: case ir::OpKind::kRelu:
     case ir::OpKind::kLeakyRelu: case ir::OpKind::kElu: case ir::OpKind::kHardSigmoid:
@@ -120,15 +130,14 @@ Policy policyOf(ir::OpKind k) {
     case ir::OpKind::kIsNaN: case ir::OpKind::kIsInf: case ir::OpKind::kCast:
     case ir::OpKind::kIdentity: case ir::OpKind::kDropout: case ir::OpKind::kClip:
     case ir::OpKind::kAdd: case ir::OpKind::kSub: case ir::OpKind::kMul: case ir::OpKind::kDiv:
-    case ir::OpKind::kPow: case ir::OpKind::kMod: case ir::OpKind::kMax: case ir::OpKind::kMin:
+    case ir::OpKind::kMod: case ir::OpKind::kMax: case ir::OpKind::kMin:
     case ir::OpKind::kSum: case ir::OpKind::kMean: case ir::OpKind::kEqual: case ir::OpKind::kLess:
     case ir::OpKind::kLessOrEqual: case ir::OpKind::kGreater: case ir::OpKind::kGreaterOrEqual:
     case ir::OpKind::kAnd: case ir::OpKind::kOr: case ir::OpKind::kXor: case ir::OpKind::kWhere:
     case ir::OpKind::kSoftmax: case ir::OpKind::kLogSoftmax: case ir::OpKind::kLayerNormalization:
     case ir::OpKind::kRMSNormalization: case ir::OpKind::kBatchNormalization:
     case ir::OpKind::kReduceMax: case ir::OpKind::kReduceMin: case ir::OpKind::kArgMax:
-    case ir::OpKind::kArgMin: case ir::OpKind::kMaxPool: case ir::OpKind::kAveragePool:
-    case ir::OpKind::kGlobalAveragePool: case ir::OpKind::kGlobalMaxPool:
+    case ir::OpKind::kArgMin: case ir::OpKind::kMaxPool: case ir::OpKind::kGlobalMaxPool:
     case ir::OpKind::kReshape: case ir::OpKind::kTranspose: case ir::OpKind::kFlatten:
     case ir::OpKind::kSqueeze: case ir::OpKind::kUnsqueeze: case ir::OpKind::kConcat:
     case ir::OpKind::kSplit: case ir::OpKind::kSlice: case ir::OpKind::kGather:
@@ -141,25 +150,33 @@ Policy policyOf(ir::OpKind k) {
   return Policy::kPromote;  // not reached: the switch covers every OpKind
 }
 
-/// Elementwise arithmetic whose result may be computed in f32 when it feeds
-/// a sum-like reduction ("fp32-in").
+/// The sum-like reductions: their fp32 class reaches back through the
+/// elementwise ops their input is computed from ("fp32-in").
+bool isSumLikeReduction(ir::OpKind k) {
+  return policyOf(k) == Policy::kFp32 && k != ir::OpKind::kExp && k != ir::OpKind::kPow;
+}
+
+/// Elementwise ops on float values whose result is computed in f32 when a
+/// sum-like reduction's input is computed from it ("fp32-in"): arithmetic,
+/// and the selections and bounds of masking (Where, Max, Min, Clip, Relu).
 bool isElementwiseArithmetic(ir::OpKind k) {
   switch (k) {
     case ir::OpKind::kAdd: case ir::OpKind::kSub: case ir::OpKind::kMul: case ir::OpKind::kDiv:
     case ir::OpKind::kPow: case ir::OpKind::kExp: case ir::OpKind::kLog: case ir::OpKind::kSqrt:
     case ir::OpKind::kReciprocal: case ir::OpKind::kAbs: case ir::OpKind::kNeg:
+    case ir::OpKind::kWhere: case ir::OpKind::kMax: case ir::OpKind::kMin: case ir::OpKind::kClip:
+    case ir::OpKind::kRelu: case ir::OpKind::kSum: case ir::OpKind::kMean:
       return true;
     case ir::OpKind::kErf: case ir::OpKind::kTanh: case ir::OpKind::kSigmoid:
-    case ir::OpKind::kRelu: case ir::OpKind::kLeakyRelu: case ir::OpKind::kElu:
+    case ir::OpKind::kLeakyRelu: case ir::OpKind::kElu:
     case ir::OpKind::kHardSigmoid: case ir::OpKind::kSoftplus: case ir::OpKind::kGelu:
     case ir::OpKind::kSin: case ir::OpKind::kCos: case ir::OpKind::kFloor: case ir::OpKind::kCeil:
     case ir::OpKind::kRound: case ir::OpKind::kSign: case ir::OpKind::kNot:
     case ir::OpKind::kIsNaN: case ir::OpKind::kIsInf: case ir::OpKind::kCast:
-    case ir::OpKind::kIdentity: case ir::OpKind::kDropout: case ir::OpKind::kClip:
-    case ir::OpKind::kMod: case ir::OpKind::kMax: case ir::OpKind::kMin: case ir::OpKind::kSum:
-    case ir::OpKind::kMean: case ir::OpKind::kEqual: case ir::OpKind::kLess:
+    case ir::OpKind::kIdentity: case ir::OpKind::kDropout:
+    case ir::OpKind::kMod: case ir::OpKind::kEqual: case ir::OpKind::kLess:
     case ir::OpKind::kLessOrEqual: case ir::OpKind::kGreater: case ir::OpKind::kGreaterOrEqual:
-    case ir::OpKind::kAnd: case ir::OpKind::kOr: case ir::OpKind::kXor: case ir::OpKind::kWhere:
+    case ir::OpKind::kAnd: case ir::OpKind::kOr: case ir::OpKind::kXor:
     case ir::OpKind::kMatMul: case ir::OpKind::kGemm: case ir::OpKind::kConv:
     case ir::OpKind::kSoftmax: case ir::OpKind::kLogSoftmax: case ir::OpKind::kLayerNormalization:
     case ir::OpKind::kRMSNormalization: case ir::OpKind::kBatchNormalization:
@@ -229,12 +246,24 @@ class PrecisionLowering : public Pass {
       ++casts;
     }
 
-    // Producers that compute in f32 because they feed a sum-like reduction.
-    absl::flat_hash_set<const ir::Node *> fp32In;
-    for (ir::Node *n : nodes) {
-      if (policyOf(n->kind()) != Policy::kFp32 || !n->input(0)) continue;
-      if (ir::Node *p = n->input(0)->producer(); p && isElementwiseArithmetic(p->kind()))
-        fp32In.insert(p);
+    // Elementwise nodes that compute in f32 because a sum-like reduction's
+    // input is computed from them: walk back from each reduction's input
+    // through elementwise ops (any number) and views.
+    absl::flat_hash_set<const ir::Node *> fp32In, visited;
+    std::vector<ir::Node *> work;
+    for (ir::Node *n : nodes)
+      if (isSumLikeReduction(n->kind()) && n->input(0) && n->input(0)->producer())
+        work.push_back(n->input(0)->producer());
+    while (!work.empty()) {
+      ir::Node *p = work.back();
+      work.pop_back();
+      if (!visited.insert(p).second) continue;
+      const bool arithmetic = isElementwiseArithmetic(p->kind());
+      if (!arithmetic && !ir::nodeIsView(*p) && p->kind() != ir::OpKind::kTranspose) continue;
+      if (arithmetic) fp32In.insert(p);
+      for (int i = 0; i < p->numInputs(); ++i)
+        if (p->input(i) && !ir::isMetadataOperand(p->kind(), i) && p->input(i)->producer())
+          work.push_back(p->input(i)->producer());
     }
     // Casts inserted by the policy, one per (value, dtype).
     absl::flat_hash_map<std::pair<ir::Value *, DType>, ir::Value *> policyCasts;
