@@ -194,7 +194,7 @@ FusionDecision Fusion::backendAccepts(const ir::Graph &graph, const PassContext 
 }
 
 int Fusion::merge(int into, int from) {
-  const GroupShape consumerShape = groups_[into].shape;
+  const GroupShape consumerShape = groups_[into].shape, producerShape = groups_[from].shape;
   int keep = into, drop = from;
   auto weight = [&](int g) {
     return groups_[g].members.size() + groups_[g].preds.size() + groups_[g].succs.size();
@@ -220,7 +220,6 @@ int Fusion::merge(int into, int from) {
     }
   }
   k.unchecked = k.unchecked || d.unchecked;
-  const GroupShape producerShape = d.shape;
   d.alive = false;
   d.members.clear();
   d.preds.clear();
