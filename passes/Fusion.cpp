@@ -218,7 +218,7 @@ std::string Fusion::backendRefuses(const ir::Graph &graph, const PassContext &ct
 }
 
 int Fusion::merge(int into, int from) {
-  const GroupShape consumerShape = groups_[into].shape;
+  const GroupShape consumerShape = groups_[into].shape, producerShape = groups_[from].shape;
   int keep = into, drop = from;
   auto weight = [&](int g) {
     return groups_[g].members.size() + groups_[g].preds.size() + groups_[g].succs.size();
@@ -244,7 +244,6 @@ int Fusion::merge(int into, int from) {
     }
   }
   k.unchecked = k.unchecked || d.unchecked;
-  const GroupShape producerShape = d.shape;
   d.alive = false;
   d.members.clear();
   d.preds.clear();
