@@ -57,21 +57,22 @@ std::string reuseDeadTiles(const std::string &body, int64_t freeTile, int64_t *p
   std::vector<std::string> lines = absl::StrSplit(body, '\n');
   if (!lines.empty() && lines.back().empty()) lines.pop_back();
   const int n = static_cast<int>(lines.size());
-  // Blocks: every line ending in ':' opens one; path[i] = the openers
+  // Blocks: every line followed by a deeper one opens one; path[i] = the openers
   // enclosing line i, outermost first; blockEnd[opener] = its last line.
   std::vector<std::vector<int>> path(n);
   std::map<int, int> blockEnd;
   std::vector<std::pair<size_t, int>> open;  // (indent, opener line)
   std::vector<size_t> indentOf(n);
   for (int i = 0; i < n; ++i) {
-    const std::string &s = lines[i];
-    size_t ind = s.find_first_not_of(' ');
-    if (ind == std::string::npos) ind = s.size();
-    indentOf[i] = ind;
+    size_t ind = lines[i].find_first_not_of(' ');
+    indentOf[i] = ind == std::string::npos ? lines[i].size() : ind;
+  }
+  for (int i = 0; i < n; ++i) {
+    const size_t ind = indentOf[i];
     while (!open.empty() && open.back().first >= ind) open.pop_back();
     for (const auto &o : open) blockEnd[o.second] = i;
     for (const auto &o : open) path[i].push_back(o.second);
-    if (!s.empty() && s.back() == ':') {
+    if (i + 1 < n && indentOf[i + 1] > ind) {  // `for ...:` / `if ...:` (maybe with a comment)
       open.push_back({ind, i});
       blockEnd[i] = i;
     }
