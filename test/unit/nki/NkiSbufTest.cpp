@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include <string>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
