@@ -42,6 +42,9 @@ class Printer {
       : spec_(spec), plan_(plan), t_(t), lim_(lim) {}
 
   absl::StatusOr<std::string> print(const std::string &symbol, const std::vector<std::string> &comment);
+  /// SBUF bytes per partition of the printed kernel's tiles, dead tiles
+  /// reused (reuseDeadTiles); set by print().
+  int64_t sbufBytes() const { return sbufBytes_; }
 
  private:
   enum Level { kNumber = 0, kRow = 1, kElem = 2 };
@@ -172,6 +175,7 @@ class Printer {
   std::map<int, bool> free_;
   std::vector<int> scoped_;  ///< memo_ entries made inside the open chunk loop
   bool inChunk_ = false;
+  int64_t sbufBytes_ = 0;
 };
 
 int Printer::openBox(int ai, Level l, std::string *pl, std::string *ph, std::string *fl, std::string *fh) {
@@ -683,7 +687,7 @@ absl::StatusOr<std::string> Printer::print(const std::string &symbol,
     }
   }
   std::string ret = outputs.size() == 1 ? outputs[0] : absl::StrCat("(", absl::StrJoin(outputs, ", "), ")");
-  return head + body_ + "    return " + ret + "\n";
+  return head + reuseDeadTiles(body_, t_.freeTile, &sbufBytes_) + "    return " + ret + "\n";
 }
 
 }  // namespace
@@ -702,8 +706,10 @@ std::string nlDType(ir::DType t) {
   }
 }
 
-absl::Status checkNkiKernel(const KernelSpec &spec, const Limits &lim) {
-  if (spec.kind == program::SpecKind::kAttention) return checkNkiAttention(spec.attention, lim);
+namespace {
+
+/// What the printer can lower, short of the SBUF budget.
+absl::Status checkLowered(const KernelSpec &spec, const Limits &lim) {
   FUSEC_RETURN_IF_ERROR(checkOps(spec));
   for (const program::BufferDesc &b : spec.buffers)
     if (b.written)
@@ -724,14 +730,34 @@ absl::Status checkNkiKernel(const KernelSpec &spec, const Limits &lim) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::string> printNkiKernel(const KernelSpec &spec, const Limits &lim, const std::string &symbol,
-                                           const std::vector<std::string> &comment) {
-  if (spec.kind == program::SpecKind::kAttention) return printNkiAttention(spec.attention, lim, symbol, comment);
-  FUSEC_RETURN_IF_ERROR(checkNkiKernel(spec, lim));
+/// The kernel text, or Unimplemented when it is not lowered or its tiles
+/// (dead ones reused, exactly as printed) exceed the SBUF budget.
+absl::StatusOr<std::string> printWithinBudget(const KernelSpec &spec, const Limits &lim, const std::string &symbol,
+                                              const std::vector<std::string> &comment) {
+  FUSEC_RETURN_IF_ERROR(checkLowered(spec, lim));
   FUSEC_ASSIGN_OR_RETURN(AccessPlan plan, analyzeAccesses(spec));
   FUSEC_ASSIGN_OR_RETURN(Tiling t, chooseTiling(spec, plan, lim));
   Printer p(spec, plan, t, lim);
-  return p.print(symbol, comment);
+  FUSEC_ASSIGN_OR_RETURN(std::string text, p.print(symbol, comment));
+  const int64_t budget = sbufBudgetBytes(lim);
+  if (p.sbufBytes() > budget)
+    return absl::UnimplementedError(absl::StrCat("the kernel needs ", p.sbufBytes(),
+                                                 " bytes of SBUF per partition, budget ", budget,
+                                                 " (half the usable SBUF)"));
+  return text;
+}
+
+}  // namespace
+
+absl::Status checkNkiKernel(const KernelSpec &spec, const Limits &lim) {
+  if (spec.kind == program::SpecKind::kAttention) return checkNkiAttention(spec.attention, lim);
+  return printWithinBudget(spec, lim, "check", {}).status();
+}
+
+absl::StatusOr<std::string> printNkiKernel(const KernelSpec &spec, const Limits &lim, const std::string &symbol,
+                                           const std::vector<std::string> &comment) {
+  if (spec.kind == program::SpecKind::kAttention) return printNkiAttention(spec.attention, lim, symbol, comment);
+  return printWithinBudget(spec, lim, symbol, comment);
 }
 
 }  // namespace fusec::codegen::nki

@@ -55,6 +55,14 @@ absl::Status chooseRowChunk(const program::KernelSpec &spec, const Limits &lim, 
 /// pointwise kernel into rows. Errors: Unimplemented (see chooseRowChunk).
 absl::StatusOr<Tiling> chooseTiling(const program::KernelSpec &spec, AccessPlan &plan, const Limits &lim);
 
+/// \p body (a printed kernel body) with dead SBUF tiles reused: each
+/// `tN = nl.ndarray((P_TILE, X), dtype=D, buffer=nl.sbuf)` takes a tile of
+/// the same (X, D) whose last reader has been printed, when one is in scope,
+/// instead of a new one (NkiTileReuse.cpp). \p peakBytes, if set, receives
+/// the SBUF bytes per partition of the tiles that remain (X = FREE_TILE is
+/// \p freeTile elements): the kernel's peak, every tile live to the end.
+std::string reuseDeadTiles(const std::string &body, int64_t freeTile, int64_t *peakBytes);
+
 }  // namespace fusec::codegen::nki
 
 #endif  // FUSEC_CODEGEN_NKI_NKITILING_H

@@ -22,9 +22,11 @@ import onnx
 from onnx import TensorProto as TP, helper as h, numpy_helper as nh
 
 
-# The NKI printer gives every expression its own SBUF tile, so one kernel of
-# more than ~200 ops does not fit SBUF when it runs: the NumPy model runs the
-# NKI artifacts of these smaller models (the long ones only compile).
+# NKI kernels reuse dead SBUF tiles, and the NKI legality refuses a group whose
+# live tiles exceed SBUF, so fusion splits such a group (the Add tree becomes
+# several kernels for nki). Running the NumPy model is slow: it runs the NKI
+# artifacts of these smaller models (the long ones compile and are checked on
+# the reference interpreter).
 NKI_CHAIN, NKI_LEAVES = 120, 32
 
 
@@ -120,8 +122,8 @@ def main():
                 env = dict(os.environ, FUSEC_STACK_MB="8")
                 r = subprocess.run(cmd, capture_output=True, text=True, env=env)
                 ok = r.returncode == 0 and (not what.startswith(("reference", "nki model")) or "PASS" in r.stdout)
-                if what in ("cuda", "nki") and "1 generated kernels" not in r.stdout + r.stderr:
-                    ok = False  # each model is one fused group
+                if what == "cuda" and "1 generated kernels" not in r.stdout + r.stderr:
+                    ok = False  # each model is one fused group (nki may split it to fit SBUF)
                 print("%-10s %-22s %s" % (name, what, "ok" if ok else "FAILED (rc %d)" % r.returncode))
                 if not ok:
                     failures.append("%s %s: rc %d\n%s%s" % (name, what, r.returncode,
