@@ -7,7 +7,9 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/internal/Manifest.h"
 
+#include "fusert/fusert_cpu_kernel.h"
 #include "runtime/ArtifactFormat.h"
+#include "runtime/cpu/CpuFeatures.h"
 #include "runtime/internal/Checksum.h"
 
 #include <fstream>
@@ -490,6 +492,34 @@ Status checkBuffers(const Manifest &m) {
   return Status();
 }
 
+/// The fields only a cpu artifact has (docs/ARTIFACT.md, "cpu artifacts").
+Status checkCpuFields(const Manifest &m) {
+  if (m.cpuAbi < 0)
+    return invalidArgument("manifest: missing field 'cpu_abi' (a cpu artifact "
+                           "records the ABI version of its library)");
+  if (m.cpuAbi != FUSERT_CPU_ABI_VERSION)
+    return invalidArgument("manifest: cpu_abi ", m.cpuAbi,
+                           " unsupported (this runtime implements cpu ABI ",
+                           FUSERT_CPU_ABI_VERSION,
+                           "); recompile the artifact with a matching fusec");
+  for (const std::string &f : m.cpuFeatures)
+    if (!isKnownCpuFeature(f))
+      return invalidArgument("manifest: cpu_features: unknown feature '", f,
+                             "' (known: ", knownCpuFeatures(), ")");
+  if (m.workspaceBytesPerThread > kMaxWorkspaceBytesPerThread)
+    return invalidArgument("manifest: workspace_bytes_per_thread ",
+                           m.workspaceBytesPerThread, " exceeds the limit of ",
+                           kMaxWorkspaceBytesPerThread);
+  for (size_t i = 0; i < m.steps.size(); ++i) {
+    const StepDesc &s = m.steps[i];
+    if (s.kind != StepKind::kKernel && s.kind != StepKind::kCopy)
+      return invalidArgument(entry("steps", i, s.name), ": a cpu artifact has "
+                             "only kernel and copy steps, got ",
+                             s.kind == StepKind::kGemm ? "gemm" : "conv");
+  }
+  return Status();
+}
+
 } // namespace
 
 int Manifest::bufferIndex(int id) const {
@@ -552,6 +582,8 @@ Status checkManifest(const Manifest &m) {
       break;
     }
   }
+  if (m.target == "cpu")
+    FUSERT_RETURN_IF_ERROR(checkCpuFields(m));
   return Status();
 }
 
@@ -600,6 +632,21 @@ Status parseManifest(const std::string &text, Manifest &out) {
                                "' must be \"fnv1a64:\" and 16 hex digits");
       out.checksums.emplace_back(file, sum.get<std::string>());
     }
+  }
+
+  if (out.target == "cpu") {
+    FUSERT_RETURN_IF_ERROR(getInt(j, "cpu_abi", top, out.cpuAbi, /*required=*/false));
+    if (const Json *f = lookup(j, "cpu_features")) {
+      if (!f->is_array())
+        return mistyped(top, "cpu_features", "an array of strings", *f);
+      for (const Json &e : *f) {
+        if (!e.is_string())
+          return mistyped(top, "cpu_features", "an array of strings", e);
+        out.cpuFeatures.push_back(e.get<std::string>());
+      }
+    }
+    FUSERT_RETURN_IF_ERROR(getNonNegative(j, "workspace_bytes_per_thread", top,
+                                          out.workspaceBytesPerThread, false));
   }
 
   auto array = [&](const char *key, const Json *&arr) -> Status {

@@ -97,6 +97,11 @@ struct Manifest {
   std::vector<BufferDesc> buffers; ///< in file order
   std::vector<TensorDesc> inputs, outputs;
   std::vector<StepDesc> steps;
+  // Fields of a cpu artifact (target "cpu"; docs/ARTIFACT.md, "cpu
+  // artifacts"), unset otherwise.
+  int64_t cpuAbi = -1;                  ///< "cpu_abi"
+  std::vector<std::string> cpuFeatures; ///< "cpu_features", LLVM spelling
+  uint64_t workspaceBytesPerThread = 0; ///< "workspace_bytes_per_thread"
 
   /// \returns the position in `buffers` of buffer \p id, or -1.
   int bufferIndex(int id) const;
@@ -120,11 +125,18 @@ Status parseManifest(const std::string &text, Manifest &out);
 /// else parseManifest's.
 Status loadManifestFile(const std::string &path, Manifest &out);
 
+/// Upper bound of a cpu artifact's "workspace_bytes_per_thread" (1 GiB).
+inline constexpr uint64_t kMaxWorkspaceBytesPerThread = uint64_t{1} << 30;
+
 /// Checks the cross-references of \p m: unique buffer ids; bytes equal to
 /// elements * dtype size; weight/arena/alias ranges inside their storage
 /// (aliases without cycles); inputs/outputs naming input/output buffers of the
 /// same dtype and shape and the same index; step buffer ids valid and every
-/// gemm/conv/copy access inside its buffers. Errors: FUSERT_INVALID_ARGUMENT.
+/// gemm/conv/copy access inside its buffers. For target "cpu" also: "cpu_abi"
+/// present and equal to FUSERT_CPU_ABI_VERSION, every "cpu_features" name
+/// known (runtime/cpu/CpuFeatures.h; whether the host has it is the loader's
+/// check), "workspace_bytes_per_thread" at most kMaxWorkspaceBytesPerThread,
+/// and only kernel and copy steps. Errors: FUSERT_INVALID_ARGUMENT.
 Status checkManifest(const Manifest &m);
 
 /// Matches caller tensors to the manifest's inputs and outputs by name and

@@ -1,11 +1,27 @@
-//===- GpuRun.cpp - fusec-run OUT --data DIR: run an artifact on the GPU --===//
+//===- GpuRun.cpp - fusec-run OUT --data DIR: run a cuda or cpu artifact --===//
+//
+// One runner for both libfusert targets: the session, the input checks,
+// the comparison lines and the benchmark are shared; what differs (where
+// the tensors live, how a run is synchronised and timed) is a TensorMemory:
+// CudaMemory (device buffers, one non-blocking stream, CUDA events, CUDA
+// graphs on) or HostMemory (64-byte aligned host buffers, steady_clock).
+//
+//===----------------------------------------------------------------------===//
 #include "tools/fusec-run/GpuRun.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <functional>
 #include <map>
+#include <memory>
+#include <regex>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -18,7 +34,9 @@
 #include "support/Status.h"
 
 #ifdef FUSEC_HAVE_RUNTIME
+#ifdef FUSEC_HAVE_CUDA_RUNTIME
 #include <cuda_runtime_api.h>
+#endif
 
 #include "fusert/fusert.h"
 #endif
@@ -45,8 +63,7 @@ bool gpuRunAvailable() { return false; }
 int runArtifact(const std::string &artifactDir, const std::string &dataDir, int benchIters,
                 double atol, double rtol, bool poison) {
   return fail(artifactDir,
-              "this fusec-run was built without libfusert (no CUDA toolkit at configure time); "
-              "it cannot run artifacts");
+              "this fusec-run was built without libfusert; it cannot run artifacts");
 }
 
 #else
@@ -107,12 +124,162 @@ std::string shapeStr(const std::vector<int64_t> &s) {
   return out + "]";
 }
 
+std::string fusertMsg(fusert_status s) {
+  return absl::StrCat(fusert_status_name(s), ": ", fusert_last_error());
+}
+
+/// Where a target's tensors live and how its runs are synchronised and
+/// timed.
+class TensorMemory {
+ public:
+  virtual ~TensorMemory() = default;
+  /// A buffer of \p bytes (at least 1, so that every tensor has its own).
+  virtual absl::StatusOr<void *> allocate(size_t bytes, const std::string &what) = 0;
+  virtual void release(void *p) = 0;
+  virtual absl::Status upload(void *dst, const void *src, size_t bytes, const std::string &what) = 0;
+  virtual absl::Status download(void *dst, const void *src, size_t bytes,
+                                const std::string &what) = 0;
+  /// Sets \p bytes at \p p to \p value (in order with the runs).
+  virtual absl::Status fill(void *p, int value, size_t bytes, const std::string &what) = 0;
+  /// The stream runs go to (nullptr for cpu).
+  virtual cudaStream_t stream() const = 0;
+  /// Waits for every queued run.
+  virtual absl::Status synchronize(const std::string &what) = 0;
+  /// Times \p run (one fusert_run) in milliseconds, to completion.
+  virtual absl::StatusOr<float> timeRun(const std::function<absl::Status()> &run) = 0;
+  /// Sets the model up for timing (CUDA graphs on).
+  virtual absl::Status configure(fusert_model *model) = 0;
+  /// How the runs were made, for the latency line.
+  virtual std::string benchMode(const fusert_model *model) const = 0;
+};
+
+/// cpu artifacts: 64-byte aligned host buffers, synchronous runs.
+class HostMemory final : public TensorMemory {
+ public:
+  absl::StatusOr<void *> allocate(size_t bytes, const std::string &what) override {
+    size_t size = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
+    void *p = std::aligned_alloc(64, size);
+    if (!p)
+      return absl::ResourceExhaustedError(absl::StrCat("allocating ", bytes, " bytes for ", what));
+    return p;
+  }
+  void release(void *p) override { std::free(p); }
+  absl::Status upload(void *dst, const void *src, size_t bytes, const std::string &) override {
+    std::memcpy(dst, src, bytes);
+    return absl::OkStatus();
+  }
+  absl::Status download(void *dst, const void *src, size_t bytes, const std::string &) override {
+    std::memcpy(dst, src, bytes);
+    return absl::OkStatus();
+  }
+  absl::Status fill(void *p, int value, size_t bytes, const std::string &) override {
+    std::memset(p, value, bytes);
+    return absl::OkStatus();
+  }
+  cudaStream_t stream() const override { return nullptr; }
+  absl::Status synchronize(const std::string &) override { return absl::OkStatus(); }
+  absl::StatusOr<float> timeRun(const std::function<absl::Status()> &run) override {
+    auto t0 = std::chrono::steady_clock::now();
+    FUSEC_RETURN_IF_ERROR(run());
+    return std::chrono::duration<float, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  }
+  absl::Status configure(fusert_model *) override { return absl::OkStatus(); }
+  std::string benchMode(const fusert_model *model) const override {
+    int n = fusert_num_threads(model);
+    return absl::StrCat("cpu, ", n, n == 1 ? " thread" : " threads");
+  }
+};
+
+#ifdef FUSEC_HAVE_CUDA_RUNTIME
 std::string cudaMsg(cudaError_t e) {
   return absl::StrCat(cudaGetErrorName(e), ": ", cudaGetErrorString(e));
 }
 
-std::string fusertMsg(fusert_status s) {
-  return absl::StrCat(fusert_status_name(s), ": ", fusert_last_error());
+/// cuda artifacts: device buffers, one non-blocking stream, CUDA events.
+class CudaMemory final : public TensorMemory {
+ public:
+  ~CudaMemory() override {
+    if (stream_) cudaStreamSynchronize(stream_);
+    if (start_) cudaEventDestroy(start_);
+    if (stop_) cudaEventDestroy(stop_);
+    if (stream_) cudaStreamDestroy(stream_);
+  }
+  absl::Status init() {
+    int devices = 0;
+    cudaError_t e = cudaGetDeviceCount(&devices);
+    if (e != cudaSuccess || devices == 0)
+      return absl::FailedPreconditionError(absl::StrCat(
+          "no CUDA device (", e != cudaSuccess ? cudaMsg(e) : "0 devices",
+          "): running an artifact needs a GPU; use --reference to check the model on the CPU"));
+    if ((e = cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)) != cudaSuccess)
+      return absl::InternalError(absl::StrCat("cudaStreamCreate: ", cudaMsg(e)));
+    if ((e = cudaEventCreate(&start_)) != cudaSuccess || (e = cudaEventCreate(&stop_)) != cudaSuccess)
+      return absl::InternalError(absl::StrCat("cudaEventCreate: ", cudaMsg(e)));
+    return absl::OkStatus();
+  }
+  absl::StatusOr<void *> allocate(size_t bytes, const std::string &what) override {
+    void *p = nullptr;
+    cudaError_t e = cudaMalloc(&p, std::max<size_t>(bytes, 1));
+    if (e != cudaSuccess)
+      return absl::ResourceExhaustedError(
+          absl::StrCat("cudaMalloc of ", bytes, " bytes for ", what, ": ", cudaMsg(e)));
+    return p;
+  }
+  void release(void *p) override { cudaFree(p); }
+  absl::Status upload(void *dst, const void *src, size_t bytes, const std::string &what) override {
+    cudaError_t e = cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice);
+    if (e != cudaSuccess) return absl::InternalError(absl::StrCat("uploading ", what, ": ", cudaMsg(e)));
+    return absl::OkStatus();
+  }
+  absl::Status download(void *dst, const void *src, size_t bytes, const std::string &what) override {
+    cudaError_t e = cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost);
+    if (e != cudaSuccess)
+      return absl::InternalError(absl::StrCat("downloading ", what, ": ", cudaMsg(e)));
+    return absl::OkStatus();
+  }
+  absl::Status fill(void *p, int value, size_t bytes, const std::string &what) override {
+    cudaError_t e = cudaMemsetAsync(p, value, bytes, stream_);
+    if (e != cudaSuccess) return absl::InternalError(absl::StrCat("poisoning ", what, ": ", cudaMsg(e)));
+    return absl::OkStatus();
+  }
+  cudaStream_t stream() const override { return stream_; }
+  absl::Status synchronize(const std::string &what) override {
+    cudaError_t e = cudaStreamSynchronize(stream_);
+    if (e != cudaSuccess) return absl::InternalError(absl::StrCat(what, ": ", cudaMsg(e)));
+    return absl::OkStatus();
+  }
+  absl::StatusOr<float> timeRun(const std::function<absl::Status()> &run) override {
+    cudaEventRecord(start_, stream_);
+    FUSEC_RETURN_IF_ERROR(run());
+    cudaEventRecord(stop_, stream_);
+    cudaError_t e = cudaEventSynchronize(stop_);
+    if (e != cudaSuccess) return absl::InternalError(absl::StrCat("timed run: ", cudaMsg(e)));
+    float t = 0;
+    cudaEventElapsedTime(&t, start_, stop_);
+    return t;
+  }
+  absl::Status configure(fusert_model *model) override {
+    fusert_status s = fusert_enable_cuda_graph(model, 1);
+    if (s != FUSERT_OK) return absl::InternalError(fusertMsg(s));
+    return absl::OkStatus();
+  }
+  std::string benchMode(const fusert_model *) const override { return "CUDA graph"; }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+  cudaEvent_t start_ = nullptr, stop_ = nullptr;
+};
+#endif  // FUSEC_HAVE_CUDA_RUNTIME
+
+/// The "target" of the artifact's manifest.json ("" if it has none).
+std::string artifactTarget(const std::string &artifactDir) {
+  std::ifstream in(fs::path(artifactDir) / "manifest.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  static const std::regex target("\"target\"\\s*:\\s*\"([A-Za-z0-9_]*)\"");
+  std::smatch m;
+  std::string t = text.str();
+  return std::regex_search(t, m, target) ? m[1].str() : "";
 }
 
 /// One input or output as the model describes it.
@@ -122,25 +289,24 @@ struct TensorSlot {
   ir::DType irType = ir::DType::kF32;
   std::vector<int64_t> shape;
   size_t bytes = 0;
-  void *device = nullptr;
+  void *data = nullptr;  ///< device (cuda) or host (cpu) buffer
 };
 
-/// Owns the model, the device buffers, the stream and the events.
+/// Owns the model, the tensor buffers and the target's memory.
 struct Session {
   fusert_model *model = nullptr;
+  std::unique_ptr<TensorMemory> mem;
   std::vector<TensorSlot> inputs, outputs;
-  cudaStream_t stream = nullptr;
-  cudaEvent_t start = nullptr, stop = nullptr;
 
   ~Session() {
-    if (stream) cudaStreamSynchronize(stream);
-    for (auto *list : {&inputs, &outputs})
-      for (TensorSlot &t : *list)
-        if (t.device) cudaFree(t.device);
-    if (start) cudaEventDestroy(start);
-    if (stop) cudaEventDestroy(stop);
-    if (stream) cudaStreamDestroy(stream);
+    if (mem) {
+      (void)mem->synchronize("");
+      for (auto *list : {&inputs, &outputs})
+        for (TensorSlot &t : *list)
+          if (t.data) mem->release(t.data);
+    }
     fusert_unload(model);
+    mem.reset();
   }
 
   absl::Status describe() {
@@ -160,11 +326,7 @@ struct Session {
         if (!fromFusert(t.dtype, t.irType))
           return absl::InternalError(absl::StrCat("unknown dtype of '", t.name, "'"));
         t.bytes = static_cast<size_t>(ir::numElements(t.shape) * ir::dtypeSize(t.irType));
-        // At least one byte so that every tensor has a distinct device pointer.
-        cudaError_t e = cudaMalloc(&t.device, std::max<size_t>(t.bytes, 1));
-        if (e != cudaSuccess)
-          return absl::ResourceExhaustedError(
-              absl::StrCat("cudaMalloc of ", t.bytes, " bytes for '", t.name, "': ", cudaMsg(e)));
+        FUSEC_ASSIGN_OR_RETURN(t.data, mem->allocate(t.bytes, absl::StrCat("'", t.name, "'")));
         list.push_back(std::move(t));
       }
     }
@@ -175,11 +337,11 @@ struct Session {
     std::vector<fusert_tensor> in, out;
     for (TensorSlot &t : inputs)
       in.push_back({t.name.c_str(), t.dtype, static_cast<int>(t.shape.size()), t.shape.data(),
-                    t.device});
+                    t.data});
     for (TensorSlot &t : outputs)
       out.push_back({t.name.c_str(), t.dtype, static_cast<int>(t.shape.size()), t.shape.data(),
-                     t.device});
-    fusert_status s = fusert_run(model, in.data(), in.size(), out.data(), out.size(), stream);
+                     t.data});
+    fusert_status s = fusert_run(model, in.data(), in.size(), out.data(), out.size(), mem->stream());
     if (s != FUSERT_OK) return absl::InternalError(absl::StrCat("fusert_run: ", fusertMsg(s)));
     return absl::OkStatus();
   }
@@ -200,16 +362,25 @@ double percentile(std::vector<float> sorted, double q) {
   return sorted[std::min(sorted.size() - 1, rank == 0 ? 0 : rank - 1)];
 }
 
+/// The memory of \p target's artifacts.
+absl::StatusOr<std::unique_ptr<TensorMemory>> memoryFor(const std::string &target) {
+  if (target == "cpu") return std::unique_ptr<TensorMemory>(std::make_unique<HostMemory>());
+#ifdef FUSEC_HAVE_CUDA_RUNTIME
+  auto cuda = std::make_unique<CudaMemory>();
+  FUSEC_RETURN_IF_ERROR(cuda->init());
+  return std::unique_ptr<TensorMemory>(std::move(cuda));
+#else
+  return absl::FailedPreconditionError(
+      absl::StrCat("this is a '", target.empty() ? "cuda" : target,
+                   "' artifact, and this fusec-run was built without CUDA: it runs cpu artifacts "
+                   "(fusec --target cpu) only"));
+#endif
+}
+
 absl::StatusOr<bool> runChecked(Session &sess, const std::string &artifactDir,
                                 const std::string &dataDir, int benchIters, double atol,
                                 double rtol, bool poison) {
-  int devices = 0;
-  cudaError_t e = cudaGetDeviceCount(&devices);
-  if (e != cudaSuccess || devices == 0)
-    return absl::FailedPreconditionError(absl::StrCat(
-        "no CUDA device (", e != cudaSuccess ? cudaMsg(e) : "0 devices",
-        "): running an artifact needs a GPU; use --reference to check the model on the CPU"));
-
+  FUSEC_ASSIGN_OR_RETURN(sess.mem, memoryFor(artifactTarget(artifactDir)));
   FUSEC_ASSIGN_OR_RETURN(auto inputs, loadSeries(dataDir, "input"));
   FUSEC_ASSIGN_OR_RETURN(auto expected, loadSeries(dataDir, "output"));
   if (expected.empty())
@@ -220,8 +391,6 @@ absl::StatusOr<bool> runChecked(Session &sess, const std::string &artifactDir,
     return absl::InvalidArgumentError(
         absl::StrCat("cannot load artifact '", artifactDir, "': ", fusertMsg(s)));
   FUSEC_RETURN_IF_ERROR(sess.describe());
-  if ((e = cudaStreamCreateWithFlags(&sess.stream, cudaStreamNonBlocking)) != cudaSuccess)
-    return absl::InternalError(absl::StrCat("cudaStreamCreate: ", cudaMsg(e)));
 
   // Upload inputs, checking dtype and shape (no conversion).
   for (size_t i = 0; i < sess.inputs.size(); ++i) {
@@ -240,22 +409,18 @@ absl::StatusOr<bool> runChecked(Session &sess, const std::string &artifactDir,
           "input '", slot.name, "': data has shape ", shapeStr(t->shape()),
           ", the artifact was compiled for ", shapeStr(slot.shape),
           " (recompile with --shape to change it)"));
-    if ((e = cudaMemcpy(slot.device, t->data(), slot.bytes, cudaMemcpyHostToDevice)) != cudaSuccess)
-      return absl::InternalError(absl::StrCat("uploading '", slot.name, "': ", cudaMsg(e)));
+    FUSEC_RETURN_IF_ERROR(sess.mem->upload(slot.data, t->data(), slot.bytes, absl::StrCat("'", slot.name, "'")));
   }
 
-  if ((s = fusert_enable_cuda_graph(sess.model, 1)) != FUSERT_OK)
-    return absl::InternalError(fusertMsg(s));
+  FUSEC_RETURN_IF_ERROR(sess.mem->configure(sess.model));
   if (poison) {  // unwritten elements become NaN (GpuRun.h)
     for (TensorSlot &slot : sess.outputs)
-      if ((e = cudaMemsetAsync(slot.device, 0xFF, slot.bytes, sess.stream)) != cudaSuccess)
-        return absl::InternalError(absl::StrCat("poisoning '", slot.name, "': ", cudaMsg(e)));
-    if ((s = fusert_fill_arena(sess.model, 0xFF, sess.stream)) != FUSERT_OK)
+      FUSEC_RETURN_IF_ERROR(sess.mem->fill(slot.data, 0xFF, slot.bytes, absl::StrCat("'", slot.name, "'")));
+    if ((s = fusert_fill_arena(sess.model, 0xFF, sess.mem->stream())) != FUSERT_OK)
       return absl::InternalError(absl::StrCat("poisoning the arena: ", fusertMsg(s)));
   }
   FUSEC_RETURN_IF_ERROR(sess.run());
-  if ((e = cudaStreamSynchronize(sess.stream)) != cudaSuccess)
-    return absl::InternalError(absl::StrCat("running the model: ", cudaMsg(e)));
+  FUSEC_RETURN_IF_ERROR(sess.mem->synchronize("running the model"));
 
   if (expected.size() > sess.outputs.size())
     return absl::InvalidArgumentError(absl::StrCat("the artifact has ", sess.outputs.size(),
@@ -268,8 +433,7 @@ absl::StatusOr<bool> runChecked(Session &sess, const std::string &artifactDir,
       return absl::InvalidArgumentError(absl::StrCat("no expected data for output ", i, " '",
                                                      slot.name, "'"));
     ir::Tensor got(slot.irType, slot.shape);
-    if ((e = cudaMemcpy(got.data(), slot.device, slot.bytes, cudaMemcpyDeviceToHost)) != cudaSuccess)
-      return absl::InternalError(absl::StrCat("downloading '", slot.name, "': ", cudaMsg(e)));
+    FUSEC_RETURN_IF_ERROR(sess.mem->download(got.data(), slot.data, slot.bytes, absl::StrCat("'", slot.name, "'")));
     interp::Tolerance tol = interp::defaultTolerance(want->dtype());
     if (atol >= 0) tol.atol = atol;
     if (rtol >= 0) tol.rtol = rtol;
@@ -282,28 +446,19 @@ absl::StatusOr<bool> runChecked(Session &sess, const std::string &artifactDir,
   }
 
   if (benchIters > 0) {
-    if ((e = cudaEventCreate(&sess.start)) != cudaSuccess ||
-        (e = cudaEventCreate(&sess.stop)) != cudaSuccess)
-      return absl::InternalError(absl::StrCat("cudaEventCreate: ", cudaMsg(e)));
     constexpr int kWarmup = 10;
     for (int i = 0; i < kWarmup; ++i) FUSEC_RETURN_IF_ERROR(sess.run());
-    if ((e = cudaStreamSynchronize(sess.stream)) != cudaSuccess)
-      return absl::InternalError(absl::StrCat("warm-up: ", cudaMsg(e)));
+    FUSEC_RETURN_IF_ERROR(sess.mem->synchronize("warm-up"));
     std::vector<float> ms;
     ms.reserve(static_cast<size_t>(benchIters));
     for (int i = 0; i < benchIters; ++i) {
-      cudaEventRecord(sess.start, sess.stream);
-      FUSEC_RETURN_IF_ERROR(sess.run());
-      cudaEventRecord(sess.stop, sess.stream);
-      if ((e = cudaEventSynchronize(sess.stop)) != cudaSuccess)
-        return absl::InternalError(absl::StrCat("timed run ", i, ": ", cudaMsg(e)));
-      float t = 0;
-      cudaEventElapsedTime(&t, sess.start, sess.stop);
-      ms.push_back(t);
+      absl::StatusOr<float> t = sess.mem->timeRun([&] { return sess.run(); });
+      if (!t.ok()) return absl::Status(t.status().code(), absl::StrCat("timed run ", i, ": ", t.status().message()));
+      ms.push_back(*t);
     }
-    std::printf("latency ms: p50 %.4f p90 %.4f p99 %.4f (%d runs after %d warm-up, CUDA graph)\n",
+    std::printf("latency ms: p50 %.4f p90 %.4f p99 %.4f (%d runs after %d warm-up, %s)\n",
                 percentile(ms, 0.5), percentile(ms, 0.9), percentile(ms, 0.99), benchIters,
-                kWarmup);
+                kWarmup, sess.mem->benchMode(sess.model).c_str());
   }
   return allPass;
 }

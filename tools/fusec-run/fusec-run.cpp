@@ -41,8 +41,11 @@ constexpr const char *kUsage = R"(usage: fusec-run --reference MODEL.onnx --data
 The second form runs a compiled artifact folder (fusec MODEL.onnx -o OUT) and
 compares in the same way: a CUDA artifact on the GPU through libfusert (--bench
 N then times N runs after warm-up, CUDA graph replay, and prints latency
-p50/p90/p99), an NKI artifact (--target nki) through its run.py on the NumPy
-model of NKI (python/nki_model; --bench does not apply).
+p50/p90/p99), a cpu artifact (--target cpu) on this machine through libfusert
+(--bench N times N synchronous runs on its thread pool; FUSERT_NUM_THREADS sets
+the thread count, default all hardware threads), an NKI artifact (--target nki)
+through its run.py on the NumPy model of NKI (python/nki_model; --bench does not
+apply).
 
 Runs MODEL.onnx and checks it against DIR/input_<i>.pb -> DIR/output_<i>.pb
 (ONNX backend-test layout: serialized TensorProtos; inputs are matched to

@@ -1,9 +1,13 @@
 /*===- fusert.h - C API of libfusert, the fusec artifact runtime -*- C -*-===//
  *
- * Part of fusec. libfusert loads the folder that `fusec --target cuda` writes
- * (manifest.json, libmodel.so, weights.bin; see docs/ARTIFACT.md) and runs it
- * on a caller's CUDA stream. It depends only on the CUDA runtime, cuBLASLt,
- * cuDNN (when built with it) and libdl.
+ * Part of fusec. libfusert loads the folder that `fusec --target cuda` or
+ * `fusec --target cpu` writes (manifest.json, libmodel.so, weights.bin; see
+ * docs/ARTIFACT.md) and runs it: a cuda artifact on a caller's CUDA stream, a
+ * cpu artifact on the calling thread and the model's own thread pool, with
+ * every buffer in host memory. It depends on libdl and OpenBLAS and, when
+ * built with CUDA, on the CUDA runtime, cuBLASLt and cuDNN (when found).
+ * A libfusert built without the CUDA toolkit runs cpu artifacts only, and this
+ * header then needs no CUDA header (cudaStream_t is declared below).
  *
  * Conventions: every function that can fail returns a fusert_status; on
  * failure fusert_last_error() holds a message for the calling thread. No
@@ -17,7 +21,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The CUDA runtime's header when it is on the include path; otherwise the
+ * same declaration of cudaStream_t it makes (an opaque pointer), so that a
+ * program for cpu artifacts compiles without CUDA. */
+#if defined(__has_include)
+#if __has_include(<cuda_runtime_api.h>) && !defined(FUSERT_NO_CUDA_HEADERS)
 #include <cuda_runtime_api.h>
+#define FUSERT_HAVE_CUDA_HEADERS 1
+#endif
+#endif
+#ifndef FUSERT_HAVE_CUDA_HEADERS
+typedef struct CUstream_st *cudaStream_t;
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -56,13 +71,15 @@ typedef enum fusert_dtype {
   FUSERT_BOOL = 8  /**< "bool", one byte per element */
 } fusert_dtype;
 
-/** A tensor handed to fusert_run: dense, row-major, in device memory. */
+/** A tensor handed to fusert_run: dense, row-major, in device memory for a
+ *  cuda artifact, in host memory for a cpu artifact. */
 typedef struct fusert_tensor {
   const char *name;     /**< the model's input/output name */
   fusert_dtype dtype;
   int rank;
   const int64_t *shape; /**< `rank` dims; may be NULL when rank is 0 */
-  void *data;           /**< device pointer, at least 256-byte aligned for best speed */
+  void *data;           /**< device pointer (cuda; at least 256-byte aligned for best
+                             speed) or host pointer (cpu; 64-byte aligned for best speed) */
 } fusert_tensor;
 
 /** A loaded artifact. Opaque. */
@@ -81,17 +98,25 @@ FUSERT_API const char *fusert_dtype_name(fusert_dtype dtype);
 /** \returns the size in bytes of one element of \p dtype, 0 if unknown. */
 FUSERT_API size_t fusert_dtype_size(fusert_dtype dtype);
 
-/** Loads the artifact in folder \p artifact_dir on the current CUDA device:
- *  parses and checks manifest.json, dlopens its library and resolves every
- *  kernel symbol, reads weights.bin and uploads it once, allocates the
- *  activation arena and creates the cuBLASLt/cuDNN state the steps need.
- *  On success *\p out owns everything; release it with fusert_unload.
+/** Loads the artifact in folder \p artifact_dir: parses and checks
+ *  manifest.json, dlopens its library and resolves every kernel symbol, reads
+ *  weights.bin once, allocates the activation arena. The manifest's "target"
+ *  picks the executor: "cuda" (also when absent) uploads the weights to the
+ *  current CUDA device and creates the cuBLASLt/cuDNN state the steps need;
+ *  "cpu" checks "cpu_abi" and that the host has every "cpu_features" entry,
+ *  keeps weights and arena in 64-byte aligned host memory and starts the
+ *  model's thread pool (fusert_set_num_threads). Other targets ("nki") are
+ *  refused. On success *\p out owns everything; release it with
+ *  fusert_unload.
  *  Errors: FUSERT_INVALID_ARGUMENT (NULL argument, malformed or inconsistent
  *  manifest: bad JSON, missing field, unknown dtype/storage/step kind/
  *  epilogue, offsets or sizes out of range, weights.bin size mismatch, conv
- *  without cuDNN support); FUSERT_NOT_FOUND (manifest.json, library or
+ *  without cuDNN support, a target this libfusert cannot run, a cpu artifact
+ *  of another cpu_abi, an unknown cpu feature or one the host lacks, a gemm
+ *  or conv step in a cpu artifact); FUSERT_NOT_FOUND (manifest.json, library or
  *  weights.bin missing, kernel symbol missing); FUSERT_CUDA_ERROR (no device,
- *  allocation or upload failed); FUSERT_CUBLAS_ERROR / FUSERT_CUDNN_ERROR
+ *  allocation or upload failed); FUSERT_INTERNAL (host memory or threads
+ *  could not be allocated); FUSERT_CUBLAS_ERROR / FUSERT_CUDNN_ERROR
  *  (handle creation failed, no algorithm for a step). */
 FUSERT_API fusert_status fusert_load(const char *artifact_dir, fusert_model **out);
 
@@ -115,14 +140,19 @@ FUSERT_API fusert_status fusert_output_info(const fusert_model *model, size_t in
                                             const char **name, fusert_dtype *dtype,
                                             int *rank, const int64_t **shape);
 
-/** Runs the model asynchronously on \p stream (0 = legacy default stream).
- *  \p inputs / \p outputs give every input / output exactly once, in any
- *  order, matched by name; outputs are written by the run. The call returns
- *  once all work is enqueued; synchronise \p stream before reading outputs.
+/** Runs the model. \p inputs / \p outputs give every input / output exactly
+ *  once, in any order, matched by name; outputs are written by the run.
+ *  cuda artifact: runs asynchronously on \p stream (0 = legacy default
+ *  stream); the call returns once all work is enqueued; synchronise \p stream
+ *  before reading outputs. cpu artifact: \p stream is ignored (pass 0); the
+ *  steps run on the calling thread and the model's thread pool, and the call
+ *  returns when the outputs are written.
  *  Errors: FUSERT_INVALID_ARGUMENT (NULL model, wrong count, unknown or
  *  repeated name, dtype/rank/dims mismatch, NULL data or shape);
  *  FUSERT_CUDA_ERROR (launch, copy or graph failure; the message names the
- *  step); FUSERT_CUBLAS_ERROR / FUSERT_CUDNN_ERROR (library failure). */
+ *  step); FUSERT_CUBLAS_ERROR / FUSERT_CUDNN_ERROR (library failure);
+ *  FUSERT_INTERNAL (a cpu kernel returned nonzero; the message names the
+ *  step). */
 FUSERT_API fusert_status fusert_run(fusert_model *model, const fusert_tensor *inputs,
                                     size_t num_inputs, fusert_tensor *outputs,
                                     size_t num_outputs, cudaStream_t stream);
@@ -131,7 +161,8 @@ FUSERT_API fusert_status fusert_run(fusert_model *model, const fusert_tensor *in
  *  for a given set of input/output pointers and stream captures the steps into
  *  a CUDA graph; later runs with the same pointers and stream replay it, and a
  *  run with other pointers re-captures. Runs on the legacy default stream
- *  (stream 0), which cannot be captured, run the steps directly.
+ *  (stream 0), which cannot be captured, run the steps directly. No effect
+ *  on a cpu model.
  *  Errors: FUSERT_INVALID_ARGUMENT (NULL model). */
 FUSERT_API fusert_status fusert_enable_cuda_graph(fusert_model *model, int on);
 
@@ -140,7 +171,8 @@ FUSERT_API fusert_status fusert_enable_cuda_graph(fusert_model *model, int on);
  *  \p stream. With 0xFF every f32, f16 and bf16 element is a NaN, so a step
  *  that reads an element no earlier step wrote makes the outputs NaN instead
  *  of silently reading a stale value (fusec-run does this before its
- *  checked run). A model without an arena is left as it is.
+ *  checked run). A model without an arena is left as it is. cpu model: a
+ *  memset on the calling thread, \p stream ignored.
  *  Errors: FUSERT_INVALID_ARGUMENT (NULL model, \p byte_value outside
  *  0..255); FUSERT_CUDA_ERROR (the memset could not be enqueued). */
 FUSERT_API fusert_status fusert_fill_arena(fusert_model *model, int byte_value,
@@ -149,7 +181,8 @@ FUSERT_API fusert_status fusert_fill_arena(fusert_model *model, int byte_value,
 /** Turns per-step profiling on (\p on != 0) or off. While on, fusert_run
  *  launches the steps directly (no CUDA graph), records a CUDA event before
  *  each step and after the last, waits for the run to finish (the call becomes
- *  synchronous) and keeps each step's time. Turning it on clears the samples
+ *  synchronous) and keeps each step's time (cpu model: std::chrono::
+ *  steady_clock around each step). Turning it on clears the samples
  *  kept so far, so a caller can warm up first. Setting the environment
  *  variable FUSERT_PROFILE=1 turns it on at fusert_load; with
  *  FUSERT_PROFILE_JSON=PATH, fusert_unload then writes fusert_profile_report's
@@ -174,6 +207,31 @@ FUSERT_API fusert_status fusert_enable_profiling(fusert_model *model, int on);
  *  than needed: nothing is written then). */
 FUSERT_API fusert_status fusert_profile_report(const fusert_model *model, char *buf,
                                                size_t size, size_t *needed);
+
+/** \returns the manifest target of \p model, "cuda" or "cpu" (a static
+ *  string; "" for NULL). */
+FUSERT_API const char *fusert_target(const fusert_model *model);
+
+/** Sets the number of worker threads of a cpu model's thread pool to
+ *  \p num_threads (the calling thread of fusert_run counts as one; 1 runs
+ *  everything on it), or back to the default with 0: the environment
+ *  variable FUSERT_NUM_THREADS when set to a number >= 1, else
+ *  std::thread::hardware_concurrency(). Each model has its own pool, so
+ *  models run from several threads at once are independent (their pools
+ *  then share the cores: size them so that the sum fits the machine). The
+ *  per-thread workspace is resized to match. Not while a run of \p model is
+ *  in progress. No effect (FUSERT_OK) on a cuda model.
+ *  Errors: FUSERT_INVALID_ARGUMENT (NULL model, \p num_threads outside
+ *  0..FUSERT_MAX_THREADS); FUSERT_INTERNAL (threads or workspace could not
+ *  be created; the pool then has 1 thread). */
+FUSERT_API fusert_status fusert_set_num_threads(fusert_model *model, int num_threads);
+
+/** Upper bound of fusert_set_num_threads and FUSERT_NUM_THREADS. */
+#define FUSERT_MAX_THREADS 256
+
+/** \returns the number of threads a cpu model's steps run on (the calling
+ *  thread included), 0 for a cuda model or NULL. */
+FUSERT_API int fusert_num_threads(const fusert_model *model);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -1,0 +1,87 @@
+//===- ThreadPool.h - The worker threads of one cpu model -------*- C++ -*-===//
+//
+// Each loaded cpu model owns one pool, so models run from different threads
+// never share workers or wait for each other. parallelFor implements
+// fusert_cpu_context.parallel_for (runtime/include/fusert/
+// fusert_cpu_kernel.h): the calling thread is worker 0 and takes a chunk
+// itself; workers 1..N-1 are std::threads that spin briefly after each job
+// (kernels of one run follow each other within microseconds) and then sleep
+// on a condition variable until the next one.
+//
+// Scheduling is static: [0, n) is cut into ceil(n / grain) blocks of grain
+// iterations (the last may be shorter), and worker t of T = min(N, blocks)
+// gets the t-th of T contiguous, near-equal runs of blocks, as one call of
+// fn. Each chunk is a contiguous range, so a kernel's per-thread scratch and
+// caches see one stretch of rows.
+//
+//===----------------------------------------------------------------------===//
+#ifndef FUSEC_RUNTIME_CPU_THREADPOOL_H
+#define FUSEC_RUNTIME_CPU_THREADPOOL_H
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "fusert/fusert_cpu_kernel.h"
+#include "runtime/internal/Status.h"
+
+namespace fusec::rt {
+
+class ThreadPool {
+public:
+  ThreadPool() = default;
+  ThreadPool(const ThreadPool &) = delete;
+  ThreadPool &operator=(const ThreadPool &) = delete;
+  ~ThreadPool() { stopWorkers(); }
+
+  /// Stops the current workers and starts \p numThreads - 1 new ones
+  /// (\p numThreads >= 1; the caller of parallelFor is the other one).
+  /// Errors: FUSERT_INTERNAL if a thread cannot be started (the pool then
+  /// runs everything on the caller, numThreads() == 1).
+  Status resize(int numThreads);
+  /// Workers including the caller (>= 1).
+  int numThreads() const { return static_cast<int>(workers_.size()) + 1; }
+
+  /// Runs fn(closure, begin, end, thread) over disjoint chunks covering
+  /// [0, n) (nothing for n <= 0; grain < 1 counts as 1) and returns when all
+  /// have returned. A call from inside a chunk of this pool (which the ABI
+  /// forbids) runs the whole range on the calling worker, with its index,
+  /// instead of deadlocking.
+  void parallelFor(int64_t n, int64_t grain, fusert_cpu_range_fn fn, void *closure);
+
+  /// The C entry point stored in fusert_cpu_context.parallel_for; \p pool is
+  /// the ThreadPool.
+  static void parallelForEntry(void *pool, int64_t n, int64_t grain, fusert_cpu_range_fn fn,
+                               void *closure);
+
+  /// [begin, end) of chunk \p t of \p tasks over \p n iterations in blocks
+  /// of \p grain (the static schedule above; exposed for tests).
+  static void chunk(int64_t n, int64_t grain, int tasks, int t, int64_t &begin, int64_t &end);
+
+private:
+  struct Job {
+    fusert_cpu_range_fn fn = nullptr;
+    void *closure = nullptr;
+    int64_t n = 0, grain = 1;
+    int tasks = 0;
+  };
+
+  void workerLoop(int index, uint64_t seen);
+  void runChunk(const Job &job, int t);
+  void stopWorkers();
+
+  std::vector<std::thread> workers_;
+  std::mutex mu_;
+  std::condition_variable wake_;
+  std::atomic<uint64_t> generation_{0}; ///< bumped (under mu_) per job
+  std::atomic<int> pending_{0};         ///< workers yet to finish the job
+  std::atomic<bool> stop_{false};
+  Job job_; ///< written only while no worker is between wake-up and ack
+};
+
+} // namespace fusec::rt
+
+#endif // FUSEC_RUNTIME_CPU_THREADPOOL_H

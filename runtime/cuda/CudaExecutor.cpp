@@ -1,0 +1,364 @@
+//===- CudaExecutor.cpp - Runs a cuda artifact on the caller's CUDA stream -===//
+//
+// The executor of target "cuda" (runtime/internal/Model.h). prepare()
+// uploads the weights, allocates the arena and the workspace and builds the
+// cuBLASLt / cuDNN plans (algorithms picked at load, not per run). run()
+// enqueues the steps directly or through a captured CUDA graph; profiling
+// records a CUDA event before each step and after the last.
+//
+//===----------------------------------------------------------------------===//
+#include <algorithm>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+
+#include "runtime/internal/CudaStatus.h"
+#include "runtime/internal/GemmPlan.h"
+#include "runtime/internal/Model.h"
+#ifdef FUSERT_HAVE_CUDNN
+#include "runtime/internal/ConvPlan.h"
+#endif
+
+namespace fusec::rt {
+namespace {
+
+/// Signature of a generated kernel symbol (docs/ARTIFACT.md).
+using KernelFn = int (*)(void *const *buffers, cudaStream_t stream);
+
+constexpr size_t kGemmWorkspaceBytes = 32u << 20;
+constexpr size_t kConvWorkspaceLimit = 256u << 20;
+constexpr size_t kUploadChunkBytes = 64u << 20;
+
+/// Sets the model's device for the lifetime of the guard, then restores the
+/// caller's.
+class DeviceGuard {
+public:
+  explicit DeviceGuard(int device) {
+    if (cudaGetDevice(&prev_) == cudaSuccess && prev_ != device)
+      switched_ = cudaSetDevice(device) == cudaSuccess;
+  }
+  ~DeviceGuard() {
+    if (switched_)
+      cudaSetDevice(prev_);
+  }
+
+private:
+  int prev_ = -1;
+  bool switched_ = false;
+};
+
+bool isLegacyStream(cudaStream_t stream) {
+  return stream == nullptr || stream == cudaStreamLegacy;
+}
+
+/// Per-step state built at load.
+struct StepState {
+  KernelFn fn = nullptr;
+  std::vector<void *> args; ///< kernel argument array, refilled each run
+  std::unique_ptr<GemmPlan> gemm;
+#ifdef FUSERT_HAVE_CUDNN
+  std::unique_ptr<ConvPlan> conv;
+#endif
+};
+
+class CudaExecutor final : public Executor {
+public:
+  ~CudaExecutor() override {
+    DeviceGuard guard(device_);
+    destroyEvents();
+    if (graphExec_)
+      cudaGraphExecDestroy(graphExec_);
+    steps_.clear(); // plans destroy their descriptors before the handles go
+#ifdef FUSERT_HAVE_CUDNN
+    if (cudnn_)
+      cudnnDestroy(cudnn_);
+#endif
+    if (lt_)
+      cublasLtDestroy(lt_);
+    if (workspace_)
+      cudaFree(workspace_);
+    if (arena_)
+      cudaFree(arena_);
+    if (weights_)
+      cudaFree(weights_);
+  }
+
+  Status checkRunnable(const Manifest &m) override {
+#ifndef FUSERT_HAVE_CUDNN
+    for (size_t i = 0; i < m.steps.size(); ++i)
+      if (m.steps[i].kind == StepKind::kConv)
+        return invalidArgument("step ", i, " '", m.steps[i].name,
+                               "': conv steps need cuDNN, and this libfusert "
+                               "was built without it");
+#endif
+    (void)m;
+    return Status();
+  }
+
+  Status prepare(fusert_model &model, const std::string &weightsPath) override {
+    const Manifest &m = model.manifest;
+    steps_.resize(m.steps.size());
+    for (size_t i = 0; i < m.steps.size(); ++i) {
+      steps_[i].fn = reinterpret_cast<KernelFn>(model.symbols[i]);
+      steps_[i].args.resize(m.steps[i].buffers.size());
+    }
+    int count = 0;
+    cudaError_t err = cudaGetDeviceCount(&count);
+    if (err != cudaSuccess || count == 0)
+      return Status(FUSERT_CUDA_ERROR,
+                    strCat("no CUDA device: ",
+                           err == cudaSuccess ? "device count is 0" : cudaGetErrorString(err)));
+    FUSERT_RETURN_IF_ERROR(cudaStatus(cudaGetDevice(&device_), "cudaGetDevice"));
+    FUSERT_RETURN_IF_ERROR(uploadWeights(weightsPath, m.weightsBytes));
+    if (m.arenaBytes > 0)
+      FUSERT_RETURN_IF_ERROR(
+          cudaStatus(cudaMalloc(&arena_, m.arenaBytes),
+                     strCat("allocating the ", m.arenaBytes, "-byte arena")));
+    arenaBytes_ = m.arenaBytes;
+    return buildPlans(model);
+  }
+
+  char *weights() const override { return static_cast<char *>(weights_); }
+  char *arena() const override { return static_cast<char *>(arena_); }
+
+  Status run(fusert_model &model, const std::vector<void *> &in, const std::vector<void *> &out,
+             cudaStream_t stream) override {
+    DeviceGuard guard(device_);
+    cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+    if (model.profile && !events_.empty()) {
+      if (cudaStreamIsCapturing(stream, &capturing) == cudaSuccess &&
+          capturing == cudaStreamCaptureStatusNone)
+        return model.runProfiled(stream);
+      // Inside a caller's capture nothing can be timed: launch untimed.
+      return model.runSteps(stream, /*timed=*/false);
+    }
+    if (!useGraph_ || isLegacyStream(stream) ||
+        cudaStreamIsCapturing(stream, &capturing) != cudaSuccess ||
+        capturing != cudaStreamCaptureStatusNone) {
+      // Direct launch; when the caller is capturing, the steps join its graph.
+      return model.runSteps(stream, /*timed=*/false);
+    }
+
+    std::vector<void *> key = in;
+    key.insert(key.end(), out.begin(), out.end());
+    key.push_back(static_cast<void *>(stream));
+    if (!graphExec_ || key != graphKey_) {
+      if (graphExec_) {
+        cudaGraphExecDestroy(graphExec_);
+        graphExec_ = nullptr;
+      }
+      FUSERT_RETURN_IF_ERROR(
+          cudaStatus(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal),
+                     "cudaStreamBeginCapture"));
+      Status enqueued = model.runSteps(stream, /*timed=*/false);
+      cudaGraph_t graph = nullptr;
+      Status status = cudaStatus(cudaStreamEndCapture(stream, &graph), "cudaStreamEndCapture");
+      if (enqueued.ok() && status.ok())
+        status = cudaStatus(cudaGraphInstantiate(&graphExec_, graph, 0), "cudaGraphInstantiate");
+      if (graph)
+        cudaGraphDestroy(graph);
+      if (!enqueued.ok())
+        return enqueued.withContext("capturing the CUDA graph");
+      if (!status.ok()) {
+        graphExec_ = nullptr;
+        return status;
+      }
+      graphKey_ = key;
+    }
+    return cudaStatus(cudaGraphLaunch(graphExec_, stream), "cudaGraphLaunch");
+  }
+
+  Status runStep(fusert_model &model, size_t i, cudaStream_t stream) override {
+    const StepDesc &s = model.manifest.steps[i];
+    StepState &st = steps_[i];
+    switch (s.kind) {
+    case StepKind::kKernel: {
+      for (size_t j = 0; j < s.buffers.size(); ++j)
+        st.args[j] = model.at(s.buffers[j]);
+      int rc = st.fn(st.args.data(), stream);
+      return cudaStatus(static_cast<cudaError_t>(rc), strCat("kernel '", s.symbol, "'"));
+    }
+    case StepKind::kGemm:
+      return st.gemm->run(gemmPointers(model, s.gemm), workspace_, stream);
+    case StepKind::kConv:
+#ifdef FUSERT_HAVE_CUDNN
+      FUSERT_RETURN_IF_ERROR(cudnnStatus(cudnnSetStream(cudnn_, stream), "cudnnSetStream"));
+      return st.conv->run(model.at(s.conv.x), model.at(s.conv.w), model.at(s.conv.bias),
+                          model.at(s.conv.y), workspace_);
+#else
+      return invalidArgument("conv step without cuDNN support");
+#endif
+    case StepKind::kCopy:
+      if (s.bytes > 0 && model.at(s.src) != model.at(s.dst))
+        return cudaStatus(cudaMemcpyAsync(model.at(s.dst), model.at(s.src), s.bytes,
+                                          cudaMemcpyDeviceToDevice, stream),
+                          "cudaMemcpyAsync");
+      return Status();
+    }
+    return internalError("unknown step kind");
+  }
+
+  Status fillArena(int byteValue, cudaStream_t stream) override {
+    DeviceGuard guard(device_);
+    return cudaStatus(cudaMemsetAsync(arena_, byteValue, arenaBytes_, stream),
+                      "cudaMemsetAsync of the arena");
+  }
+
+  Status enableProfiling(bool on, size_t numSteps) override {
+    if (!on || !events_.empty())
+      return Status();
+    DeviceGuard guard(device_);
+    events_.assign(numSteps + 1, nullptr);
+    for (cudaEvent_t &e : events_) {
+      Status s = cudaStatus(cudaEventCreate(&e), "creating profiling events");
+      if (!s.ok()) {
+        destroyEvents();
+        return s;
+      }
+    }
+    return Status();
+  }
+
+  Status markTime(size_t i, cudaStream_t stream) override {
+    return cudaStatus(cudaEventRecord(events_[i], stream), "recording a profiling event");
+  }
+
+  Status stepTimes(std::vector<float> &us, cudaStream_t stream) override {
+    (void)stream;
+    FUSERT_RETURN_IF_ERROR(
+        cudaStatus(cudaEventSynchronize(events_.back()), "waiting for the profiled run"));
+    us.assign(events_.size() - 1, 0.0f);
+    for (size_t i = 0; i < us.size(); ++i) {
+      float ms = 0;
+      FUSERT_RETURN_IF_ERROR(cudaStatus(cudaEventElapsedTime(&ms, events_[i], events_[i + 1]),
+                                        strCat("timing step ", i)));
+      us[i] = ms * 1000.0f;
+    }
+    return Status();
+  }
+
+  void setCudaGraph(bool on) override {
+    useGraph_ = on;
+    if (!on && graphExec_) {
+      DeviceGuard guard(device_);
+      cudaGraphExecDestroy(graphExec_);
+      graphExec_ = nullptr;
+      graphKey_.clear();
+    }
+  }
+
+private:
+  static GemmPointers gemmPointers(const fusert_model &model, const GemmDesc &g) {
+    GemmPointers p;
+    p.a = model.at(g.a);
+    p.b = model.at(g.b);
+    p.c = model.at(g.c);
+    p.d = model.at(g.d);
+    p.bias = model.at(g.bias);
+    return p;
+  }
+
+  void destroyEvents() {
+    for (cudaEvent_t e : events_)
+      if (e)
+        cudaEventDestroy(e);
+    events_.clear();
+  }
+
+  Status uploadWeights(const std::string &path, uint64_t size) {
+    if (path.empty() || size == 0)
+      return Status();
+    std::ifstream in(path, std::ios::binary);
+    if (!in)
+      return notFound("cannot read ", path);
+    FUSERT_RETURN_IF_ERROR(
+        cudaStatus(cudaMalloc(&weights_, size), strCat("allocating ", size, " weight bytes")));
+    std::vector<char> chunk(std::min<uint64_t>(size, kUploadChunkBytes));
+    for (uint64_t done = 0; done < size;) {
+      uint64_t n = std::min<uint64_t>(chunk.size(), size - done);
+      if (!in.read(chunk.data(), static_cast<std::streamsize>(n)))
+        return internalError("short read of ", path, " at byte ", done);
+      FUSERT_RETURN_IF_ERROR(cudaStatus(cudaMemcpy(static_cast<char *>(weights_) + done,
+                                                   chunk.data(), n, cudaMemcpyHostToDevice),
+                                        "uploading weights"));
+      done += n;
+    }
+    return Status();
+  }
+
+  Status buildPlans(fusert_model &model) {
+    const Manifest &m = model.manifest;
+    bool hasGemm = false, hasConv = false;
+    for (const StepDesc &s : m.steps) {
+      hasGemm |= s.kind == StepKind::kGemm;
+      hasConv |= s.kind == StepKind::kConv;
+    }
+    // Plans are chosen for caller buffers that are 256-byte aligned (as
+    // cudaMalloc returns); GemmPlan::run re-picks if a run's are not.
+    std::vector<void *> fakeIn(m.inputs.size(), reinterpret_cast<void *>(uintptr_t{1} << 20));
+    std::vector<void *> fakeOut(m.outputs.size(), reinterpret_cast<void *>(uintptr_t{1} << 20));
+    model.resolveAll(fakeIn, fakeOut);
+    size_t workspaceBytes = 0;
+    if (hasGemm) {
+      FUSERT_RETURN_IF_ERROR(cublasStatus(cublasLtCreate(&lt_), "cublasLtCreate"));
+      workspaceBytes = kGemmWorkspaceBytes;
+      for (size_t i = 0; i < m.steps.size(); ++i) {
+        const StepDesc &s = m.steps[i];
+        if (s.kind != StepKind::kGemm)
+          continue;
+        steps_[i].gemm = std::make_unique<GemmPlan>();
+        FUSERT_RETURN_IF_ERROR(
+            steps_[i]
+                .gemm->init(lt_, s.gemm, gemmPointers(model, s.gemm), kGemmWorkspaceBytes)
+                .withContext(strCat("step ", i, " '", s.name, "'")));
+      }
+    }
+    if (hasConv) {
+#ifdef FUSERT_HAVE_CUDNN
+      FUSERT_RETURN_IF_ERROR(cudnnStatus(cudnnCreate(&cudnn_), "cudnnCreate"));
+      for (size_t i = 0; i < m.steps.size(); ++i) {
+        const StepDesc &s = m.steps[i];
+        if (s.kind != StepKind::kConv)
+          continue;
+        steps_[i].conv = std::make_unique<ConvPlan>();
+        FUSERT_RETURN_IF_ERROR(steps_[i]
+                                   .conv->init(cudnn_, s.conv, kConvWorkspaceLimit)
+                                   .withContext(strCat("step ", i, " '", s.name, "'")));
+        workspaceBytes = std::max(workspaceBytes, steps_[i].conv->workspaceBytes());
+      }
+#endif
+    }
+    if (workspaceBytes > 0)
+      FUSERT_RETURN_IF_ERROR(
+          cudaStatus(cudaMalloc(&workspace_, workspaceBytes), "allocating the workspace"));
+    return Status();
+  }
+
+  int device_ = 0;
+  void *weights_ = nullptr; ///< device copy of weights.bin
+  void *arena_ = nullptr;
+  uint64_t arenaBytes_ = 0;
+  void *workspace_ = nullptr; ///< shared by cuBLASLt and cuDNN steps
+  cublasLtHandle_t lt_ = nullptr;
+#ifdef FUSERT_HAVE_CUDNN
+  cudnnHandle_t cudnn_ = nullptr;
+#endif
+  std::vector<StepState> steps_;
+  bool useGraph_ = false;
+  cudaGraphExec_t graphExec_ = nullptr;
+  std::vector<void *> graphKey_; ///< input ptrs, output ptrs, stream
+  std::vector<cudaEvent_t> events_; ///< one before each step, one after the last
+};
+
+} // namespace
+
+Status makeCudaExecutor(std::unique_ptr<Executor> &out) {
+  out = std::make_unique<CudaExecutor>();
+  return Status();
+}
+
+} // namespace fusec::rt

@@ -1,0 +1,532 @@
+//===- CpuRuntimeTest.cpp - libfusert's cpu executor on hand-written artifacts -===//
+//
+// Each test writes a cpu artifact folder (manifest.json, weights.bin and a
+// copy of libfusert_cpu_test_kernels.so, kernels written by hand to the ABI
+// of fusert_cpu_kernel.h) and runs it through the C API: results with 1, 2
+// and 8 threads, the thread indices parallel_for hands out, sgemm with the
+// per-thread workspace, several models on several threads and one artifact
+// loaded twice, 10^4 runs without memory growth, profiling and arena
+// poisoning, and every load or run error the cpu executor reports (missing
+// symbol, cpu_abi, cpu features, truncated weights, bad offsets, checksums,
+// NULL pointers, a failing kernel). Needs no GPU and no CUDA.
+//
+//===----------------------------------------------------------------------===//
+#include <unistd.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "fusert/fusert.h"
+#include "fusert/fusert_cpu_kernel.h"
+#include "runtime/cpu/CpuFeatures.h"
+#include "runtime/internal/Checksum.h"
+#include "test/unit/runtime/ManifestBuilder.h"
+
+extern "C" int fusertCHeaderCheck(void);  // CHeaderCheck.c, built without CUDA headers
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace fusert_test;  // NOLINT: the shared manifest builders
+using ::testing::HasSubstr;
+
+constexpr int kN = 1000;                      // add / scale elements
+constexpr int kM = 64, kK = 48, kCols = 40;   // matmul shapes (CpuTestKernels.cpp)
+
+std::string kernelLibrary() {
+  const char *env = std::getenv("FUSERT_CPU_TEST_KERNELS");
+  return env && *env ? env : FUSERT_CPU_TEST_KERNELS;
+}
+
+Json cpuSkeleton(uint64_t weightBytes, uint64_t arenaBytes) {
+  Json j = {{"format", "fusec-artifact"},
+            {"version", 1},
+            {"model", "cpu_test"},
+            {"target", "cpu"},
+            {"arch", "x86-64"},
+            {"cpu_abi", FUSERT_CPU_ABI_VERSION},
+            {"cpu_features", Json::array({"sse2"})},
+            {"workspace_bytes_per_thread", 0},
+            {"library", "libmodel.so"},
+            {"weights", {{"file", "weights.bin"}, {"bytes", weightBytes}}},
+            {"arena_bytes", arenaBytes},
+            {"buffers", Json::array()},
+            {"inputs", Json::array()},
+            {"outputs", Json::array()},
+            {"steps", Json::array()}};
+  return j;
+}
+
+Json kernelStep(const std::string &name, const std::string &symbol, std::vector<int> buffers) {
+  return {{"kind", "kernel"}, {"name", name}, {"symbol", symbol}, {"buffers", buffers}};
+}
+
+/// y = 2 * (x + w) through the arena and an alias, then c = a * b (sgemm
+/// with the workspace), then ids[i] = the thread of iteration i, and a copy
+/// of y into y_copy (a copy step).
+struct CpuArtifact {
+  Json manifest;
+  std::vector<char> weights;
+  std::vector<float> w = iota(kN, 0.25f, 1.0f);
+  std::vector<float> b = iota(kK * kCols, 0.125f, -0.5f);
+
+  CpuArtifact() {
+    put(weights, 0, std::vector<float>(10, 7.0f));  // unused "pad" weight
+    put(weights, 64, w);
+    put(weights, 4096, b);
+    manifest = cpuSkeleton(weights.size(), 8192 + 4096);
+    manifest["workspace_bytes_per_thread"] = kM * kK * 4;
+    manifest["buffers"] = {buffer(0, "x", {4, 250}, "input", 0),
+                           buffer(1, "pad", {10}, "weight", 0),
+                           buffer(2, "w", {4, 250}, "weight", 64),
+                           buffer(3, "t", {4, 250}, "arena", 0),
+                           buffer(4, "tv", {kN}, "alias", 0, 3),
+                           buffer(5, "y", {kN}, "output", 0),
+                           buffer(6, "a", {kM, kK}, "input", 1),
+                           buffer(7, "b", {kK, kCols}, "weight", 4096),
+                           buffer(8, "c", {kM, kCols}, "output", 1),
+                           buffer(9, "ids", {kN}, "output", 2),
+                           buffer(10, "y_copy", {kN}, "arena", 4096),
+                           buffer(11, "y2", {kN}, "output", 3)};
+    manifest["inputs"] = {tensor("x", {4, 250}, 0), tensor("a", {kM, kK}, 6)};
+    manifest["outputs"] = {tensor("y", {kN}, 5), tensor("c", {kM, kCols}, 8),
+                           tensor("ids", {kN}, 9), tensor("y2", {kN}, 11)};
+    manifest["steps"] = {kernelStep("add", "fusert_cpu_test_add", {0, 2, 3}),
+                         kernelStep("scale", "fusert_cpu_test_scale", {4, 5}),
+                         kernelStep("matmul", "fusert_cpu_test_matmul", {6, 7, 8}),
+                         kernelStep("thread_ids", "fusert_cpu_test_thread_ids", {9}),
+                         {{"kind", "copy"}, {"name", "copy_y"}, {"src", 5}, {"dst", 10},
+                          {"bytes", kN * 4}},
+                         {{"kind", "copy"}, {"name", "copy_y2"}, {"src", 10}, {"dst", 11},
+                          {"bytes", kN * 4}}};
+  }
+};
+
+/// Host buffers for one run of CpuArtifact and the expected results.
+struct Run {
+  std::vector<float> x, a, y, c, ids, y2;
+  int64_t xShape[2] = {4, 250}, aShape[2] = {kM, kK}, yShape[1] = {kN},
+          cShape[2] = {kM, kCols};
+
+  explicit Run(int seed)
+      : x(iota(kN, 0.5f, static_cast<float>(seed))),
+        a(iota(kM * kK, 0.25f, static_cast<float>(seed % 5))),
+        y(kN, -1.0f), c(kM * kCols, -1.0f), ids(kN, -1.0f), y2(kN, -1.0f) {}
+
+  fusert_status run(fusert_model *model) {
+    fusert_tensor in[2] = {{"x", FUSERT_F32, 2, xShape, x.data()},
+                           {"a", FUSERT_F32, 2, aShape, a.data()}};
+    fusert_tensor out[4] = {{"ids", FUSERT_F32, 1, yShape, ids.data()},
+                            {"y", FUSERT_F32, 1, yShape, y.data()},
+                            {"c", FUSERT_F32, 2, cShape, c.data()},
+                            {"y2", FUSERT_F32, 1, yShape, y2.data()}};
+    return fusert_run(model, in, 2, out, 4, nullptr);
+  }
+
+  /// \returns "" if every output is right, else what is wrong.
+  std::string check(const CpuArtifact &art, int threads) const {
+    for (int i = 0; i < kN; ++i) {
+      float want = 2.0f * (x[i] + art.w[i]);
+      if (y[i] != want || y2[i] != want)
+        return "y[" + std::to_string(i) + "] = " + std::to_string(y[i]) + ", want " +
+               std::to_string(want);
+    }
+    for (int i = 0; i < kM; ++i)
+      for (int j = 0; j < kCols; ++j) {
+        double want = 0;
+        for (int p = 0; p < kK; ++p) want += double(a[i * kK + p]) * art.b[p * kCols + j];
+        float got = c[i * kCols + j];
+        if (!(std::fabs(got - want) <= 1e-4 * (1 + std::fabs(want))))
+          return "c[" + std::to_string(i) + "," + std::to_string(j) + "] = " +
+                 std::to_string(got) + ", want " + std::to_string(want);
+      }
+    // Thread ids: within range, each thread one contiguous run, chunk
+    // boundaries on multiples of the grain (10), all threads used.
+    std::set<int> seen;
+    int prev = -1;
+    for (int i = 0; i < kN; ++i) {
+      int t = static_cast<int>(ids[i]);
+      if (t < 0 || t >= threads) return "thread id " + std::to_string(t) + " out of range";
+      if (t != prev) {
+        if (!seen.insert(t).second) return "thread " + std::to_string(t) + " ran two chunks";
+        if (i % 10 != 0) return "a chunk starts at " + std::to_string(i);
+        prev = t;
+      }
+    }
+    if (static_cast<int>(seen.size()) != std::min(threads, kN / 10))
+      return std::to_string(seen.size()) + " threads ran chunks, want " + std::to_string(threads);
+    return "";
+  }
+};
+
+class CpuRuntimeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto *info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = fs::path(::testing::TempDir()) /
+           (std::string("fusert_cpu_") + info->name() + "_" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    fusert_unload(model_);
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  void write(const Json &manifest, const std::vector<char> &weights, bool withLibrary = true) {
+    std::ofstream(dir_ / "manifest.json") << manifest.dump(2);
+    std::ofstream(dir_ / "weights.bin", std::ios::binary)
+        .write(weights.data(), static_cast<std::streamsize>(weights.size()));
+    if (withLibrary)
+      fs::copy_file(kernelLibrary(), dir_ / "libmodel.so", fs::copy_options::overwrite_existing);
+  }
+  void writeWithChecksums(Json manifest, const std::vector<char> &weights) {
+    write(manifest, weights);
+    std::string lib, w;
+    ASSERT_TRUE(fusec::artifact_checksum::fileChecksum((dir_ / "libmodel.so").string(), lib));
+    ASSERT_TRUE(fusec::artifact_checksum::fileChecksum((dir_ / "weights.bin").string(), w));
+    manifest["checksums"] = {{"libmodel.so", lib}, {"weights.bin", w}};
+    std::ofstream(dir_ / "manifest.json") << manifest.dump(2);
+  }
+  fusert_status load() {
+    fusert_unload(model_);
+    model_ = nullptr;
+    return fusert_load(dir_.c_str(), &model_);
+  }
+  /// Loads \p manifest and expects \p code with \p message in the error.
+  void expectLoadError(const Json &manifest, const std::vector<char> &weights,
+                       fusert_status code, const std::string &message) {
+    write(manifest, weights);
+    EXPECT_EQ(load(), code) << manifest.dump();
+    EXPECT_THAT(fusert_last_error(), HasSubstr(message));
+    EXPECT_EQ(model_, nullptr);
+  }
+
+  fs::path dir_;
+  fusert_model *model_ = nullptr;
+  CpuArtifact art_;
+};
+
+TEST(CpuRuntimeCApiTest, HeaderCompilesAsCWithoutCudaHeaders) {
+  EXPECT_EQ(fusertCHeaderCheck(), 0);
+}
+
+TEST_F(CpuRuntimeTest, RunsWithOneTwoAndEightThreads) {
+  write(art_.manifest, art_.weights);
+  ASSERT_EQ(load(), FUSERT_OK) << fusert_last_error();
+  EXPECT_STREQ(fusert_target(model_), "cpu");
+  EXPECT_GE(fusert_num_threads(model_), 1);
+  for (int threads : {1, 2, 8}) {
+    ASSERT_EQ(fusert_set_num_threads(model_, threads), FUSERT_OK) << fusert_last_error();
+    EXPECT_EQ(fusert_num_threads(model_), threads);
+    for (int rep = 0; rep < 3; ++rep) {
+      Run r(threads * 10 + rep);
+      ASSERT_EQ(r.run(model_), FUSERT_OK) << fusert_last_error();
+      EXPECT_EQ(r.check(art_, threads), "") << threads << " threads";
+    }
+  }
+  // 0 restores the default.
+  ASSERT_EQ(fusert_set_num_threads(model_, 0), FUSERT_OK);
+  EXPECT_GE(fusert_num_threads(model_), 1);
+}
+
+TEST_F(CpuRuntimeTest, EnvironmentSetsTheDefaultThreadCount) {
+  write(art_.manifest, art_.weights);
+  setenv("FUSERT_NUM_THREADS", "3", 1);
+  fusert_status s = load();
+  unsetenv("FUSERT_NUM_THREADS");
+  ASSERT_EQ(s, FUSERT_OK) << fusert_last_error();
+  EXPECT_EQ(fusert_num_threads(model_), 3);
+  Run r(1);
+  ASSERT_EQ(r.run(model_), FUSERT_OK) << fusert_last_error();
+  EXPECT_EQ(r.check(art_, 3), "");
+}
+
+TEST_F(CpuRuntimeTest, ThreadCountOutOfRangeIsRefused) {
+  write(art_.manifest, art_.weights);
+  ASSERT_EQ(load(), FUSERT_OK) << fusert_last_error();
+  EXPECT_EQ(fusert_set_num_threads(model_, -1), FUSERT_INVALID_ARGUMENT);
+  EXPECT_EQ(fusert_set_num_threads(model_, FUSERT_MAX_THREADS + 1), FUSERT_INVALID_ARGUMENT);
+  EXPECT_THAT(fusert_last_error(), HasSubstr("not in 0.."));
+  EXPECT_EQ(fusert_set_num_threads(nullptr, 2), FUSERT_INVALID_ARGUMENT);
+  EXPECT_EQ(fusert_num_threads(nullptr), 0);
+}
+
+TEST_F(CpuRuntimeTest, PoisonedArenaIsOverwrittenAndStreamIsIgnored) {
+  write(art_.manifest, art_.weights);
+  ASSERT_EQ(load(), FUSERT_OK) << fusert_last_error();
+  ASSERT_EQ(fusert_fill_arena(model_, 0xFF, nullptr), FUSERT_OK);
+  EXPECT_EQ(fusert_fill_arena(model_, 256, nullptr), FUSERT_INVALID_ARGUMENT);
+  EXPECT_EQ(fusert_enable_cuda_graph(model_, 1), FUSERT_OK);  // no effect
+  Run r(3);
+  fusert_tensor in[2] = {{"x", FUSERT_F32, 2, r.xShape, r.x.data()},
+                         {"a", FUSERT_F32, 2, r.aShape, r.a.data()}};
+  fusert_tensor out[4] = {{"y", FUSERT_F32, 1, r.yShape, r.y.data()},
+                          {"c", FUSERT_F32, 2, r.cShape, r.c.data()},
+                          {"ids", FUSERT_F32, 1, r.yShape, r.ids.data()},
+                          {"y2", FUSERT_F32, 1, r.yShape, r.y2.data()}};
+  // Any stream value is ignored for a cpu model.
+  ASSERT_EQ(fusert_run(model_, in, 2, out, 4, reinterpret_cast<cudaStream_t>(0x1234)), FUSERT_OK)
+      << fusert_last_error();
+  EXPECT_EQ(r.check(art_, fusert_num_threads(model_)), "");
+}
+
+TEST_F(CpuRuntimeTest, ProfilingTimesEveryStep) {
+  write(art_.manifest, art_.weights);
+  ASSERT_EQ(load(), FUSERT_OK) << fusert_last_error();
+  ASSERT_EQ(fusert_enable_profiling(model_, 1), FUSERT_OK);
+  for (int i = 0; i < 5; ++i) {
+    Run r(i);
+    ASSERT_EQ(r.run(model_), FUSERT_OK) << fusert_last_error();
+  }
+  size_t needed = 0;
+  ASSERT_EQ(fusert_profile_report(model_, nullptr, 0, &needed), FUSERT_OK);
+  std::string text(needed, '\0');
+  ASSERT_EQ(fusert_profile_report(model_, &text[0], text.size(), nullptr), FUSERT_OK);
+  Json report = Json::parse(text.c_str());
+  EXPECT_EQ(report["runs"], 5);
+  ASSERT_EQ(report["steps"].size(), 6u);
+  EXPECT_EQ(report["steps"][2]["name"], "matmul");
+  EXPECT_GT(report["steps"][2]["median_us"].get<double>(), 0.0);
+  EXPECT_EQ(report["steps"][4]["kind"], "copy");
+}
+
+TEST_F(CpuRuntimeTest, ThreadsEachRunTheirOwnModelConcurrently) {
+  writeWithChecksums(art_.manifest, art_.weights);
+  constexpr int kThreads = 4, kIterations = 100;
+  std::vector<fusert_model *> models(kThreads, nullptr);
+  for (auto &m : models) {
+    ASSERT_EQ(fusert_load(dir_.c_str(), &m), FUSERT_OK) << fusert_last_error();
+    ASSERT_EQ(fusert_set_num_threads(m, 2), FUSERT_OK);
+  }
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      for (int it = 0; it < kIterations; ++it) {
+        Run r(t * 1000 + it);
+        if (r.run(models[t]) != FUSERT_OK || !r.check(art_, 2).empty()) ++wrong;
+      }
+    });
+  for (auto &th : threads) th.join();
+  for (auto *m : models) fusert_unload(m);
+  EXPECT_EQ(wrong.load(), 0);
+}
+
+TEST_F(CpuRuntimeTest, OneArtifactLoadedTwiceRunsIndependently) {
+  write(art_.manifest, art_.weights);
+  fusert_model *a = nullptr, *b = nullptr;
+  ASSERT_EQ(fusert_load(dir_.c_str(), &a), FUSERT_OK) << fusert_last_error();
+  ASSERT_EQ(fusert_load(dir_.c_str(), &b), FUSERT_OK) << fusert_last_error();
+  ASSERT_EQ(fusert_set_num_threads(a, 2), FUSERT_OK);
+  ASSERT_EQ(fusert_set_num_threads(b, 1), FUSERT_OK);
+  int wrong = 0;
+  for (int round = 0; round < 20; ++round) {
+    Run ra(2 * round), rb(2 * round + 1);
+    wrong += ra.run(a) != FUSERT_OK || !ra.check(art_, 2).empty();
+    wrong += rb.run(b) != FUSERT_OK || !rb.check(art_, 1).empty();
+  }
+  fusert_unload(a);  // the other keeps working (the library stays loaded)
+  Run rb(99);
+  wrong += rb.run(b) != FUSERT_OK || !rb.check(art_, 1).empty();
+  fusert_unload(b);
+  EXPECT_EQ(wrong, 0);
+}
+
+/// Resident host memory in bytes (Linux /proc/self/statm).
+long residentBytes() {
+  std::ifstream f("/proc/self/statm");
+  long pages = 0, resident = 0;
+  f >> pages >> resident;
+  return resident * sysconf(_SC_PAGESIZE);
+}
+
+TEST_F(CpuRuntimeTest, TenThousandRunsDoNotGrowMemory) {
+  write(art_.manifest, art_.weights);
+  ASSERT_EQ(load(), FUSERT_OK) << fusert_last_error();
+  ASSERT_EQ(fusert_set_num_threads(model_, 2), FUSERT_OK);
+  Run r(5);
+  for (int i = 0; i < 100; ++i) ASSERT_EQ(r.run(model_), FUSERT_OK);
+  long before = residentBytes();
+  for (int i = 0; i < 10000; ++i) ASSERT_EQ(r.run(model_), FUSERT_OK) << fusert_last_error();
+  long after = residentBytes();
+  EXPECT_LE(after - before, 1l << 20);
+  EXPECT_EQ(r.check(art_, 2), "");
+}
+
+// --- Load and run errors: clean statuses, never a crash. ---
+
+TEST_F(CpuRuntimeTest, MissingSymbol) {
+  Json m = art_.manifest;
+  m["steps"][1]["symbol"] = "fusert_cpu_test_nope";
+  expectLoadError(m, art_.weights, FUSERT_NOT_FOUND, "symbol 'fusert_cpu_test_nope' not found");
+}
+
+TEST_F(CpuRuntimeTest, MissingLibrary) {
+  write(art_.manifest, art_.weights, /*withLibrary=*/false);
+  EXPECT_EQ(load(), FUSERT_NOT_FOUND);
+  EXPECT_THAT(fusert_last_error(), HasSubstr("libmodel.so not found"));
+}
+
+TEST_F(CpuRuntimeTest, WrongOrMissingCpuAbi) {
+  Json m = art_.manifest;
+  m["cpu_abi"] = FUSERT_CPU_ABI_VERSION + 1;
+  expectLoadError(m, art_.weights, FUSERT_INVALID_ARGUMENT, "cpu_abi 2 unsupported");
+  m.erase("cpu_abi");
+  expectLoadError(m, art_.weights, FUSERT_INVALID_ARGUMENT, "missing field 'cpu_abi'");
+  m["cpu_abi"] = "1";
+  expectLoadError(m, art_.weights, FUSERT_INVALID_ARGUMENT, "'cpu_abi' must be an integer");
+}
+
+TEST_F(CpuRuntimeTest, UnknownCpuFeature) {
+  Json m = art_.manifest;
+  m["cpu_features"] = {"avx2", "avx9000"};
+  expectLoadError(m, art_.weights, FUSERT_INVALID_ARGUMENT, "unknown feature 'avx9000'");
+  m["cpu_features"] = {"avx2", 3};
+  expectLoadError(m, art_.weights, FUSERT_INVALID_ARGUMENT, "cpu_features");
+  m["cpu_features"] = "avx2";
+  expectLoadError(m, art_.weights, FUSERT_INVALID_ARGUMENT, "cpu_features");
+}
+
+TEST_F(CpuRuntimeTest, CpuFeatureTheHostLacks) {
+  std::string lacking;
+  for (const char *f : {"avx512fp16", "avx512bf16", "avxvnni", "fma4", "sse4a", "avx512vbmi2",
+                        "avx512f"})
+    if (!fusec::rt::hostHasCpuFeature(f)) {
+      lacking = f;
+      break;
+    }
+  if (lacking.empty()) GTEST_SKIP() << "this host has every candidate feature";
+  Json m = art_.manifest;
+  m["cpu_features"] = {"sse2", lacking};
+  expectLoadError(m, art_.weights, FUSERT_INVALID_ARGUMENT,
+                  "needs the cpu feature " + lacking + ", which this host does not have");
+}
+
+TEST_F(CpuRuntimeTest, HostFeaturesAgreeWithTheCompiler) {
+  // Features every x86-64 host has, and the ones this compiler can test.
+  EXPECT_TRUE(fusec::rt::hostHasCpuFeature("sse2"));
+  EXPECT_FALSE(fusec::rt::hostHasCpuFeature("nonsense"));
+  EXPECT_EQ(fusec::rt::hostHasCpuFeature("avx2"), __builtin_cpu_supports("avx2") != 0);
+  EXPECT_EQ(fusec::rt::hostHasCpuFeature("fma"), __builtin_cpu_supports("fma") != 0);
+  EXPECT_EQ(fusec::rt::hostHasCpuFeature("avx512f"), __builtin_cpu_supports("avx512f") != 0);
+  EXPECT_EQ(fusec::rt::hostHasCpuFeature("avx512bw"), __builtin_cpu_supports("avx512bw") != 0);
+  EXPECT_EQ(fusec::rt::hostHasCpuFeature("sse4.2"), __builtin_cpu_supports("sse4.2") != 0);
+}
+
+TEST_F(CpuRuntimeTest, TruncatedWeights) {
+  std::vector<char> shortWeights(art_.weights.begin(), art_.weights.end() - 100);
+  expectLoadError(art_.manifest, shortWeights, FUSERT_INVALID_ARGUMENT, "weights file");
+  write(art_.manifest, art_.weights);
+  fs::remove(dir_ / "weights.bin");
+  EXPECT_EQ(load(), FUSERT_NOT_FOUND);
+}
+
+TEST_F(CpuRuntimeTest, BadOffsets) {
+  Json m = art_.manifest;
+  m["buffers"][2]["offset"] = art_.weights.size();  // w past the end of the weights
+  expectLoadError(m, art_.weights, FUSERT_INVALID_ARGUMENT, "weight range");
+  m = art_.manifest;
+  m["buffers"][3]["offset"] = 12000;  // t past the end of the arena
+  expectLoadError(m, art_.weights, FUSERT_INVALID_ARGUMENT, "arena range");
+  m = art_.manifest;
+  m["buffers"][4]["offset"] = 8;  // alias past its target
+  expectLoadError(m, art_.weights, FUSERT_INVALID_ARGUMENT, "alias range");
+  m = art_.manifest;
+  m["steps"][4]["bytes"] = kN * 4 + 4;
+  expectLoadError(m, art_.weights, FUSERT_INVALID_ARGUMENT, "copies 4004 bytes");
+  m = art_.manifest;
+  m["workspace_bytes_per_thread"] = (1ll << 30) + 1;
+  expectLoadError(m, art_.weights, FUSERT_INVALID_ARGUMENT, "workspace_bytes_per_thread");
+  m["workspace_bytes_per_thread"] = -64;
+  expectLoadError(m, art_.weights, FUSERT_INVALID_ARGUMENT, "must be >= 0");
+}
+
+TEST_F(CpuRuntimeTest, ChecksumMismatch) {
+  writeWithChecksums(art_.manifest, art_.weights);
+  ASSERT_EQ(load(), FUSERT_OK) << fusert_last_error();
+  fusert_unload(model_);
+  model_ = nullptr;
+  std::fstream f(dir_ / "weights.bin", std::ios::in | std::ios::out | std::ios::binary);
+  f.seekp(100);
+  f.put('\x7f');
+  f.close();
+  EXPECT_EQ(load(), FUSERT_INVALID_ARGUMENT);
+  EXPECT_THAT(fusert_last_error(), HasSubstr("weights.bin does not match the manifest's checksum"));
+}
+
+TEST_F(CpuRuntimeTest, OnlyKernelAndCopyStepsAndKnownTargets) {
+  Json m = art_.manifest;
+  m["steps"].push_back({{"kind", "gemm"}, {"name", "mm"}, {"a", 6}, {"b", 7}, {"d", 8},
+                        {"m", kM}, {"n", kCols}, {"k", kK}, {"dtype", "f32"}});
+  expectLoadError(m, art_.weights, FUSERT_INVALID_ARGUMENT, "only kernel and copy steps");
+  m = art_.manifest;
+  m["target"] = "nki";
+  expectLoadError(m, art_.weights, FUSERT_INVALID_ARGUMENT, "target 'nki'");
+  m["target"] = "tpu";
+  expectLoadError(m, art_.weights, FUSERT_INVALID_ARGUMENT, "unknown target 'tpu'");
+}
+
+TEST_F(CpuRuntimeTest, NullPointersAndBadTensors) {
+  write(art_.manifest, art_.weights);
+  ASSERT_EQ(load(), FUSERT_OK) << fusert_last_error();
+  Run r(1);
+  fusert_tensor in[2] = {{"x", FUSERT_F32, 2, r.xShape, r.x.data()},
+                         {"a", FUSERT_F32, 2, r.aShape, nullptr}};
+  fusert_tensor out[4] = {{"y", FUSERT_F32, 1, r.yShape, r.y.data()},
+                          {"c", FUSERT_F32, 2, r.cShape, r.c.data()},
+                          {"ids", FUSERT_F32, 1, r.yShape, r.ids.data()},
+                          {"y2", FUSERT_F32, 1, r.yShape, r.y2.data()}};
+  EXPECT_EQ(fusert_run(model_, in, 2, out, 4, nullptr), FUSERT_INVALID_ARGUMENT);
+  EXPECT_THAT(fusert_last_error(), HasSubstr("NULL data"));
+  EXPECT_EQ(fusert_run(model_, nullptr, 2, out, 4, nullptr), FUSERT_INVALID_ARGUMENT);
+  EXPECT_EQ(fusert_run(nullptr, in, 2, out, 4, nullptr), FUSERT_INVALID_ARGUMENT);
+  in[1].data = r.a.data();
+  in[1].shape = nullptr;
+  EXPECT_EQ(fusert_run(model_, in, 2, out, 4, nullptr), FUSERT_INVALID_ARGUMENT);
+  in[1].shape = r.aShape;
+  in[1].name = nullptr;
+  EXPECT_EQ(fusert_run(model_, in, 2, out, 4, nullptr), FUSERT_INVALID_ARGUMENT);
+  in[1].name = "a";
+  EXPECT_EQ(fusert_run(model_, in, 1, out, 4, nullptr), FUSERT_INVALID_ARGUMENT);
+  EXPECT_EQ(fusert_load(nullptr, &model_), FUSERT_INVALID_ARGUMENT);
+  EXPECT_EQ(model_, nullptr);
+  EXPECT_STREQ(fusert_target(nullptr), "");
+}
+
+TEST_F(CpuRuntimeTest, FailingKernelNamesTheStep) {
+  Json m = art_.manifest;
+  m["steps"][1]["symbol"] = "fusert_cpu_test_fail";
+  write(m, art_.weights);
+  ASSERT_EQ(load(), FUSERT_OK) << fusert_last_error();
+  Run r(1);
+  EXPECT_EQ(r.run(model_), FUSERT_INTERNAL);
+  EXPECT_THAT(fusert_last_error(), HasSubstr("step 1 'scale': kernel 'fusert_cpu_test_fail' "
+                                             "returned 7"));
+}
+
+TEST_F(CpuRuntimeTest, WorkspaceTooSmallIsTheKernelsError) {
+  // The runtime hands out exactly the manifest's workspace (rounded up to
+  // 64): a kernel that needs more sees it and fails cleanly.
+  Json m = art_.manifest;
+  m["workspace_bytes_per_thread"] = 64;
+  write(m, art_.weights);
+  ASSERT_EQ(load(), FUSERT_OK) << fusert_last_error();
+  ASSERT_EQ(fusert_set_num_threads(model_, 1), FUSERT_OK);
+  Run r(1);
+  EXPECT_EQ(r.run(model_), FUSERT_INTERNAL);
+  EXPECT_THAT(fusert_last_error(), HasSubstr("'matmul'"));
+}
+
+}  // namespace
