@@ -60,8 +60,9 @@ typedef struct fusert_cpu_context {
   /** Scratch for the running step: num_threads slices of
    *  workspace_bytes_per_thread bytes each, slice t at
    *  workspace + t * workspace_bytes_per_thread, every slice 64-byte aligned
-   *  (the manifest's "workspace_bytes_per_thread"; NULL when that is 0).
-   *  Contents are undefined at entry. */
+   *  (the manifest's "workspace_bytes_per_thread" rounded up to a multiple
+   *  of 64, so use this field, not the manifest's number, as the stride;
+   *  NULL when that is 0). Contents are undefined at entry. */
   void *workspace;
   uint64_t workspace_bytes_per_thread;
 } fusert_cpu_context;
