@@ -113,12 +113,12 @@ struct CpuArtifact {
 };
 
 /// Host buffers for one run of CpuArtifact and the expected results.
-struct Run {
+struct RunData {
   std::vector<float> x, a, y, c, ids, y2;
   int64_t xShape[2] = {4, 250}, aShape[2] = {kM, kK}, yShape[1] = {kN},
           cShape[2] = {kM, kCols};
 
-  explicit Run(int seed)
+  explicit RunData(int seed)
       : x(iota(kN, 0.5f, static_cast<float>(seed))),
         a(iota(kM * kK, 0.25f, static_cast<float>(seed % 5))),
         y(kN, -1.0f), c(kM * kCols, -1.0f), ids(kN, -1.0f), y2(kN, -1.0f) {}
@@ -231,7 +231,7 @@ TEST_F(CpuRuntimeTest, RunsWithOneTwoAndEightThreads) {
     ASSERT_EQ(fusert_set_num_threads(model_, threads), FUSERT_OK) << fusert_last_error();
     EXPECT_EQ(fusert_num_threads(model_), threads);
     for (int rep = 0; rep < 3; ++rep) {
-      Run r(threads * 10 + rep);
+      RunData r(threads * 10 + rep);
       ASSERT_EQ(r.run(model_), FUSERT_OK) << fusert_last_error();
       EXPECT_EQ(r.check(art_, threads), "") << threads << " threads";
     }
@@ -248,7 +248,7 @@ TEST_F(CpuRuntimeTest, EnvironmentSetsTheDefaultThreadCount) {
   unsetenv("FUSERT_NUM_THREADS");
   ASSERT_EQ(s, FUSERT_OK) << fusert_last_error();
   EXPECT_EQ(fusert_num_threads(model_), 3);
-  Run r(1);
+  RunData r(1);
   ASSERT_EQ(r.run(model_), FUSERT_OK) << fusert_last_error();
   EXPECT_EQ(r.check(art_, 3), "");
 }
@@ -269,7 +269,7 @@ TEST_F(CpuRuntimeTest, PoisonedArenaIsOverwrittenAndStreamIsIgnored) {
   ASSERT_EQ(fusert_fill_arena(model_, 0xFF, nullptr), FUSERT_OK);
   EXPECT_EQ(fusert_fill_arena(model_, 256, nullptr), FUSERT_INVALID_ARGUMENT);
   EXPECT_EQ(fusert_enable_cuda_graph(model_, 1), FUSERT_OK);  // no effect
-  Run r(3);
+  RunData r(3);
   fusert_tensor in[2] = {{"x", FUSERT_F32, 2, r.xShape, r.x.data()},
                          {"a", FUSERT_F32, 2, r.aShape, r.a.data()}};
   fusert_tensor out[4] = {{"y", FUSERT_F32, 1, r.yShape, r.y.data()},
@@ -287,7 +287,7 @@ TEST_F(CpuRuntimeTest, ProfilingTimesEveryStep) {
   ASSERT_EQ(load(), FUSERT_OK) << fusert_last_error();
   ASSERT_EQ(fusert_enable_profiling(model_, 1), FUSERT_OK);
   for (int i = 0; i < 5; ++i) {
-    Run r(i);
+    RunData r(i);
     ASSERT_EQ(r.run(model_), FUSERT_OK) << fusert_last_error();
   }
   size_t needed = 0;
@@ -315,7 +315,7 @@ TEST_F(CpuRuntimeTest, ThreadsEachRunTheirOwnModelConcurrently) {
   for (int t = 0; t < kThreads; ++t)
     threads.emplace_back([&, t] {
       for (int it = 0; it < kIterations; ++it) {
-        Run r(t * 1000 + it);
+        RunData r(t * 1000 + it);
         if (r.run(models[t]) != FUSERT_OK || !r.check(art_, 2).empty()) ++wrong;
       }
     });
@@ -333,12 +333,12 @@ TEST_F(CpuRuntimeTest, OneArtifactLoadedTwiceRunsIndependently) {
   ASSERT_EQ(fusert_set_num_threads(b, 1), FUSERT_OK);
   int wrong = 0;
   for (int round = 0; round < 20; ++round) {
-    Run ra(2 * round), rb(2 * round + 1);
+    RunData ra(2 * round), rb(2 * round + 1);
     wrong += ra.run(a) != FUSERT_OK || !ra.check(art_, 2).empty();
     wrong += rb.run(b) != FUSERT_OK || !rb.check(art_, 1).empty();
   }
   fusert_unload(a);  // the other keeps working (the library stays loaded)
-  Run rb(99);
+  RunData rb(99);
   wrong += rb.run(b) != FUSERT_OK || !rb.check(art_, 1).empty();
   fusert_unload(b);
   EXPECT_EQ(wrong, 0);
@@ -356,7 +356,7 @@ TEST_F(CpuRuntimeTest, TenThousandRunsDoNotGrowMemory) {
   write(art_.manifest, art_.weights);
   ASSERT_EQ(load(), FUSERT_OK) << fusert_last_error();
   ASSERT_EQ(fusert_set_num_threads(model_, 2), FUSERT_OK);
-  Run r(5);
+  RunData r(5);
   for (int i = 0; i < 100; ++i) ASSERT_EQ(r.run(model_), FUSERT_OK);
   long before = residentBytes();
   for (int i = 0; i < 10000; ++i) ASSERT_EQ(r.run(model_), FUSERT_OK) << fusert_last_error();
@@ -481,7 +481,7 @@ TEST_F(CpuRuntimeTest, OnlyKernelAndCopyStepsAndKnownTargets) {
 TEST_F(CpuRuntimeTest, NullPointersAndBadTensors) {
   write(art_.manifest, art_.weights);
   ASSERT_EQ(load(), FUSERT_OK) << fusert_last_error();
-  Run r(1);
+  RunData r(1);
   fusert_tensor in[2] = {{"x", FUSERT_F32, 2, r.xShape, r.x.data()},
                          {"a", FUSERT_F32, 2, r.aShape, nullptr}};
   fusert_tensor out[4] = {{"y", FUSERT_F32, 1, r.yShape, r.y.data()},
@@ -510,7 +510,7 @@ TEST_F(CpuRuntimeTest, FailingKernelNamesTheStep) {
   m["steps"][1]["symbol"] = "fusert_cpu_test_fail";
   write(m, art_.weights);
   ASSERT_EQ(load(), FUSERT_OK) << fusert_last_error();
-  Run r(1);
+  RunData r(1);
   EXPECT_EQ(r.run(model_), FUSERT_INTERNAL);
   EXPECT_THAT(fusert_last_error(), HasSubstr("step 1 'scale': kernel 'fusert_cpu_test_fail' "
                                              "returned 7"));
@@ -524,7 +524,7 @@ TEST_F(CpuRuntimeTest, WorkspaceTooSmallIsTheKernelsError) {
   write(m, art_.weights);
   ASSERT_EQ(load(), FUSERT_OK) << fusert_last_error();
   ASSERT_EQ(fusert_set_num_threads(model_, 1), FUSERT_OK);
-  Run r(1);
+  RunData r(1);
   EXPECT_EQ(r.run(model_), FUSERT_INTERNAL);
   EXPECT_THAT(fusert_last_error(), HasSubstr("'matmul'"));
 }

@@ -136,6 +136,15 @@ int32_t fusert_cpu_test_matmul(void *const *buffers, const fusert_cpu_context *c
   return m.error;
 }
 
+/// y = 2 * t on the first half only (buffers: t, y): a kernel bug that the
+/// poisoned outputs of fusec-run must show.
+int32_t fusert_cpu_test_half_scale(void *const *buffers, const fusert_cpu_context *ctx) {
+  if (!validContext(ctx)) return 1;
+  ScaleArgs a{static_cast<const float *>(buffers[0]), static_cast<float *>(buffers[1])};
+  ctx->parallel_for(ctx->pool, kN / 2, 100, scaleChunk, &a);
+  return 0;
+}
+
 /// Always fails (the runtime must report it, naming the step).
 int32_t fusert_cpu_test_fail(void *const *, const fusert_cpu_context *) { return 7; }
 
