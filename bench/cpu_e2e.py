@@ -347,7 +347,11 @@ def chain_bytes(chain, rows, n):
 
 
 def fmt(v, spec):
-    return "n/a" if v is None else format(v, spec)
+    """format(v, spec), or "n/a" padded to the spec's width when v is None."""
+    if v is not None:
+        return format(v, spec)
+    width = re.match(r"\d*", spec).group(0)
+    return "n/a".rjust(int(width)) if width else "n/a"
 
 
 def main():
