@@ -41,6 +41,7 @@ absl::Status emitArtifact(const std::string &modelPath, const CompileOptions &op
   ao.precision = options.precision;
   ao.allowTf32 = options.allowTf32;
   ao.runNvcc = options.runNvcc;
+  ao.emitIr = options.emitIr;
   ao.modelPath = modelPath;
   ao.modelName = !options.modelName.empty()
                      ? options.modelName

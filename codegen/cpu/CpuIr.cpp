@@ -318,7 +318,8 @@ llvm::Value *Lanes::load(const Expr &e) {
   if (ls == 1 || (w_ == 1 && !m)) {
     llvm::Value *p = B.CreateGEP(st, bufs_[b], B.CreateExtractElement(off, uint64_t{0}));
     p = B.CreateBitCast(p, llvm::PointerType::getUnqual(vt));
-    raw = m ? B.CreateMaskedLoad(vt, p, align, m, llvm::Constant::getNullValue(vt)) : B.CreateAlignedLoad(vt, p, align);
+    raw = m ? static_cast<llvm::Value *>(B.CreateMaskedLoad(vt, p, align, m, llvm::Constant::getNullValue(vt)))
+            : static_cast<llvm::Value *>(B.CreateAlignedLoad(vt, p, align));
   } else if (ls == 0 && !guard) {
     // Every lane reads one element; lane 0 is always active.
     llvm::Value *p = B.CreateGEP(st, bufs_[b], B.CreateExtractElement(off, uint64_t{0}));

@@ -457,8 +457,8 @@ llvm::Value *loadF32(CpuModuleBuilder::Impl &I, llvm::Value *base, ir::DType dty
   llvm::Type *vt = llvm::FixedVectorType::get(st, w);
   llvm::Value *p = B.CreateBitCast(B.CreateGEP(st, base, off), llvm::PointerType::getUnqual(vt));
   const llvm::Align al(st->getScalarSizeInBits() / 8);
-  llvm::Value *raw = mask ? B.CreateMaskedLoad(vt, p, al, mask, llvm::Constant::getNullValue(vt))
-                          : B.CreateAlignedLoad(vt, p, al);
+  llvm::Value *raw = mask ? static_cast<llvm::Value *>(B.CreateMaskedLoad(vt, p, al, mask, llvm::Constant::getNullValue(vt)))
+                          : static_cast<llvm::Value *>(B.CreateAlignedLoad(vt, p, al));
   return widenStorage(I, raw, dtype);
 }
 

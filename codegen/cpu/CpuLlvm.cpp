@@ -12,6 +12,7 @@
 #include "lld/Common/CommonLinkerContext.h"
 #include "lld/Common/Driver.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/Triple.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Verifier.h"
 #include "llvm/MC/MCSubtargetInfo.h"
@@ -40,10 +41,10 @@ void initLlvm() {
 
 /// The ISA features a kernel may use that the runtime can check on a host
 /// (LLVM spelling; the manifest's cpu_features lists those of the target).
-const char *const kReportedFeatures[] = {
+const char *const kX86Features[] = {
     "sse2", "sse3", "ssse3", "sse4.1", "sse4.2", "popcnt", "avx", "avx2", "fma", "f16c", "bmi", "bmi2",
-    "avx512f", "avx512cd", "avx512bw", "avx512dq", "avx512vl", "avx512vnni", "avx512bf16", "avx512fp16",
-    "neon", "fullfp16", "bf16", "sve"};
+    "avx512f", "avx512cd", "avx512bw", "avx512dq", "avx512vl", "avx512vnni", "avx512bf16", "avx512fp16", nullptr};
+const char *const kArmFeatures[] = {"neon", "fullfp16", "bf16", "sve", nullptr};
 
 absl::StatusOr<std::unique_ptr<llvm::TargetMachine>> makeMachine(const CpuTarget &t) {
   initLlvm();
@@ -68,18 +69,13 @@ absl::StatusOr<CpuTarget> resolveCpuTarget(const std::string &cpu) {
   if (!target) return absl::InternalError(absl::StrCat("cpu: no LLVM target for the host (", t.triple, "): ", err));
   const bool host = cpu.empty() || cpu == "native";
   t.cpu = host ? std::string(llvm::sys::getHostCPUName()) : cpu;
-  std::unique_ptr<llvm::MCSubtargetInfo> sti(target->createMCSubtargetInfo(t.triple, t.cpu, ""));
-  if (!sti || !sti->isCPUStringValid(t.cpu)) {
-    std::vector<std::string> some;
-    if (sti)
-      for (const llvm::SubtargetSubTypeKV &kv : sti->getAllProcessorDescriptions()) {
-        if (some.size() >= 12) break;
-        some.push_back(kv.Key);
-      }
+  // An empty CPU name creates the subtarget without a diagnostic; then the
+  // name is checked against the target's processor table.
+  std::unique_ptr<llvm::MCSubtargetInfo> sti(target->createMCSubtargetInfo(t.triple, "", ""));
+  if (!sti || !sti->isCPUStringValid(t.cpu))
     return absl::InvalidArgumentError(absl::StrCat("invalid --arch '", cpu, "': not an LLVM CPU name for ", t.triple,
-                                                   some.empty() ? "" : " (e.g. ", absl::StrJoin(some, ", "),
-                                                   some.empty() ? "" : ", ...)"));
-  }
+                                                   " (e.g. znver4, skylake-avx512, x86-64-v3; `llc -mcpu=help` "
+                                                   "lists them)"));
   std::vector<std::string> enabled;
   if (host) {
     llvm::StringMap<bool> features;
@@ -95,12 +91,18 @@ absl::StatusOr<CpuTarget> resolveCpuTarget(const std::string &cpu) {
   }
   // The features the CPU name implies (plus the host's, when native).
   std::unique_ptr<llvm::MCSubtargetInfo> full(target->createMCSubtargetInfo(t.triple, t.cpu, t.featureString));
-  for (const llvm::SubtargetFeatureKV &kv : full->getAllProcessorFeatures())
-    if (full->getFeatureBits()[kv.Value]) enabled.push_back(kv.Key);
+  const bool x86 = llvm::Triple(t.triple).isX86();
+  const char *const *list = x86 ? kX86Features : kArmFeatures;
+  for (const char *const *fp = list; *fp; ++fp) {
+    const char *f = *fp;
+    if (full->checkFeatures(absl::StrCat("+", f))) enabled.push_back(f);
+  }
   std::sort(enabled.begin(), enabled.end());
   enabled.erase(std::unique(enabled.begin(), enabled.end()), enabled.end());
-  for (const char *f : kReportedFeatures)
+  for (const char *const *fp = list; *fp; ++fp) {
+    const char *f = *fp;
     if (std::binary_search(enabled.begin(), enabled.end(), std::string(f))) t.features.push_back(f);
+  }
   auto has = [&](const char *f) { return std::binary_search(enabled.begin(), enabled.end(), std::string(f)); };
   t.vectorBits = has("avx512f") ? 512 : has("avx") ? 256 : 128;
   return t;
