@@ -26,6 +26,7 @@
 #include "ir/ShapeInference.h"
 #include "nlohmann/json.hpp"
 #include "passes/Pass.h"
+#include "support/Status.h"
 #include "test/unit/TestModels.h"
 #include "test/unit/codegen/CodegenCorpus.h"
 #include "test/unit/cpu/CpuArtifactRunner.h"
