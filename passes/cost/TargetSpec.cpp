@@ -228,7 +228,7 @@ int archIndex(const TargetInfo &t, const std::string &arch, bool exact = false) 
 
 std::string archList(const TargetInfo &t) {
   std::vector<std::string> names;
-  for (const ArchInfo &a : t.archs) names.push_back(a.arch);
+  for (const ArchInfo &a : t.archs) names.push_back(a.arch == "*" ? "<any name the backend accepts>" : a.arch);
   return absl::StrJoin(names, ", ");
 }
 

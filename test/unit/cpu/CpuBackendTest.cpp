@@ -10,7 +10,10 @@
 
 #include <filesystem>
 #include <fstream>
+#include <cmath>
+#include <limits>
 #include <random>
+#include <tuple>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -257,11 +260,61 @@ TEST(CpuRun, Convolutions) {
 })", "bf16");
 }
 
-TEST(CpuRun, EmptyTensor) {
-  expectMatches("empty", R"(graph @g(%x: f32[0,5], %b: f32[5]) -> (%y) {
-  %y = "Add"(%x, %b) : f32[0,5]
-  return %y
-})");
+/// Builds \p spec as entry point "k" into a library in \p dir and runs it.
+void runSpec(const program::KernelSpec &spec, std::vector<void *> buffers, const fs::path &dir) {
+  auto t = codegen::cpu::resolveCpuTarget("");
+  ASSERT_TRUE(t.ok());
+  codegen::cpu::CpuModuleBuilder mb(*t, "spec");
+  ASSERT_TRUE(mb.addKernel(spec, "k").ok());
+  auto obj = mb.finish(false);
+  ASSERT_TRUE(obj.ok()) << obj.status();
+  const fs::path lib = dir / "libk.so";
+  absl::Status st = codegen::cpu::linkSharedLibrary(obj->object, dir.string(), lib.string());
+  ASSERT_TRUE(st.ok()) << st;
+  void *h = ::dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(h, nullptr) << ::dlerror();
+  auto fn = reinterpret_cast<fusert_cpu_kernel_fn>(::dlsym(h, "k"));
+  ASSERT_NE(fn, nullptr);
+  testing::cpu::ThreadPool pool;
+  fusert_cpu_context ctx{};
+  ctx.abi_version = FUSERT_CPU_ABI_VERSION;
+  ctx.num_threads = 3;
+  ctx.pool = &pool;
+  ctx.parallel_for = testing::cpu::threadParallelFor;
+  ctx.sgemm = testing::cpu::naiveSgemm;
+  EXPECT_EQ(fn(buffers.data(), &ctx), 0);
+  ::dlclose(h);
+}
+
+/// Empty domains: a pointwise kernel over [0, 5] touches nothing; sums and
+/// maxima over an empty reduced dim give 0 and -inf.
+TEST(CpuRun, EmptyTensors) {
+  using namespace program;
+  TempDir tmp;
+  KernelSpec pw;
+  pw.addDim(0, false);
+  pw.addDim(5, false);
+  pw.addBuffer(ir::DType::kF32, {0, 5}, false);
+  pw.addBuffer(ir::DType::kF32, {0, 5}, true);
+  pw.addStore(1, {pw.index(0), pw.index(1)}, pw.unary(UnaryOp::kExp, pw.load(0, {pw.index(0), pw.index(1)})));
+  runSpec(pw, {nullptr, nullptr}, tmp.path);
+  KernelSpec rd;
+  rd.kind = SpecKind::kReduce;
+  rd.addDim(3, false);
+  rd.addDim(0, true);
+  rd.addBuffer(ir::DType::kF32, {3, 0}, false);
+  rd.addBuffer(ir::DType::kF32, {3}, true);
+  rd.addBuffer(ir::DType::kF32, {3}, true);
+  int x = rd.load(0, {rd.index(0), rd.index(1)});
+  rd.addStore(1, {rd.index(0)}, rd.reduceResult(rd.addReduction(ReduceKind::kSum, x)));
+  rd.addStore(2, {rd.index(0)}, rd.reduceResult(rd.addReduction(ReduceKind::kMax, x)));
+  std::vector<float> sum(3, std::nanf("")), mx(3, std::nanf(""));
+  float dummy = 0;
+  runSpec(rd, {&dummy, sum.data(), mx.data()}, tmp.path);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(sum[i], 0.0f);
+    EXPECT_EQ(mx[i], -std::numeric_limits<float>::infinity());
+  }
 }
 
 /// The codegen corpus (CodegenCorpus.h): op coverage and boundary shapes.
@@ -300,22 +353,27 @@ TEST(CpuArtifact, MlpLnGeluManifest) {
 }
 
 /// Every shared model compiles for cpu and matches its expected outputs.
-class CpuSharedModel : public ::testing::TestWithParam<std::string> {};
+/// Precisions: fp32, and bf16 / fp16 storage (lower-precision pass) with the
+/// lowered-model tolerance.
+class CpuSharedModel : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
 TEST_P(CpuSharedModel, MatchesExpectedOutputs) {
-  if (GetParam() == "none") GTEST_SKIP() << "no shared models";
-  auto m = testing::loadSharedModel(GetParam());
+  const std::string name = std::get<0>(GetParam()), precision = std::get<1>(GetParam());
+  if (name == "none") GTEST_SKIP() << "no shared models";
+  auto m = testing::loadSharedModel(name);
   ASSERT_TRUE(m.ok()) << m.status();
   TempDir tmp;
   const fs::path out = tmp.path / "out";
   driver::CompileOptions options;
   options.target = "cpu";
   options.inputShapes = m->inputShapes();
+  options.precision = precision;
   passes::PassContext ctx;
   absl::Status st = driver::optimize(*m->graph, options, ctx);
   ASSERT_TRUE(st.ok()) << st;
   artifact::ArtifactOptions ao;
   ao.target = "cpu";
   ao.arch = "";
+  ao.precision = precision;
   st = artifact::writeArtifact(*m->graph, ctx.fusionPlan, ctx.target, ao, out.string());
   ASSERT_TRUE(st.ok()) << st;
   auto got = testing::cpu::runCpuArtifact(out.string(), m->feeds, 2);
@@ -323,12 +381,18 @@ TEST_P(CpuSharedModel, MatchesExpectedOutputs) {
   ASSERT_EQ(got->size(), m->expected.size());
   for (size_t i = 0; i < got->size(); ++i) {
     interp::Tolerance tol = {1e-4, 1e-3};
+    if (precision != "fp32")
+      tol = interp::loweredModelTolerance(precision == "bf16" ? ir::DType::kBF16 : ir::DType::kF16);
     interp::CompareResult r = interp::compareTensors((*got)[i], m->expected[i], &tol);
-    EXPECT_TRUE(r.pass) << GetParam() << " output " << i << ": " << r.message;
+    EXPECT_TRUE(r.pass) << name << " " << precision << " output " << i << ": " << r.message;
   }
 }
-INSTANTIATE_TEST_SUITE_P(Models, CpuSharedModel, ::testing::ValuesIn(testing::sharedModelNames(true)),
-                         [](const auto &info) { return testing::testParamName(info.param); });
+INSTANTIATE_TEST_SUITE_P(Models, CpuSharedModel,
+                         ::testing::Combine(::testing::ValuesIn(testing::sharedModelNames(true)),
+                                            ::testing::Values("fp32", "bf16", "fp16")),
+                         [](const auto &info) {
+                           return testing::testParamName(std::get<0>(info.param) + "_" + std::get<1>(info.param));
+                         });
 
 }  // namespace
 }  // namespace fusec
