@@ -64,7 +64,7 @@ ir::Tensor randomTensor(const ir::TensorType &t, std::mt19937 &rng) {
 
 /// Compiles \p graph for cpu into \p out (the cpu pipeline through the driver).
 absl::Status compileCpu(ir::Graph &graph, const std::string &out, const std::string &precision = "fp32",
-                        bool emitIr = false) {
+                        bool emitIr = false, const std::string &arch = "") {
   driver::CompileOptions options;
   options.target = "cpu";
   options.precision = precision;
@@ -72,7 +72,7 @@ absl::Status compileCpu(ir::Graph &graph, const std::string &out, const std::str
   FUSEC_RETURN_IF_ERROR(driver::optimize(graph, options, ctx));
   artifact::ArtifactOptions ao;
   ao.target = "cpu";
-  ao.arch = "";
+  ao.arch = arch;
   ao.precision = precision;
   ao.emitIr = emitIr;
   return artifact::writeArtifact(graph, ctx.fusionPlan, ctx.target, ao, out);
@@ -80,7 +80,8 @@ absl::Status compileCpu(ir::Graph &graph, const std::string &out, const std::str
 
 /// Parses \p text, compiles it for cpu, runs it (serially and on 3 threads)
 /// on random inputs and compares every output with the interpreter.
-void expectMatches(const std::string &name, const std::string &text, const std::string &precision = "fp32") {
+void expectMatches(const std::string &name, const std::string &text, const std::string &precision = "fp32",
+                   const std::string &arch = "") {
   SCOPED_TRACE(name);
   auto ref = ir::parseGraph(text);
   ASSERT_TRUE(ref.ok()) << ref.status();
@@ -90,7 +91,7 @@ void expectMatches(const std::string &name, const std::string &text, const std::
   ASSERT_TRUE(ir::inferShapes(**g).ok());
   TempDir tmp;
   const fs::path out = tmp.path / "out";
-  absl::Status st = compileCpu(**g, out.string(), precision);
+  absl::Status st = compileCpu(**g, out.string(), precision, false, arch);
   ASSERT_TRUE(st.ok()) << st;
   std::mt19937 rng(1234);
   std::map<std::string, ir::Tensor> feeds;
@@ -258,6 +259,26 @@ TEST(CpuRun, Convolutions) {
   %y = "Conv"(%x, %w) : f32[1,2,4,4]
   return %y
 })", "bf16");
+}
+
+/// Narrower vectors than the host's: SSE2 (4 lanes) and AVX2 (8 lanes)
+/// builds of the same kernels run on this host too.
+TEST(CpuRun, OtherVectorWidths) {
+#if defined(__x86_64__)
+  for (const char *arch : {"x86-64", "x86-64-v3"}) {
+    expectMatches(absl::StrCat("chain_", arch), codegen::testing::chainGraph("f32", 5, 37), "fp32", arch);
+    expectMatches(absl::StrCat("softmax_", arch), codegen::testing::softmaxGraph("f32", 3, 45), "fp32", arch);
+    expectMatches(absl::StrCat("layernorm_bf16_", arch), codegen::testing::layerNormGraph("f32", 4, 67), "bf16", arch);
+    expectMatches(absl::StrCat("gemm_", arch), R"(graph @g(%x: f32[7,19], %w: f32[19,13], %b: f32[13]) -> (%y) {
+  %m = "MatMul"(%x, %w) : f32[7,19]
+  %a = "Add"(%m, %b) : f32[7,13]
+  %y = "Gelu"(%a) {approximate = "none"} : f32[7,13]
+  return %y
+})", "fp32", arch);
+  }
+#else
+  GTEST_SKIP() << "x86-64 CPU names";
+#endif
 }
 
 /// Builds \p spec as entry point "k" into a library in \p dir and runs it.
