@@ -10,9 +10,7 @@ const Backend &nkiBackend();  // codegen/nki/NkiBackend.cpp
 absl::StatusOr<const Backend *> backendFor(const std::string &target) {
   if (target == "cuda") return &cudaBackend();
   if (target == "nki") return &nkiBackend();
-  if (target == "cpu")
-    return absl::UnimplementedError(absl::StrCat(
-        "the '", target, "' backend is not available yet: only --target cuda and nki can write an artifact"));
+  if (target == "cpu") return &cpuBackend();
   return absl::InvalidArgumentError(
       absl::StrCat("unknown target '", target, "' (expected: cuda, nki, cpu)"));
 }

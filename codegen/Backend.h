@@ -44,6 +44,9 @@ struct BackendOptions {
   std::string modelName;     ///< for headers / comments
   bool buildLibrary = true;  ///< build the module's library (e.g. nvcc) when the tool is found
   std::string toolPath;      ///< the build tool to run (e.g. nvcc); empty = search
+  /// Also write the module's intermediate form for reading (cpu: the
+  /// optimised LLVM IR as model.ll).
+  bool emitIr = false;
 };
 
 /// The backend's module of one model.
@@ -60,6 +63,14 @@ struct BackendModule {
   bool libraryRunsLibraryCalls = false;
   /// The build command, rendered for messages ("" when the backend has none).
   std::string buildCommand;
+  /// What build() consumes besides `files`, kept in memory and never
+  /// written into the artifact (cpu: the ELF object that lld links).
+  std::string buildInput;
+  /// Top-level manifest fields of this backend, in order: key and value as
+  /// JSON text (cpu: cpu_abi, cpu_features, workspace_bytes_per_thread,
+  /// docs/ARTIFACT.md). The writer adds them after the common fields; a key
+  /// the writer owns is an error.
+  std::vector<std::pair<std::string, std::string>> manifestFields;
 };
 
 /// What Backend::build() did.
@@ -110,8 +121,7 @@ class Backend {
                              BuildOutcome *outcome) const = 0;
 };
 
-/// The backend for --target \p target. Errors: Unimplemented for a target
-/// of targets/Targets.def whose backend is not available yet (cpu);
+/// The backend for --target \p target: cuda, nki or cpu. Errors:
 /// InvalidArgument for unknown names.
 absl::StatusOr<const Backend *> backendFor(const std::string &target);
 
@@ -139,6 +149,8 @@ inline std::shared_ptr<const program::GroupLegality> legalityFor(const Backend &
 
 /// The CUDA backend (defined in codegen/cuda; reached through backendFor()).
 const Backend &cudaBackend();
+/// The host CPU backend through LLVM (codegen/cpu, docs/CPU_BACKEND.md).
+const Backend &cpuBackend();
 
 }  // namespace fusec::codegen
 

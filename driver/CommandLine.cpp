@@ -137,7 +137,8 @@ const char *archHelp() {
     std::vector<std::string> perTarget;
     for (const passes::TargetInfo &t : passes::targetTable()) {
       std::vector<std::string> archs;
-      for (const passes::ArchInfo &a : t.archs) archs.push_back(a.arch);
+      for (const passes::ArchInfo &a : t.archs)
+        archs.push_back(a.arch == "*" ? std::string("any ") + t.name + " name its backend accepts" : a.arch);
       perTarget.push_back(absl::StrCat(absl::StrJoin(archs, ", "), " (", t.name, ")"));
     }
     return new std::string(
@@ -154,7 +155,7 @@ const char *deviceHelp() {
       perTarget.push_back(absl::StrCat(absl::StrJoin(t.devices, ", "), " (", t.name, ")"));
       defaults.push_back(absl::StrCat(t.defaultDevice, " for ", t.name));
       for (const passes::ArchInfo &a : t.archs)
-        if (a.defaultDevice != t.defaultDevice)
+        if (a.defaultDevice != t.defaultDevice && a.arch != "*")
           defaults.push_back(absl::StrCat(a.defaultDevice, " for --arch ", a.arch));
     }
     return new std::string(

@@ -34,10 +34,14 @@ absl::Status emitArtifact(const std::string &modelPath, const CompileOptions &op
   if (!hasBackend(c.target.target)) return backendMissing(c.target.target);
   artifact::ArtifactOptions ao;
   ao.target = c.target.target;
-  ao.arch = c.target.arch;
+  // The arch the user named; without --arch the backend picks its default
+  // from the device (cuda, nki) or the host (cpu: the host CPU, not the
+  // roofline device's arch).
+  ao.arch = options.arch.empty() && c.target.target == "cpu" ? std::string() : c.target.arch;
   ao.precision = options.precision;
   ao.allowTf32 = options.allowTf32;
   ao.runNvcc = options.runNvcc;
+  ao.emitIr = options.emitIr;
   ao.modelPath = modelPath;
   ao.modelName = !options.modelName.empty()
                      ? options.modelName

@@ -76,6 +76,8 @@ struct CompileOptions {
   /// Build the backend's library (cuda: nvcc -> libmodel.so); false = write
   /// the sources and the build command only (--no-nvcc).
   bool runNvcc = true;
+  /// --emit-llvm: also write the backend's intermediate form (cpu: model.ll).
+  bool emitIr = false;
   /// Manifest "model" name; empty = the name of the model file's folder.
   std::string modelName;
   /// Where to stop; compile() never goes past kPasses without `output`.

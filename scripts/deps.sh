@@ -1,7 +1,7 @@
 # Sourced by bootstrap.sh and test.sh: installs what fusec needs, from Debian
 # packages and (for Python test tooling only) pip. Downloads nothing else.
 DEBIAN_PACKAGES=(cmake ninja-build g++ python3 python3-pip libonnx-dev libonnx-testdata
-  libprotobuf-dev protobuf-compiler libabsl-dev llvm-14-dev llvm-14-tools
+  libprotobuf-dev protobuf-compiler libabsl-dev llvm-14-dev llvm-14-tools liblld-14-dev
   googletest libgtest-dev graphviz nlohmann-json3-dev clang libclang-rt-14-dev)
 DEBIAN_PACKAGES+=(libopenblas-dev) # libfusert: the cpu executor's cblas_sgemm
 PIP_PACKAGES=(onnx==1.23.2 onnxruntime numpy lit)

@@ -403,13 +403,19 @@ class TempDirGuard {
 
 std::string manifestJson(const MemoryPlan &mem, const std::vector<std::string> &kernelNames,
                          const std::string &modelName, const std::string &target,
-                         const std::string &arch, const std::string &library) {
+                         const std::string &arch, const std::string &library,
+                         const std::vector<std::pair<std::string, std::string>> &backendFields) {
   Json m;
   m["format"] = artifact_format::kFormat;
   m["version"] = artifact_format::kVersion;
   m["model"] = modelName;
   m["target"] = target;
   m["arch"] = arch;
+  for (const auto &[key, text] : backendFields) {
+    if (m.contains(key)) continue;  // the writer's own fields win
+    Json v = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+    m[key] = v.is_discarded() ? Json(text) : v;
+  }
   if (!library.empty()) m["library"] = library;
   if (!mem.weights.empty()) m["weights"] = Json{{"file", artifact_format::kWeightsFile}, {"bytes", mem.weightsBytes}};
   m["arena_bytes"] = mem.arenaBytes;
@@ -533,14 +539,21 @@ absl::Status writeArtifact(const ir::Graph &graph, const passes::FusionPlan &pla
   bopts.modelName = opts.modelName.empty() ? graph.name() : opts.modelName;
   bopts.buildLibrary = opts.runNvcc;
   bopts.toolPath = opts.nvccPath;
+  bopts.emitIr = opts.emitIr;
   FUSEC_ASSIGN_OR_RETURN(codegen::BackendModule mod,
                          backend->emit(graph, passes::kernelNames(plan), bopts));
   const std::vector<std::string> kernelNames = mod.kernelNames;
   FUSEC_ASSIGN_OR_RETURN(MemoryPlan mem, planMemory(graph, mod.steps));
   const std::string &modelName = bopts.modelName;
   const bool usesLibrary = needsLibrary(mem, mod.libraryRunsLibraryCalls);
+  for (const auto &f : mod.manifestFields)
+    for (const char *own : {"format", "version", "model", "target", "arch", "library", "weights", "arena_bytes",
+                            "buffers", "inputs", "outputs", "steps", "kernels", "checksums", "files"})
+      if (f.first == own)
+        return absl::InternalError(absl::StrCat(backend->name(), ": backend manifest field '", f.first,
+                                                "' is one the writer owns"));
   const std::string manifest = manifestJson(mem, kernelNames, modelName, backend->name(), arch,
-                                            usesLibrary ? mod.library : std::string());
+                                            usesLibrary ? mod.library : std::string(), mod.manifestFields);
   const std::string fusionJson =
       opts.fusionJson.empty() ? passes::fusionPlanToJson(plan, target) : opts.fusionJson;
 

@@ -70,6 +70,9 @@ struct ArtifactOptions {
   bool allowTf32 = false;       ///< GEMMs may use TF32 tensor cores for f32
   /// The model file the graph came from, if any: OUT may not contain it.
   std::string modelPath;
+  /// Also write the backend's intermediate form (cpu: model.ll, the
+  /// optimised LLVM IR); codegen::BackendOptions::emitIr.
+  bool emitIr = false;
 };
 
 /// What writeArtifact did, for the driver to print.
@@ -101,9 +104,13 @@ absl::Status writeArtifact(const ir::Graph &graph, const passes::FusionPlan &pla
 /// The manifest.json text for a planned model (exposed for tests).
 /// \p kernelNames are the plan kernel names in step order (unique);
 /// \p library is the module's library file ("" = none needed).
+/// \p backendFields: the backend's own top-level fields (key, JSON text;
+/// codegen::BackendModule::manifestFields), written after "arch"; a value
+/// that is not JSON is written as a string.
 std::string manifestJson(const MemoryPlan &mem, const std::vector<std::string> &kernelNames,
                          const std::string &modelName, const std::string &target,
-                         const std::string &arch, const std::string &library);
+                         const std::string &arch, const std::string &library,
+                         const std::vector<std::pair<std::string, std::string>> &backendFields = {});
 
 /// Checks that no dim of a graph input or output is symbolic or unknown.
 /// Errors: InvalidArgument listing every such input ("input 'ids' has

@@ -214,16 +214,21 @@ const TargetInfo *findTarget(const std::string &name) {
   return nullptr;
 }
 
-/// Index of \p arch in \p t's arch list, or -1.
-int archIndex(const TargetInfo &t, const std::string &arch) {
+/// Index of \p arch in \p t's arch list, else of the target's "*" row
+/// (any arch name; its backend validates it, e.g. cpu: an LLVM CPU name),
+/// else -1. \p exact: only a row that names \p arch.
+int archIndex(const TargetInfo &t, const std::string &arch, bool exact = false) {
   for (size_t i = 0; i < t.archs.size(); ++i)
     if (t.archs[i].arch == arch) return static_cast<int>(i);
+  if (!exact && !arch.empty())
+    for (size_t i = 0; i < t.archs.size(); ++i)
+      if (t.archs[i].arch == "*") return static_cast<int>(i);
   return -1;
 }
 
 std::string archList(const TargetInfo &t) {
   std::vector<std::string> names;
-  for (const ArchInfo &a : t.archs) names.push_back(a.arch);
+  for (const ArchInfo &a : t.archs) names.push_back(a.arch == "*" ? "<any name the backend accepts>" : a.arch);
   return absl::StrJoin(names, ", ");
 }
 
@@ -267,7 +272,7 @@ absl::StatusOr<ResolvedTarget> resolveTarget(const std::string &target, const st
     tgt = findTarget(dev->backend);
   } else if (!arch.empty()) {
     for (const TargetInfo &t : table)
-      if (archIndex(t, arch) >= 0) tgt = &t;
+      if (archIndex(t, arch, /*exact=*/true) >= 0) tgt = &t;
     if (!tgt) {
       std::vector<std::string> all;
       for (const TargetInfo &t : table) all.push_back(absl::StrCat(t.name, ": ", archList(t)));
@@ -301,7 +306,7 @@ absl::StatusOr<ResolvedTarget> resolveTarget(const std::string &target, const st
   const int nativeAt = archIndex(*tgt, spec.arch);
   FUSEC_RET_CHECK(nativeAt >= 0, "device '", devName, "' has arch '", spec.arch,
                   "', which targets/Targets.def does not list for ", tgt->name);
-  if (archAt >= 0) {
+  if (archAt >= 0 && tgt->archs[archAt].arch != "*") {
     const bool runs = tgt->archs[archAt].forwardCompatible ? archAt <= nativeAt
                                                           : archAt == nativeAt;
     if (!runs)

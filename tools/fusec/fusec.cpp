@@ -85,6 +85,8 @@ std::vector<driver::FlagSpec> flagTable(ToolOptions &o) {
       driver::allowTf32Flag(c.allowTf32),
       driver::boolFlag("no-nvcc", o.noNvcc,
                        "write the sources and the nvcc command, but do not build"),
+      driver::boolFlag("emit-llvm", c.emitIr,
+                       "--target cpu: also write model.ll, the optimised LLVM IR, into OUT"),
       driver::printLocFlag(o.print.printLocations),
       driver::elideConstantsFlag(o.print.elideConstantsLargerThan),
       driver::boolFlag("help", o.help, "print this help and exit"),

@@ -26,13 +26,16 @@ TEST(BackendTest, FindsNkiByName) {
   EXPECT_FALSE((*b)->passPipeline().empty());
 }
 
-TEST(BackendTest, CpuIsNotAvailableYet) {
-  for (const char *t : {"cpu"}) {
-    auto b = backendFor(t);
-    ASSERT_FALSE(b.ok());
-    EXPECT_EQ(b.status().code(), absl::StatusCode::kUnimplemented);
-    EXPECT_TRUE(absl::StrContains(b.status().message(), "not available yet")) << b.status();
-  }
+TEST(BackendTest, CpuBackendIsFound) {
+  auto b = backendFor("cpu");
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_STREQ((*b)->name(), "cpu");
+  EXPECT_FALSE((*b)->passPipeline().empty());
+  auto arch = (*b)->resolveArch("", passes::TargetSpec());
+  ASSERT_TRUE(arch.ok()) << arch.status();  // the host CPU
+  EXPECT_FALSE(arch->empty());
+  EXPECT_EQ((*b)->resolveArch("no-such-cpu", passes::TargetSpec()).status().code(),
+            absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(backendFor("tpu").status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(backendFor("").status().code(), absl::StatusCode::kInvalidArgument);
 }

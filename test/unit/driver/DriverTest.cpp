@@ -105,26 +105,24 @@ TEST(Compile, WritesTheArtifactForTheResolvedArch) {
   fs::remove_all(out, ec);
 }
 
-/// cpu has no backend yet: refused before import, nothing written.
-TEST(Compile, TargetWithoutBackendIsUnimplementedAndWritesNothing) {
+/// cpu: the artifact is built for the host CPU (no --arch), with libmodel.so.
+TEST(Compile, CpuTargetWritesAnArtifactForTheHost) {
   const fs::path out =
-      fs::temp_directory_path() / ("fusec-driver-test-" + std::to_string(::getpid()));
-  for (const char *target : {"cpu"}) {
-    CompileOptions o = exampleOptions();
-    o.target = target;
-    o.output = out.string();
-    absl::StatusOr<Compilation> c = compile(exampleModel(), o);
-    ASSERT_FALSE(c.ok());
-    EXPECT_EQ(c.status().code(), absl::StatusCode::kUnimplemented);
-    EXPECT_EQ(c.status().message(),
-              std::string("the ") + target + " backend is not implemented yet");
-    EXPECT_FALSE(fs::exists(out));
-    // Without an artifact the passes run on the target's device.
-    o.output.clear();
-    c = compile(exampleModel(), o);
-    ASSERT_TRUE(c.ok()) << c.status();
-    EXPECT_EQ(c->context.target.backend, target);
-  }
+      fs::temp_directory_path() / ("fusec-driver-test-cpu-" + std::to_string(::getpid()));
+  CompileOptions o = exampleOptions();
+  o.target = "cpu";
+  o.output = out.string();
+  absl::StatusOr<Compilation> c = compile(exampleModel(), o);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->context.target.backend, "cpu");
+  EXPECT_TRUE(fs::exists(out / "libmodel.so"));
+  std::ifstream in(out / "manifest.json");
+  std::stringstream manifest;
+  manifest << in.rdbuf();
+  EXPECT_NE(manifest.str().find("\"target\": \"cpu\""), std::string::npos);
+  EXPECT_NE(manifest.str().find("\"cpu_abi\": 1"), std::string::npos);
+  std::error_code ec;
+  fs::remove_all(out, ec);
 }
 
 TEST(Compile, BadOptionsAreInvalidArgument) {

@@ -102,7 +102,7 @@ TEST(ResolveTarget, UnknownAndMismatchedCombinations) {
             "error: unknown --device 'v100' (known: a100, epyc9654, h100, h200, trn1, trn2)");
   EXPECT_EQ(resolve("", "sm_75", ""),
             "error: unknown --arch 'sm_75' (known: cuda: sm_80, sm_90; nki: trn1, trn2; cpu: "
-            "znver4)");
+            "znver4, <any name the backend accepts>)");
   EXPECT_EQ(resolve("cuda", "sm_86", ""),
             "error: --arch sm_86 is not a cuda arch (cuda archs: sm_80, sm_90)");
   EXPECT_EQ(resolve("", "trn2", "h200"),

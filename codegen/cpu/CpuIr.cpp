@@ -1,0 +1,571 @@
+//===- CpuIr.cpp - Module state, conversions and the lane emitter ---------===//
+#include "codegen/cpu/CpuIr.h"
+
+#include <cmath>
+#include <limits>
+
+namespace fusec::codegen::cpu {
+
+using program::BinaryOp;
+using program::Expr;
+using program::ExprKind;
+using program::ScalarType;
+using program::UnaryOp;
+
+CpuModuleBuilder::Impl::Impl(const CpuTarget &t, const std::string &name)
+    : target(t), mod(std::make_unique<llvm::Module>(name, ctx)), B(ctx) {
+  lanes = std::max(1, t.vectorBits / 32);
+  i1 = llvm::Type::getInt1Ty(ctx);
+  i8 = llvm::Type::getInt8Ty(ctx);
+  i16 = llvm::Type::getInt16Ty(ctx);
+  i32 = llvm::Type::getInt32Ty(ctx);
+  i64 = llvm::Type::getInt64Ty(ctx);
+  f16 = llvm::Type::getHalfTy(ctx);
+  f32 = llvm::Type::getFloatTy(ctx);
+  f64 = llvm::Type::getDoubleTy(ctx);
+  i8p = llvm::PointerType::getUnqual(i8);
+  i8pp = llvm::PointerType::getUnqual(i8p);
+  // fusert_cpu_kernel.h, field by field.
+  rangeFnTy = llvm::FunctionType::get(llvm::Type::getVoidTy(ctx), {i8p, i64, i64, i32}, false);
+  parallelForTy = llvm::FunctionType::get(llvm::Type::getVoidTy(ctx),
+                                          {i8p, i64, i64, llvm::PointerType::getUnqual(rangeFnTy), i8p}, false);
+  llvm::Type *f32p = llvm::PointerType::getUnqual(f32);
+  sgemmTy = llvm::FunctionType::get(llvm::Type::getVoidTy(ctx),
+                                    {i32, i32, i64, i64, i64, f32, f32p, i64, f32p, i64, f32, f32p, i64}, false);
+  ctxTy = llvm::StructType::create(ctx,
+                                   {i32, i32, i8p, llvm::PointerType::getUnqual(parallelForTy),
+                                    llvm::PointerType::getUnqual(sgemmTy), i8p, i64},
+                                   "struct.fusert_cpu_context");
+  entryTy = llvm::FunctionType::get(i32, {i8pp, llvm::PointerType::getUnqual(ctxTy)}, false);
+  closureTy = llvm::StructType::create(ctx, {i8pp, llvm::PointerType::getUnqual(ctxTy)}, "fusec.closure");
+}
+
+llvm::Value *CpuModuleBuilder::Impl::stackSlot(llvm::Type *t, const char *name) {
+  llvm::IRBuilder<> eb(entryBlock, entryBlock->begin());
+  return eb.CreateAlloca(t, nullptr, name);
+}
+
+void CpuModuleBuilder::Impl::loop(llvm::Value *lo, llvm::Value *hi, int64_t step,
+                                  const std::function<void(llvm::Value *)> &body, const char *name) {
+  llvm::BasicBlock *pre = B.GetInsertBlock();
+  llvm::BasicBlock *hdr = llvm::BasicBlock::Create(ctx, name, fn);
+  llvm::BasicBlock *bb = llvm::BasicBlock::Create(ctx, std::string(name) + ".body", fn);
+  llvm::BasicBlock *exit = llvm::BasicBlock::Create(ctx, std::string(name) + ".end", fn);
+  B.CreateBr(hdr);
+  B.SetInsertPoint(hdr);
+  llvm::PHINode *i = B.CreatePHI(i64, 2, "i");
+  i->addIncoming(lo, pre);
+  B.CreateCondBr(B.CreateICmpSLT(i, hi), bb, exit);
+  B.SetInsertPoint(bb);
+  body(i);
+  llvm::Value *next = B.CreateAdd(i, c64(step), "", /*HasNUW=*/false, /*HasNSW=*/true);
+  i->addIncoming(next, B.GetInsertBlock());
+  B.CreateBr(hdr);
+  B.SetInsertPoint(exit);
+}
+
+void CpuModuleBuilder::Impl::ifThen(llvm::Value *cond, const std::function<void()> &then) {
+  llvm::BasicBlock *tb = llvm::BasicBlock::Create(ctx, "then", fn);
+  llvm::BasicBlock *join = llvm::BasicBlock::Create(ctx, "endif", fn);
+  B.CreateCondBr(cond, tb, join);
+  B.SetInsertPoint(tb);
+  then();
+  B.CreateBr(join);
+  B.SetInsertPoint(join);
+}
+
+void CpuModuleBuilder::Impl::setTargetAttrs(llvm::Function *f) {
+  f->addFnAttr("target-cpu", target.cpu);
+  if (!target.featureString.empty()) f->addFnAttr("target-features", target.featureString);
+  f->addFnAttr(llvm::Attribute::NoUnwind);
+}
+
+llvm::Function *CpuModuleBuilder::Impl::beginBody(const std::string &symbol) {
+  fn = llvm::Function::Create(rangeFnTy, llvm::Function::InternalLinkage, symbol + ".body", *mod);
+  setTargetAttrs(fn);
+  entryBlock = llvm::BasicBlock::Create(ctx, "entry", fn);
+  B.SetInsertPoint(entryBlock);
+  return fn;
+}
+
+llvm::Value *CpuModuleBuilder::Impl::bodyBuffers() {
+  llvm::Value *cl = B.CreateBitCast(fn->getArg(0), llvm::PointerType::getUnqual(closureTy));
+  return B.CreateLoad(i8pp, B.CreateStructGEP(closureTy, cl, 0), "buffers");
+}
+
+llvm::Value *CpuModuleBuilder::Impl::bodyContext() {
+  llvm::Value *cl = B.CreateBitCast(fn->getArg(0), llvm::PointerType::getUnqual(closureTy));
+  return B.CreateLoad(llvm::PointerType::getUnqual(ctxTy), B.CreateStructGEP(closureTy, cl, 1), "ctx");
+}
+
+llvm::Value *CpuModuleBuilder::Impl::bufferPtr(int b, llvm::Type *elemTy) {
+  llvm::Value *bufs = bodyBuffers();
+  llvm::Value *p = B.CreateLoad(i8p, B.CreateConstGEP1_64(i8p, bufs, b));
+  return B.CreateBitCast(p, llvm::PointerType::getUnqual(elemTy), "buf" + std::to_string(b));
+}
+
+void CpuModuleBuilder::Impl::emitEntry(const std::string &symbol, llvm::Function *body, int64_t n,
+                                       int64_t grain) {
+  fn = llvm::Function::Create(entryTy, llvm::Function::ExternalLinkage, symbol, *mod);
+  setTargetAttrs(fn);
+  entryBlock = llvm::BasicBlock::Create(ctx, "entry", fn);
+  B.SetInsertPoint(entryBlock);
+  llvm::Value *cl = B.CreateAlloca(closureTy, nullptr, "closure");
+  B.CreateStore(fn->getArg(0), B.CreateStructGEP(closureTy, cl, 0));
+  B.CreateStore(fn->getArg(1), B.CreateStructGEP(closureTy, cl, 1));
+  if (n > 0) {
+    llvm::Value *c = fn->getArg(1);
+    llvm::Value *pool = B.CreateLoad(i8p, B.CreateStructGEP(ctxTy, c, 2), "pool");
+    llvm::Value *pf = B.CreateLoad(llvm::PointerType::getUnqual(parallelForTy), B.CreateStructGEP(ctxTy, c, 3),
+                                   "parallel_for");
+    B.CreateCall(parallelForTy, pf, {pool, c64(n), c64(std::max<int64_t>(1, grain)), body,
+                                     B.CreateBitCast(cl, i8p)});
+  }
+  B.CreateRet(c32(0));
+}
+
+llvm::Type *storageType(CpuModuleBuilder::Impl &I, ir::DType dtype) {
+  switch (dtype) {
+    case ir::DType::kF32: return I.f32;
+    case ir::DType::kF64: return I.f64;
+    case ir::DType::kF16: return I.f16;
+    case ir::DType::kBF16: return I.i16;
+    case ir::DType::kU8: case ir::DType::kI8: case ir::DType::kBool: return I.i8;
+    case ir::DType::kU16: case ir::DType::kI16: return I.i16;
+    case ir::DType::kU32: case ir::DType::kI32: return I.i32;
+    case ir::DType::kI64: case ir::DType::kU64: return I.i64;
+    default: return nullptr;
+  }
+}
+
+llvm::Type *computeType(CpuModuleBuilder::Impl &I, ScalarType t) {
+  switch (t) {
+    case ScalarType::kBool: return I.i1;
+    case ScalarType::kI64: case ScalarType::kIdx: return I.i64;
+    case ScalarType::kF32: return I.f32;
+    case ScalarType::kF64: return I.f64;
+  }
+  return I.f32;
+}
+
+namespace {
+llvm::Type *vecOf(llvm::Type *elem, llvm::Value *like) {
+  if (auto *vt = llvm::dyn_cast<llvm::FixedVectorType>(like->getType()))
+    return llvm::FixedVectorType::get(elem, vt->getNumElements());
+  return elem;
+}
+int widthOf(llvm::Value *v) {
+  if (auto *vt = llvm::dyn_cast<llvm::FixedVectorType>(v->getType())) return vt->getNumElements();
+  return 1;
+}
+bool isFloatT(ScalarType t) { return t == ScalarType::kF32 || t == ScalarType::kF64; }
+bool isIntT(ScalarType t) { return t == ScalarType::kI64 || t == ScalarType::kIdx; }
+}  // namespace
+
+llvm::Value *widenStorage(CpuModuleBuilder::Impl &I, llvm::Value *raw, ir::DType dtype) {
+  auto &B = I.B;
+  switch (dtype) {
+    case ir::DType::kF32: case ir::DType::kF64: return raw;
+    case ir::DType::kF16: return B.CreateFPExt(raw, vecOf(I.f32, raw));
+    case ir::DType::kBF16: {
+      llvm::Value *w = B.CreateShl(B.CreateZExt(raw, vecOf(I.i32, raw)), 16);
+      return B.CreateBitCast(w, vecOf(I.f32, raw));
+    }
+    case ir::DType::kI8: case ir::DType::kI16: case ir::DType::kI32: return B.CreateSExt(raw, vecOf(I.i64, raw));
+    case ir::DType::kU8: case ir::DType::kU16: case ir::DType::kU32: return B.CreateZExt(raw, vecOf(I.i64, raw));
+    case ir::DType::kBool: return B.CreateICmpNE(raw, llvm::Constant::getNullValue(raw->getType()));
+    default: return raw;
+  }
+}
+
+llvm::Value *narrowToStorage(CpuModuleBuilder::Impl &I, llvm::Value *v, ScalarType from, ir::DType dtype) {
+  auto &B = I.B;
+  v = convertScalar(I, v, from, program::computeTypeOf(dtype));
+  switch (dtype) {
+    case ir::DType::kF32: case ir::DType::kF64: return v;
+    case ir::DType::kF16: return B.CreateFPTrunc(v, vecOf(I.f16, v));
+    case ir::DType::kBF16: {
+      const int w = widthOf(v);
+      llvm::Value *bits = B.CreateBitCast(v, vecOf(I.i32, v));
+      llvm::Value *lsb = B.CreateAnd(B.CreateLShr(bits, 16), splatI(I, I.i32, w, 1));
+      llvm::Value *r = B.CreateLShr(B.CreateAdd(B.CreateAdd(bits, splatI(I, I.i32, w, 0x7fff)), lsb), 16);
+      llvm::Value *nan = B.CreateFCmpUNO(v, v);
+      llvm::Value *q = B.CreateOr(B.CreateLShr(bits, 16), splatI(I, I.i32, w, 0x40));
+      return B.CreateTrunc(B.CreateSelect(nan, q, r), vecOf(I.i16, v));
+    }
+    case ir::DType::kBool: return B.CreateZExt(v, vecOf(I.i8, v));
+    default: {
+      llvm::Type *st = storageType(I, dtype);
+      return st == I.i64 ? v : B.CreateTrunc(v, vecOf(st, v));
+    }
+  }
+}
+
+llvm::Value *convertScalar(CpuModuleBuilder::Impl &I, llvm::Value *v, ScalarType from, ScalarType to) {
+  auto &B = I.B;
+  if (from == to || (isIntT(from) && isIntT(to))) return v;
+  llvm::Type *dst = vecOf(computeType(I, to), v);
+  if (from == ScalarType::kBool) return isFloatT(to) ? B.CreateUIToFP(v, dst) : B.CreateZExt(v, dst);
+  if (to == ScalarType::kBool)
+    return isFloatT(from) ? B.CreateFCmpUNE(v, llvm::Constant::getNullValue(v->getType()))
+                          : B.CreateICmpNE(v, llvm::Constant::getNullValue(v->getType()));
+  if (isIntT(from)) return B.CreateSIToFP(v, dst);
+  if (isIntT(to)) return B.CreateFreeze(B.CreateFPToSI(v, dst));  // NaN / out of range: some integer
+  return to == ScalarType::kF64 ? B.CreateFPExt(v, dst) : B.CreateFPTrunc(v, dst);
+}
+
+llvm::Value *splatF(CpuModuleBuilder::Impl &I, llvm::Type *elem, int w, double v) {
+  return I.B.CreateVectorSplat(w, llvm::ConstantFP::get(elem, v));
+}
+llvm::Value *splatI(CpuModuleBuilder::Impl &I, llvm::Type *elem, int w, int64_t v) {
+  return I.B.CreateVectorSplat(w, llvm::ConstantInt::get(elem, v, true));
+}
+llvm::Value *iota(CpuModuleBuilder::Impl &I, int w) {
+  std::vector<llvm::Constant *> c;
+  for (int i = 0; i < w; ++i) c.push_back(llvm::ConstantInt::get(I.i64, i));
+  return llvm::ConstantVector::get(c);
+}
+llvm::Value *broadcast(CpuModuleBuilder::Impl &I, llvm::Value *v, int w) {
+  if (widthOf(v) == w && w == 1) return v;
+  return I.B.CreateShuffleVector(v, llvm::UndefValue::get(v->getType()), std::vector<int>(w, 0));
+}
+llvm::Value *prefixMask(CpuModuleBuilder::Impl &I, int w, llvm::Value *active) {
+  return I.B.CreateICmpSLT(iota(I, w), I.B.CreateVectorSplat(w, active));
+}
+
+// ---------------------------------------------------------------------------
+// Lanes
+
+Lanes::Lanes(CpuModuleBuilder::Impl &impl, const program::KernelSpec &spec, const std::vector<llvm::Value *> &bufs,
+             std::vector<llvm::Value *> dims, int vecDim, int w, llvm::Value *mask)
+    : I(impl), s_(spec), bufs_(bufs), dims_(std::move(dims)), vecDim_(vecDim), w_(w), mask_(mask) {
+  analyse();
+}
+
+void Lanes::analyse() {
+  const size_t n = s_.exprs.size();
+  known_.assign(n, 1);
+  coef_.assign(n, 0);
+  std::vector<char> dep(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    const Expr &e = s_.exprs[i];
+    if (e.kind == ExprKind::kIndex) {
+      dep[i] = e.ival == vecDim_;
+      coef_[i] = dep[i] ? 1 : 0;
+      continue;
+    }
+    for (int o : e.operands) dep[i] |= dep[o];
+    if (e.guard >= 0) dep[i] |= dep[e.guard];
+    if (!dep[i]) continue;
+    known_[i] = 0;
+    if (e.kind == ExprKind::kBinary && e.type == ScalarType::kIdx) {
+      const int a = e.operands[0], b = e.operands[1];
+      const BinaryOp op = static_cast<BinaryOp>(e.op);
+      int64_t c;
+      if ((op == BinaryOp::kAdd || op == BinaryOp::kSub) && known_[a] && known_[b]) {
+        known_[i] = 1;
+        coef_[i] = op == BinaryOp::kAdd ? coef_[a] + coef_[b] : coef_[a] - coef_[b];
+      } else if (op == BinaryOp::kMul && known_[a] && s_.isConst(b, &c)) {
+        known_[i] = 1;
+        coef_[i] = coef_[a] * c;
+      } else if (op == BinaryOp::kMul && known_[b] && s_.isConst(a, &c)) {
+        known_[i] = 1;
+        coef_[i] = coef_[b] * c;
+      }
+    }
+  }
+}
+
+llvm::Value *Lanes::andMask(llvm::Value *a, llvm::Value *b) {
+  if (!a) return b;
+  if (!b) return a;
+  return I.B.CreateAnd(a, b);
+}
+
+llvm::Value *Lanes::offset(int b, const std::vector<int> &idx, int64_t *laneStride) {
+  const std::vector<int64_t> &shape = s_.buffers[b].shape;
+  llvm::Value *off = nullptr;
+  int64_t stride = 1, ls = 0;
+  bool affine = true;
+  for (size_t d = shape.size(); d-- > 0;) {
+    int64_t v;
+    if (!(s_.isConst(idx[d], &v) && v == 0)) {
+      llvm::Value *t = emit(idx[d]);
+      if (stride != 1) t = I.B.CreateMul(t, splatI(I, I.i64, w_, stride));
+      off = off ? I.B.CreateAdd(off, t) : t;
+      if (known_[idx[d]]) ls += coef_[idx[d]] * stride;
+      else affine = false;
+    }
+    stride *= shape[d];
+  }
+  *laneStride = affine ? ls : -1;
+  return off ? off : splatI(I, I.i64, w_, 0);
+}
+
+llvm::Value *Lanes::load(const Expr &e) {
+  auto &B = I.B;
+  const int b = static_cast<int>(e.ival);
+  const program::BufferDesc &desc = s_.buffers[b];
+  if (b == 0 && override0_) return override0_;
+  llvm::Type *st = storageType(I, desc.dtype);
+  llvm::Type *vt = llvm::FixedVectorType::get(st, w_);
+  llvm::Value *guard = e.guard >= 0 ? emit(e.guard) : nullptr;
+  int64_t ls = -1;
+  llvm::Value *off = offset(b, e.operands, &ls);
+  llvm::Value *m = andMask(mask_, guard);
+  const llvm::Align align(st->getScalarSizeInBits() / 8 ? st->getScalarSizeInBits() / 8 : 1);
+  llvm::Value *raw;
+  if (ls == 1 || (w_ == 1 && !m)) {
+    llvm::Value *p = B.CreateGEP(st, bufs_[b], B.CreateExtractElement(off, uint64_t{0}));
+    p = B.CreateBitCast(p, llvm::PointerType::getUnqual(vt));
+    raw = m ? static_cast<llvm::Value *>(B.CreateMaskedLoad(vt, p, align, m, llvm::Constant::getNullValue(vt)))
+            : static_cast<llvm::Value *>(B.CreateAlignedLoad(vt, p, align));
+  } else if (ls == 0 && !guard) {
+    // Every lane reads one element; lane 0 is always active.
+    llvm::Value *p = B.CreateGEP(st, bufs_[b], B.CreateExtractElement(off, uint64_t{0}));
+    raw = B.CreateVectorSplat(w_, B.CreateAlignedLoad(st, p, align));
+  } else {
+    llvm::Value *ptrs = B.CreateGEP(st, bufs_[b], off);
+    raw = B.CreateMaskedGather(vt, ptrs, align, m, llvm::Constant::getNullValue(vt));
+  }
+  llvm::Value *v = widenStorage(I, raw, desc.dtype);
+  return convertScalar(I, v, program::computeTypeOf(desc.dtype), e.type);
+}
+
+void Lanes::store(const program::Store &s) {
+  auto &B = I.B;
+  const program::BufferDesc &desc = s_.buffers[s.buffer];
+  const ScalarType vt = s_.exprs[s.value].type;
+  llvm::Value *v = narrowToStorage(I, emit(s.value), vt, desc.dtype);
+  llvm::Value *guard = s.guard >= 0 ? emit(s.guard) : nullptr;
+  int64_t ls = -1;
+  llvm::Value *off = offset(s.buffer, s.index, &ls);
+  llvm::Value *m = andMask(mask_, guard);
+  llvm::Type *st = storageType(I, desc.dtype);
+  const llvm::Align align(st->getScalarSizeInBits() / 8 ? st->getScalarSizeInBits() / 8 : 1);
+  if (ls == 1 || (w_ == 1 && !m)) {
+    llvm::Value *p = B.CreateGEP(st, bufs_[s.buffer], B.CreateExtractElement(off, uint64_t{0}));
+    p = B.CreateBitCast(p, llvm::PointerType::getUnqual(v->getType()));
+    if (m) B.CreateMaskedStore(v, p, align, m);
+    else B.CreateAlignedStore(v, p, align);
+  } else {
+    llvm::Value *ptrs = B.CreateGEP(st, bufs_[s.buffer], off);
+    B.CreateMaskedScatter(v, ptrs, align, m ? m : llvm::Constant::getAllOnesValue(llvm::FixedVectorType::get(I.i1, w_)));
+  }
+}
+
+llvm::Value *Lanes::emit(int id) {
+  auto it = memo_.find(id);
+  if (it != memo_.end()) return it->second;
+  const Expr &e = s_.exprs[id];
+  auto &B = I.B;
+  llvm::Value *v = nullptr;
+  switch (e.kind) {
+    case ExprKind::kConst:
+      if (isFloatT(e.type)) v = splatF(I, computeType(I, e.type), w_, e.fval);
+      else v = splatI(I, computeType(I, e.type), w_, e.type == ScalarType::kBool ? (e.ival != 0) : e.ival);
+      break;
+    case ExprKind::kIndex:
+      v = dims_[e.ival] ? dims_[e.ival] : splatI(I, I.i64, w_, 0);
+      break;
+    case ExprKind::kLoad: v = load(e); break;
+    case ExprKind::kUnary: v = unary(e); break;
+    case ExprKind::kBinary: v = binary(e); break;
+    case ExprKind::kSelect:
+      v = B.CreateSelect(emit(e.operands[0]), emit(e.operands[1]), emit(e.operands[2]));
+      break;
+    case ExprKind::kCast: v = convertScalar(I, emit(e.operands[0]), s_.exprs[e.operands[0]].type, e.type); break;
+    case ExprKind::kReduceResult: {
+      llvm::Value *slot = (*slots_)[e.ival];
+      llvm::Type *t = llvm::FixedVectorType::get(computeType(I, e.type), 1);
+      v = broadcast(I, B.CreateLoad(t, slot), w_);
+      break;
+    }
+  }
+  memo_[id] = v;
+  return v;
+}
+
+llvm::Value *Lanes::unary(const Expr &e) {
+  auto &B = I.B;
+  ScalarType at = s_.exprs[e.operands[0]].type;
+  llvm::Value *x = emit(e.operands[0]);
+  const UnaryOp op = static_cast<UnaryOp>(e.op);
+  if (at == ScalarType::kBool) {
+    if (op == UnaryOp::kNot) return B.CreateNot(x);
+    // Other ops on bools compute on 0 / 1.
+    x = convertScalar(I, x, at, ScalarType::kI64);
+    at = ScalarType::kI64;
+  }
+  if (isIntT(at)) {
+    llvm::Value *zero = splatI(I, I.i64, w_, 0);
+    switch (op) {
+      case UnaryOp::kNeg: return B.CreateNeg(x);
+      case UnaryOp::kAbs: return B.CreateSelect(B.CreateICmpSLT(x, zero), B.CreateNeg(x), x);
+      case UnaryOp::kSign:
+        return B.CreateSub(B.CreateZExt(B.CreateICmpSGT(x, zero), x->getType()),
+                           B.CreateZExt(B.CreateICmpSLT(x, zero), x->getType()));
+      case UnaryOp::kFloor: case UnaryOp::kCeil: case UnaryOp::kRound: return x;
+      case UnaryOp::kIsNaN: case UnaryOp::kIsPosInf: case UnaryOp::kIsNegInf:
+        return llvm::Constant::getNullValue(llvm::FixedVectorType::get(I.i1, w_));
+      case UnaryOp::kNot: return B.CreateICmpEQ(x, zero);
+      default: {
+        // Integer math through double (as the CUDA backend's fx:: functions).
+        llvm::Value *d = B.CreateSIToFP(x, llvm::FixedVectorType::get(I.f64, w_));
+        llvm::Value *r = mathUnary(I, op, d);
+        if (r->getType()->getScalarType()->isIntegerTy()) return r;
+        return e.type == ScalarType::kI64 || e.type == ScalarType::kIdx
+                   ? B.CreateFreeze(B.CreateFPToSI(r, x->getType()))
+                   : convertScalar(I, r, ScalarType::kF64, e.type);
+      }
+    }
+  }
+  // Floats.
+  llvm::Type *vt = x->getType();
+  llvm::Type *et = vt->getScalarType();
+  switch (op) {
+    case UnaryOp::kNeg: return B.CreateFNeg(x);
+    case UnaryOp::kAbs: return B.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
+    case UnaryOp::kSqrt: return B.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x);
+    case UnaryOp::kRsqrt: return B.CreateFDiv(splatF(I, et, w_, 1.0), B.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x));
+    case UnaryOp::kRecip: return B.CreateFDiv(splatF(I, et, w_, 1.0), x);
+    case UnaryOp::kFloor: return B.CreateUnaryIntrinsic(llvm::Intrinsic::floor, x);
+    case UnaryOp::kCeil: return B.CreateUnaryIntrinsic(llvm::Intrinsic::ceil, x);
+    case UnaryOp::kRound: return B.CreateUnaryIntrinsic(llvm::Intrinsic::rint, x);  // default mode: half to even
+    case UnaryOp::kSign: {
+      llvm::Value *z = splatF(I, et, w_, 0.0);
+      return B.CreateSelect(B.CreateFCmpOGT(x, z), splatF(I, et, w_, 1.0),
+                            B.CreateSelect(B.CreateFCmpOLT(x, z), splatF(I, et, w_, -1.0), z));
+    }
+    case UnaryOp::kNot: return B.CreateFCmpOEQ(x, splatF(I, et, w_, 0.0));
+    case UnaryOp::kIsNaN: return B.CreateFCmpUNO(x, x);
+    case UnaryOp::kIsPosInf: return B.CreateFCmpOEQ(x, splatF(I, et, w_, std::numeric_limits<double>::infinity()));
+    case UnaryOp::kIsNegInf: return B.CreateFCmpOEQ(x, splatF(I, et, w_, -std::numeric_limits<double>::infinity()));
+    case UnaryOp::kRoundF16: {
+      if (et == I.f64) x = B.CreateFPTrunc(x, llvm::FixedVectorType::get(I.f32, w_));
+      llvm::Value *r = B.CreateFPExt(B.CreateFPTrunc(x, llvm::FixedVectorType::get(I.f16, w_)),
+                                     llvm::FixedVectorType::get(I.f32, w_));
+      return et == I.f64 ? B.CreateFPExt(r, vt) : r;
+    }
+    case UnaryOp::kRoundBF16: {
+      if (et == I.f64) x = B.CreateFPTrunc(x, llvm::FixedVectorType::get(I.f32, w_));
+      llvm::Value *r = widenStorage(I, narrowToStorage(I, x, ScalarType::kF32, ir::DType::kBF16), ir::DType::kBF16);
+      return et == I.f64 ? B.CreateFPExt(r, vt) : r;
+    }
+    default: return mathUnary(I, op, x);
+  }
+}
+
+llvm::Value *Lanes::binary(const Expr &e) {
+  auto &B = I.B;
+  const ScalarType at = s_.exprs[e.operands[0]].type;
+  const BinaryOp op = static_cast<BinaryOp>(e.op);
+  double cf = 0;
+  const Expr &eb = s_.exprs[e.operands[1]];
+  // pow with a constant exponent: the common cases exactly.
+  if (op == BinaryOp::kPow && isFloatT(at) && eb.kind == ExprKind::kConst) {
+    cf = eb.fval;
+    llvm::Value *a = emit(e.operands[0]);
+    if (cf == 1.0) return a;
+    if (cf == 2.0) return B.CreateFMul(a, a);
+    if (cf == 3.0) return B.CreateFMul(B.CreateFMul(a, a), a);
+    if (cf == 0.5) return B.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, a);
+    if (cf == -1.0) return B.CreateFDiv(splatF(I, a->getType()->getScalarType(), w_, 1.0), a);
+  }
+  llvm::Value *a = emit(e.operands[0]);
+  llvm::Value *b = emit(e.operands[1]);
+  if (at == ScalarType::kBool) {
+    switch (op) {
+      case BinaryOp::kAnd: return B.CreateAnd(a, b);
+      case BinaryOp::kOr: return B.CreateOr(a, b);
+      case BinaryOp::kXor: case BinaryOp::kNe: return B.CreateXor(a, b);
+      case BinaryOp::kEq: return B.CreateNot(B.CreateXor(a, b));
+      default:
+        a = B.CreateZExt(a, llvm::FixedVectorType::get(I.i64, w_));
+        b = B.CreateZExt(b, llvm::FixedVectorType::get(I.i64, w_));
+        break;
+    }
+  }
+  if (!isFloatT(at)) {
+    llvm::Value *zero = splatI(I, I.i64, w_, 0);
+    llvm::Value *one = splatI(I, I.i64, w_, 1);
+    llvm::Value *minus1 = splatI(I, I.i64, w_, -1);
+    switch (op) {
+      case BinaryOp::kAdd: return B.CreateAdd(a, b);
+      case BinaryOp::kSub: return B.CreateSub(a, b);
+      case BinaryOp::kMul: return B.CreateMul(a, b);
+      case BinaryOp::kDiv: case BinaryOp::kMod: case BinaryOp::kFmod: {
+        // Division by 0 gives 0 and by -1 negates: never a trap.
+        llvm::Value *bz = B.CreateICmpEQ(b, zero), *bm = B.CreateICmpEQ(b, minus1);
+        llvm::Value *safe = B.CreateSelect(B.CreateOr(bz, bm), one, b);
+        if (op == BinaryOp::kDiv) return B.CreateSelect(bz, zero, B.CreateSelect(bm, B.CreateNeg(a), B.CreateSDiv(a, safe)));
+        llvm::Value *r = B.CreateSelect(B.CreateOr(bz, bm), zero, B.CreateSRem(a, safe));
+        if (op == BinaryOp::kFmod || at == ScalarType::kIdx) return r;
+        // Sign of the divisor (Python / ONNX Mod with fmod = 0).
+        llvm::Value *fix = B.CreateAnd(B.CreateICmpNE(r, zero),
+                                       B.CreateXor(B.CreateICmpSLT(r, zero), B.CreateICmpSLT(b, zero)));
+        return B.CreateSelect(fix, B.CreateAdd(r, b), r);
+      }
+      case BinaryOp::kPow: {
+        // Square and multiply over the 63 bits of a non-negative exponent.
+        llvm::Value *r = one, *base = a, *ex = b;
+        for (int bit = 0; bit < 63; ++bit) {
+          llvm::Value *set = B.CreateICmpNE(B.CreateAnd(ex, one), zero);
+          r = B.CreateSelect(set, B.CreateMul(r, base), r);
+          base = B.CreateMul(base, base);
+          ex = B.CreateLShr(ex, one);
+        }
+        llvm::Value *neg = B.CreateICmpSLT(b, zero);
+        llvm::Value *odd = B.CreateICmpNE(B.CreateAnd(b, one), zero);
+        llvm::Value *negr = B.CreateSelect(B.CreateICmpEQ(a, one), one,
+                                           B.CreateSelect(B.CreateICmpEQ(a, minus1),
+                                                          B.CreateSelect(odd, minus1, one), zero));
+        return B.CreateSelect(neg, negr, r);
+      }
+      case BinaryOp::kMax: return B.CreateSelect(B.CreateICmpSGT(a, b), a, b);
+      case BinaryOp::kMin: return B.CreateSelect(B.CreateICmpSLT(a, b), a, b);
+      case BinaryOp::kEq: return B.CreateICmpEQ(a, b);
+      case BinaryOp::kNe: return B.CreateICmpNE(a, b);
+      case BinaryOp::kLt: return B.CreateICmpSLT(a, b);
+      case BinaryOp::kLe: return B.CreateICmpSLE(a, b);
+      case BinaryOp::kGt: return B.CreateICmpSGT(a, b);
+      case BinaryOp::kGe: return B.CreateICmpSGE(a, b);
+      case BinaryOp::kAnd: return B.CreateICmpNE(B.CreateAnd(a, b), zero);
+      case BinaryOp::kOr: return B.CreateICmpNE(B.CreateOr(a, b), zero);
+      case BinaryOp::kXor: return B.CreateXor(B.CreateICmpNE(a, zero), B.CreateICmpNE(b, zero));
+    }
+    return a;
+  }
+  llvm::Type *et = a->getType()->getScalarType();
+  switch (op) {
+    case BinaryOp::kAdd: return B.CreateFAdd(a, b);
+    case BinaryOp::kSub: return B.CreateFSub(a, b);
+    case BinaryOp::kMul: return B.CreateFMul(a, b);
+    case BinaryOp::kDiv: return B.CreateFDiv(a, b);
+    case BinaryOp::kFmod: return B.CreateFRem(a, b);
+    case BinaryOp::kMod: {
+      llvm::Value *r = B.CreateFRem(a, b);
+      llvm::Value *z = splatF(I, et, w_, 0.0);
+      llvm::Value *fix = B.CreateAnd(B.CreateFCmpONE(r, z), B.CreateXor(B.CreateFCmpOLT(r, z), B.CreateFCmpOLT(b, z)));
+      return B.CreateSelect(fix, B.CreateFAdd(r, b), r);
+    }
+    case BinaryOp::kPow: return mathPow(I, a, b);
+    // NaN-propagating, as the reference: (a != a || a > b) ? a : b.
+    case BinaryOp::kMax: return B.CreateSelect(B.CreateOr(B.CreateFCmpUNO(a, a), B.CreateFCmpOGT(a, b)), a, b);
+    case BinaryOp::kMin: return B.CreateSelect(B.CreateOr(B.CreateFCmpUNO(a, a), B.CreateFCmpOLT(a, b)), a, b);
+    case BinaryOp::kEq: return B.CreateFCmpOEQ(a, b);
+    case BinaryOp::kNe: return B.CreateFCmpUNE(a, b);
+    case BinaryOp::kLt: return B.CreateFCmpOLT(a, b);
+    case BinaryOp::kLe: return B.CreateFCmpOLE(a, b);
+    case BinaryOp::kGt: return B.CreateFCmpOGT(a, b);
+    case BinaryOp::kGe: return B.CreateFCmpOGE(a, b);
+    case BinaryOp::kAnd: case BinaryOp::kOr: case BinaryOp::kXor: {
+      llvm::Value *z = splatF(I, et, w_, 0.0);
+      llvm::Value *x = B.CreateFCmpUNE(a, z), *y = B.CreateFCmpUNE(b, z);
+      return op == BinaryOp::kAnd ? B.CreateAnd(x, y) : op == BinaryOp::kOr ? B.CreateOr(x, y) : B.CreateXor(x, y);
+    }
+  }
+  return a;
+}
+
+}  // namespace fusec::codegen::cpu

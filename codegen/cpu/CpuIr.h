@@ -1,0 +1,154 @@
+//===- CpuIr.h - Shared IR-building pieces of the cpu code generator -*- C++ -*-===//
+//
+// Internal to codegen/cpu: the module state (CpuModuleBuilder::Impl), the
+// ABI types of fusert_cpu_kernel.h mirrored in LLVM IR, loops, storage
+// conversions, the vector math library (CpuMath.cpp) and the lane emitter
+// that evaluates a KernelSpec expression DAG on W lanes at once.
+//
+//===----------------------------------------------------------------------===//
+#ifndef FUSEC_CODEGEN_CPU_CPUIR_H
+#define FUSEC_CODEGEN_CPU_CPUIR_H
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
+#pragma GCC diagnostic pop
+
+#include "codegen/cpu/CpuCodegen.h"
+
+namespace fusec::codegen::cpu {
+
+/// The module being built and the types every part uses.
+struct CpuModuleBuilder::Impl {
+  Impl(const CpuTarget &t, const std::string &name);
+
+  CpuTarget target;
+  llvm::LLVMContext ctx;
+  std::unique_ptr<llvm::Module> mod;
+  llvm::IRBuilder<> B;
+  uint64_t workspace = 0;  ///< bytes per thread, max over entry points
+  int lanes = 4;           ///< vector lanes of one kernel loop (vectorBits / 32)
+
+  llvm::Type *i1, *i8, *i16, *i32, *i64, *f16, *f32, *f64;
+  llvm::PointerType *i8p, *i8pp;
+  llvm::StructType *ctxTy = nullptr;         ///< struct fusert_cpu_context
+  llvm::FunctionType *rangeFnTy = nullptr;   ///< fusert_cpu_range_fn
+  llvm::FunctionType *parallelForTy = nullptr;
+  llvm::FunctionType *sgemmTy = nullptr;
+  llvm::FunctionType *entryTy = nullptr;     ///< fusert_cpu_kernel_fn
+  llvm::StructType *closureTy = nullptr;     ///< {i8** buffers, ctx*}
+
+  // Function emission state.
+  llvm::Function *fn = nullptr;
+  llvm::BasicBlock *entryBlock = nullptr;
+
+  llvm::Value *c64(int64_t v) { return llvm::ConstantInt::get(i64, v, true); }
+  llvm::Value *c32(int32_t v) { return llvm::ConstantInt::get(i32, v, true); }
+  /// An alloca of \p t in the current function's entry block (mem2reg-able).
+  llvm::Value *stackSlot(llvm::Type *t, const char *name = "");
+  /// for (i = lo; i < hi; i += step) body(i); i64 values.
+  void loop(llvm::Value *lo, llvm::Value *hi, int64_t step, const std::function<void(llvm::Value *)> &body,
+            const char *name = "loop");
+  /// if (cond) then();
+  void ifThen(llvm::Value *cond, const std::function<void()> &then);
+  /// Sets the function attributes of the target (cpu, features) on \p f.
+  void setTargetAttrs(llvm::Function *f);
+  /// The entry point \p symbol: closure {buffers, ctx} on its stack, then
+  /// ctx->parallel_for(pool, n, grain, body, &closure); returns 0. \p body
+  /// is an internal fusert_cpu_range_fn built by the caller.
+  void emitEntry(const std::string &symbol, llvm::Function *body, int64_t n, int64_t grain);
+  /// A new internal range function "<symbol>.body"; the builder is left in
+  /// its entry block. Arguments: closure, begin, end, thread.
+  llvm::Function *beginBody(const std::string &symbol);
+  /// In a body: the buffers array and the context from the closure.
+  llvm::Value *bodyBuffers();
+  llvm::Value *bodyContext();
+  /// In a body: buffer \p b of the step as a pointer to \p elemTy.
+  llvm::Value *bufferPtr(int b, llvm::Type *elemTy);
+};
+
+/// The LLVM type holding one element of \p dtype in memory.
+llvm::Type *storageType(CpuModuleBuilder::Impl &I, ir::DType dtype);
+/// The LLVM type of compute type \p t (bool i1, integers i64, f32, f64).
+llvm::Type *computeType(CpuModuleBuilder::Impl &I, program::ScalarType t);
+/// Raw elements (vector of storageType) to the compute type of \p dtype.
+llvm::Value *widenStorage(CpuModuleBuilder::Impl &I, llvm::Value *raw, ir::DType dtype);
+/// A compute value of type \p from to the storage of \p dtype (floats
+/// round to nearest even; bf16 by bit arithmetic, NaN stays NaN).
+llvm::Value *narrowToStorage(CpuModuleBuilder::Impl &I, llvm::Value *v, program::ScalarType from,
+                             ir::DType dtype);
+/// Converts \p v between compute types (kCast semantics).
+llvm::Value *convertScalar(CpuModuleBuilder::Impl &I, llvm::Value *v, program::ScalarType from,
+                           program::ScalarType to);
+/// <W x T> of constant \p v.
+llvm::Value *splatF(CpuModuleBuilder::Impl &I, llvm::Type *elem, int w, double v);
+llvm::Value *splatI(CpuModuleBuilder::Impl &I, llvm::Type *elem, int w, int64_t v);
+/// <0, 1, ..., W-1> as i64.
+llvm::Value *iota(CpuModuleBuilder::Impl &I, int w);
+/// Broadcasts lane 0 of \p v (any vector) to \p w lanes.
+llvm::Value *broadcast(CpuModuleBuilder::Impl &I, llvm::Value *v, int w);
+/// The mask of the first \p active lanes of \p w (runtime i64 \p active).
+llvm::Value *prefixMask(CpuModuleBuilder::Impl &I, int w, llvm::Value *active);
+
+// Vector math (CpuMath.cpp): f32 vectors by polynomials emitted as IR;
+// f64 through libm, lane by lane.
+llvm::Value *mathUnary(CpuModuleBuilder::Impl &I, program::UnaryOp op, llvm::Value *x);
+llvm::Value *mathPow(CpuModuleBuilder::Impl &I, llvm::Value *a, llvm::Value *b);
+/// True if mathUnary covers \p op for floats.
+bool isMathUnary(program::UnaryOp op);
+
+/// Evaluates expressions of one KernelSpec on W lanes: one instance per
+/// loop body (values are cached per instance).
+class Lanes {
+ public:
+  /// \p bufs[i]: spec buffer i as a pointer to its storage type (null for
+  /// buffers replaced by \p override0). \p dims: per domain dim the <W x i64>
+  /// index (or null for dims not in scope). \p vecDim: the dim that varies
+  /// across lanes (-1: none). \p mask: active lanes (<W x i1>) or null = all.
+  Lanes(CpuModuleBuilder::Impl &I, const program::KernelSpec &spec, const std::vector<llvm::Value *> &bufs,
+        std::vector<llvm::Value *> dims, int vecDim, int w, llvm::Value *mask);
+  /// Loads of buffer 0 yield \p v (<W x f32>; the GEMM accumulator).
+  void overrideBuffer0(llvm::Value *v) { override0_ = v; }
+  /// Reduction results: allocas of <1 x T>.
+  void setReductionSlots(const std::vector<llvm::Value *> *slots) { slots_ = slots; }
+  llvm::Value *emit(int id);
+  /// Emits store \p s (masked by the lanes and its guard).
+  void store(const program::Store &s);
+  llvm::Value *mask() const { return mask_; }
+  int width() const { return w_; }
+
+ private:
+  llvm::Value *load(const program::Expr &e);
+  llvm::Value *unary(const program::Expr &e);
+  llvm::Value *binary(const program::Expr &e);
+  /// Flat element offset (<W x i64>) of index exprs \p idx into buffer \p b,
+  /// and its stride across lanes when known (-1 = not affine).
+  llvm::Value *offset(int b, const std::vector<int> &idx, int64_t *laneStride);
+  llvm::Value *andMask(llvm::Value *a, llvm::Value *b);
+  void analyse();
+
+  CpuModuleBuilder::Impl &I;
+  const program::KernelSpec &s_;
+  const std::vector<llvm::Value *> &bufs_;
+  std::vector<llvm::Value *> dims_;
+  int vecDim_;
+  int w_;
+  llvm::Value *mask_;
+  llvm::Value *override0_ = nullptr;
+  const std::vector<llvm::Value *> *slots_ = nullptr;
+  std::map<int, llvm::Value *> memo_;
+  std::vector<char> known_;     ///< coef_ is exact for this expr
+  std::vector<int64_t> coef_;   ///< d expr / d lane (index exprs)
+};
+
+}  // namespace fusec::codegen::cpu
+
+#endif  // FUSEC_CODEGEN_CPU_CPUIR_H

@@ -1,0 +1,743 @@
+//===- CpuKernels.cpp - Entry points for kernels, GEMMs and convolutions ---===//
+//
+// Loop structure (docs/CPU_BACKEND.md):
+//  - pointwise: rows = the parallel dims but the innermost, split over
+//    parallel_for; per row the innermost dim in vectors of W lanes (W =
+//    vector register bits / 32), the remainder as one masked vector.
+//  - reduce: rows = all parallel dims; per row one pass over the reduced
+//    dims per "stage" of reductions (a reduction whose body reads another's
+//    result runs a stage later: softmax = max, then sum of exp), each with
+//    W-lane accumulators folded at the end of the row; then the stores.
+//    A row is re-read by each stage while it is in cache.
+//  - GEMM / conv: tiles of the output over parallel_for; ctx->sgemm per
+//    tile into the per-thread workspace; the epilogue as a vector loop over
+//    the tile, stored in the output dtype.
+//
+//===----------------------------------------------------------------------===//
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "codegen/cpu/CpuIr.h"
+#include "support/Status.h"
+
+namespace fusec::codegen::cpu {
+
+using program::Expr;
+using program::ExprKind;
+using program::KernelSpec;
+using program::ReduceKind;
+using program::ScalarType;
+
+namespace {
+
+/// Elements per parallel_for chunk (~32 KB of f32): big enough to hide the
+/// dispatch, small enough to balance.
+constexpr int64_t kChunkElements = 8192;
+
+bool storable(ir::DType d) {
+  switch (d) {
+    case ir::DType::kF32: case ir::DType::kF64: case ir::DType::kF16: case ir::DType::kBF16:
+    case ir::DType::kU8: case ir::DType::kI8: case ir::DType::kBool: case ir::DType::kU16:
+    case ir::DType::kI16: case ir::DType::kU32: case ir::DType::kI32: case ir::DType::kI64:
+    case ir::DType::kU64:
+      return true;
+    default: return false;
+  }
+}
+
+bool isFloat(ScalarType t) { return t == ScalarType::kF32 || t == ScalarType::kF64; }
+
+absl::Status bad(const std::string &why) { return absl::UnimplementedError(absl::StrCat("cpu: ", why)); }
+
+}  // namespace
+
+absl::Status checkCpuKernel(const KernelSpec &s) {
+  if (s.kind == program::SpecKind::kAttention)
+    return bad("fused attention kernels are not generated for cpu (its pipeline leaves attention as GEMMs and a softmax)");
+  bool reduced = false;
+  for (const program::LoopDim &d : s.dims) {
+    if (d.extent < 0) return bad("negative loop extent");
+    if (!d.reduced && reduced) return bad("a parallel dim after a reduced dim");
+    reduced |= d.reduced;
+  }
+  for (size_t b = 0; b < s.buffers.size(); ++b)
+    if (!storable(s.buffers[b].dtype))
+      return bad(absl::StrCat("buffer ", b, " has dtype ", ir::dtypeName(s.buffers[b].dtype),
+                              ", which the cpu backend does not load or store"));
+  const int n = static_cast<int>(s.exprs.size());
+  for (int i = 0; i < n; ++i) {
+    const Expr &e = s.exprs[i];
+    for (int o : e.operands)
+      if (o < 0 || o >= i) return bad(absl::StrCat("expression ", i, " has a bad operand"));
+    if (e.guard >= i) return bad(absl::StrCat("expression ", i, " has a bad guard"));
+    switch (e.kind) {
+      case ExprKind::kIndex:
+        if (e.ival < 0 || e.ival >= static_cast<int64_t>(s.dims.size())) return bad("index of an unknown dim");
+        break;
+      case ExprKind::kLoad:
+        if (e.ival < 0 || e.ival >= static_cast<int64_t>(s.buffers.size()) ||
+            e.operands.size() != s.buffers[e.ival].shape.size())
+          return bad(absl::StrCat("load ", i, " does not match its buffer"));
+        break;
+      case ExprKind::kReduceResult:
+        if (e.ival < 0 || e.ival >= static_cast<int64_t>(s.reductions.size())) return bad("unknown reduction result");
+        break;
+      case ExprKind::kUnary:
+        if (e.op < 0 || e.op > static_cast<int>(program::UnaryOp::kRoundBF16) || e.operands.size() != 1)
+          return bad(absl::StrCat("unknown unary op ", e.op));
+        break;
+      case ExprKind::kBinary:
+        if (e.op < 0 || e.op > static_cast<int>(program::BinaryOp::kXor) || e.operands.size() != 2)
+          return bad(absl::StrCat("unknown binary op ", e.op));
+        break;
+      case ExprKind::kSelect:
+        if (e.operands.size() != 3) return bad("select without three operands");
+        break;
+      case ExprKind::kCast:
+        if (e.operands.size() != 1) return bad("cast without an operand");
+        break;
+      case ExprKind::kConst: break;
+    }
+  }
+  for (const program::Reduction &r : s.reductions)
+    if (r.body < 0 || r.body >= n) return bad("reduction without a body");
+  for (const program::Store &st : s.stores) {
+    if (st.buffer < 0 || st.buffer >= static_cast<int>(s.buffers.size()) ||
+        st.index.size() != s.buffers[st.buffer].shape.size() || st.value < 0 || st.value >= n)
+      return bad("store does not match its buffer");
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
+absl::Status checkEpilogue(const program::GemmEpilogue &e, const char *what) {
+  if (e.empty()) return absl::OkStatus();
+  absl::Status st = checkCpuKernel(e.spec);
+  if (!st.ok()) return bad(absl::StrCat(what, " epilogue: ", st.message()));
+  if (e.spec.dims.size() != 2 || e.spec.buffers.empty() || e.value < 0 ||
+      e.value >= static_cast<int>(e.spec.exprs.size()) || !e.spec.reductions.empty())
+    return bad(absl::StrCat(what, " epilogue is not a [m, n] expression"));
+  return absl::OkStatus();
+}
+
+bool gemmDType(ir::DType d) { return d == ir::DType::kF32 || d == ir::DType::kF16 || d == ir::DType::kBF16; }
+
+}  // namespace
+
+absl::Status checkCpuGemm(const program::GemmParams &g) {
+  if (!gemmDType(g.dtype))
+    return bad(absl::StrCat("GEMM of dtype ", ir::dtypeName(g.dtype), " (f32, f16 and bf16 run through sgemm)"));
+  if (g.m < 0 || g.n < 0 || g.k < 0 || g.batch < 0) return bad("GEMM with negative sizes");
+  if (!g.a || !g.b || !g.d) return bad("GEMM without its operands");
+  return checkEpilogue(g.epilogue, "GEMM");
+}
+
+absl::Status checkCpuConv(const program::ConvParams &c) {
+  if (!gemmDType(c.dtype))
+    return bad(absl::StrCat("convolution of dtype ", ir::dtypeName(c.dtype), " (f32, f16 and bf16)"));
+  const size_t r = c.xShape.size();
+  if (r != 3 && r != 4) return bad(absl::StrCat("convolution of rank ", r, " (1-D and 2-D only)"));
+  const size_t sp = r - 2;
+  if (c.wShape.size() != r || c.yShape.size() != r || c.strides.size() != sp || c.dilations.size() != sp ||
+      c.pads.size() != 2 * sp || c.group < 1)
+    return bad("convolution parameters do not match its rank");
+  if (c.xShape[1] % c.group || c.wShape[0] % c.group || c.wShape[1] * c.group != c.xShape[1])
+    return bad("convolution channels do not divide into its groups");
+  if (!c.x || !c.w || !c.y) return bad("convolution without its operands");
+  return checkEpilogue(c.epilogue, "convolution");
+}
+
+std::vector<const ir::Value *> gemmStepBuffers(const program::GemmParams &g) {
+  std::vector<const ir::Value *> b = {g.a, g.b};
+  if (g.c) b.push_back(g.c);
+  if (g.bias) b.push_back(g.bias);
+  b.push_back(g.d);
+  return b;
+}
+
+std::vector<const ir::Value *> convStepBuffers(const program::ConvParams &c) {
+  std::vector<const ir::Value *> b = {c.x, c.w};
+  if (c.bias) b.push_back(c.bias);
+  b.push_back(c.y);
+  return b;
+}
+
+// ---------------------------------------------------------------------------
+// Pointwise and reduce kernels
+
+namespace {
+
+struct KernelEmitter {
+  CpuModuleBuilder::Impl &I;
+  const KernelSpec &s;
+  std::vector<llvm::Value *> bufs;
+  int W;
+
+  llvm::Value *splat(llvm::Value *scalar) { return I.B.CreateVectorSplat(W, scalar); }
+
+  /// Scalar indices of \p dims (their extents) from flat \p r, row-major.
+  std::vector<llvm::Value *> delinearize(llvm::Value *r, const std::vector<int64_t> &exts) {
+    std::vector<llvm::Value *> out(exts.size());
+    for (size_t d = exts.size(); d-- > 0;) {
+      if (d == 0) {
+        out[d] = r;
+        break;
+      }
+      out[d] = I.B.CreateURem(r, I.c64(exts[d]));
+      r = I.B.CreateUDiv(r, I.c64(exts[d]));
+    }
+    return out;
+  }
+
+  /// Runs \p fn(base, mask) over [0, n) in vectors of W (the last one
+  /// masked), n static.
+  void vectorLoop(int64_t n, const std::function<void(llvm::Value *, llvm::Value *)> &fn) {
+    const int64_t main = n / W * W;
+    if (main > 0) I.loop(I.c64(0), I.c64(main), W, [&](llvm::Value *i) { fn(i, nullptr); }, "vec");
+    if (n % W) fn(I.c64(main), prefixMask(I, W, I.c64(n % W)));
+  }
+
+  void pointwise(const std::string &symbol) {
+    const int np = s.numParallelDims();
+    std::vector<int64_t> outerExt;
+    int64_t rows = 1;
+    for (int d = 0; d + 1 < np; ++d) {
+      outerExt.push_back(s.dims[d].extent);
+      rows *= s.dims[d].extent;
+    }
+    const int64_t inner = np > 0 ? s.dims[np - 1].extent : 1;
+    if (np == 0) W = 1;
+    llvm::Function *body = I.beginBody(symbol);
+    for (size_t b = 0; b < s.buffers.size(); ++b) bufs.push_back(I.bufferPtr(b, storageType(I, s.buffers[b].dtype)));
+    I.loop(body->getArg(1), body->getArg(2), 1, [&](llvm::Value *r) {
+      std::vector<llvm::Value *> outer = delinearize(r, outerExt);
+      auto lanes = [&](llvm::Value *base, llvm::Value *mask) {
+        std::vector<llvm::Value *> dims(s.dims.size(), nullptr);
+        for (int d = 0; d + 1 < np; ++d) dims[d] = splat(outer[d]);
+        if (np > 0) dims[np - 1] = I.B.CreateAdd(splat(base), iota(I, W));
+        Lanes L(I, s, bufs, dims, np - 1, W, mask);
+        for (const program::Store &st : s.stores) L.store(st);
+      };
+      if (np == 0) lanes(I.c64(0), nullptr);
+      else vectorLoop(inner, lanes);
+    }, "row");
+    I.B.CreateRetVoid();
+    I.emitEntry(symbol, body, rows, kChunkElements / std::max<int64_t>(1, inner));
+  }
+
+  // Reductions.
+  struct Acc {
+    llvm::Value *val = nullptr, *idx = nullptr;  // allocas (<W x T>, <W x i64>)
+    llvm::Type *t = nullptr;                      // element type of the body
+    ScalarType st = ScalarType::kF32;
+  };
+
+  llvm::Value *neutral(ReduceKind k, ScalarType t, int w) {
+    llvm::Type *et = computeType(I, t);
+    const double inf = std::numeric_limits<double>::infinity();
+    if (isFloat(t)) {
+      switch (k) {
+        case ReduceKind::kSum: return splatF(I, et, w, 0.0);
+        case ReduceKind::kProd: return splatF(I, et, w, 1.0);
+        case ReduceKind::kMax: case ReduceKind::kArgMax: return splatF(I, et, w, -inf);
+        default: return splatF(I, et, w, inf);
+      }
+    }
+    switch (k) {
+      case ReduceKind::kSum: return splatI(I, et, w, 0);
+      case ReduceKind::kProd: return splatI(I, et, w, 1);
+      case ReduceKind::kMax: case ReduceKind::kArgMax: return splatI(I, et, w, std::numeric_limits<int64_t>::min());
+      default: return splatI(I, et, w, std::numeric_limits<int64_t>::max());
+    }
+  }
+
+  /// acc (op) v, lanes of \p mask only.
+  llvm::Value *combine(ReduceKind k, ScalarType t, llvm::Value *acc, llvm::Value *v, llvm::Value *mask) {
+    auto &B = I.B;
+    const bool f = isFloat(t);
+    llvm::Value *r;
+    switch (k) {
+      case ReduceKind::kSum: r = f ? B.CreateFAdd(acc, v) : B.CreateAdd(acc, v); break;
+      case ReduceKind::kProd: r = f ? B.CreateFMul(acc, v) : B.CreateMul(acc, v); break;
+      case ReduceKind::kMax:
+        r = f ? B.CreateSelect(B.CreateOr(B.CreateFCmpUNO(acc, acc), B.CreateFCmpOGT(acc, v)), acc, v)
+              : B.CreateSelect(B.CreateICmpSGT(acc, v), acc, v);
+        break;
+      default:
+        r = f ? B.CreateSelect(B.CreateOr(B.CreateFCmpUNO(acc, acc), B.CreateFCmpOLT(acc, v)), acc, v)
+              : B.CreateSelect(B.CreateICmpSLT(acc, v), acc, v);
+        break;
+    }
+    return mask ? B.CreateSelect(mask, r, acc) : r;
+  }
+
+  /// Whether candidate (bv, bi) replaces (av, ai) in an arg reduction.
+  llvm::Value *argTake(const program::Reduction &rd, ScalarType t, llvm::Value *av, llvm::Value *ai, llvm::Value *bv,
+                       llvm::Value *bi, int w) {
+    auto &B = I.B;
+    const bool isMax = rd.kind == ReduceKind::kArgMax;
+    const bool f = isFloat(t);
+    llvm::Value *zero = splatI(I, I.i64, w, 0);
+    llvm::Value *better = f ? (isMax ? B.CreateFCmpOGT(bv, av) : B.CreateFCmpOLT(bv, av))
+                            : (isMax ? B.CreateICmpSGT(bv, av) : B.CreateICmpSLT(bv, av));
+    llvm::Value *eq = f ? B.CreateFCmpOEQ(bv, av) : B.CreateICmpEQ(bv, av);
+    llvm::Value *tie = B.CreateAnd(eq, rd.selectLastIndex ? B.CreateICmpSGT(bi, ai) : B.CreateICmpSLT(bi, ai));
+    llvm::Value *take = B.CreateOr(B.CreateICmpSLT(ai, zero), B.CreateOr(better, tie));
+    return B.CreateAnd(B.CreateICmpSGE(bi, zero), take);
+  }
+
+  void reduce(const std::string &symbol) {
+    auto &B = I.B;
+    const int np = s.numParallelDims();
+    const int nd = static_cast<int>(s.dims.size());
+    std::vector<int64_t> parExt;
+    int64_t rows = 1;
+    for (int d = 0; d < np; ++d) {
+      parExt.push_back(s.dims[d].extent);
+      rows *= s.dims[d].extent;
+    }
+    // Stages: a reduction runs after those whose results its body reads.
+    const int nr = static_cast<int>(s.reductions.size());
+    std::vector<int> stage(nr, 0);
+    int numStages = 0;
+    for (int j = 0; j < nr; ++j) {
+      stage[j] = 0;
+      // Recompute with the stages of earlier reductions known.
+      std::vector<int> st(s.exprs.size(), -1);
+      for (int i = 0; i <= s.reductions[j].body; ++i) {
+        const Expr &e = s.exprs[i];
+        int m = -1;
+        for (int o : e.operands) m = std::max(m, st[o]);
+        if (e.guard >= 0) m = std::max(m, st[e.guard]);
+        if (e.kind == ExprKind::kReduceResult) m = std::max(m, stage[e.ival]);
+        st[i] = m;
+      }
+      stage[j] = st[s.reductions[j].body] + 1;
+      numStages = std::max(numStages, stage[j] + 1);
+    }
+    const std::vector<bool> elem = s.reducedDimDependence();
+    auto storeIsElem = [&](const program::Store &st) {
+      bool e = elem[st.value] || (st.guard >= 0 && elem[st.guard]);
+      for (int i : st.index) e = e || elem[i];
+      return e;
+    };
+
+    llvm::Function *body = I.beginBody(symbol);
+    for (size_t b = 0; b < s.buffers.size(); ++b) bufs.push_back(I.bufferPtr(b, storageType(I, s.buffers[b].dtype)));
+    std::vector<llvm::Value *> slots(nr);
+    std::vector<Acc> acc(nr);
+    for (int j = 0; j < nr; ++j) {
+      const program::Reduction &rd = s.reductions[j];
+      slots[j] = I.stackSlot(llvm::FixedVectorType::get(computeType(I, rd.type), 1), "red");
+      ScalarType bt = s.exprs[rd.body].type;
+      if (bt == ScalarType::kBool || bt == ScalarType::kIdx) bt = ScalarType::kI64;
+      acc[j].st = bt;
+      acc[j].t = computeType(I, bt);
+      acc[j].val = I.stackSlot(llvm::FixedVectorType::get(acc[j].t, W), "acc");
+      if (rd.kind == ReduceKind::kArgMax || rd.kind == ReduceKind::kArgMin)
+        acc[j].idx = I.stackSlot(llvm::FixedVectorType::get(I.i64, W), "acci");
+    }
+    // Reduced dims: strides of the flat reduced index (arg* results).
+    std::vector<int64_t> redStride(nd, 0);
+    {
+      int64_t st = 1;
+      for (int d = nd; d-- > np;) {
+        redStride[d] = st;
+        st *= s.dims[d].extent;
+      }
+    }
+    const int64_t redSize = s.reducedSize();
+
+    I.loop(body->getArg(1), body->getArg(2), 1, [&](llvm::Value *row) {
+      std::vector<llvm::Value *> par = delinearize(row, parExt);
+      // Runs fn(lanes, flat reduced index) over the reduced dims.
+      auto overReduced = [&](const std::function<void(Lanes &, llvm::Value *)> &fn) {
+        std::vector<llvm::Value *> idx(nd, nullptr);
+        std::function<void(int)> rec = [&](int d) {
+          if (d == nd - 1) {
+            vectorLoop(s.dims[d].extent, [&](llvm::Value *base, llvm::Value *mask) {
+              std::vector<llvm::Value *> dims(nd);
+              for (int p = 0; p < np; ++p) dims[p] = splat(par[p]);
+              for (int q = np; q < nd - 1; ++q) dims[q] = splat(idx[q]);
+              dims[nd - 1] = B.CreateAdd(splat(base), iota(I, W));
+              llvm::Value *flat = dims[nd - 1];
+              for (int q = np; q < nd - 1; ++q)
+                flat = B.CreateAdd(flat, B.CreateMul(dims[q], splatI(I, I.i64, W, redStride[q])));
+              Lanes L(I, s, bufs, dims, nd - 1, W, mask);
+              L.setReductionSlots(&slots);
+              fn(L, flat);
+            });
+            return;
+          }
+          I.loop(I.c64(0), I.c64(s.dims[d].extent), 1, [&](llvm::Value *i) {
+            idx[d] = i;
+            rec(d + 1);
+          }, "red");
+        };
+        rec(np);
+      };
+      for (int stg = 0; stg < numStages; ++stg) {
+        std::vector<int> js;
+        for (int j = 0; j < nr; ++j)
+          if (stage[j] == stg) js.push_back(j);
+        for (int j : js) {
+          B.CreateStore(neutral(s.reductions[j].kind, acc[j].st, W), acc[j].val);
+          if (acc[j].idx) B.CreateStore(splatI(I, I.i64, W, -1), acc[j].idx);
+        }
+        overReduced([&](Lanes &L, llvm::Value *flat) {
+          for (int j : js) {
+            const program::Reduction &rd = s.reductions[j];
+            llvm::Value *v = convertScalar(I, L.emit(rd.body), s.exprs[rd.body].type, acc[j].st);
+            llvm::Value *a = B.CreateLoad(llvm::FixedVectorType::get(acc[j].t, W), acc[j].val);
+            if (acc[j].idx) {
+              llvm::Value *ai = B.CreateLoad(llvm::FixedVectorType::get(I.i64, W), acc[j].idx);
+              llvm::Value *take = argTake(rd, acc[j].st, a, ai, v, flat, W);
+              if (L.mask()) take = B.CreateAnd(take, L.mask());
+              B.CreateStore(B.CreateSelect(take, v, a), acc[j].val);
+              B.CreateStore(B.CreateSelect(take, flat, ai), acc[j].idx);
+            } else {
+              B.CreateStore(combine(rd.kind, acc[j].st, a, v, L.mask()), acc[j].val);
+            }
+          }
+        });
+        // Fold the lanes into the row's result.
+        for (int j : js) {
+          const program::Reduction &rd = s.reductions[j];
+          llvm::Value *a = B.CreateLoad(llvm::FixedVectorType::get(acc[j].t, W), acc[j].val);
+          auto lane = [&](llvm::Value *v, int l) {
+            return B.CreateShuffleVector(v, llvm::UndefValue::get(v->getType()), std::vector<int>{l});
+          };
+          llvm::Value *result;
+          if (acc[j].idx) {
+            llvm::Value *ai = B.CreateLoad(llvm::FixedVectorType::get(I.i64, W), acc[j].idx);
+            llvm::Value *bv = lane(a, 0), *bi = lane(ai, 0);
+            for (int l = 1; l < W; ++l) {
+              llvm::Value *cv = lane(a, l), *ci = lane(ai, l);
+              llvm::Value *take = argTake(rd, acc[j].st, bv, bi, cv, ci, 1);
+              bv = B.CreateSelect(take, cv, bv);
+              bi = B.CreateSelect(take, ci, bi);
+            }
+            result = bi;
+            result = convertScalar(I, result, ScalarType::kI64, rd.type);
+          } else {
+            result = lane(a, 0);
+            for (int l = 1; l < W; ++l) result = combine(rd.kind, acc[j].st, result, lane(a, l), nullptr);
+            result = convertScalar(I, result, acc[j].st, rd.type);
+          }
+          B.CreateStore(result, slots[j]);
+        }
+      }
+      bool anyElem = false;
+      for (const program::Store &st : s.stores) anyElem |= storeIsElem(st);
+      if (anyElem)
+        overReduced([&](Lanes &L, llvm::Value *) {
+          for (const program::Store &st : s.stores)
+            if (storeIsElem(st)) L.store(st);
+        });
+      std::vector<llvm::Value *> dims1(nd);
+      for (int p = 0; p < np; ++p) dims1[p] = B.CreateVectorSplat(1, par[p]);
+      Lanes L1(I, s, bufs, dims1, -1, 1, nullptr);
+      L1.setReductionSlots(&slots);
+      for (const program::Store &st : s.stores)
+        if (!storeIsElem(st)) L1.store(st);
+    }, "row");
+    B.CreateRetVoid();
+    I.emitEntry(symbol, body, rows, kChunkElements / std::max<int64_t>(1, redSize));
+  }
+};
+
+/// Loads \p n (<= W, static) elements of \p dtype at \p ptr + \p off as f32 lanes.
+llvm::Value *loadF32(CpuModuleBuilder::Impl &I, llvm::Value *base, ir::DType dtype, llvm::Value *off, int w,
+                     llvm::Value *mask) {
+  auto &B = I.B;
+  llvm::Type *st = storageType(I, dtype);
+  llvm::Type *vt = llvm::FixedVectorType::get(st, w);
+  llvm::Value *p = B.CreateBitCast(B.CreateGEP(st, base, off), llvm::PointerType::getUnqual(vt));
+  const llvm::Align al(st->getScalarSizeInBits() / 8);
+  llvm::Value *raw = mask ? static_cast<llvm::Value *>(B.CreateMaskedLoad(vt, p, al, mask, llvm::Constant::getNullValue(vt)))
+                          : static_cast<llvm::Value *>(B.CreateAlignedLoad(vt, p, al));
+  return widenStorage(I, raw, dtype);
+}
+
+void storeFrom(CpuModuleBuilder::Impl &I, llvm::Value *v, llvm::Value *base, ir::DType dtype, llvm::Value *off,
+               llvm::Value *mask) {
+  auto &B = I.B;
+  llvm::Type *st = storageType(I, dtype);
+  llvm::Value *raw = narrowToStorage(I, v, ScalarType::kF32, dtype);
+  llvm::Value *p = B.CreateBitCast(B.CreateGEP(st, base, off), llvm::PointerType::getUnqual(raw->getType()));
+  const llvm::Align al(st->getScalarSizeInBits() / 8);
+  if (mask) B.CreateMaskedStore(raw, p, al, mask);
+  else B.CreateAlignedStore(raw, p, al);
+}
+
+/// The runtime-trip vector loop over [0, n) used by tile epilogues.
+void dynVectorLoop(CpuModuleBuilder::Impl &I, llvm::Value *n, int w,
+                   const std::function<void(llvm::Value *, llvm::Value *)> &fn) {
+  auto &B = I.B;
+  llvm::Value *main = B.CreateMul(B.CreateSDiv(n, I.c64(w)), I.c64(w));
+  I.loop(I.c64(0), main, w, [&](llvm::Value *j) { fn(j, nullptr); }, "vec");
+  llvm::Value *rest = B.CreateSub(n, main);
+  I.ifThen(B.CreateICmpSGT(rest, I.c64(0)), [&] { fn(main, prefixMask(I, w, rest)); });
+}
+
+llvm::Value *smin(CpuModuleBuilder::Impl &I, llvm::Value *a, llvm::Value *b) {
+  return I.B.CreateSelect(I.B.CreateICmpSLT(a, b), a, b);
+}
+
+uint64_t align64(uint64_t b) { return (b + 63) / 64 * 64; }
+
+}  // namespace
+
+absl::Status CpuModuleBuilder::addKernel(const KernelSpec &spec, const std::string &symbol) {
+  FUSEC_RETURN_IF_ERROR(checkCpuKernel(spec));
+  KernelEmitter k{*impl_, spec, {}, impl_->lanes};
+  if (spec.numParallelDims() < static_cast<int>(spec.dims.size())) k.reduce(symbol);
+  else k.pointwise(symbol);
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------
+// GEMM
+
+absl::Status CpuModuleBuilder::addGemm(const program::GemmParams &g, const std::string &symbol) {
+  FUSEC_RETURN_IF_ERROR(checkCpuGemm(g));
+  Impl &I = *impl_;
+  auto &B = I.B;
+  const int W = I.lanes;
+  const int64_t M = g.m, N = g.n, K = g.k;
+  const int64_t MT = std::max<int64_t>(1, std::min<int64_t>(M, 64));
+  const int64_t NT = std::max<int64_t>(1, N <= 512 ? N : 256);
+  const int64_t KT = 256;
+  const int64_t mT = (M + MT - 1) / MT, nT = (N + NT - 1) / NT;
+  const int64_t tasks = M > 0 && N > 0 ? g.batch * mT * nT : 0;
+  const bool f32 = g.dtype == ir::DType::kF32;
+  const uint64_t tileBytes = align64(uint64_t(MT * NT) * 4);
+  const uint64_t aBytes = f32 ? 0 : align64(uint64_t(MT * KT) * 4);
+  const uint64_t bBytes = f32 ? 0 : align64(uint64_t(KT * NT) * 4);
+  I.workspace = std::max(I.workspace, tileBytes + aBytes + bBytes);
+
+  llvm::Function *body = I.beginBody(symbol);
+  const bool hasC = g.c != nullptr, hasBias = g.bias != nullptr;
+  int bi = 0;
+  llvm::Value *a = I.bufferPtr(bi++, storageType(I, g.dtype));
+  llvm::Value *b = I.bufferPtr(bi++, storageType(I, g.dtype));
+  llvm::Value *c = hasC ? I.bufferPtr(bi++, storageType(I, g.dtype)) : nullptr;
+  llvm::Value *bias = nullptr;
+  if (hasBias) {
+    const ir::DType bt = g.epilogue.hasBias() ? g.epilogue.spec.buffers[1].dtype : g.dtype;
+    bias = I.bufferPtr(bi++, storageType(I, bt));
+  }
+  llvm::Value *d = I.bufferPtr(bi++, storageType(I, g.dtype));
+  llvm::Value *ctx = I.bodyContext();
+  llvm::Value *wsBase = B.CreateLoad(I.i8p, B.CreateStructGEP(I.ctxTy, ctx, 5));
+  llvm::Value *wsBytes = B.CreateLoad(I.i64, B.CreateStructGEP(I.ctxTy, ctx, 6));
+  llvm::Value *sgemm = B.CreateLoad(llvm::PointerType::getUnqual(I.sgemmTy), B.CreateStructGEP(I.ctxTy, ctx, 4));
+  llvm::Value *ws = B.CreateGEP(I.i8, wsBase, B.CreateMul(B.CreateSExt(body->getArg(3), I.i64), wsBytes));
+  llvm::Value *tile = B.CreateBitCast(ws, llvm::PointerType::getUnqual(I.f32));
+  llvm::Value *af = B.CreateGEP(I.f32, tile, I.c64(tileBytes / 4));
+  llvm::Value *bf = B.CreateGEP(I.f32, tile, I.c64((tileBytes + aBytes) / 4));
+  std::vector<llvm::Value *> epiBufs = {nullptr, bias};
+
+  I.loop(body->getArg(1), body->getArg(2), 1, [&](llvm::Value *t) {
+    llvm::Value *bt = B.CreateSDiv(t, I.c64(mT * nT));
+    llvm::Value *rem = B.CreateSRem(t, I.c64(mT * nT));
+    llvm::Value *m0 = B.CreateMul(B.CreateSDiv(rem, I.c64(nT)), I.c64(MT));
+    llvm::Value *n0 = B.CreateMul(B.CreateSRem(rem, I.c64(nT)), I.c64(NT));
+    llvm::Value *mr = smin(I, I.c64(MT), B.CreateSub(I.c64(M), m0));
+    llvm::Value *nr = smin(I, I.c64(NT), B.CreateSub(I.c64(N), n0));
+    llvm::Value *aBase = B.CreateMul(bt, I.c64(g.strideA));
+    llvm::Value *bBase = B.CreateMul(bt, I.c64(g.strideB));
+    if (K == 0) {
+      B.CreateMemSet(tile, llvm::ConstantInt::get(I.i8, 0), tileBytes, llvm::MaybeAlign(64));
+    } else if (f32) {
+      llvm::Value *ap = B.CreateGEP(I.f32, a, B.CreateAdd(aBase, g.transA ? m0 : B.CreateMul(m0, I.c64(K))));
+      llvm::Value *bp = B.CreateGEP(I.f32, b, B.CreateAdd(bBase, g.transB ? B.CreateMul(n0, I.c64(K)) : n0));
+      B.CreateCall(I.sgemmTy, sgemm,
+                   {I.c32(g.transA), I.c32(g.transB), mr, nr, I.c64(K), llvm::ConstantFP::get(I.f32, g.alpha), ap,
+                    I.c64(g.transA ? M : K), bp, I.c64(g.transB ? K : N), llvm::ConstantFP::get(I.f32, 0.0), tile,
+                    I.c64(NT)});
+    } else {
+      I.loop(I.c64(0), I.c64(K), KT, [&](llvm::Value *k0) {
+        llvm::Value *kr = smin(I, I.c64(KT), B.CreateSub(I.c64(K), k0));
+        // A[m0 + i, k0 + kk] -> af[i * KT + kk]; B[k0 + kk, n0 + j] -> bf[kk * NT + j].
+        I.loop(I.c64(0), mr, 1, [&](llvm::Value *i) {
+          I.loop(I.c64(0), kr, 1, [&](llvm::Value *kk) {
+            llvm::Value *row = B.CreateAdd(m0, i), *col = B.CreateAdd(k0, kk);
+            llvm::Value *off = g.transA ? B.CreateAdd(B.CreateMul(col, I.c64(M)), row)
+                                        : B.CreateAdd(B.CreateMul(row, I.c64(K)), col);
+            llvm::Value *v = loadF32(I, a, g.dtype, B.CreateAdd(aBase, off), 1, nullptr);
+            storeFrom(I, v, af, ir::DType::kF32, B.CreateAdd(B.CreateMul(i, I.c64(KT)), kk), nullptr);
+          }, "cvta");
+        }, "cvta");
+        I.loop(I.c64(0), kr, 1, [&](llvm::Value *kk) {
+          I.loop(I.c64(0), nr, 1, [&](llvm::Value *j) {
+            llvm::Value *row = B.CreateAdd(k0, kk), *col = B.CreateAdd(n0, j);
+            llvm::Value *off = g.transB ? B.CreateAdd(B.CreateMul(col, I.c64(K)), row)
+                                        : B.CreateAdd(B.CreateMul(row, I.c64(N)), col);
+            llvm::Value *v = loadF32(I, b, g.dtype, B.CreateAdd(bBase, off), 1, nullptr);
+            storeFrom(I, v, bf, ir::DType::kF32, B.CreateAdd(B.CreateMul(kk, I.c64(NT)), j), nullptr);
+          }, "cvtb");
+        }, "cvtb");
+        llvm::Value *beta = B.CreateSelect(B.CreateICmpEQ(k0, I.c64(0)), llvm::ConstantFP::get(I.f32, 0.0),
+                                           llvm::ConstantFP::get(I.f32, 1.0));
+        B.CreateCall(I.sgemmTy, sgemm,
+                     {I.c32(0), I.c32(0), mr, nr, kr, llvm::ConstantFP::get(I.f32, g.alpha), af, I.c64(KT), bf,
+                      I.c64(NT), beta, tile, I.c64(NT)});
+      }, "ktile");
+    }
+    // Epilogue over the tile.
+    I.loop(I.c64(0), mr, 1, [&](llvm::Value *i) {
+      llvm::Value *row = B.CreateAdd(m0, i);
+      dynVectorLoop(I, nr, W, [&](llvm::Value *j, llvm::Value *mask) {
+        llvm::Value *acc = loadF32(I, tile, ir::DType::kF32, B.CreateAdd(B.CreateMul(i, I.c64(NT)), j), W, mask);
+        llvm::Value *outOff = B.CreateAdd(B.CreateMul(row, I.c64(N)), B.CreateAdd(n0, j));
+        if (hasC && g.beta != 0) {
+          llvm::Value *cv = loadF32(I, c, g.dtype, B.CreateAdd(B.CreateMul(bt, I.c64(g.strideC)), outOff), W, mask);
+          acc = B.CreateFAdd(acc, B.CreateFMul(cv, splatF(I, I.f32, W, g.beta)));
+        }
+        llvm::Value *val = acc;
+        if (!g.epilogue.empty()) {
+          std::vector<llvm::Value *> dims = {B.CreateVectorSplat(W, row),
+                                             B.CreateAdd(B.CreateVectorSplat(W, B.CreateAdd(n0, j)), iota(I, W))};
+          Lanes L(I, g.epilogue.spec, epiBufs, dims, 1, W, mask);
+          L.overrideBuffer0(acc);
+          val = convertScalar(I, L.emit(g.epilogue.value), g.epilogue.spec.exprs[g.epilogue.value].type,
+                              ScalarType::kF32);
+        }
+        storeFrom(I, val, d, g.dtype, B.CreateAdd(B.CreateMul(bt, I.c64(g.strideD)), outOff), mask);
+      });
+    }, "epi");
+  }, "task");
+  B.CreateRetVoid();
+  I.emitEntry(symbol, body, tasks, 1);
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------
+// Convolution
+
+absl::Status CpuModuleBuilder::addConv(const program::ConvParams &cv, const std::string &symbol) {
+  FUSEC_RETURN_IF_ERROR(checkCpuConv(cv));
+  Impl &I = *impl_;
+  auto &B = I.B;
+  const int W = I.lanes;
+  const bool two = cv.xShape.size() == 4;
+  const int64_t Nb = cv.xShape[0], C = cv.xShape[1], H = two ? cv.xShape[2] : 1, Wd = cv.xShape.back();
+  const int64_t Mo = cv.wShape[0], KH = two ? cv.wShape[2] : 1, KW = cv.wShape.back();
+  const int64_t OH = two ? cv.yShape[2] : 1, OW = cv.yShape.back();
+  const int64_t sh = two ? cv.strides[0] : 1, sw = cv.strides.back();
+  const int64_t dh = two ? cv.dilations[0] : 1, dw = cv.dilations.back();
+  const int64_t ph = two ? cv.pads[0] : 0, pw = two ? cv.pads[1] : cv.pads[0];
+  const int64_t G = cv.group, Cg = C / G, Mg = Mo / G, Kd = Cg * KH * KW, P = OH * OW;
+  int64_t PT = std::max<int64_t>(16, std::min<int64_t>(512, 32768 / std::max<int64_t>(1, Kd)) / 16 * 16);
+  PT = std::max<int64_t>(1, std::min(PT, P));
+  const int64_t pT = (P + PT - 1) / PT;
+  const int64_t tasks = P > 0 && Mg > 0 ? Nb * G * pT : 0;
+  const bool f32 = cv.dtype == ir::DType::kF32;
+  const bool direct = KH == 1 && KW == 1 && sh == 1 && sw == 1 && ph == 0 && pw == 0 && f32 &&
+                      cv.pads == std::vector<int64_t>(cv.pads.size(), 0) && H == OH && Wd == OW;
+  const uint64_t tileBytes = align64(uint64_t(Mg * PT) * 4);
+  const uint64_t colBytes = direct ? 0 : align64(uint64_t(Kd * PT) * 4);
+  const uint64_t wBytes = f32 ? 0 : align64(uint64_t(Mg * Kd) * 4);
+  I.workspace = std::max(I.workspace, tileBytes + colBytes + wBytes);
+
+  llvm::Function *body = I.beginBody(symbol);
+  int bi = 0;
+  llvm::Value *x = I.bufferPtr(bi++, storageType(I, cv.dtype));
+  llvm::Value *w = I.bufferPtr(bi++, storageType(I, cv.dtype));
+  llvm::Value *bias = nullptr;
+  if (cv.bias) {
+    const ir::DType bt = cv.epilogue.hasBias() ? cv.epilogue.spec.buffers[1].dtype : cv.dtype;
+    bias = I.bufferPtr(bi++, storageType(I, bt));
+  }
+  llvm::Value *y = I.bufferPtr(bi++, storageType(I, cv.dtype));
+  llvm::Value *ctx = I.bodyContext();
+  llvm::Value *wsBase = B.CreateLoad(I.i8p, B.CreateStructGEP(I.ctxTy, ctx, 5));
+  llvm::Value *wsBytes = B.CreateLoad(I.i64, B.CreateStructGEP(I.ctxTy, ctx, 6));
+  llvm::Value *sgemm = B.CreateLoad(llvm::PointerType::getUnqual(I.sgemmTy), B.CreateStructGEP(I.ctxTy, ctx, 4));
+  llvm::Value *ws = B.CreateGEP(I.i8, wsBase, B.CreateMul(B.CreateSExt(body->getArg(3), I.i64), wsBytes));
+  llvm::Value *tile = B.CreateBitCast(ws, llvm::PointerType::getUnqual(I.f32));
+  llvm::Value *col = B.CreateGEP(I.f32, tile, I.c64(tileBytes / 4));
+  llvm::Value *wf = B.CreateGEP(I.f32, tile, I.c64((tileBytes + colBytes) / 4));
+  std::vector<llvm::Value *> epiBufs = {nullptr, bias};
+
+  I.loop(body->getArg(1), body->getArg(2), 1, [&](llvm::Value *t) {
+    llvm::Value *n = B.CreateSDiv(t, I.c64(G * pT));
+    llvm::Value *rem = B.CreateSRem(t, I.c64(G * pT));
+    llvm::Value *g = B.CreateSDiv(rem, I.c64(pT));
+    llvm::Value *p0 = B.CreateMul(B.CreateSRem(rem, I.c64(pT)), I.c64(PT));
+    llvm::Value *pr = smin(I, I.c64(PT), B.CreateSub(I.c64(P), p0));
+    // x[n, g*Cg + c, ...]
+    llvm::Value *xBase = B.CreateMul(B.CreateAdd(B.CreateMul(n, I.c64(C)), B.CreateMul(g, I.c64(Cg))), I.c64(H * Wd));
+    llvm::Value *bmat, *ldb;
+    if (direct) {
+      bmat = B.CreateGEP(I.f32, x, B.CreateAdd(xBase, p0));
+      ldb = I.c64(P);
+    } else {
+      I.loop(I.c64(0), I.c64(Kd), 1, [&](llvm::Value *ck) {
+        llvm::Value *c = B.CreateSDiv(ck, I.c64(KH * KW));
+        llvm::Value *kk = B.CreateSRem(ck, I.c64(KH * KW));
+        llvm::Value *kh = B.CreateSDiv(kk, I.c64(KW)), *kw = B.CreateSRem(kk, I.c64(KW));
+        I.loop(I.c64(0), pr, 1, [&](llvm::Value *j) {
+          llvm::Value *p = B.CreateAdd(p0, j);
+          llvm::Value *oh = B.CreateSDiv(p, I.c64(OW)), *ow = B.CreateSRem(p, I.c64(OW));
+          llvm::Value *ih = B.CreateAdd(B.CreateSub(B.CreateMul(oh, I.c64(sh)), I.c64(ph)), B.CreateMul(kh, I.c64(dh)));
+          llvm::Value *iw = B.CreateAdd(B.CreateSub(B.CreateMul(ow, I.c64(sw)), I.c64(pw)), B.CreateMul(kw, I.c64(dw)));
+          llvm::Value *in = B.CreateAnd(B.CreateAnd(B.CreateICmpSGE(ih, I.c64(0)), B.CreateICmpSLT(ih, I.c64(H))),
+                                        B.CreateAnd(B.CreateICmpSGE(iw, I.c64(0)), B.CreateICmpSLT(iw, I.c64(Wd))));
+          llvm::Value *off = B.CreateAdd(xBase, B.CreateAdd(B.CreateMul(B.CreateAdd(B.CreateMul(c, I.c64(H)), ih), I.c64(Wd)), iw));
+          off = B.CreateSelect(in, off, xBase);
+          llvm::Value *v = loadF32(I, x, cv.dtype, off, 1, nullptr);
+          v = B.CreateSelect(B.CreateVectorSplat(1, in), v, splatF(I, I.f32, 1, 0.0));
+          storeFrom(I, v, col, ir::DType::kF32, B.CreateAdd(B.CreateMul(ck, I.c64(PT)), j), nullptr);
+        }, "im2col");
+      }, "im2col");
+      bmat = col;
+      ldb = I.c64(PT);
+    }
+    llvm::Value *wBase = B.CreateMul(g, I.c64(Mg * Kd));
+    llvm::Value *amat;
+    if (f32) {
+      amat = B.CreateGEP(I.f32, w, wBase);
+    } else {
+      I.loop(I.c64(0), I.c64(Mg * Kd), 1, [&](llvm::Value *i) {
+        storeFrom(I, loadF32(I, w, cv.dtype, B.CreateAdd(wBase, i), 1, nullptr), wf, ir::DType::kF32, i, nullptr);
+      }, "cvtw");
+      amat = wf;
+    }
+    if (Kd > 0) {
+      B.CreateCall(I.sgemmTy, sgemm,
+                   {I.c32(0), I.c32(0), I.c64(Mg), pr, I.c64(Kd), llvm::ConstantFP::get(I.f32, 1.0), amat, I.c64(Kd),
+                    bmat, ldb, llvm::ConstantFP::get(I.f32, 0.0), tile, I.c64(PT)});
+    } else {
+      B.CreateMemSet(tile, llvm::ConstantInt::get(I.i8, 0), tileBytes, llvm::MaybeAlign(64));
+    }
+    I.loop(I.c64(0), I.c64(Mg), 1, [&](llvm::Value *mo) {
+      llvm::Value *oc = B.CreateAdd(B.CreateMul(g, I.c64(Mg)), mo);
+      dynVectorLoop(I, pr, W, [&](llvm::Value *j, llvm::Value *mask) {
+        llvm::Value *acc = loadF32(I, tile, ir::DType::kF32, B.CreateAdd(B.CreateMul(mo, I.c64(PT)), j), W, mask);
+        llvm::Value *val = acc;
+        if (!cv.epilogue.empty()) {
+          llvm::Value *mrow = B.CreateAdd(B.CreateMul(n, I.c64(P)), B.CreateAdd(p0, j));
+          std::vector<llvm::Value *> dims = {B.CreateAdd(B.CreateVectorSplat(W, mrow), iota(I, W)),
+                                             B.CreateVectorSplat(W, oc)};
+          Lanes L(I, cv.epilogue.spec, epiBufs, dims, 0, W, mask);
+          L.overrideBuffer0(acc);
+          val = convertScalar(I, L.emit(cv.epilogue.value), cv.epilogue.spec.exprs[cv.epilogue.value].type,
+                              ScalarType::kF32);
+        }
+        llvm::Value *off = B.CreateAdd(B.CreateMul(B.CreateAdd(B.CreateMul(n, I.c64(Mo)), oc), I.c64(P)),
+                                       B.CreateAdd(p0, j));
+        storeFrom(I, val, y, cv.dtype, off, mask);
+      });
+    }, "epi");
+  }, "task");
+  B.CreateRetVoid();
+  I.emitEntry(symbol, body, tasks, 1);
+  return absl::OkStatus();
+}
+
+}  // namespace fusec::codegen::cpu

@@ -1,0 +1,223 @@
+//===- CpuMath.cpp - Vector math emitted as LLVM IR -----------------------===//
+//
+// f32: exp, log, tanh, erf, sigmoid, log1p and pow are polynomials written
+// here as IR on whole vectors (no libm call, so they stay vectorised):
+//   exp:  Cody-Waite reduction x = k ln2 + r (ln2 split in two), degree-7
+//         Taylor polynomial of e^r on |r| <= ln2/2 (error < 1e-8 relative),
+//         2^k applied as two exponent-field scalings so that denormal and
+//         overflowing results come out right.
+//   log:  x = 2^e m with m in [sqrt(1/2), sqrt(2)), log m = 2 atanh(s),
+//         s = (m-1)/(m+1), odd series to s^11 (|s| <= 0.172).
+//   tanh: Taylor series to x^15 for |x| < 0.55, else 1 - 2/(e^{2|x|}+1).
+//   erf:  Taylor series to x^11 for |x| < 0.5, else Abramowitz & Stegun
+//         7.1.26 (|error| <= 1.5e-7).
+//   log1p: log(u) - ((u-1)-x)/u with u = 1+x (Goldberg's correction).
+//   pow:  exp(b log|a|), the sign of a for integral b, NaN for a < 0 and
+//         non-integral b, pow(a, 0) = 1.
+// sin and cos (f32) and every f64 function call libm lane by lane.
+//
+//===----------------------------------------------------------------------===//
+#include <cmath>
+#include <limits>
+
+#include "codegen/cpu/CpuIr.h"
+
+namespace fusec::codegen::cpu {
+
+using program::UnaryOp;
+
+namespace {
+
+int widthOf(llvm::Value *v) { return llvm::cast<llvm::FixedVectorType>(v->getType())->getNumElements(); }
+
+/// Calls libm's \p name (one or two operands of \p et) lane by lane.
+llvm::Value *libmLanes(CpuModuleBuilder::Impl &I, const char *name, llvm::Value *a, llvm::Value *b = nullptr) {
+  auto &B = I.B;
+  llvm::Type *et = a->getType()->getScalarType();
+  std::vector<llvm::Type *> params(b ? 2 : 1, et);
+  llvm::FunctionCallee f = I.mod->getOrInsertFunction(name, llvm::FunctionType::get(et, params, false));
+  if (auto *fn = llvm::dyn_cast<llvm::Function>(f.getCallee())) {
+    fn->setDoesNotThrow();
+    fn->setOnlyAccessesInaccessibleMemory();
+  }
+  llvm::Value *out = llvm::UndefValue::get(a->getType());
+  for (int l = 0; l < widthOf(a); ++l) {
+    std::vector<llvm::Value *> args = {B.CreateExtractElement(a, uint64_t(l))};
+    if (b) args.push_back(B.CreateExtractElement(b, uint64_t(l)));
+    out = B.CreateInsertElement(out, B.CreateCall(f, args), uint64_t(l));
+  }
+  return out;
+}
+
+struct F {
+  CpuModuleBuilder::Impl &I;
+  int w;
+  llvm::Value *c(double v) { return splatF(I, I.f32, w, v); }
+  llvm::Value *ci(int64_t v) { return splatI(I, I.i32, w, v); }
+  llvm::Value *add(llvm::Value *a, llvm::Value *b) { return I.B.CreateFAdd(a, b); }
+  llvm::Value *sub(llvm::Value *a, llvm::Value *b) { return I.B.CreateFSub(a, b); }
+  llvm::Value *mul(llvm::Value *a, llvm::Value *b) { return I.B.CreateFMul(a, b); }
+  llvm::Value *div(llvm::Value *a, llvm::Value *b) { return I.B.CreateFDiv(a, b); }
+  llvm::Value *sel(llvm::Value *m, llvm::Value *a, llvm::Value *b) { return I.B.CreateSelect(m, a, b); }
+  /// Horner: coefs[0] + x*(coefs[1] + x*(...)).
+  llvm::Value *poly(llvm::Value *x, std::initializer_list<double> coefs) {
+    std::vector<double> cs(coefs);
+    llvm::Value *r = c(cs.back());
+    for (size_t i = cs.size() - 1; i-- > 0;) r = add(c(cs[i]), mul(x, r));
+    return r;
+  }
+  llvm::Value *abs(llvm::Value *x) { return I.B.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x); }
+  llvm::Value *copysign(llvm::Value *m, llvm::Value *s) {
+    return I.B.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, m, s);
+  }
+  llvm::Value *isnan(llvm::Value *x) { return I.B.CreateFCmpUNO(x, x); }
+
+  llvm::Value *exp(llvm::Value *x) {
+    auto &B = I.B;
+    llvm::Value *xc = sel(B.CreateFCmpOGT(x, c(88.8)), c(88.8), x);
+    xc = sel(B.CreateFCmpOLT(xc, c(-104.0)), c(-104.0), xc);
+    llvm::Value *k = B.CreateUnaryIntrinsic(llvm::Intrinsic::rint, mul(xc, c(1.44269504088896341)));
+    llvm::Value *r = sub(xc, mul(k, c(0.693359375)));
+    r = sub(r, mul(k, c(-2.12194440054690583e-4)));
+    llvm::Value *p = poly(r, {1.0, 1.0, 1.0 / 2, 1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 720, 1.0 / 5040});
+    llvm::Type *vi = llvm::FixedVectorType::get(I.i32, w);
+    llvm::Value *ki = B.CreateFreeze(B.CreateFPToSI(k, vi));
+    llvm::Value *k1 = B.CreateAShr(ki, ci(1));
+    llvm::Value *k2 = B.CreateSub(ki, k1);
+    auto scale = [&](llvm::Value *e) {
+      return B.CreateBitCast(B.CreateShl(B.CreateAdd(e, ci(127)), ci(23)), llvm::FixedVectorType::get(I.f32, w));
+    };
+    llvm::Value *res = mul(mul(p, scale(k1)), scale(k2));
+    return sel(isnan(x), x, res);
+  }
+
+  llvm::Value *log(llvm::Value *x) {
+    auto &B = I.B;
+    llvm::Type *vi = llvm::FixedVectorType::get(I.i32, w);
+    llvm::Value *small = B.CreateFCmpOLT(x, c(1.17549435e-38));
+    llvm::Value *xs = sel(small, mul(x, c(8388608.0)), x);
+    llvm::Value *bits = B.CreateBitCast(xs, vi);
+    llvm::Value *e = B.CreateSub(B.CreateAnd(B.CreateLShr(bits, ci(23)), ci(0xff)), ci(127));
+    e = B.CreateSub(e, sel(small, ci(23), ci(0)));
+    llvm::Value *m = B.CreateBitCast(B.CreateOr(B.CreateAnd(bits, ci(0x7fffff)), ci(0x3f800000)),
+                                     llvm::FixedVectorType::get(I.f32, w));
+    llvm::Value *big = B.CreateFCmpOGT(m, c(1.41421356237309505));
+    m = sel(big, mul(m, c(0.5)), m);
+    e = sel(big, B.CreateAdd(e, ci(1)), e);
+    llvm::Value *f = sub(m, c(1.0));
+    llvm::Value *s = div(f, add(c(2.0), f));
+    llvm::Value *s2 = mul(s, s);
+    llvm::Value *tail = mul(s2, poly(s2, {2.0 / 3, 2.0 / 5, 2.0 / 7, 2.0 / 9, 2.0 / 11}));
+    llvm::Value *logm = add(mul(c(2.0), s), mul(s, tail));
+    llvm::Value *ef = B.CreateSIToFP(e, llvm::FixedVectorType::get(I.f32, w));
+    llvm::Value *res = add(mul(ef, c(0.693359375)), add(logm, mul(ef, c(-2.12194440054690583e-4))));
+    const double inf = std::numeric_limits<double>::infinity();
+    res = sel(B.CreateFCmpOEQ(x, c(inf)), c(inf), res);
+    res = sel(B.CreateOr(B.CreateFCmpOLT(x, c(0.0)), isnan(x)), c(std::nan("")), res);
+    return sel(B.CreateFCmpOEQ(x, c(0.0)), c(-inf), res);
+  }
+
+  llvm::Value *tanh(llvm::Value *x) {
+    auto &B = I.B;
+    llvm::Value *ax = abs(x);
+    llvm::Value *e = exp(mul(c(2.0), ax));
+    llvm::Value *big = copysign(sub(c(1.0), div(c(2.0), add(e, c(1.0)))), x);
+    llvm::Value *x2 = mul(x, x);
+    llvm::Value *small = add(x, mul(mul(x, x2), poly(x2, {-1.0 / 3, 2.0 / 15, -17.0 / 315, 62.0 / 2835,
+                                                          -1382.0 / 155925, 21844.0 / 6081075,
+                                                          -929569.0 / 638512875})));
+    return sel(B.CreateFCmpOLT(ax, c(0.55)), small, big);
+  }
+
+  llvm::Value *erf(llvm::Value *x) {
+    auto &B = I.B;
+    llvm::Value *ax = abs(x);
+    llvm::Value *t = div(c(1.0), add(c(1.0), mul(c(0.3275911), ax)));
+    llvm::Value *p = mul(t, poly(t, {0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429}));
+    llvm::Value *y = sub(c(1.0), mul(p, exp(B.CreateFNeg(mul(ax, ax)))));
+    llvm::Value *big = copysign(y, x);
+    llvm::Value *x2 = mul(x, x);
+    llvm::Value *small = mul(mul(c(1.12837916709551257), x),
+                             poly(x2, {1.0, -1.0 / 3, 1.0 / 10, -1.0 / 42, 1.0 / 216, -1.0 / 1320}));
+    return sel(B.CreateFCmpOLT(ax, c(0.5)), small, big);
+  }
+
+  llvm::Value *log1p(llvm::Value *x) {
+    auto &B = I.B;
+    llvm::Value *u = add(c(1.0), x);
+    llvm::Value *lu = log(u);
+    llvm::Value *res = sub(lu, div(sub(sub(u, c(1.0)), x), u));
+    const double inf = std::numeric_limits<double>::infinity();
+    llvm::Value *edge = B.CreateOr(B.CreateFCmpOEQ(u, c(0.0)), B.CreateFCmpOEQ(abs(u), c(inf)));
+    res = sel(edge, lu, res);
+    return sel(B.CreateFCmpOEQ(u, c(1.0)), x, res);
+  }
+
+  llvm::Value *pow(llvm::Value *a, llvm::Value *b) {
+    auto &B = I.B;
+    llvm::Value *r = exp(mul(b, log(abs(a))));
+    llvm::Value *bi = B.CreateFCmpOEQ(B.CreateUnaryIntrinsic(llvm::Intrinsic::rint, b), b);
+    llvm::Value *h = mul(b, c(0.5));
+    llvm::Value *odd = B.CreateAnd(bi, B.CreateFCmpUNE(B.CreateUnaryIntrinsic(llvm::Intrinsic::rint, h), h));
+    llvm::Value *neg = B.CreateFCmpOLT(a, c(0.0));
+    r = sel(neg, sel(bi, sel(odd, B.CreateFNeg(r), r), c(std::nan(""))), r);
+    return sel(B.CreateOr(B.CreateFCmpOEQ(b, c(0.0)), B.CreateFCmpOEQ(a, c(1.0))), c(1.0), r);
+  }
+};
+
+}  // namespace
+
+bool isMathUnary(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::kExp: case UnaryOp::kLog: case UnaryOp::kTanh: case UnaryOp::kErf: case UnaryOp::kSigmoid:
+    case UnaryOp::kSin: case UnaryOp::kCos: case UnaryOp::kLog1p:
+      return true;
+    default: return false;
+  }
+}
+
+llvm::Value *mathUnary(CpuModuleBuilder::Impl &I, UnaryOp op, llvm::Value *x) {
+  auto &B = I.B;
+  const bool f64 = x->getType()->getScalarType()->isDoubleTy();
+  if (f64) {
+    const int w = widthOf(x);
+    switch (op) {
+      case UnaryOp::kExp: return libmLanes(I, "exp", x);
+      case UnaryOp::kLog: return libmLanes(I, "log", x);
+      case UnaryOp::kTanh: return libmLanes(I, "tanh", x);
+      case UnaryOp::kErf: return libmLanes(I, "erf", x);
+      case UnaryOp::kSin: return libmLanes(I, "sin", x);
+      case UnaryOp::kCos: return libmLanes(I, "cos", x);
+      case UnaryOp::kLog1p: return libmLanes(I, "log1p", x);
+      case UnaryOp::kSigmoid:
+        return B.CreateFDiv(splatF(I, I.f64, w, 1.0),
+                            B.CreateFAdd(splatF(I, I.f64, w, 1.0), libmLanes(I, "exp", B.CreateFNeg(x))));
+      case UnaryOp::kSqrt: return B.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x);
+      case UnaryOp::kAbs: return B.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
+      case UnaryOp::kRsqrt:
+        return B.CreateFDiv(splatF(I, I.f64, w, 1.0), B.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x));
+      case UnaryOp::kRecip: return B.CreateFDiv(splatF(I, I.f64, w, 1.0), x);
+      default: return x;
+    }
+  }
+  F f{I, widthOf(x)};
+  switch (op) {
+    case UnaryOp::kExp: return f.exp(x);
+    case UnaryOp::kLog: return f.log(x);
+    case UnaryOp::kTanh: return f.tanh(x);
+    case UnaryOp::kErf: return f.erf(x);
+    case UnaryOp::kSigmoid: return f.div(f.c(1.0), f.add(f.c(1.0), f.exp(B.CreateFNeg(x))));
+    case UnaryOp::kLog1p: return f.log1p(x);
+    case UnaryOp::kSin: return libmLanes(I, "sinf", x);
+    case UnaryOp::kCos: return libmLanes(I, "cosf", x);
+    default: return x;
+  }
+}
+
+llvm::Value *mathPow(CpuModuleBuilder::Impl &I, llvm::Value *a, llvm::Value *b) {
+  if (a->getType()->getScalarType()->isDoubleTy()) return libmLanes(I, "pow", a, b);
+  F f{I, widthOf(a)};
+  return f.pow(a, b);
+}
+
+}  // namespace fusec::codegen::cpu

@@ -1,0 +1,419 @@
+//===- CpuBackendTest.cpp - The cpu backend against the interpreter -------===//
+//
+// Every test compiles with the cpu backend into a library in a temporary
+// folder (LLVM + in-process lld), runs it with the test executor of
+// CpuArtifactRunner.h (serial and threaded parallel_for, naive sgemm) and
+// compares with the reference interpreter. No runtime is needed.
+//
+//===----------------------------------------------------------------------===//
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <tuple>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "codegen/Backend.h"
+#include "codegen/artifact/ArtifactWriter.h"
+#include "codegen/cpu/CpuCodegen.h"
+#include "driver/Driver.h"
+#include "gtest/gtest.h"
+#include "interp/Compare.h"
+#include "interp/Interpreter.h"
+#include "ir/Parser.h"
+#include "ir/ShapeInference.h"
+#include "nlohmann/json.hpp"
+#include "passes/Pass.h"
+#include "support/Status.h"
+#include "test/unit/TestModels.h"
+#include "test/unit/codegen/CodegenCorpus.h"
+#include "test/unit/cpu/CpuArtifactRunner.h"
+
+namespace fusec {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string t = (fs::temp_directory_path() / "fusec-cpu-test-XXXXXX").string();
+    path = ::mkdtemp(t.data());
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+ir::Tensor randomTensor(const ir::TensorType &t, std::mt19937 &rng) {
+  ir::Tensor x(t.dtype, t.staticShape());
+  std::uniform_real_distribution<double> f(-2.0, 2.0);
+  std::uniform_int_distribution<int64_t> i(0, 2);
+  for (int64_t k = 0; k < x.numElements(); ++k) {
+    if (ir::isFloat(t.dtype)) x.setDouble(k, f(rng));
+    else x.setInt(k, i(rng));
+  }
+  return x;
+}
+
+/// Compiles \p graph for cpu into \p out (the cpu pipeline through the driver).
+absl::Status compileCpu(ir::Graph &graph, const std::string &out, const std::string &precision = "fp32",
+                        bool emitIr = false, const std::string &arch = "") {
+  driver::CompileOptions options;
+  options.target = "cpu";
+  options.precision = precision;
+  passes::PassContext ctx;
+  FUSEC_RETURN_IF_ERROR(driver::optimize(graph, options, ctx));
+  artifact::ArtifactOptions ao;
+  ao.target = "cpu";
+  ao.arch = arch;
+  ao.precision = precision;
+  ao.emitIr = emitIr;
+  return artifact::writeArtifact(graph, ctx.fusionPlan, ctx.target, ao, out);
+}
+
+/// Parses \p text, compiles it for cpu, runs it (serially and on 3 threads)
+/// on random inputs and compares every output with the interpreter.
+void expectMatches(const std::string &name, const std::string &text, const std::string &precision = "fp32",
+                   const std::string &arch = "") {
+  SCOPED_TRACE(name);
+  auto ref = ir::parseGraph(text);
+  ASSERT_TRUE(ref.ok()) << ref.status();
+  ASSERT_TRUE(ir::inferShapes(**ref).ok());
+  auto g = ir::parseGraph(text);
+  ASSERT_TRUE(g.ok());
+  ASSERT_TRUE(ir::inferShapes(**g).ok());
+  TempDir tmp;
+  const fs::path out = tmp.path / "out";
+  absl::Status st = compileCpu(**g, out.string(), precision, false, arch);
+  ASSERT_TRUE(st.ok()) << st;
+  std::mt19937 rng(1234);
+  std::map<std::string, ir::Tensor> feeds;
+  for (const ir::Value *in : (*ref)->inputs())
+    if (!in->isConstant()) feeds[in->name()] = randomTensor(in->type(), rng);
+  auto expected = interp::runGraph(**ref, feeds);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  for (int threads : {0, 3}) {
+    auto got = testing::cpu::runCpuArtifact(out.string(), feeds, threads);
+    ASSERT_TRUE(got.ok()) << got.status();
+    ASSERT_EQ(got->size(), expected->size());
+    for (size_t i = 0; i < got->size(); ++i) {
+      interp::Tolerance tol = interp::defaultTolerance((*expected)[i].dtype());
+      if ((*expected)[i].dtype() == ir::DType::kF32) tol = {2e-5, 1e-4};
+      if (precision != "fp32") tol = interp::loweredModelTolerance(precision == "bf16" ? ir::DType::kBF16 : ir::DType::kF16);
+      interp::CompareResult r = interp::compareTensors((*got)[i], (*expected)[i], &tol);
+      EXPECT_TRUE(r.pass) << name << " output " << i << " (threads " << threads << "): " << r.message;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+
+TEST(CpuTarget, HostAndNamedCpus) {
+  auto host = codegen::cpu::resolveCpuTarget("");
+  ASSERT_TRUE(host.ok()) << host.status();
+  EXPECT_FALSE(host->cpu.empty());
+  EXPECT_GE(host->vectorBits, 128);
+  auto bad = codegen::cpu::resolveCpuTarget("not-a-cpu");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_TRUE(absl::StrContains(bad.status().message(), "invalid --arch 'not-a-cpu'")) << bad.status();
+#if defined(__x86_64__)
+  auto skx = codegen::cpu::resolveCpuTarget("skylake-avx512");
+  ASSERT_TRUE(skx.ok()) << skx.status();
+  EXPECT_EQ(skx->vectorBits, 512);
+  auto feats = skx->features;
+  EXPECT_NE(std::find(feats.begin(), feats.end(), "avx512f"), feats.end());
+  auto v2 = codegen::cpu::resolveCpuTarget("x86-64");
+  ASSERT_TRUE(v2.ok());
+  EXPECT_EQ(v2->vectorBits, 128);
+#endif
+}
+
+/// The emitted IR computes in vector types: an elementwise chain and a row
+/// reduction (softmax), checked on the optimised IR.
+TEST(CpuIr, VectorTypesForElementwiseAndRowReduction) {
+  auto t = codegen::cpu::resolveCpuTarget("");
+  ASSERT_TRUE(t.ok());
+  const int w = t->vectorBits / 32;
+  const std::string vf = absl::StrCat("<", w, " x float>");
+  using namespace program;
+  KernelSpec ew;  // y = exp(x) * 2 + 1 over [5, 37]
+  ew.addDim(5, false);
+  ew.addDim(37, false);
+  ew.addBuffer(ir::DType::kF32, {5, 37}, false);
+  ew.addBuffer(ir::DType::kF32, {5, 37}, true);
+  int x = ew.load(0, {ew.index(0), ew.index(1)});
+  int v = ew.binary(BinaryOp::kAdd, ew.binary(BinaryOp::kMul, ew.unary(UnaryOp::kExp, x), ew.constF(2)), ew.constF(1));
+  ew.addStore(1, {ew.index(0), ew.index(1)}, v);
+  KernelSpec sm;  // row max then sum of exp(x - max) over [7, 45]
+  sm.kind = SpecKind::kReduce;
+  sm.addDim(7, false);
+  sm.addDim(45, true);
+  sm.addBuffer(ir::DType::kF32, {7, 45}, false);
+  sm.addBuffer(ir::DType::kF32, {7}, true);
+  int xs = sm.load(0, {sm.index(0), sm.index(1)});
+  int mx = sm.addReduction(ReduceKind::kMax, xs);
+  int e = sm.unary(UnaryOp::kExp, sm.binary(BinaryOp::kSub, xs, sm.reduceResult(mx)));
+  int sum = sm.addReduction(ReduceKind::kSum, e);
+  sm.addStore(1, {sm.index(0)}, sm.reduceResult(sum));
+  codegen::cpu::CpuModuleBuilder mb(*t, "vec");
+  ASSERT_TRUE(mb.addKernel(ew, "ew").ok());
+  ASSERT_TRUE(mb.addKernel(sm, "sm").ok());
+  auto obj = mb.finish(true);
+  ASSERT_TRUE(obj.ok()) << obj.status();
+  auto body = [&](const std::string &fn) {
+    size_t at = obj->ir.find("@" + fn + ".body(");
+    if (at == std::string::npos) at = obj->ir.find("@" + fn + "(");
+    return at == std::string::npos ? std::string() : obj->ir.substr(at, obj->ir.find("\n}\n", at) - at);
+  };
+  // The exp polynomial and the store of the elementwise loop are vectors.
+  EXPECT_TRUE(absl::StrContains(body("ew"), "fmul " + vf)) << obj->ir;
+  EXPECT_TRUE(absl::StrContains(body("ew"), "store " + vf) || absl::StrContains(body("ew"), "masked.store")) << obj->ir;
+  // The row reduction accumulates in vectors.
+  EXPECT_TRUE(absl::StrContains(body("sm"), "fadd " + vf)) << obj->ir;
+  EXPECT_TRUE(absl::StrContains(body("sm"), "fcmp ogt " + vf) || absl::StrContains(body("sm"), "fcmp olt " + vf))
+      << obj->ir;
+  EXPECT_FALSE(obj->object.empty());
+}
+
+TEST(CpuLegality, RefusesAttentionSpecs) {
+  program::KernelSpec s;
+  s.kind = program::SpecKind::kAttention;
+  absl::Status st = codegen::cpu::checkCpuKernel(s);
+  EXPECT_FALSE(st.ok());
+  EXPECT_TRUE(absl::StrContains(st.message(), "attention")) << st;
+}
+
+
+TEST(CpuRun, ElementwiseChainAndBroadcast) {
+  expectMatches("chain", codegen::testing::chainGraph("f32", 5, 37));
+  expectMatches("chain_one_row", codegen::testing::chainGraph("f32", 1, 3));
+  expectMatches("chain_long", codegen::testing::chainGraph("f32", 3, 1029));
+}
+
+TEST(CpuRun, RowReductions) {
+  expectMatches("softmax", codegen::testing::softmaxGraph("f32", 6, 45));
+  expectMatches("softmax_one_row", codegen::testing::softmaxGraph("f32", 1, 17));
+  expectMatches("softmax_long", codegen::testing::softmaxGraph("f32", 2, 4099));
+  expectMatches("layernorm", codegen::testing::layerNormGraph("f32", 7, 67));
+  expectMatches("rmsnorm", codegen::testing::rmsNormGraph("f32", 3, 33));
+}
+
+TEST(CpuRun, Bf16Storage) {
+  expectMatches("chain_bf16", codegen::testing::chainGraph("f32", 5, 37), "bf16");
+  expectMatches("layernorm_bf16", codegen::testing::layerNormGraph("f32", 4, 67), "bf16");
+  expectMatches("softmax_f16", codegen::testing::softmaxGraph("f32", 4, 45), "fp16");
+}
+
+TEST(CpuRun, GemmWithEpilogues) {
+  expectMatches("gemm_bias_gelu", R"(graph @g(%x: f32[7,19], %w: f32[19,13], %b: f32[13]) -> (%y) {
+  %m = "MatMul"(%x, %w) : f32[7,19]
+  %a = "Add"(%m, %b) : f32[7,13]
+  %y = "Gelu"(%a) {approximate = "tanh"} : f32[7,13]
+  return %y
+})");
+  expectMatches("gemm_relu_batch", R"(graph @g(%x: f32[3,5,9], %w: f32[3,9,11]) -> (%y) {
+  %m = "MatMul"(%x, %w) : f32[3,5,11]
+  %y = "Relu"(%m) : f32[3,5,11]
+  return %y
+})");
+  expectMatches("gemm_big_n", R"(graph @g(%x: f32[70,33], %w: f32[33,600]) -> (%y) {
+  %y = "MatMul"(%x, %w) : f32[70,600]
+  return %y
+})");
+  expectMatches("gemm_transb", R"(graph @g(%x: f32[4,6], %w: f32[5,6], %c: f32[5]) -> (%y) {
+  %y = "Gemm"(%x, %w, %c) {transB = 1, alpha = 0.5, beta = 2.0} : f32[4,5]
+  return %y
+})");
+  expectMatches("gemm_bf16", R"(graph @g(%x: f32[9,300], %w: f32[300,21], %b: f32[21]) -> (%y) {
+  %m = "MatMul"(%x, %w) : f32[9,300]
+  %y = "Add"(%m, %b) : f32[9,21]
+  return %y
+})", "bf16");
+}
+
+TEST(CpuRun, Convolutions) {
+  expectMatches("conv_pad_stride", R"(graph @g(%x: f32[2,3,9,8], %w: f32[4,3,3,3], %b: f32[4]) -> (%y) {
+  %y = "Conv"(%x, %w, %b) {pads = [1, 1, 1, 1], strides = [2, 2]} : f32[2,4,5,4]
+  return %y
+})");
+  expectMatches("conv_groups_dilation", R"(graph @g(%x: f32[1,4,7,7], %w: f32[6,2,2,2]) -> (%y) {
+  %y = "Conv"(%x, %w) {group = 2, dilations = [2, 2]} : f32[1,6,5,5]
+  return %y
+})");
+  expectMatches("conv_1x1", R"(graph @g(%x: f32[2,5,4,3], %w: f32[3,5,1,1]) -> (%y) {
+  %y = "Conv"(%x, %w) : f32[2,3,4,3]
+  return %y
+})");
+  expectMatches("conv1d", R"(graph @g(%x: f32[2,3,11], %w: f32[4,3,3], %b: f32[4]) -> (%y) {
+  %y = "Conv"(%x, %w, %b) {pads = [1, 1]} : f32[2,4,11]
+  return %y
+})");
+  expectMatches("conv_bf16", R"(graph @g(%x: f32[1,3,6,6], %w: f32[2,3,3,3]) -> (%y) {
+  %y = "Conv"(%x, %w) : f32[1,2,4,4]
+  return %y
+})", "bf16");
+}
+
+/// Narrower vectors than the host's: SSE2 (4 lanes) and AVX2 (8 lanes)
+/// builds of the same kernels run on this host too.
+TEST(CpuRun, OtherVectorWidths) {
+#if defined(__x86_64__)
+  for (const char *arch : {"x86-64", "x86-64-v3"}) {
+    expectMatches(absl::StrCat("chain_", arch), codegen::testing::chainGraph("f32", 5, 37), "fp32", arch);
+    expectMatches(absl::StrCat("softmax_", arch), codegen::testing::softmaxGraph("f32", 3, 45), "fp32", arch);
+    expectMatches(absl::StrCat("layernorm_bf16_", arch), codegen::testing::layerNormGraph("f32", 4, 67), "bf16", arch);
+    expectMatches(absl::StrCat("gemm_", arch), R"(graph @g(%x: f32[7,19], %w: f32[19,13], %b: f32[13]) -> (%y) {
+  %m = "MatMul"(%x, %w) : f32[7,19]
+  %a = "Add"(%m, %b) : f32[7,13]
+  %y = "Gelu"(%a) {approximate = "none"} : f32[7,13]
+  return %y
+})", "fp32", arch);
+  }
+#else
+  GTEST_SKIP() << "x86-64 CPU names";
+#endif
+}
+
+/// Builds \p spec as entry point "k" into a library in \p dir and runs it.
+void runSpec(const program::KernelSpec &spec, std::vector<void *> buffers, const fs::path &dir) {
+  auto t = codegen::cpu::resolveCpuTarget("");
+  ASSERT_TRUE(t.ok());
+  codegen::cpu::CpuModuleBuilder mb(*t, "spec");
+  ASSERT_TRUE(mb.addKernel(spec, "k").ok());
+  auto obj = mb.finish(false);
+  ASSERT_TRUE(obj.ok()) << obj.status();
+  const fs::path lib = dir / "libk.so";
+  absl::Status st = codegen::cpu::linkSharedLibrary(obj->object, dir.string(), lib.string());
+  ASSERT_TRUE(st.ok()) << st;
+  void *h = ::dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(h, nullptr) << ::dlerror();
+  auto fn = reinterpret_cast<fusert_cpu_kernel_fn>(::dlsym(h, "k"));
+  ASSERT_NE(fn, nullptr);
+  testing::cpu::ThreadPool pool;
+  fusert_cpu_context ctx{};
+  ctx.abi_version = FUSERT_CPU_ABI_VERSION;
+  ctx.num_threads = 3;
+  ctx.pool = &pool;
+  ctx.parallel_for = testing::cpu::threadParallelFor;
+  ctx.sgemm = testing::cpu::naiveSgemm;
+  EXPECT_EQ(fn(buffers.data(), &ctx), 0);
+  ::dlclose(h);
+}
+
+/// Empty domains: a pointwise kernel over [0, 5] touches nothing; sums and
+/// maxima over an empty reduced dim give 0 and -inf.
+TEST(CpuRun, EmptyTensors) {
+  using namespace program;
+  TempDir tmp;
+  KernelSpec pw;
+  pw.addDim(0, false);
+  pw.addDim(5, false);
+  pw.addBuffer(ir::DType::kF32, {0, 5}, false);
+  pw.addBuffer(ir::DType::kF32, {0, 5}, true);
+  pw.addStore(1, {pw.index(0), pw.index(1)}, pw.unary(UnaryOp::kExp, pw.load(0, {pw.index(0), pw.index(1)})));
+  runSpec(pw, {nullptr, nullptr}, tmp.path);
+  KernelSpec rd;
+  rd.kind = SpecKind::kReduce;
+  rd.addDim(3, false);
+  rd.addDim(0, true);
+  rd.addBuffer(ir::DType::kF32, {3, 0}, false);
+  rd.addBuffer(ir::DType::kF32, {3}, true);
+  rd.addBuffer(ir::DType::kF32, {3}, true);
+  int x = rd.load(0, {rd.index(0), rd.index(1)});
+  rd.addStore(1, {rd.index(0)}, rd.reduceResult(rd.addReduction(ReduceKind::kSum, x)));
+  rd.addStore(2, {rd.index(0)}, rd.reduceResult(rd.addReduction(ReduceKind::kMax, x)));
+  std::vector<float> sum(3, std::nanf("")), mx(3, std::nanf(""));
+  float dummy = 0;
+  runSpec(rd, {&dummy, sum.data(), mx.data()}, tmp.path);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(sum[i], 0.0f);
+    EXPECT_EQ(mx[i], -std::numeric_limits<float>::infinity());
+  }
+}
+
+/// The codegen corpus (CodegenCorpus.h): op coverage and boundary shapes.
+class CpuCorpus : public ::testing::TestWithParam<codegen::testing::Case> {};
+TEST_P(CpuCorpus, MatchesInterpreter) { expectMatches(GetParam().name, GetParam().text); }
+INSTANTIATE_TEST_SUITE_P(Corpus, CpuCorpus, ::testing::ValuesIn(codegen::testing::corpus()),
+                         [](const ::testing::TestParamInfo<codegen::testing::Case> &i) { return i.param.name; });
+
+/// `fusec --target cpu -o` on mlp_ln_gelu: libmodel.so and the cpu manifest fields.
+TEST(CpuArtifact, MlpLnGeluManifest) {
+  auto m = testing::loadSharedModel("mlp_ln_gelu");
+  if (!m.ok()) GTEST_SKIP() << m.status();
+  TempDir tmp;
+  const fs::path out = tmp.path / "out";
+  driver::CompileOptions options;
+  options.target = "cpu";
+  options.inputShapes = m->inputShapes();
+  passes::PassContext ctx;
+  ASSERT_TRUE(driver::optimize(*m->graph, options, ctx).ok());
+  artifact::ArtifactOptions ao;
+  ao.target = "cpu";
+  ao.arch = "";
+  ao.emitIr = true;
+  absl::Status st = artifact::writeArtifact(*m->graph, ctx.fusionPlan, ctx.target, ao, out.string());
+  ASSERT_TRUE(st.ok()) << st;
+  EXPECT_TRUE(fs::exists(out / "libmodel.so"));
+  EXPECT_TRUE(fs::exists(out / "model.ll"));
+  std::ifstream f(out / "manifest.json");
+  nlohmann::json j = nlohmann::json::parse(f);
+  EXPECT_EQ(j["target"], "cpu");
+  EXPECT_EQ(j["cpu_abi"], 1);
+  EXPECT_TRUE(j["cpu_features"].is_array());
+  EXPECT_TRUE(j["workspace_bytes_per_thread"].is_number_unsigned());
+  EXPECT_FALSE(j["arch"].get<std::string>().empty());
+  for (const auto &s : j["steps"]) EXPECT_TRUE(s["kind"] == "kernel" || s["kind"] == "copy") << s.dump();
+}
+
+/// Every shared model compiles for cpu and matches its expected outputs.
+/// Precisions: fp32, and bf16 / fp16 storage (lower-precision pass) with the
+/// lowered-model tolerance.
+class CpuSharedModel : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
+TEST_P(CpuSharedModel, MatchesExpectedOutputs) {
+  const std::string name = std::get<0>(GetParam()), precision = std::get<1>(GetParam());
+  if (name == "none") GTEST_SKIP() << "no shared models";
+  auto m = testing::loadSharedModel(name);
+  ASSERT_TRUE(m.ok()) << m.status();
+  TempDir tmp;
+  const fs::path out = tmp.path / "out";
+  driver::CompileOptions options;
+  options.target = "cpu";
+  options.inputShapes = m->inputShapes();
+  options.precision = precision;
+  passes::PassContext ctx;
+  absl::Status st = driver::optimize(*m->graph, options, ctx);
+  ASSERT_TRUE(st.ok()) << st;
+  artifact::ArtifactOptions ao;
+  ao.target = "cpu";
+  ao.arch = "";
+  ao.precision = precision;
+  st = artifact::writeArtifact(*m->graph, ctx.fusionPlan, ctx.target, ao, out.string());
+  ASSERT_TRUE(st.ok()) << st;
+  auto got = testing::cpu::runCpuArtifact(out.string(), m->feeds, 2);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->size(), m->expected.size());
+  for (size_t i = 0; i < got->size(); ++i) {
+    interp::Tolerance tol = {1e-4, 1e-3};
+    if (precision != "fp32")
+      tol = interp::loweredModelTolerance(precision == "bf16" ? ir::DType::kBF16 : ir::DType::kF16);
+    interp::CompareResult r = interp::compareTensors((*got)[i], m->expected[i], &tol);
+    EXPECT_TRUE(r.pass) << name << " " << precision << " output " << i << ": " << r.message;
+  }
+}
+INSTANTIATE_TEST_SUITE_P(Models, CpuSharedModel,
+                         ::testing::Combine(::testing::ValuesIn(testing::sharedModelNames(true)),
+                                            ::testing::Values("fp32", "bf16", "fp16")),
+                         [](const auto &info) {
+                           return testing::testParamName(std::get<0>(info.param) + "_" + std::get<1>(info.param));
+                         });
+
+}  // namespace
+}  // namespace fusec
