@@ -70,6 +70,36 @@ std::string Node::describe() const {
   return absl::StrCat("'", name_, "' (", domain_.empty() ? "" : domain_ + ".", opType_, ")");
 }
 
+namespace {
+
+void addUse(Value *v, Node *n, std::vector<Node *> &uses) {
+  if (v) uses.push_back(n);
+}
+
+/// Removes one entry of \p n from \p uses (order is not kept).
+void removeUse(std::vector<Node *> &uses, const Node *n) {
+  auto it = std::find(uses.begin(), uses.end(), n);
+  if (it == uses.end()) return;
+  *it = uses.back();
+  uses.pop_back();
+}
+
+}  // namespace
+
+void Node::setInput(int i, Value *v) {
+  if (inputs_[i]) removeUse(inputs_[i]->uses_, this);
+  inputs_[i] = v;
+  if (v) addUse(v, this, v->uses_);
+}
+
+void Node::setInputs(std::vector<Value *> v) {
+  for (Value *in : inputs_)
+    if (in) removeUse(in->uses_, this);
+  inputs_ = std::move(v);
+  for (Value *in : inputs_)
+    if (in) addUse(in, this, in->uses_);
+}
+
 //===----------------------------------------------------------------------===//
 // Graph
 //===----------------------------------------------------------------------===//
@@ -110,6 +140,8 @@ Node *Graph::addNode(std::string opType, std::vector<Value *> inputs,
   n->op_ = n->domain_.empty() || n->domain_ == "ai.onnx" ? lookupOp(n->opType_) : nullptr;
   n->name_ = std::move(nodeName);
   n->inputs_ = std::move(inputs);
+  for (Value *in : n->inputs_)
+    if (in) in->uses_.push_back(n);
   n->attrs_ = std::move(attrs);
   for (size_t i = 0; i < outputNames.size(); ++i) {
     Value *v = newValue(std::move(outputNames[i]));
@@ -152,9 +184,13 @@ Value *Graph::findValue(const std::string &name) const {
 
 std::string Graph::uniqueName(const std::string &base) const {
   if (!byName_.contains(base)) return base;
-  for (int i = 1;; ++i) {
+  int64_t &next = nextSuffix_[base];
+  for (int64_t i = std::max<int64_t>(next, 1);; ++i) {
     std::string n = absl::StrCat(base, "_", i);
-    if (!byName_.contains(n)) return n;
+    if (!byName_.contains(n)) {
+      next = i + 1;
+      return n;
+    }
   }
 }
 
@@ -186,20 +222,30 @@ bool Graph::isGraphOutput(const Value *v) const {
 }
 
 void Graph::replaceAllUsesWith(Value *from, Value *to) {
-  for (auto &n : nodes_)
+  if (from == to || !from) return;
+  std::vector<Node *> users = std::move(from->uses_);
+  from->uses_.clear();
+  for (Node *n : users)  // a node listed once per slot: later visits find nothing left
     for (Value *&in : n->inputs_)
-      if (in == from) in = to;
+      if (in == from) {
+        in = to;
+        if (to) to->uses_.push_back(n);
+      }
   for (Value *&o : outputs_)
     if (o == from) o = to;
 }
 
 void Graph::eraseNode(Node *n) {
+  for (Value *in : n->inputs_)
+    if (in) removeUse(in->uses_, n);
   for (Value *v : n->outputs_)
     if (v->producer_ == n) v->producer_ = nullptr;
   nodes_.erase(std::remove_if(nodes_.begin(), nodes_.end(),
                               [&](const std::unique_ptr<Node> &p) { return p.get() == n; }),
                nodes_.end());
 }
+
+void Graph::detachDeadNode(Node *n) { n->setInputs({}); }
 
 void Graph::setConstant(Value *v, Tensor data) {
   v->type_ = TensorType::fromShape(data.dtype(), data.shape());
@@ -226,6 +272,8 @@ int64_t Graph::removeDeadNodes() {
     if (keep[i]) {
       kept.push_back(std::move(nodes_[i]));
     } else {
+      for (Value *in : nodes_[i]->inputs_)
+        if (in) removeUse(in->uses_, nodes_[i].get());
       for (Value *v : nodes_[i]->outputs_) v->producer_ = nullptr;
       ++removed;
     }

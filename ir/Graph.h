@@ -50,13 +50,21 @@ class Value {
   std::shared_ptr<const Tensor> constantPtr() const { return constant_; }
   bool isConstant() const { return constant_ != nullptr; }
 
+  /// Operand slots of nodes in the graph that read this value (a node that
+  /// reads it twice counts twice; graph outputs are not counted). Kept by
+  /// Node::setInput(s) and every Graph mutation, so replaceAllUsesWith()
+  /// costs O(uses), not O(nodes).
+  int64_t numUses() const { return static_cast<int64_t>(uses_.size()); }
+
  private:
   friend class Graph;
+  friend class Node;
   std::string name_;
   TensorType type_;
   Node *producer_ = nullptr;
   int resultIndex_ = 0;
   std::shared_ptr<const Tensor> constant_;
+  std::vector<Node *> uses_;  ///< one entry per operand slot, unordered
 };
 
 class Node {
@@ -79,8 +87,9 @@ class Node {
   /// Input \p i, or null if absent (omitted optional or i out of range).
   Value *input(int i) const { return i < numInputs() ? inputs_[i] : nullptr; }
   Value *output(int i) const { return outputs_[i]; }
-  void setInput(int i, Value *v) { inputs_[i] = v; }
-  void setInputs(std::vector<Value *> v) { inputs_ = std::move(v); }
+  /// Rewires operand \p i (or all operands) to \p v, keeping use lists.
+  void setInput(int i, Value *v);
+  void setInputs(std::vector<Value *> v);
 
   AttributeMap &attrs() { return attrs_; }
   const AttributeMap &attrs() const { return attrs_; }
@@ -162,7 +171,9 @@ class Graph {
 
   /// Looks a value up by name; null if none.
   Value *findValue(const std::string &name) const;
-  /// \returns \p base if unused, else base_1, base_2, ...
+  /// \returns \p base if unused, else the first unused of base_1, base_2,
+  /// ... after the suffixes this graph already handed out for \p base
+  /// (amortised O(1): a pass that asks for the same base N times costs O(N)).
   std::string uniqueName(const std::string &base) const;
   /// Renames \p v to \p name (which must be unused, see uniqueName()),
   /// keeping findValue() in step.
@@ -175,9 +186,15 @@ class Graph {
   bool isGraphOutput(const Value *v) const;
 
   /// Replaces every use of \p from (node inputs and graph outputs) with \p to.
+  /// O(uses of from + graph outputs).
   void replaceAllUsesWith(Value *from, Value *to);
-  /// Removes \p n from the graph. Its results must be unused.
+  /// Removes \p n from the graph. Its results must be unused. O(nodes).
   void eraseNode(Node *n);
+  /// Clears the operands of \p n, whose results must be unused, so that it
+  /// no longer counts as a use of them; it stays in the graph until
+  /// removeDeadNodes(). O(operands): what a rewrite loop calls on each node
+  /// it made dead, so that later replacements do not carry dead users along.
+  void detachDeadNode(Node *n);
   /// Makes \p v a constant holding \p data, detaching it from its producer
   /// (which the caller erases if all its results became constants).
   void setConstant(Value *v, Tensor data);
@@ -198,6 +215,8 @@ class Graph {
   std::vector<Value *> inputs_;
   std::vector<Value *> outputs_;
   absl::flat_hash_map<std::string, Value *> byName_;
+  /// uniqueName(): the next suffix to try per base name.
+  mutable absl::flat_hash_map<std::string, int64_t> nextSuffix_;
 };
 
 }  // namespace fusec::ir

@@ -121,6 +121,15 @@ class Canonicalize : public Pass {
         FUSEC_ASSIGN_OR_RETURN(bool ok, it->apply(graph));
         if (!ok) continue;
         ++applied;
+        // The replaced nodes are dead now: detach them, so that a later
+        // replacement of a value they read does not move them along (a
+        // chain of N no-ops would otherwise cost O(N^2)).
+        for (ir::Node *n : it->nodes) {
+          bool dead = true;
+          for (const ir::Value *o : n->outputs())
+            dead &= o->numUses() == 0 && !graph.isGraphOutput(o);
+          if (dead) graph.detachDeadNode(n);
+        }
         ctx.statistics["canonicalize." + it->stat] += 1;
       }
       if (applied == 0) break;

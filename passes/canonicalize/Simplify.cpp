@@ -11,6 +11,9 @@
 //   dim of the inner result, not of x) or allowzero=1.
 // - Transpose(Transpose(x, p1), p2) -> Transpose(x, q), q[i] = p1[p2[i]], or
 //   x itself when q is the identity.
+//   Both chain rules fold a whole chain in one rewrite, matched at its last
+//   node (a node whose only use is the next link is left to that link), so a
+//   chain of N links costs O(N), not log N sweeps of N/2 rewrites.
 // - Add(MatMul(A, B), C) with 2-D A and B and a bias C that broadcasts into
 //   the [M, N] result without enlarging it -> Gemm(A, B, C). For higher-rank
 //   A the canonical form is Add(MatMul(A, W), bias) with the MatMul operand
@@ -180,11 +183,34 @@ std::optional<Rewrite> matchNoOp(ir::Node &root, const UseInfo &uses) {
                  }};
 }
 
+/// True if \p n's only use is one node of \p kind (so that node, matched as
+/// the end of a longer chain, absorbs \p n): then \p n is not matched itself,
+/// which keeps a chain of N such nodes one rewrite rather than log N sweeps
+/// of N/2 rewrites each.
+bool absorbedByNext(const ir::Node &n, ir::OpKind kind, const UseInfo &uses) {
+  const ir::Value *v = n.output(0);
+  if (!uses.hasOneUse(v)) return false;
+  return uses.users(v)[0]->kind() == kind;
+}
+
+/// Walks up from \p root through producers of \p kind: every single-use one,
+/// and at most one more (a producer with other users stays, but is bypassed).
+/// \returns the chain, root first. O(chain length).
+std::vector<ir::Node *> chainAbove(ir::Node &root, ir::OpKind kind, const UseInfo &uses) {
+  std::vector<ir::Node *> chain{&root};
+  while (ir::Node *inner = producerOf(chain.back()->input(0), kind)) {
+    chain.push_back(inner);
+    if (!uses.hasOneUse(inner->output(0))) break;
+  }
+  return chain;
+}
+
 std::optional<Rewrite> matchReshapeChain(ir::Node &root, const UseInfo &uses) {
   if (root.kind() != ir::OpKind::kReshape) return std::nullopt;
-  ir::Node *inner = producerOf(root.input(0), ir::OpKind::kReshape);
-  if (!inner) return std::nullopt;
-  ir::Value *x = inner->input(0);
+  if (absorbedByNext(root, ir::OpKind::kReshape, uses)) return std::nullopt;
+  std::vector<ir::Node *> chain = chainAbove(root, ir::OpKind::kReshape, uses);
+  if (chain.size() < 2) return std::nullopt;
+  ir::Value *x = chain.back()->input(0);
   ir::Node *r = &root;
   const ir::TensorType &outTy = root.output(0)->type();
   if (outTy.isStatic()) {
@@ -195,6 +221,8 @@ std::optional<Rewrite> matchReshapeChain(ir::Node &root, const UseInfo &uses) {
                      return replaceRootWith(g, r, "Reshape", {x, s}, {});
                    }};
   }
+  // Symbolic shape: only the last Reshape's target counts, when it names
+  // every dim itself (no 0 that would copy a dim of the intermediate).
   ir::Value *shape = root.input(1);
   if (!shape || !shape->constant()) return std::nullopt;
   int64_t allowZero = root.attrI("allowzero");
@@ -208,13 +236,18 @@ std::optional<Rewrite> matchReshapeChain(ir::Node &root, const UseInfo &uses) {
 
 std::optional<Rewrite> matchTransposeChain(ir::Node &root, const UseInfo &uses) {
   if (root.kind() != ir::OpKind::kTranspose) return std::nullopt;
-  ir::Node *inner = producerOf(root.input(0), ir::OpKind::kTranspose);
-  if (!inner) return std::nullopt;
-  std::vector<int64_t> p1 = permOf(*inner), p2 = permOf(root);
-  if (p1.empty() || p1.size() != p2.size()) return std::nullopt;
-  std::vector<int64_t> q(p2.size());
-  for (size_t i = 0; i < p2.size(); ++i) q[i] = p1[p2[i]];
-  ir::Value *x = inner->input(0);
+  if (absorbedByNext(root, ir::OpKind::kTranspose, uses)) return std::nullopt;
+  std::vector<ir::Node *> chain = chainAbove(root, ir::OpKind::kTranspose, uses);
+  if (chain.size() < 2) return std::nullopt;
+  // out = T_root(...T_top(x)): out[i] = x[q[i]] with q = p_top[...p_root[i]].
+  std::vector<int64_t> q = permOf(root);
+  if (q.empty()) return std::nullopt;
+  for (size_t c = 1; c < chain.size(); ++c) {
+    std::vector<int64_t> p = permOf(*chain[c]);
+    if (p.size() != q.size()) return std::nullopt;
+    for (int64_t &e : q) e = p[e];
+  }
+  ir::Value *x = chain.back()->input(0);
   ir::Node *r = &root;
   if (isIdentityPerm(q))
     return Rewrite{"transpose-chain", {r}, [r, x](ir::Graph &g) -> absl::StatusOr<bool> {

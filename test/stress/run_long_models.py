@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Long valid models compile and compute the right thing (issue 10): a chain
 of CHAIN alternating Add/Tanh nodes and a balanced Add tree over LEAVES
-leaves (2 * LEAVES - 1 Add nodes), each one fused group.
+leaves (2 * LEAVES - 1 Add nodes), each one fused group; and chains of CHAIN
+Transpose, Reshape and Identity nodes, which canonicalisation folds into at
+most one node (in linear time: these took minutes when each link was a
+rewrite of its own).
 
 For each model: `fusec -o --no-nvcc` for cuda and `fusec -o --target nki`
 succeed (no stack overflow in the lowering or the printers), and so do
@@ -67,6 +70,33 @@ def chain(folder, n, rng):
     save(folder, nodes, ["x", "b"], [], [("x", x), ("b", b)], y.astype(np.float32))
 
 
+def layout_chain(kind):
+    """A generator of a chain of n `kind` nodes (Transpose, Reshape, Identity)."""
+    perms = [[1, 2, 0], [0, 2, 1], [2, 0, 1], [1, 0, 2]]
+    shapes = [(6, 4), (2, 12), (24,), (3, 8), (2, 3, 4)]
+
+    def gen(folder, n, rng):
+        x = rng.standard_normal((2, 3, 4)).astype(np.float32)
+        nodes, inits, prev, y = [], [], "x", x
+        for i in range(n):
+            out = "y" if i == n - 1 else "t%d" % i
+            if kind == "Transpose":
+                p = perms[(i * 7 + i // 3) % len(perms)]
+                nodes.append(h.make_node("Transpose", [prev], [out], perm=p, name="n%d" % i))
+                y = np.transpose(y, p)
+            elif kind == "Reshape":
+                s = shapes[i % len(shapes)]
+                if i < len(shapes):
+                    inits.append(nh.from_array(np.array(s, np.int64), "s%d" % i))
+                nodes.append(h.make_node("Reshape", [prev, "s%d" % (i % len(shapes))], [out], name="n%d" % i))
+                y = y.reshape(s)
+            else:
+                nodes.append(h.make_node("Identity", [prev], [out], name="n%d" % i))
+            prev = out
+        save(folder, nodes, ["x"], inits, [("x", x)], np.ascontiguousarray(y))
+    return gen
+
+
 def add_tree(folder, leaves, rng):
     x = rng.standard_normal((4, 64)).astype(np.float32)
     nodes, inits, level, values = [], [], [], []
@@ -97,12 +127,16 @@ def main():
     rng = np.random.default_rng(0)
     failures = []
     with tempfile.TemporaryDirectory() as tmp:
-        # (name, generator, size, run the NKI artifact on the NumPy model)
-        models = [("chain%d" % n_chain, chain, n_chain, False),
-                  ("addtree%d" % (2 * leaves - 1), add_tree, leaves, False),
-                  ("chain%d" % NKI_CHAIN, chain, NKI_CHAIN, True),
-                  ("addtree%d" % (2 * NKI_LEAVES - 1), add_tree, NKI_LEAVES, True)]
-        for name, gen, size, on_model in models:
+        # (name, generator, size, run the NKI artifact on the NumPy model,
+        #  generated cuda kernels)
+        models = [("chain%d" % n_chain, chain, n_chain, False, 1),
+                  ("addtree%d" % (2 * leaves - 1), add_tree, leaves, False, 1),
+                  ("chain%d" % NKI_CHAIN, chain, NKI_CHAIN, True, 1),
+                  ("addtree%d" % (2 * NKI_LEAVES - 1), add_tree, NKI_LEAVES, True, 1),
+                  ("transposes%d" % n_chain, layout_chain("Transpose"), n_chain, False, 1),
+                  ("reshapes%d" % n_chain, layout_chain("Reshape"), n_chain, False, 0),
+                  ("identities%d" % n_chain, layout_chain("Identity"), n_chain, False, 0)]
+        for name, gen, size, on_model, kernels in models:
             folder = os.path.join(tmp, name)
             gen(folder, size, rng)
             model, data = os.path.join(folder, "model.onnx"), os.path.join(folder, "data")
@@ -120,9 +154,16 @@ def main():
                 # The default 8 MiB of stack, not the tools' large one
                 # (support/Stack.h): the walks over these models are iterative.
                 env = dict(os.environ, FUSEC_STACK_MB="8")
-                r = subprocess.run(cmd, capture_output=True, text=True, env=env)
+                # A hang guard, not a timing: each step takes about a second
+                # here; a quadratic pass (minutes on these models) fails.
+                try:
+                    r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=150)
+                except subprocess.TimeoutExpired:
+                    print("%-10s %-22s FAILED (no result in 150 s)" % (name, what))
+                    failures.append("%s %s: no result in 150 s" % (name, what))
+                    continue
                 ok = r.returncode == 0 and (not what.startswith(("reference", "nki model")) or "PASS" in r.stdout)
-                if what == "cuda" and "1 generated kernels" not in r.stdout + r.stderr:
+                if what == "cuda" and "%d generated kernels" % kernels not in r.stdout + r.stderr:
                     ok = False  # each model is one fused group (nki may split it to fit SBUF)
                 print("%-10s %-22s %s" % (name, what, "ok" if ok else "FAILED (rc %d)" % r.returncode))
                 if not ok:
