@@ -38,13 +38,19 @@ using program::UnaryOp;
 
 class Printer {
  public:
-  Printer(const KernelSpec &spec, const AccessPlan &plan, const Tiling &t, const Limits &lim)
-      : spec_(spec), plan_(plan), t_(t), lim_(lim) {}
+  /// \p measureOnly: print() keeps no text and reuses no tile (legality:
+  /// checkNkiKernel); it only sums the SBUF its tile allocations would take
+  /// with none reused (sbufUpperBound()).
+  Printer(const KernelSpec &spec, const AccessPlan &plan, const Tiling &t, const Limits &lim,
+          bool measureOnly = false)
+      : spec_(spec), plan_(plan), t_(t), lim_(lim), measureOnly_(measureOnly) {}
 
   absl::StatusOr<std::string> print(const std::string &symbol, const std::vector<std::string> &comment);
   /// SBUF bytes per partition of the printed kernel's tiles, dead tiles
-  /// reused (reuseDeadTiles); set by print().
+  /// reused (reuseDeadTiles); set by print() (not in measure-only mode).
   int64_t sbufBytes() const { return sbufBytes_; }
+  /// SBUF bytes per partition of every tile allocated, none reused: >= sbufBytes().
+  int64_t sbufUpperBound() const { return sbufUpperBound_; }
 
  private:
   enum Level { kNumber = 0, kRow = 1, kElem = 2 };
@@ -53,7 +59,10 @@ class Printer {
     Level level = kNumber;
   };
 
-  void line(const std::string &s) { body_ += std::string(indent_, ' ') + s + "\n"; }
+  void line(const std::string &s) {
+    sbufUpperBound_ += tileAllocationBytes(s, t_.freeTile);
+    if (!measureOnly_) body_ += std::string(indent_, ' ') + s + "\n";
+  }
   std::string tmp() { return absl::StrCat("t", next_++); }
   std::string slice(const std::string &name, Level l) const {
     return l == kElem ? absl::StrCat(name, "[0:ps, 0:fs]") : absl::StrCat(name, "[0:ps, 0:1]");
@@ -176,6 +185,8 @@ class Printer {
   std::vector<int> scoped_;  ///< memo_ entries made inside the open chunk loop
   bool inChunk_ = false;
   int64_t sbufBytes_ = 0;
+  const bool measureOnly_;
+  int64_t sbufUpperBound_ = 0;
 };
 
 int Printer::openBox(int ai, Level l, std::string *pl, std::string *ph, std::string *fl, std::string *fh) {
@@ -686,6 +697,7 @@ absl::StatusOr<std::string> Printer::print(const std::string &symbol,
       store(st, kRow);
     }
   }
+  if (measureOnly_) return std::string();
   std::string ret = outputs.size() == 1 ? outputs[0] : absl::StrCat("(", absl::StrJoin(outputs, ", "), ")");
   return head + reuseDeadTiles(body_, t_.freeTile, &sbufBytes_) + "    return " + ret + "\n";
 }
@@ -708,8 +720,9 @@ std::string nlDType(ir::DType t) {
 
 namespace {
 
-/// What the printer can lower, short of the SBUF budget.
-absl::Status checkLowered(const KernelSpec &spec, const Limits &lim) {
+/// What the printer can lower, short of the SBUF budget; \p planOut and
+/// \p tilingOut receive the access plan and tiling it chose.
+absl::Status checkLowered(const KernelSpec &spec, const Limits &lim, AccessPlan *planOut, Tiling *tilingOut) {
   FUSEC_RETURN_IF_ERROR(checkOps(spec));
   for (const program::BufferDesc &b : spec.buffers)
     if (b.written)
@@ -727,16 +740,18 @@ absl::Status checkLowered(const KernelSpec &spec, const Limits &lim) {
       return absl::UnimplementedError(
           "an element gather from a buffer of 2^24 or more elements (offsets computed in fp32)");
   }
+  *planOut = std::move(plan);
+  *tilingOut = std::move(t);
   return absl::OkStatus();
 }
 
 /// The kernel text, or Unimplemented when it is not lowered or its tiles
 /// (dead ones reused, exactly as printed) exceed the SBUF budget.
-absl::StatusOr<std::string> printWithinBudget(const KernelSpec &spec, const Limits &lim, const std::string &symbol,
-                                              const std::vector<std::string> &comment) {
-  FUSEC_RETURN_IF_ERROR(checkLowered(spec, lim));
-  FUSEC_ASSIGN_OR_RETURN(AccessPlan plan, analyzeAccesses(spec));
-  FUSEC_ASSIGN_OR_RETURN(Tiling t, chooseTiling(spec, plan, lim));
+absl::StatusOr<std::string> printDirect(const KernelSpec &spec, const Limits &lim, const std::string &symbol,
+                                        const std::vector<std::string> &comment) {
+  AccessPlan plan;
+  Tiling t;
+  FUSEC_RETURN_IF_ERROR(checkLowered(spec, lim, &plan, &t));
   Printer p(spec, plan, t, lim);
   FUSEC_ASSIGN_OR_RETURN(std::string text, p.print(symbol, comment));
   const int64_t budget = sbufBudgetBytes(lim);
@@ -747,11 +762,52 @@ absl::StatusOr<std::string> printWithinBudget(const KernelSpec &spec, const Limi
   return text;
 }
 
+/// OK when printDirect() would print \p spec: checked without keeping any
+/// text when the kernel fits SBUF even with no tile reused (most kernels);
+/// otherwise by printing it and reusing dead tiles exactly as emit() does.
+absl::Status checkDirect(const KernelSpec &spec, const Limits &lim) {
+  AccessPlan plan;
+  Tiling t;
+  FUSEC_RETURN_IF_ERROR(checkLowered(spec, lim, &plan, &t));
+  Printer measure(spec, plan, t, lim, /*measureOnly=*/true);
+  FUSEC_RETURN_IF_ERROR(measure.print("check", {}).status());
+  if (measure.sbufUpperBound() <= sbufBudgetBytes(lim)) return absl::OkStatus();
+  Printer p(spec, plan, t, lim);
+  FUSEC_RETURN_IF_ERROR(p.print("check", {}).status());
+  if (p.sbufBytes() > sbufBudgetBytes(lim))
+    return absl::UnimplementedError(absl::StrCat("the kernel needs ", p.sbufBytes(),
+                                                 " bytes of SBUF per partition, budget ", sbufBudgetBytes(lim),
+                                                 " (half the usable SBUF)"));
+  return absl::OkStatus();
+}
+
+/// printDirect(), or for a row reduction it refuses whose reduced domain is
+/// a small window (pooling: a padding guard that is not a box, window dims
+/// that do not merge), the window unrolled into pointwise taps
+/// (unrollWindow); the first refusal when neither lowers.
+absl::StatusOr<std::string> printWithinBudget(const KernelSpec &spec, const Limits &lim, const std::string &symbol,
+                                              const std::vector<std::string> &comment) {
+  absl::StatusOr<std::string> direct = printDirect(spec, lim, symbol, comment);
+  if (direct.ok() || direct.status().code() != absl::StatusCode::kUnimplemented) return direct;
+  if (std::optional<KernelSpec> taps = unrollWindow(spec, kMaxWindowTaps)) {
+    std::vector<std::string> lines = comment;
+    lines.push_back(absl::StrCat("window reduction over ", spec.reducedSize(),
+                                 " taps, unrolled: one guarded strided load per tap, combined in SBUF"));
+    absl::StatusOr<std::string> unrolled = printDirect(*taps, lim, symbol, lines);
+    if (unrolled.ok()) return unrolled;
+  }
+  return direct;
+}
+
 }  // namespace
 
 absl::Status checkNkiKernel(const KernelSpec &spec, const Limits &lim) {
   if (spec.kind == program::SpecKind::kAttention) return checkNkiAttention(spec.attention, lim);
-  return printWithinBudget(spec, lim, "check", {}).status();
+  absl::Status direct = checkDirect(spec, lim);
+  if (direct.ok() || direct.code() != absl::StatusCode::kUnimplemented) return direct;
+  if (std::optional<KernelSpec> taps = unrollWindow(spec, kMaxWindowTaps))
+    if (checkDirect(*taps, lim).ok()) return absl::OkStatus();
+  return direct;
 }
 
 absl::StatusOr<std::string> printNkiKernel(const KernelSpec &spec, const Limits &lim, const std::string &symbol,
