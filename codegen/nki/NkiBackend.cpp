@@ -18,7 +18,6 @@
 #include <algorithm>
 #include <map>
 #include <regex>
-#include <string_view>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -72,7 +71,7 @@ std::string describeNodes(const std::vector<const ir::Node *> &nodes) {
 
 }  // namespace
 
-std::string nki::refusalMessage(const program::WorkItem &item, std::string_view reason) {
+std::string nki::refusalMessage(const program::WorkItem &item, absl::string_view reason) {
   // An access message names a spec buffer ("the load of buffer 2"): name the
   // value bound to it and the member node that reads (load) or writes
   // (store) it.

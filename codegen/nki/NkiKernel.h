@@ -25,10 +25,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "passes/cost/TargetSpec.h"
 #include "program/KernelSpec.h"
 #include "program/Lowering.h"
@@ -107,7 +107,7 @@ absl::StatusOr<std::string> printNkiAttention(const program::AttentionSpec &a, c
 /// ONNX node(s) and op a refusal is about. An access reason ("the load of
 /// buffer 2 ...") names the value bound to the buffer and the member node
 /// that reads or writes it; any other reason names every node of the item.
-std::string refusalMessage(const program::WorkItem &item, std::string_view reason);
+std::string refusalMessage(const program::WorkItem &item, absl::string_view reason);
 
 /// The nl dtype spelling of \p t as the kernel sees it ("nl.float32"; i64 ->
 /// "nl.int32", bool -> "nl.uint8"); empty when NKI has none.
