@@ -165,6 +165,10 @@ class Printer {
   /// else one more than the latest pass it reads.
   std::vector<int> reductionPasses() const;
   Val load(int id);
+  /// Tiling::residentLoads: allocates an fp32 [P_TILE, COLS] SBUF row per
+  /// element load and fills it chunk by chunk from HBM (pass 0); load()
+  /// then copies chunks from it.
+  void loadResidentRows();
   Val value(int id);
   /// value() of \p id once its operands are printed (valueOf prints them
   /// first, from an explicit stack: a long elementwise chain nests
@@ -187,7 +191,32 @@ class Printer {
   int64_t sbufBytes_ = 0;
   const bool measureOnly_;
   int64_t sbufUpperBound_ = 0;
+  std::map<int, std::string> resident_;  ///< access -> its SBUF-resident row
+  bool residentReady_ = false;
+  int64_t residentBytes_ = 0;
 };
+
+void Printer::loadResidentRows() {
+  std::vector<int> rows;
+  for (size_t ai = 0; ai < plan_.accesses.size(); ++ai) {
+    const Access &a = plan_.accesses[ai];
+    if (a.store >= 0 || a.dead || a.gatherDim >= 0 || !a.lo.empty() || levelOf(a.expr) != kElem) continue;
+    const std::string r = absl::StrCat("row", ai);
+    line(absl::StrCat(r, " = nl.ndarray((P_TILE, COLS), dtype=nl.float32, buffer=nl.sbuf)  # b", a.buffer,
+                      " rows, resident in SBUF"));
+    residentBytes_ += 4 * t_.cols;
+    resident_[static_cast<int>(ai)] = r;
+    rows.push_back(static_cast<int>(ai));
+  }
+  if (rows.empty()) return;
+  openChunkLoop("nl.affine_range", "pass 0: the rows into SBUF (the one read of the inputs from HBM)");
+  for (int ai : rows) {
+    const Val v = value(plan_.accesses[ai].expr);
+    line(absl::StrCat("nisa.tensor_copy(dst=", resident_[ai], "[0:ps, f0:f0 + fs], src=", ref(v), ")"));
+  }
+  closeChunkLoop();
+  residentReady_ = true;
+}
 
 int Printer::openBox(int ai, Level l, std::string *pl, std::string *ph, std::string *fl, std::string *fh) {
   *pl = "0";
@@ -241,6 +270,12 @@ Printer::Val Printer::load(int id) {
     if (plan_.accesses[i].expr == id) ai = static_cast<int>(i);
   const Access &a = plan_.accesses[ai];
   if (a.dead) return {"0.0", kNumber};  // the guard never holds: Pad/Concat zeros
+  if (auto it = resident_.find(ai); residentReady_ && it != resident_.end()) {
+    const std::string f = alloc(kElem);
+    line(absl::StrCat("nisa.tensor_copy(dst=", slice(f, kElem), ", src=", it->second,
+                      "[0:ps, f0:f0 + fs])  # a chunk of the resident row"));
+    return {f, kElem};
+  }
   const Level l = levelOf(id) == kNumber ? kRow : levelOf(id);
   const std::string dt = nlDType(spec_.buffers[a.buffer].dtype);
   int64_t sp = t_.partition >= 0 ? plan_.dims[t_.partition].stride[ai] : 0;
@@ -619,6 +654,7 @@ absl::StatusOr<std::string> Printer::print(const std::string &symbol,
   head += absl::StrCat("    P_TILE = ", lim_.partitions, "  # rows per tile (partitions)\n");
   head += absl::StrCat("    FREE_TILE = ", t_.freeTile,
                        !t_.reduce   ? "  # elements per partition\n"
+                       : t_.residentLoads ? "  # a chunk of the row: the passes walk the SBUF-resident rows\n"
                        : t_.chunked ? "  # a chunk of the row: the row is streamed through SBUF\n"
                                     : "  # a whole row per partition\n");
   head += absl::StrCat("    ROWS = ", t_.rows, "\n    COLS = ", t_.cols, "\n");
@@ -643,6 +679,7 @@ absl::StatusOr<std::string> Printer::print(const std::string &symbol,
     // Pass k reduces the chunks into accumulators ([P_TILE, 1] fp32, carried
     // from chunk to chunk: sequential_range) for the reductions whose
     // bodies read results of passes before k only; the last pass stores.
+    if (t_.residentLoads) loadResidentRows();
     const std::vector<int> pass = reductionPasses();
     const int passes = pass.empty() ? 0 : *std::max_element(pass.begin(), pass.end()) + 1;
     for (int k = 0; k < passes; ++k) {
@@ -697,9 +734,12 @@ absl::StatusOr<std::string> Printer::print(const std::string &symbol,
       store(st, kRow);
     }
   }
+  sbufUpperBound_ += residentBytes_;
   if (measureOnly_) return std::string();
   std::string ret = outputs.size() == 1 ? outputs[0] : absl::StrCat("(", absl::StrJoin(outputs, ", "), ")");
-  return head + reuseDeadTiles(body_, t_.freeTile, &sbufBytes_) + "    return " + ret + "\n";
+  std::string body = reuseDeadTiles(body_, t_.freeTile, &sbufBytes_);
+  sbufBytes_ += residentBytes_;
+  return head + body + "    return " + ret + "\n";
 }
 
 }  // namespace

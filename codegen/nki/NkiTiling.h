@@ -44,6 +44,10 @@ struct Tiling {
   /// in chunks of freeTile, one pass per level of reductions plus one for
   /// the stores (see chooseRowChunk).
   bool chunked = false;
+  /// chunked: the row's element loads fit SBUF (at most half the budget)
+  /// although its intermediate tiles do not: the loads are read from HBM
+  /// once into SBUF-resident rows, and every pass reads chunks of those.
+  bool residentLoads = false;
 };
 
 /// Largest free size of a Vector/Scalar Engine operand in SBUF (NKI.md
