@@ -17,7 +17,9 @@
 //===----------------------------------------------------------------------===//
 #include <algorithm>
 #include <map>
+#include <regex>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "codegen/Backend.h"
@@ -44,6 +46,73 @@ std::vector<std::string> commentFor(const std::string &what, const std::string &
     lines.push_back(commentText(absl::StrCat("  ONNX node '", n->name(), "' (", n->opType(), ")")));
   return lines;
 }
+
+/// True when \p from reaches \p to through at most 8 producers that are
+/// not members of the item (views between a kernel's buffer and its nodes).
+bool reachesThroughViews(const ir::Value *from, const ir::Value *to,
+                         const std::vector<const ir::Node *> &members) {
+  for (int steps = 0; from && steps < 8; ++steps) {
+    if (from == to) return true;
+    const ir::Node *p = from->producer();
+    if (!p || std::find(members.begin(), members.end(), p) != members.end() || p->numInputs() == 0) return false;
+    from = p->input(0);
+  }
+  return false;
+}
+
+/// "'a' (Add), 'b' (Mul)": the nodes, at most 6 of them and a count of the rest.
+std::string describeNodes(const std::vector<const ir::Node *> &nodes) {
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < nodes.size() && i < 6; ++i) parts.push_back(nodes[i]->describe());
+  std::string out = absl::StrJoin(parts, ", ");
+  if (nodes.size() > 6) absl::StrAppend(&out, " and ", nodes.size() - 6, " more");
+  return out;
+}
+
+}  // namespace
+
+std::string nki::refusalMessage(const program::WorkItem &item, absl::string_view reason) {
+  // An access message names a spec buffer ("the load of buffer 2"): name the
+  // value bound to it and the member node that reads (load) or writes
+  // (store) it.
+  static const std::regex bufferRef("(load of|store to) buffer ([0-9]+)");
+  std::string text(reason);
+  std::vector<const ir::Node *> culprits;
+  std::smatch m;
+  if (std::regex_search(text, m, bufferRef)) {
+    const bool store = m[1].str() == "store to";
+    const size_t b = std::stoul(m[2].str());
+    if (b < item.buffers.size() && item.buffers[b]) {
+      const ir::Value *v = item.buffers[b];
+      for (const ir::Node *n : item.nodes) {
+        bool hit = false;
+        if (store) {
+          for (const ir::Value *o : n->outputs()) hit = hit || (o && reachesThroughViews(v, o, item.nodes));
+        } else {
+          for (const ir::Value *in : n->inputs()) hit = hit || (in && reachesThroughViews(in, v, item.nodes));
+        }
+        if (hit) culprits.push_back(n);
+      }
+      text = absl::StrCat(m.prefix().str(), m[1].str(), " '", commentText(v->name()), "' (buffer ", b, ")",
+                          m.suffix().str());
+    }
+  }
+  // An op refusal ("unary 'round' is not lowered") names the nodes of that op.
+  static const std::regex unaryRef("unary '([A-Za-z0-9_]+)'");
+  if (culprits.empty() && std::regex_search(text, m, unaryRef)) {
+    for (const ir::Node *n : item.nodes)
+      if (absl::AsciiStrToLower(n->opType()) == m[1].str()) culprits.push_back(n);
+  }
+  if (culprits.empty()) culprits = item.nodes;
+  std::string where = culprits.empty() ? absl::StrCat("kernel '", item.name, "'")
+                                       : absl::StrCat(culprits.size() == 1 ? "node " : "nodes ",
+                                                      describeNodes(culprits));
+  if (culprits.size() < item.nodes.size())
+    absl::StrAppend(&where, " (in the fused group of ", describeNodes(item.nodes), ")");
+  return absl::StrCat("nki: ", where, ": ", text);
+}
+
+namespace {
 
 absl::Status checkItem(const program::WorkItem &item, const nki::Limits &lim) {
   switch (item.kind) {
@@ -88,10 +157,7 @@ class NkiBackend final : public Backend {
                            program::lowerGroupItems(graph, members, index));
     for (const program::WorkItem &item : items) {
       absl::Status st = checkItem(item, lim);
-      if (!st.ok())
-        return absl::UnimplementedError(absl::StrCat(
-            "nki: ", item.nodes.empty() ? std::string("group") : item.nodes.front()->describe(), ": ",
-            st.message()));
+      if (!st.ok()) return absl::UnimplementedError(nki::refusalMessage(item, st.message()));
     }
     return absl::OkStatus();
   }
@@ -126,7 +192,7 @@ class NkiBackend final : public Backend {
           auto text = nki::printNkiKernel(item.spec, lim, symbols[k],
                                           commentFor("kernel", item.name, item.nodes));
           if (!text.ok())
-            return absl::UnimplementedError(absl::StrCat("nki: kernel '", item.name, "': ", text.status().message()));
+            return absl::UnimplementedError(nki::refusalMessage(item, text.status().message()));
           absl::StrAppend(&kernels, *text, "\n\n");
           std::vector<std::string> pos;
           for (size_t b = 0; b < item.spec.buffers.size(); ++b)
@@ -137,7 +203,7 @@ class NkiBackend final : public Backend {
       } else if (step.kind == program::Step::Kind::kGemm) {
         auto key = nki::printNkiGemm(item.gemm, lim, "@SYMBOL@", {});
         if (!key.ok())
-          return absl::UnimplementedError(absl::StrCat("nki: GEMM '", item.name, "': ", key.status().message()));
+          return absl::UnimplementedError(nki::refusalMessage(item, key.status().message()));
         auto it = gemmText.find(*key);
         if (it == gemmText.end()) {
           std::string sym = absl::StrCat("fusec_gemm", gemmText.size());
@@ -150,7 +216,7 @@ class NkiBackend final : public Backend {
       } else if (step.kind == program::Step::Kind::kConv) {
         auto key = nki::printNkiConv(item.conv, lim, "@SYMBOL@", {});
         if (!key.ok())
-          return absl::UnimplementedError(absl::StrCat("nki: conv '", item.name, "': ", key.status().message()));
+          return absl::UnimplementedError(nki::refusalMessage(item, key.status().message()));
         auto it = convText.find(*key);
         if (it == convText.end()) {
           std::string sym = absl::StrCat("fusec_conv", convText.size());
@@ -161,7 +227,7 @@ class NkiBackend final : public Backend {
         }
         convOfStep.emplace_back(step.name, it->second);
       } else {
-        return absl::UnimplementedError(absl::StrCat("nki: '", item.name, "': step kind not lowered"));
+        return absl::UnimplementedError(nki::refusalMessage(item, "step kind not lowered"));
       }
     }
     kernels += "# Positions of the buffers each generated kernel returns (the others are its arguments).\n";

@@ -1,4 +1,4 @@
-//===- NkiConv.cpp - A 2-D convolution as TensorE matmuls over taps -----===//
+//===- NkiConv.cpp - A 1-D / 2-D convolution as TensorE matmuls over taps ===//
 //
 // y[n, o, oh, ow] = bias[o] + sum_{c, kh, kw} w[o, c, kh, kw] *
 //                   x[n, c, oh*SH + kh*DH - PH, ow*SW + kw*DW - PW]   (zero outside)
@@ -9,7 +9,8 @@
 // into the padding stay zero). Every tap and channel tile accumulates into
 // one PSUM bank; the bias is added by ScalarE on the way out of PSUM. The
 // epilogue must be exactly that bias (checkNkiConv refuses any other). Tile
-// sizes are the device's limits (Limits).
+// sizes are the device's limits (Limits). A 1-D convolution (NCW) is the
+// 2-D one with a unit height (as2d).
 //
 //===----------------------------------------------------------------------===//
 #include "absl/strings/str_cat.h"
@@ -35,11 +36,26 @@ absl::Status checkEpilogue(const program::ConvParams &c) {
       "a convolution epilogue other than its bias (acc + bias[channel]) has no NKI lowering");
 }
 
-}  // namespace
+/// \p c as a 2-D convolution: a 1-D one (NCW, xShape rank 3) gets a unit
+/// height (H = KH = OH = 1, no padding, stride and dilation 1 along it),
+/// which has the same memory layout, so the 2-D TensorE path computes it.
+program::ConvParams as2d(const program::ConvParams &c) {
+  if (c.xShape.size() != 3 || c.wShape.size() != 3 || c.yShape.size() != 3) return c;
+  program::ConvParams d = c;
+  d.xShape = {c.xShape[0], c.xShape[1], 1, c.xShape[2]};
+  d.wShape = {c.wShape[0], c.wShape[1], 1, c.wShape[2]};
+  d.yShape = {c.yShape[0], c.yShape[1], 1, c.yShape[2]};
+  auto at = [](const std::vector<int64_t> &v, size_t i, int64_t dflt) { return i < v.size() ? v[i] : dflt; };
+  d.pads = {0, at(c.pads, 0, 0), 0, at(c.pads, 1, 0)};
+  d.strides = {1, at(c.strides, 0, 1)};
+  d.dilations = {1, at(c.dilations, 0, 1)};
+  return d;
+}
 
-absl::Status checkNkiConv(const program::ConvParams &c, const Limits &lim) {
-  if (c.xShape.size() != 4)
-    return absl::UnimplementedError("only 2-D convolutions (NCHW) are lowered for nki");
+absl::Status check2d(const program::ConvParams &c, const Limits &lim) {
+  if (c.xShape.size() != 4 || c.wShape.size() != 4 || c.yShape.size() != 4 || c.pads.size() < 2 ||
+      c.strides.size() < 2 || c.dilations.size() < 2)
+    return absl::UnimplementedError("only 1-D (NCW) and 2-D (NCHW) convolutions are lowered for nki");
   if (c.dtype != ir::DType::kF32 && c.dtype != ir::DType::kBF16 && c.dtype != ir::DType::kF16)
     return absl::UnimplementedError(
         absl::StrCat("convolution in ", ir::dtypeName(c.dtype), " has no TensorE lowering"));
@@ -49,9 +65,14 @@ absl::Status checkNkiConv(const program::ConvParams &c, const Limits &lim) {
   return checkEpilogue(c);
 }
 
-absl::StatusOr<std::string> printNkiConv(const program::ConvParams &c, const Limits &lim, const std::string &symbol,
-                                         const std::vector<std::string> &comment) {
-  if (auto st = checkNkiConv(c, lim); !st.ok()) return st;
+}  // namespace
+
+absl::Status checkNkiConv(const program::ConvParams &c, const Limits &lim) { return check2d(as2d(c), lim); }
+
+absl::StatusOr<std::string> printNkiConv(const program::ConvParams &conv, const Limits &lim,
+                                         const std::string &symbol, const std::vector<std::string> &comment) {
+  const program::ConvParams c = as2d(conv);
+  if (auto st = check2d(c, lim); !st.ok()) return st;
   const std::string dt = nlDType(c.dtype);
   const int64_t N = c.xShape[0], C = c.xShape[1], H = c.xShape[2], W = c.xShape[3];
   const int64_t O = c.wShape[0], CG = c.wShape[1], KH = c.wShape[2], KW = c.wShape[3];

@@ -38,13 +38,19 @@ using program::UnaryOp;
 
 class Printer {
  public:
-  Printer(const KernelSpec &spec, const AccessPlan &plan, const Tiling &t, const Limits &lim)
-      : spec_(spec), plan_(plan), t_(t), lim_(lim) {}
+  /// \p measureOnly: print() keeps no text and reuses no tile (legality:
+  /// checkNkiKernel); it only sums the SBUF its tile allocations would take
+  /// with none reused (sbufUpperBound()).
+  Printer(const KernelSpec &spec, const AccessPlan &plan, const Tiling &t, const Limits &lim,
+          bool measureOnly = false)
+      : spec_(spec), plan_(plan), t_(t), lim_(lim), measureOnly_(measureOnly) {}
 
   absl::StatusOr<std::string> print(const std::string &symbol, const std::vector<std::string> &comment);
   /// SBUF bytes per partition of the printed kernel's tiles, dead tiles
-  /// reused (reuseDeadTiles); set by print().
+  /// reused (reuseDeadTiles); set by print() (not in measure-only mode).
   int64_t sbufBytes() const { return sbufBytes_; }
+  /// SBUF bytes per partition of every tile allocated, none reused: >= sbufBytes().
+  int64_t sbufUpperBound() const { return sbufUpperBound_; }
 
  private:
   enum Level { kNumber = 0, kRow = 1, kElem = 2 };
@@ -53,7 +59,10 @@ class Printer {
     Level level = kNumber;
   };
 
-  void line(const std::string &s) { body_ += std::string(indent_, ' ') + s + "\n"; }
+  void line(const std::string &s) {
+    sbufUpperBound_ += tileAllocationBytes(s, t_.freeTile);
+    if (!measureOnly_) body_ += std::string(indent_, ' ') + s + "\n";
+  }
   std::string tmp() { return absl::StrCat("t", next_++); }
   std::string slice(const std::string &name, Level l) const {
     return l == kElem ? absl::StrCat(name, "[0:ps, 0:fs]") : absl::StrCat(name, "[0:ps, 0:1]");
@@ -156,6 +165,10 @@ class Printer {
   /// else one more than the latest pass it reads.
   std::vector<int> reductionPasses() const;
   Val load(int id);
+  /// Tiling::residentLoads: allocates an fp32 [P_TILE, COLS] SBUF row per
+  /// element load and fills it chunk by chunk from HBM (pass 0); load()
+  /// then copies chunks from it.
+  void loadResidentRows();
   Val value(int id);
   /// value() of \p id once its operands are printed (valueOf prints them
   /// first, from an explicit stack: a long elementwise chain nests
@@ -176,7 +189,34 @@ class Printer {
   std::vector<int> scoped_;  ///< memo_ entries made inside the open chunk loop
   bool inChunk_ = false;
   int64_t sbufBytes_ = 0;
+  const bool measureOnly_;
+  int64_t sbufUpperBound_ = 0;
+  std::map<int, std::string> resident_;  ///< access -> its SBUF-resident row
+  bool residentReady_ = false;
+  int64_t residentBytes_ = 0;
 };
+
+void Printer::loadResidentRows() {
+  std::vector<int> rows;
+  for (size_t ai = 0; ai < plan_.accesses.size(); ++ai) {
+    const Access &a = plan_.accesses[ai];
+    if (a.store >= 0 || a.dead || a.gatherDim >= 0 || !a.lo.empty() || levelOf(a.expr) != kElem) continue;
+    const std::string r = absl::StrCat("row", ai);
+    line(absl::StrCat(r, " = nl.ndarray((P_TILE, COLS), dtype=nl.float32, buffer=nl.sbuf)  # b", a.buffer,
+                      " rows, resident in SBUF"));
+    residentBytes_ += 4 * t_.cols;
+    resident_[static_cast<int>(ai)] = r;
+    rows.push_back(static_cast<int>(ai));
+  }
+  if (rows.empty()) return;
+  openChunkLoop("nl.affine_range", "pass 0: the rows into SBUF (the one read of the inputs from HBM)");
+  for (int ai : rows) {
+    const Val v = value(plan_.accesses[ai].expr);
+    line(absl::StrCat("nisa.tensor_copy(dst=", resident_[ai], "[0:ps, f0:f0 + fs], src=", ref(v), ")"));
+  }
+  closeChunkLoop();
+  residentReady_ = true;
+}
 
 int Printer::openBox(int ai, Level l, std::string *pl, std::string *ph, std::string *fl, std::string *fh) {
   *pl = "0";
@@ -230,6 +270,12 @@ Printer::Val Printer::load(int id) {
     if (plan_.accesses[i].expr == id) ai = static_cast<int>(i);
   const Access &a = plan_.accesses[ai];
   if (a.dead) return {"0.0", kNumber};  // the guard never holds: Pad/Concat zeros
+  if (auto it = resident_.find(ai); residentReady_ && it != resident_.end()) {
+    const std::string f = alloc(kElem);
+    line(absl::StrCat("nisa.tensor_copy(dst=", slice(f, kElem), ", src=", it->second,
+                      "[0:ps, f0:f0 + fs])  # a chunk of the resident row"));
+    return {f, kElem};
+  }
   const Level l = levelOf(id) == kNumber ? kRow : levelOf(id);
   const std::string dt = nlDType(spec_.buffers[a.buffer].dtype);
   int64_t sp = t_.partition >= 0 ? plan_.dims[t_.partition].stride[ai] : 0;
@@ -608,6 +654,7 @@ absl::StatusOr<std::string> Printer::print(const std::string &symbol,
   head += absl::StrCat("    P_TILE = ", lim_.partitions, "  # rows per tile (partitions)\n");
   head += absl::StrCat("    FREE_TILE = ", t_.freeTile,
                        !t_.reduce   ? "  # elements per partition\n"
+                       : t_.residentLoads ? "  # a chunk of the row: the passes walk the SBUF-resident rows\n"
                        : t_.chunked ? "  # a chunk of the row: the row is streamed through SBUF\n"
                                     : "  # a whole row per partition\n");
   head += absl::StrCat("    ROWS = ", t_.rows, "\n    COLS = ", t_.cols, "\n");
@@ -632,6 +679,7 @@ absl::StatusOr<std::string> Printer::print(const std::string &symbol,
     // Pass k reduces the chunks into accumulators ([P_TILE, 1] fp32, carried
     // from chunk to chunk: sequential_range) for the reductions whose
     // bodies read results of passes before k only; the last pass stores.
+    if (t_.residentLoads) loadResidentRows();
     const std::vector<int> pass = reductionPasses();
     const int passes = pass.empty() ? 0 : *std::max_element(pass.begin(), pass.end()) + 1;
     for (int k = 0; k < passes; ++k) {
@@ -686,8 +734,12 @@ absl::StatusOr<std::string> Printer::print(const std::string &symbol,
       store(st, kRow);
     }
   }
+  sbufUpperBound_ += residentBytes_;
+  if (measureOnly_) return std::string();
   std::string ret = outputs.size() == 1 ? outputs[0] : absl::StrCat("(", absl::StrJoin(outputs, ", "), ")");
-  return head + reuseDeadTiles(body_, t_.freeTile, &sbufBytes_) + "    return " + ret + "\n";
+  std::string body = reuseDeadTiles(body_, t_.freeTile, &sbufBytes_);
+  sbufBytes_ += residentBytes_;
+  return head + body + "    return " + ret + "\n";
 }
 
 }  // namespace
@@ -708,8 +760,9 @@ std::string nlDType(ir::DType t) {
 
 namespace {
 
-/// What the printer can lower, short of the SBUF budget.
-absl::Status checkLowered(const KernelSpec &spec, const Limits &lim) {
+/// What the printer can lower, short of the SBUF budget; \p planOut and
+/// \p tilingOut receive the access plan and tiling it chose.
+absl::Status checkLowered(const KernelSpec &spec, const Limits &lim, AccessPlan *planOut, Tiling *tilingOut) {
   FUSEC_RETURN_IF_ERROR(checkOps(spec));
   for (const program::BufferDesc &b : spec.buffers)
     if (b.written)
@@ -727,16 +780,18 @@ absl::Status checkLowered(const KernelSpec &spec, const Limits &lim) {
       return absl::UnimplementedError(
           "an element gather from a buffer of 2^24 or more elements (offsets computed in fp32)");
   }
+  *planOut = std::move(plan);
+  *tilingOut = std::move(t);
   return absl::OkStatus();
 }
 
 /// The kernel text, or Unimplemented when it is not lowered or its tiles
 /// (dead ones reused, exactly as printed) exceed the SBUF budget.
-absl::StatusOr<std::string> printWithinBudget(const KernelSpec &spec, const Limits &lim, const std::string &symbol,
-                                              const std::vector<std::string> &comment) {
-  FUSEC_RETURN_IF_ERROR(checkLowered(spec, lim));
-  FUSEC_ASSIGN_OR_RETURN(AccessPlan plan, analyzeAccesses(spec));
-  FUSEC_ASSIGN_OR_RETURN(Tiling t, chooseTiling(spec, plan, lim));
+absl::StatusOr<std::string> printDirect(const KernelSpec &spec, const Limits &lim, const std::string &symbol,
+                                        const std::vector<std::string> &comment) {
+  AccessPlan plan;
+  Tiling t;
+  FUSEC_RETURN_IF_ERROR(checkLowered(spec, lim, &plan, &t));
   Printer p(spec, plan, t, lim);
   FUSEC_ASSIGN_OR_RETURN(std::string text, p.print(symbol, comment));
   const int64_t budget = sbufBudgetBytes(lim);
@@ -747,11 +802,52 @@ absl::StatusOr<std::string> printWithinBudget(const KernelSpec &spec, const Limi
   return text;
 }
 
+/// OK when printDirect() would print \p spec: checked without keeping any
+/// text when the kernel fits SBUF even with no tile reused (most kernels);
+/// otherwise by printing it and reusing dead tiles exactly as emit() does.
+absl::Status checkDirect(const KernelSpec &spec, const Limits &lim) {
+  AccessPlan plan;
+  Tiling t;
+  FUSEC_RETURN_IF_ERROR(checkLowered(spec, lim, &plan, &t));
+  Printer measure(spec, plan, t, lim, /*measureOnly=*/true);
+  FUSEC_RETURN_IF_ERROR(measure.print("check", {}).status());
+  if (measure.sbufUpperBound() <= sbufBudgetBytes(lim)) return absl::OkStatus();
+  Printer p(spec, plan, t, lim);
+  FUSEC_RETURN_IF_ERROR(p.print("check", {}).status());
+  if (p.sbufBytes() > sbufBudgetBytes(lim))
+    return absl::UnimplementedError(absl::StrCat("the kernel needs ", p.sbufBytes(),
+                                                 " bytes of SBUF per partition, budget ", sbufBudgetBytes(lim),
+                                                 " (half the usable SBUF)"));
+  return absl::OkStatus();
+}
+
+/// printDirect(), or for a row reduction it refuses whose reduced domain is
+/// a small window (pooling: a padding guard that is not a box, window dims
+/// that do not merge), the window unrolled into pointwise taps
+/// (unrollWindow); the first refusal when neither lowers.
+absl::StatusOr<std::string> printWithinBudget(const KernelSpec &spec, const Limits &lim, const std::string &symbol,
+                                              const std::vector<std::string> &comment) {
+  absl::StatusOr<std::string> direct = printDirect(spec, lim, symbol, comment);
+  if (direct.ok() || direct.status().code() != absl::StatusCode::kUnimplemented) return direct;
+  if (std::optional<KernelSpec> taps = unrollWindow(spec, kMaxWindowTaps)) {
+    std::vector<std::string> lines = comment;
+    lines.push_back(absl::StrCat("window reduction over ", spec.reducedSize(),
+                                 " taps, unrolled: one guarded strided load per tap, combined in SBUF"));
+    absl::StatusOr<std::string> unrolled = printDirect(*taps, lim, symbol, lines);
+    if (unrolled.ok()) return unrolled;
+  }
+  return direct;
+}
+
 }  // namespace
 
 absl::Status checkNkiKernel(const KernelSpec &spec, const Limits &lim) {
   if (spec.kind == program::SpecKind::kAttention) return checkNkiAttention(spec.attention, lim);
-  return printWithinBudget(spec, lim, "check", {}).status();
+  absl::Status direct = checkDirect(spec, lim);
+  if (direct.ok() || direct.code() != absl::StatusCode::kUnimplemented) return direct;
+  if (std::optional<KernelSpec> taps = unrollWindow(spec, kMaxWindowTaps))
+    if (checkDirect(*taps, lim).ok()) return absl::OkStatus();
+  return direct;
 }
 
 absl::StatusOr<std::string> printNkiKernel(const KernelSpec &spec, const Limits &lim, const std::string &symbol,

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "passes/cost/TargetSpec.h"
 #include "program/KernelSpec.h"
 #include "program/Lowering.h"
@@ -99,6 +100,14 @@ absl::Status checkNkiAttention(const program::AttentionSpec &a, const Limits &li
 absl::StatusOr<std::string> printNkiAttention(const program::AttentionSpec &a, const Limits &limits,
                                               const std::string &symbol,
                                               const std::vector<std::string> &comment);
+
+/// The text of a refusal of work item \p item (from checkNkiKernel /
+/// checkNkiGemm / checkNkiConv / the printers) for users: "nki: node
+/// 'pool1' (MaxPool) (in the fused group of ...): <reason>", naming the
+/// ONNX node(s) and op a refusal is about. An access reason ("the load of
+/// buffer 2 ...") names the value bound to the buffer and the member node
+/// that reads or writes it; any other reason names every node of the item.
+std::string refusalMessage(const program::WorkItem &item, absl::string_view reason);
 
 /// The nl dtype spelling of \p t as the kernel sees it ("nl.float32"; i64 ->
 /// "nl.int32", bool -> "nl.uint8"); empty when NKI has none.

@@ -53,6 +53,22 @@ bool isPrefix(const std::vector<int> &a, const std::vector<int> &b) {
 
 }  // namespace
 
+int64_t tileAllocationBytes(const std::string &line, int64_t freeTile) {
+  static const std::string kMid = " = nl.ndarray((P_TILE, ";
+  const size_t ind = line.find_first_not_of(' ');
+  if (ind == std::string::npos) return 0;
+  const std::string s = line.substr(ind);
+  const size_t eq = s.find(kMid);
+  if (s.size() < 2 || s[0] != 't' || eq == std::string::npos || s.find("buffer=nl.sbuf)") == std::string::npos ||
+      s.find_first_not_of("0123456789", 1) != eq)
+    return 0;
+  const size_t close = s.find("), dtype=", eq);
+  const size_t dEnd = s.find(", buffer=", close);
+  if (close == std::string::npos || dEnd == std::string::npos) return 0;
+  const std::string width = s.substr(eq + kMid.size(), close - eq - kMid.size());
+  return (width != "1" ? freeTile : 1) * itemBytes(s.substr(close + 9, dEnd - close - 9));
+}
+
 std::string reuseDeadTiles(const std::string &body, int64_t freeTile, int64_t *peakBytes) {
   std::vector<std::string> lines = absl::StrSplit(body, '\n');
   if (!lines.empty() && lines.back().empty()) lines.pop_back();

@@ -129,6 +129,22 @@ absl::Status chooseRowChunk(const KernelSpec &spec, const Limits &lim, Tiling &t
       return absl::UnimplementedError(absl::StrCat(
           "ArgMax/ArgMin over a row of ", t.cols, " elements, which needs ", bytesPerElem * t.cols,
           " bytes of SBUF per partition (budget ", budget, "): arg reductions are not streamed in chunks yet"));
+  // The loads alone fit (one fp32 row per load, at most half the budget):
+  // keep them resident, so the passes read SBUF, not HBM (NKI.md: one HBM
+  // read of the data); the chunks get the rest of the budget.
+  int64_t loads = 0;
+  for (int id = 0; id < static_cast<int>(spec.exprs.size()); ++id)
+    if (spec.expr(id).kind == ExprKind::kLoad && spec.dependsOnReducedDim(id)) ++loads;
+  const int64_t resident = 4 * t.cols * loads;
+  if (loads > 0 && resident <= budget / 2) {
+    const int64_t rchunk = std::min(kMaxEngineFree, (budget - resident) / bytesPerElem) / kFreeTile * kFreeTile;
+    if (rchunk >= kFreeTile) {
+      t.chunked = true;
+      t.residentLoads = true;
+      t.freeTile = rchunk;
+      return absl::OkStatus();
+    }
+  }
   const int64_t chunk = std::min(kMaxEngineFree, budget / bytesPerElem) / kFreeTile * kFreeTile;
   if (chunk < kFreeTile)
     return absl::UnimplementedError(absl::StrCat("a row reduction whose body holds ", tiles,

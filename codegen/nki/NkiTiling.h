@@ -9,6 +9,7 @@
 #define FUSEC_CODEGEN_NKI_NKITILING_H
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,10 @@ struct Tiling {
   /// in chunks of freeTile, one pass per level of reductions plus one for
   /// the stores (see chooseRowChunk).
   bool chunked = false;
+  /// chunked: the row's element loads fit SBUF (at most half the budget)
+  /// although its intermediate tiles do not: the loads are read from HBM
+  /// once into SBUF-resident rows, and every pass reads chunks of those.
+  bool residentLoads = false;
 };
 
 /// Largest free size of a Vector/Scalar Engine operand in SBUF (NKI.md
@@ -62,6 +67,23 @@ absl::StatusOr<Tiling> chooseTiling(const program::KernelSpec &spec, AccessPlan 
 /// the SBUF bytes per partition of the tiles that remain (X = FREE_TILE is
 /// \p freeTile elements): the kernel's peak, every tile live to the end.
 std::string reuseDeadTiles(const std::string &body, int64_t freeTile, int64_t *peakBytes);
+
+/// SBUF bytes per partition that \p line allocates when it is a printer
+/// tile allocation as reuseDeadTiles() reads them (`tN = nl.ndarray((P_TILE,
+/// X), dtype=D, buffer=nl.sbuf)`, X = FREE_TILE counted as \p freeTile
+/// elements); 0 for any other line. Summed over a body: the SBUF the kernel
+/// would need with no tile reused, an upper bound of reuseDeadTiles' peak.
+int64_t tileAllocationBytes(const std::string &line, int64_t freeTile);
+
+/// Most taps (reduced-domain points) a window reduction is unrolled over.
+inline constexpr int64_t kMaxWindowTaps = 64;
+
+/// \p spec (a row reduction over at most \p maxTaps reduced points, e.g.
+/// a pooling window) as a pointwise spec: each reduced index a constant per
+/// tap, each sum / prod / max / min the tap values combined in order
+/// (NkiWindow.cpp). nullopt when it does not apply: not a reduction, too
+/// many taps, ArgMax/ArgMin, or a store inside the row.
+std::optional<program::KernelSpec> unrollWindow(const program::KernelSpec &spec, int64_t maxTaps);
 
 }  // namespace fusec::codegen::nki
 

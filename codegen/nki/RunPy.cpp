@@ -15,11 +15,18 @@ runs the steps in order and writes the outputs to DIR2/output_<i>.pb. With
 --check it compares them with DIR/output_<i>.pb (|got - want| <= atol + rtol
 * |want|) and prints one line per output and a final PASS or FAIL line.
 
-Kernel, gemm and conv steps call the @nki.jit functions of kernels.py with NumPy arrays:
-`nki` is the Neuron SDK's package on a Trainium machine, or the project's
-NumPy model (python/nki_model on PYTHONPATH) anywhere else. Buffers live in
-one arena (byte offsets from the manifest); i64 and bool tensors are passed to
-kernels as int32 and uint8, bf16 as float32 values typed nl.bfloat16.
+Kernel, gemm and conv steps call the @nki.jit functions of kernels.py. How
+they are called is chosen at import (select_host):
+  - torch: the `nki` package is the Neuron SDK's and torch-neuronx (with
+    torch-xla) is importable: arguments are torch tensors on the Neuron (XLA)
+    device; the weights and inputs are moved there once, kernel results are
+    copied back to the host arena after each step;
+  - numpy: otherwise, NumPy arrays: the project's NumPy model of NKI
+    (python/nki_model on PYTHONPATH), or the Neuron SDK's standalone mode.
+FUSEC_NKI_HOST=numpy or =torch forces one. Buffers live in one arena (byte
+offsets from the manifest); i64 and bool tensors are passed to kernels as
+int32 and uint8, bf16 as bfloat16 (float32 values typed nl.bfloat16 on the
+NumPy model, ml_dtypes.bfloat16 arrays or torch.bfloat16 tensors otherwise).
 """
 import argparse
 import json
@@ -37,6 +44,9 @@ import kernels  # noqa: E402
 
 NUMPY = {"f32": np.float32, "f16": np.float16, "bf16": np.uint16, "f64": np.float64, "i64": np.int64,
          "i32": np.int32, "i8": np.int8, "u8": np.uint8, "bool": np.bool_}
+
+# ONNX TensorProto.DataType -> manifest dtype (docs/ARTIFACT.md).
+ONNX_DTYPES = {1: "f32", 2: "u8", 3: "i8", 6: "i32", 7: "i64", 9: "bool", 10: "f16", 11: "f64", 16: "bf16"}
 
 
 def bf16_to_f32(bits):
@@ -58,6 +68,81 @@ def as_bf16(x):
         return nki.model.typed(x, nl.bfloat16)
     import ml_dtypes
     return x.astype(ml_dtypes.bfloat16)
+
+
+def is_numpy_model(nki_module):
+    """True for the project's NumPy model of NKI (it has nki.model), False for the Neuron SDK's package."""
+    return hasattr(nki_module, "model")
+
+
+class NumpyHost:
+    """Kernels take and return NumPy arrays (the NumPy model of NKI, or the Neuron SDK's standalone mode)."""
+
+    name = "numpy"
+
+    def arg(self, buffer_id, array, dtype, constant):
+        """The kernel argument for buffer `buffer_id`: `array` holds its values (float32 for bf16), `dtype` its
+        manifest dtype; `constant` buffers (weights, inputs) never change during a run."""
+        if dtype == "bf16":
+            return as_bf16(array)
+        return array
+
+    def result(self, value):
+        """A kernel result as a NumPy array (bf16 results as their float32 values)."""
+        if hasattr(value, "dtype") and str(value.dtype) == "bfloat16":  # ml_dtypes.bfloat16 from the SDK
+            return np.asarray(value).astype(np.float32)
+        return np.asarray(value)
+
+
+class TorchHost:
+    """Kernels take torch tensors on the Neuron device (torch-neuronx, NKI.md section 1: "torch-xla tensors run
+    through torch-neuronx (tensors are on xm.xla_device())") and return tensors there. Weights and inputs are
+    moved to the device once and reused by every step; other buffers go to the device per call and results come
+    back to the host arena (which holds the aliases and copy steps of the manifest)."""
+
+    name = "torch"
+
+    def __init__(self, torch, device):
+        self.torch = torch
+        self.device = device
+        self.resident = {}  # buffer id -> tensor on the device (weights, inputs)
+
+    def arg(self, buffer_id, array, dtype, constant):
+        if constant and buffer_id in self.resident:
+            return self.resident[buffer_id]
+        t = self.torch.from_numpy(np.ascontiguousarray(array))
+        if dtype == "bf16":
+            t = t.to(dtype=self.torch.bfloat16)
+        t = t.to(self.device)
+        if constant:
+            self.resident[buffer_id] = t
+        return t
+
+    def result(self, value):
+        t = value.cpu()
+        if t.dtype == self.torch.bfloat16:
+            t = t.float()
+        return t.numpy()
+
+
+def select_host(nki_module=nki):
+    """The way kernels are called (module docstring): TorchHost when `nki_module` is the Neuron SDK's package and
+    torch_neuronx and torch_xla import, else NumpyHost. FUSEC_NKI_HOST=numpy|torch forces one (torch fails
+    with a clear message when torch-neuronx is missing)."""
+    forced = os.environ.get("FUSEC_NKI_HOST", "")
+    if forced not in ("", "numpy", "torch"):
+        raise SystemExit(f"run.py: FUSEC_NKI_HOST={forced!r}: expected numpy or torch")
+    if forced == "numpy" or (not forced and is_numpy_model(nki_module)):
+        return NumpyHost()
+    try:
+        import torch
+        import torch_neuronx  # noqa: F401  (registers the Neuron device; imports nki)
+        import torch_xla.core.xla_model as xm
+    except ImportError as e:
+        if forced == "torch":
+            raise SystemExit(f"run.py: FUSEC_NKI_HOST=torch but torch-neuronx is not usable: {e}")
+        return NumpyHost()
+    return TorchHost(torch, xm.xla_device())
 
 
 class Memory:
@@ -95,15 +180,19 @@ class Memory:
         b = self.m["buffers"][i]
         return self.raw[i].view(NUMPY[b["dtype"]]).reshape(b["shape"])
 
-    def for_kernel(self, i):
-        a, dt = self.array(i), self.m["buffers"][i]["dtype"]
+    def for_kernel(self, i, host):
+        """Buffer i as an argument of a kernel called through `host` (i64 as int32, bool as uint8)."""
+        b = self.m["buffers"][i]
+        a, dt = self.array(i), b["dtype"]
         if dt == "bf16":
-            return as_bf16(bf16_to_f32(a))
-        if dt == "i64":
-            return a.astype(np.int32)
-        if dt == "bool":
-            return a.astype(np.uint8)
-        return a.copy()
+            a = bf16_to_f32(a)
+        elif dt == "i64":
+            a = a.astype(np.int32)
+        elif dt == "bool":
+            a = a.astype(np.uint8)
+        else:
+            a = a.copy()
+        return host.arg(i, a, dt, b["storage"] in ("weight", "input"))
 
     def store(self, i, value):
         b = self.m["buffers"][i]
@@ -122,10 +211,16 @@ class Memory:
         return bf16_to_f32(a) if self.m["buffers"][i]["dtype"] == "bf16" else a.copy()
 
 
-def run(manifest, inputs):
-    """Executes every step in order; returns the graph outputs as NumPy arrays."""
-    if hasattr(nki, "model") and os.environ.get("NEURON_PLATFORM_TARGET_OVERRIDE") is None:
-        nki.model.set_target(manifest.get("arch") or "trn2")  # the NumPy model checks the compiled-for target
+def run(manifest, inputs, host=None):
+    """Executes every step in order through `host` (select_host() when None); returns the graph outputs as NumPy
+    arrays."""
+    host = host or select_host()
+    arch = manifest.get("arch") or "trn2"
+    if os.environ.get("NEURON_PLATFORM_TARGET_OVERRIDE") is None:
+        if is_numpy_model(nki):
+            nki.model.set_target(arch)  # the NumPy model checks the compiled-for target
+        else:
+            os.environ["NEURON_PLATFORM_TARGET_OVERRIDE"] = arch  # the Neuron compiler's target (NKI.md section 1)
     mem = Memory(manifest, inputs)
     for step in manifest["steps"]:
         kind = step["kind"]
@@ -133,26 +228,20 @@ def run(manifest, inputs):
             fn = getattr(kernels, step["symbol"])
             outs = kernels.KERNEL_OUTPUTS[step["symbol"]]
             ids = step["buffers"]
-            args = [mem.for_kernel(b) for pos, b in enumerate(ids) if pos not in outs]
+            args = [mem.for_kernel(b, host) for pos, b in enumerate(ids) if pos not in outs]
             res = fn(*args)
             if not isinstance(res, tuple):
                 res = (res,)
             for pos, r in zip(outs, res):
-                mem.store(ids[pos], r)
+                mem.store(ids[pos], host.result(r))
         elif kind == "gemm":
             fn = kernels.GEMM_KERNELS[step["name"]]
-            args = [mem.for_kernel(step["a"]), mem.for_kernel(step["b"])]
-            if "c" in step:
-                args.append(mem.for_kernel(step["c"]))
-            if "bias" in step:
-                args.append(mem.for_kernel(step["bias"]))
-            mem.store(step["d"], fn(*args))
+            args = [mem.for_kernel(step[k], host) for k in ("a", "b", "c", "bias") if k in step]
+            mem.store(step["d"], host.result(fn(*args)))
         elif kind == "conv":
             fn = kernels.CONV_KERNELS[step["name"]]
-            args = [mem.for_kernel(step["x"]), mem.for_kernel(step["w"])]
-            if "bias" in step:
-                args.append(mem.for_kernel(step["bias"]))
-            mem.store(step["y"], fn(*args))
+            args = [mem.for_kernel(step[k], host) for k in ("x", "w", "bias") if k in step]
+            mem.store(step["y"], host.result(fn(*args)))
         elif kind == "copy":
             mem.raw[step["dst"]][...] = mem.raw[step["src"]]
         else:
@@ -170,12 +259,23 @@ def load_inputs(manifest, data):
             t.ParseFromString(f.read())
         protos.append(t)
         i += 1
-    by_name = {t.name: numpy_helper.to_array(t) for t in protos}
+    by_name = {t.name: t for t in protos if t.name}
     out = []
     for pos, inp in enumerate(manifest["inputs"]):
-        arr = by_name.get(inp["name"])
-        if arr is None:
-            arr = numpy_helper.to_array(protos[pos])
+        t = by_name.get(inp["name"])
+        if t is None and pos < len(protos):
+            t = protos[pos]
+        if t is None:
+            raise SystemExit(f"run.py: no data for input {pos} {inp['name']!r} in {data!r}")
+        # The data must be what the artifact was compiled for (as fusec-run checks; no conversion is done).
+        have = ONNX_DTYPES.get(t.data_type, f"ONNX type {t.data_type}")
+        if have != inp["dtype"]:
+            raise SystemExit(f"run.py: input {inp['name']!r}: data has dtype {have}, the artifact wants "
+                             f"{inp['dtype']} (no conversion is done)")
+        if list(t.dims) != list(inp["shape"]):
+            raise SystemExit(f"run.py: input {inp['name']!r}: data has shape {list(t.dims)}, the artifact was "
+                             f"compiled for {list(inp['shape'])} (recompile with --shape to change it)")
+        arr = numpy_helper.to_array(t)
         want = NUMPY[inp["dtype"]]
         if inp["dtype"] == "bf16":
             arr = f32_to_bf16(arr.astype(np.float32))

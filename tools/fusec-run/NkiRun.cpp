@@ -12,8 +12,11 @@
 #include <sstream>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "absl/strings/str_cat.h"
 #include "frontend/onnx/OnnxImporter.h"
+#include "ir/DType.h"
 #include "interp/Compare.h"
 #include "support/Escape.h"
 
@@ -52,7 +55,66 @@ int runPython(const std::string &runPy, const std::string &dataDir, const std::s
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
 }
 
+std::string shapeStr(const std::vector<int64_t> &s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) absl::StrAppend(&out, i ? "," : "", s[i]);
+  return out + "]";
+}
+
 }  // namespace
+
+absl::Status checkNkiInputs(const std::string &artifactDir, const std::string &dataDir) {
+  const fs::path manifestPath = fs::path(artifactDir) / "manifest.json";
+  std::ifstream in(manifestPath);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read '", manifestPath.string(), "'"));
+  nlohmann::json manifest = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (manifest.is_discarded() || !manifest.is_object() || !manifest.contains("inputs") ||
+      !manifest["inputs"].is_array())
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", manifestPath.string(), "' is not an artifact manifest (no \"inputs\" list)"));
+  std::vector<std::pair<std::string, ir::Tensor>> data;
+  for (int i = 0;; ++i) {
+    fs::path p = fs::path(dataDir) / absl::StrCat("input_", i, ".pb");
+    std::error_code ec;
+    if (!fs::exists(p, ec)) break;
+    std::string name;
+    absl::StatusOr<ir::Tensor> t = frontend::loadTensorProtoFile(p.string(), &name);
+    if (!t.ok()) return t.status();
+    data.emplace_back(name, std::move(*t));
+  }
+  const nlohmann::json &inputs = manifest["inputs"];
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const nlohmann::json &slot = inputs[i];
+    if (!slot.is_object() || !slot.value("name", nlohmann::json()).is_string() ||
+        !slot.value("dtype", nlohmann::json()).is_string() || !slot.value("shape", nlohmann::json()).is_array())
+      return absl::InvalidArgumentError(absl::StrCat("manifest input ", i, " lacks a name, dtype or shape"));
+    const std::string name = slot["name"].get<std::string>();
+    const std::string dtype = slot["dtype"].get<std::string>();
+    std::vector<int64_t> shape;
+    for (const nlohmann::json &d : slot["shape"]) {
+      if (!d.is_number_integer())
+        return absl::InvalidArgumentError(absl::StrCat("manifest input '", name, "' has a non-integer dim"));
+      shape.push_back(d.get<int64_t>());
+    }
+    // Matched by name, else by position (as run.py and the GPU path do).
+    const ir::Tensor *t = nullptr;
+    for (const auto &[n, tensor] : data)
+      if (!n.empty() && n == name) t = &tensor;
+    if (!t && i < data.size()) t = &data[i].second;
+    if (!t)
+      return absl::InvalidArgumentError(
+          absl::StrCat("no data for input ", i, " '", name, "' in '", dataDir, "'"));
+    if (ir::dtypeName(t->dtype()) != dtype)
+      return absl::InvalidArgumentError(absl::StrCat("input '", name, "': data has dtype ",
+                                                     ir::dtypeName(t->dtype()), ", the artifact wants ", dtype,
+                                                     " (no conversion is done)"));
+    if (t->shape() != shape)
+      return absl::InvalidArgumentError(absl::StrCat(
+          "input '", name, "': data has shape ", shapeStr(t->shape()), ", the artifact was compiled for ",
+          shapeStr(shape), " (recompile with --shape to change it)"));
+  }
+  return absl::OkStatus();
+}
 
 bool isNkiArtifact(const std::string &artifactDir) {
   std::ifstream in(fs::path(artifactDir) / "manifest.json");
@@ -73,6 +135,8 @@ int runNkiArtifact(const std::string &artifactDir, const std::string &dataDir, d
       fs::remove_all(p, e);
     }
   } cleanup{tmp};
+  if (absl::Status st = checkNkiInputs(artifactDir, dataDir); !st.ok())
+    return fail(artifactDir, std::string(st.message()));
   const std::string runPy = (fs::absolute(artifactDir, ec) / "run.py").string();
   int rc = runPython(runPy, fs::absolute(dataDir, ec).string(), tmp.string());
   if (rc == 127) return fail(artifactDir, "cannot run python3 (needed for an nki artifact's run.py)");

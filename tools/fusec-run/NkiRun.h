@@ -14,7 +14,18 @@
 
 #include <string>
 
+#include "absl/status/status.h"
+
 namespace fusec::tools {
+
+/// Checks the data of \p dataDir (input_<i>.pb, matched to the manifest's
+/// "inputs" by name, else by position) against the manifest of
+/// \p artifactDir: each input present, with the dtype ("f32", ...) and
+/// shape it was compiled for (no conversion is done), so that run.py never
+/// sees data it cannot bind. Errors: InvalidArgument naming the input and
+/// what differs, in the words of the GPU path (GpuRun.cpp); NotFound or
+/// InvalidArgument for a missing or malformed manifest or data file.
+absl::Status checkNkiInputs(const std::string &artifactDir, const std::string &dataDir);
 
 /// True when \p artifactDir's manifest.json says "target": "nki".
 bool isNkiArtifact(const std::string &artifactDir);

@@ -23,7 +23,10 @@
 #include "test/unit/nki/NkiTestUtil.h"
 #include "gtest/gtest.h"
 #include "ir/Graph.h"
+#include "ir/Parser.h"
 #include "ir/ScoreExpr.h"
+#include "passes/cost/TargetSpec.h"
+#include "program/Legality.h"
 
 namespace fusec::codegen::nki {
 namespace {
@@ -510,12 +513,12 @@ TEST(NkiAttention, FullyPaddedRowsWithFiniteMaskStayUniform) {
 
 TEST(NkiBackend, RefusesWhatItCannotLowerWithReason) {
   program::ConvParams c;
-  c.xShape = {1, 3, 8};  // 1-D convolution
-  c.wShape = {4, 3, 3};
-  c.yShape = {1, 4, 6};
+  c.xShape = {1, 3, 4, 4, 8};  // 3-D convolution
+  c.wShape = {4, 3, 3, 3, 3};
+  c.yShape = {1, 4, 2, 2, 6};
   absl::Status st = checkNkiConv(c, trn2());
   EXPECT_EQ(st.code(), absl::StatusCode::kUnimplemented);
-  EXPECT_TRUE(absl::StrContains(st.message(), "2-D")) << st;
+  EXPECT_TRUE(absl::StrContains(st.message(), "1-D (NCW) and 2-D (NCHW)")) << st;
   KernelSpec att;
   att.kind = program::SpecKind::kAttention;
   att.attention.headDim = 256;
@@ -525,6 +528,158 @@ TEST(NkiBackend, RefusesWhatItCannotLowerWithReason) {
   auto backend = backendFor("nki");
   ASSERT_TRUE(backend.ok());
   EXPECT_STREQ((*backend)->name(), "nki");
+}
+
+/// The work items of \p text's non-view nodes lowered as one group (what
+/// the NKI legality checks), the graph kept alive in \p graph.
+std::vector<program::WorkItem> lowerAll(const std::string &text, std::unique_ptr<ir::Graph> *graph) {
+  auto g = ir::parseGraph(text);
+  EXPECT_TRUE(g.ok()) << g.status();
+  if (!g.ok()) return {};
+  *graph = std::move(*g);
+  std::vector<const ir::Node *> members;
+  for (const ir::Node *n : (*graph)->nodes()) members.push_back(n);
+  auto items = program::lowerGroupItems(**graph, members, program::GraphIndex(**graph));
+  EXPECT_TRUE(items.ok()) << items.status();
+  return items.ok() ? *items : std::vector<program::WorkItem>{};
+}
+
+/// The NumPy reference of MaxPool / AveragePool (NCHW, pads [t, l, b, r]).
+const char *kPoolReference = R"(
+def pool_ref(x, k, s, p, mode, include_pad=False):
+    n, c, h, w = x.shape
+    oh = (h + p[0] + p[2] - k[0]) // s[0] + 1
+    ow = (w + p[1] + p[3] - k[1]) // s[1] + 1
+    fill = -np.inf if mode == 'max' else 0.0
+    xp = np.full((n, c, h + p[0] + p[2], w + p[1] + p[3]), fill, np.float64)
+    xp[:, :, p[0]:p[0] + h, p[1]:p[1] + w] = x
+    ones = np.zeros(xp.shape[2:]); ones[p[0]:p[0] + h, p[1]:p[1] + w] = 1
+    y = np.zeros((n, c, oh, ow))
+    for i in range(oh):
+        for j in range(ow):
+            win = xp[:, :, i * s[0]:i * s[0] + k[0], j * s[1]:j * s[1] + k[1]]
+            if mode == 'max':
+                y[:, :, i, j] = win.max(axis=(2, 3))
+            else:
+                cnt = k[0] * k[1] if include_pad else ones[i * s[0]:i * s[0] + k[0], j * s[1]:j * s[1] + k[1]].sum()
+                y[:, :, i, j] = win.sum(axis=(2, 3)) / cnt
+    return y
+)";
+
+/// MaxPool 3x3, stride 2, padding 1 on 130 channels of 9x11 (650 output
+/// rows: not a multiple of 128; the first and last rows and columns read the
+/// padding): the window unrolled into guarded strided tap loads.
+TEST(NkiPool, MaxPoolPaddedStridedRunsOnTheModel) {
+  std::unique_ptr<ir::Graph> g;
+  auto items = lowerAll(R"(graph @p(%x: f32[1,130,9,11]) -> (%y) {
+  %y = "MaxPool"(%x) {kernel_shape = [3, 3], pads = [1, 1, 1, 1], strides = [2, 2]} : f32[1,130,5,6] loc("pool1")
+  return %y
+})", &g);
+  ASSERT_EQ(items.size(), 1u);
+  ASSERT_TRUE(checkNkiKernel(items[0].spec, trn2()).ok()) << checkNkiKernel(items[0].spec, trn2());
+  auto text = printNkiKernel(items[0].spec, trn2(), "k", {});
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_TRUE(absl::StrContains(*text, "window reduction over 9 taps")) << *text;
+  EXPECT_RUNS(*text, absl::StrCat(kPoolReference, R"(
+x = np.random.RandomState(0).randn(1, 130, 9, 11).astype(np.float32)
+np.testing.assert_array_equal(k(x), pool_ref(x, (3, 3), (2, 2), (1, 1, 1, 1), 'max').astype(np.float32))
+)"));
+}
+
+/// AveragePool 3x2, stride 1x3, asymmetric padding (top 1, left 0, bottom
+/// 2, right 1), with and without count_include_pad; 2x3 images of 50x300:
+/// 306 output rows (not a multiple of 128) of 100 columns.
+TEST(NkiPool, AveragePoolCountsPaddingAsAsked) {
+  for (int include : {0, 1}) {
+    SCOPED_TRACE(include);
+    std::unique_ptr<ir::Graph> g;
+    auto items = lowerAll(absl::StrCat(R"(graph @p(%x: f32[2,3,50,300]) -> (%y) {
+  %y = "AveragePool"(%x) {count_include_pad = )", include,
+                                       R"(, kernel_shape = [3, 2], pads = [1, 0, 2, 1], strides = [1, 3]} : f32[2,3,51,100] loc("avg")
+  return %y
+})"), &g);
+    ASSERT_EQ(items.size(), 1u);
+    auto text = printNkiKernel(items[0].spec, trn2(), "k", {});
+    ASSERT_TRUE(text.ok()) << text.status();
+    EXPECT_RUNS(*text, absl::StrCat(kPoolReference, R"(
+x = np.random.RandomState(1).randn(2, 3, 50, 300).astype(np.float32)
+want = pool_ref(x, (3, 2), (1, 3), (1, 0, 2, 1), 'avg', include_pad=)", include ? "True" : "False", R"()
+np.testing.assert_allclose(k(x), want, rtol=1e-5, atol=1e-6)
+)"));
+  }
+}
+
+/// Conv1d (NCW) through the 2-D TensorE path with a unit height: 130 input
+/// channels (two K tiles), padding 1/2, stride 2, dilation 2, bias.
+TEST(NkiConv, Conv1dIsConv2dWithAUnitHeight) {
+  ir::Graph g;
+  ir::Value *x = g.addInput("x", ir::TensorType(ir::DType::kF32, {2, 130, 300}));
+  program::ConvParams c;
+  c.x = x;
+  c.bias = x;
+  c.xShape = {2, 130, 300};
+  c.wShape = {5, 130, 3};
+  c.pads = {1, 2};
+  c.strides = {2};
+  c.dilations = {2};
+  c.yShape = {2, 5, (300 + 3 - 5) / 2 + 1};
+  c.epilogue = program::GemmEpilogue::identity(c.yShape[0] * c.yShape[2], c.yShape[1]);
+  c.epilogue.value = c.epilogue.spec.binary(program::BinaryOp::kAdd, c.epilogue.accumulator(),
+                                            c.epilogue.addBias(ir::DType::kF32));
+  ASSERT_TRUE(checkNkiConv(c, trn2()).ok()) << checkNkiConv(c, trn2());
+  auto text = printNkiConv(c, trn2(), "k", {});
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_RUNS(*text, R"(
+rs = np.random.RandomState(0)
+x = rs.randn(2, 130, 300).astype(np.float32)
+w = rs.randn(5, 130, 3).astype(np.float32)
+b = rs.randn(5).astype(np.float32)
+xp = np.pad(x, ((0, 0), (0, 0), (1, 2)))
+OW = 150
+want = np.zeros((2, 5, OW))
+for kw in range(3):
+    want += np.einsum('ncw,oc->now', xp[:, :, 2 * kw:2 * kw + 2 * OW:2], w[:, :, kw])
+want += b[None, :, None]
+np.testing.assert_allclose(k(x, w, b).reshape(2, 5, OW), want, rtol=1e-4, atol=1e-3)
+)");
+}
+
+/// Refusals name the ONNX node and op, never only a kernel or buffer id:
+/// an op refusal names the nodes of that op; an access refusal the value
+/// bound to the buffer and the node reading it.
+TEST(NkiBackend, RefusalsNameOnnxNodes) {
+  std::unique_ptr<ir::Graph> g;
+  auto items = lowerAll(R"(graph @r(%x: f32[4,8]) -> (%y) {
+  %a = "Relu"(%x) : f32[4,8] loc("relu1")
+  %y = "Round"(%a) : f32[4,8] loc("round1")
+  return %y
+})", &g);
+  ASSERT_EQ(items.size(), 1u);
+  absl::Status st = checkNkiKernel(items[0].spec, trn2());
+  ASSERT_FALSE(st.ok());
+  std::string msg = refusalMessage(items[0], st.message());
+  EXPECT_TRUE(absl::StartsWith(msg, "nki: node 'round1' (Round) (in the fused group of 'relu1' (Relu), "
+                                    "'round1' (Round)): unary 'round'"))
+      << msg;
+  auto backend = backendFor("nki");
+  ASSERT_TRUE(backend.ok());
+  absl::StatusOr<passes::TargetSpec> trn2Spec = passes::loadBuiltinTarget("trn2");
+  ASSERT_TRUE(trn2Spec.ok());
+  const std::vector<ir::Node *> nodes = g->nodes();
+  std::vector<const ir::Node *> members(nodes.begin(), nodes.end());
+  st = (*backend)->checkGroup(*g, members, program::GraphIndex(*g), *trn2Spec);
+  EXPECT_TRUE(absl::StrContains(st.message(), "node 'round1' (Round)")) << st;
+  EXPECT_FALSE(absl::StrContains(st.message(), "k0")) << st;
+
+  program::WorkItem item = items[0];
+  msg = refusalMessage(item, "the load of buffer 0 has a guard that is not a box of the loop indices");
+  EXPECT_TRUE(absl::StrContains(msg, "node 'relu1' (Relu) (in the fused group of")) << msg;
+  EXPECT_TRUE(absl::StrContains(msg, "the load of 'x' (buffer 0) has a guard")) << msg;
+  msg = refusalMessage(item, "the store to buffer 1 is a scatter");
+  EXPECT_TRUE(absl::StrContains(msg, "node 'round1' (Round) (in the fused group of")) << msg;
+  EXPECT_TRUE(absl::StrContains(msg, "the store to 'y' (buffer 1)")) << msg;
+  msg = refusalMessage(item, "the kernel needs 300000 bytes of SBUF per partition");
+  EXPECT_TRUE(absl::StartsWith(msg, "nki: nodes 'relu1' (Relu), 'round1' (Round): the kernel needs")) << msg;
 }
 
 }  // namespace

@@ -156,6 +156,31 @@ TEST(NkiLimits, Trn1AndTrn2DifferByTheirSbuf) {
   EXPECT_RUNS(*t2, absl::StrCat(kRoundBf16, normCheck(Norm::kSoftmax, 130, 3584, false, "trn2")));
 }
 
+/// A softmax row too wide for its intermediate tiles but whose input fits
+/// half the SBUF budget (trn2: 4 bytes x 13311 columns <= 53246) is read
+/// from HBM once into an SBUF-resident row, and the max / sum / normalise
+/// passes read chunks of it; one column more and every pass streams from
+/// HBM again. Both sides of the boundary run on the model.
+TEST(NkiLimits, SoftmaxRowStaysResidentWhenItsInputFits) {
+  auto count = [](const std::string &hay, const std::string &needle) {
+    int n = 0;
+    for (size_t p = hay.find(needle); p != std::string::npos; p = hay.find(needle, p + 1)) ++n;
+    return n;
+  };
+  for (int64_t cols : {8192, 13311, 13312}) {
+    SCOPED_TRACE(cols);
+    KernelSpec spec = normSpec(Norm::kSoftmax, cols == 8192 ? 130 : 3, cols, ir::DType::kF32);
+    ASSERT_TRUE(checkNkiKernel(spec, trn2()).ok()) << checkNkiKernel(spec, trn2());
+    auto text = printNkiKernel(spec, trn2(), "k", {});
+    ASSERT_TRUE(text.ok()) << text.status();
+    ASSERT_TRUE(absl::StrContains(*text, "NCHUNKS")) << *text;
+    const bool resident = cols <= 13311;
+    EXPECT_EQ(absl::StrContains(*text, "resident in SBUF"), resident) << *text;
+    EXPECT_EQ(count(*text, "src=b0.ap("), resident ? 1 : 3) << *text;  // HBM reads of x: one, or one per pass
+    EXPECT_RUNS(*text, absl::StrCat(kRoundBf16, normCheck(Norm::kSoftmax, cols == 8192 ? 130 : 3, cols, false)));
+  }
+}
+
 TEST(NkiLimits, TargetSpecCarriesThePartitionLimits) {
   EXPECT_EQ(trn2().partitions, 128);
   EXPECT_EQ(trn2().sbufBytesPerPartition, 224 * 1024);
