@@ -1,0 +1,32 @@
+"""ctest driver: compile one shared model with fusec --target cpu and run it with fusec-run.
+
+    python3 run_shared_model.py FUSEC FUSEC_RUN MODEL_DIR PRECISION OUT
+
+Input shapes come from MODEL_DIR/../manifest.json ("inputs": {name: dims}). fusec-run runs
+the artifact through libfusert's CPU executor (OpenBLAS, thread pool), the arena
+poisoned with NaN first, and prints the verdict (PASS/FAIL).
+"""
+import json
+import os
+import subprocess
+import sys
+
+
+def main(fusec, fusec_run, model_dir, precision, out):
+    name = os.path.basename(os.path.normpath(model_dir))
+    with open(os.path.join(model_dir, "..", "manifest.json")) as f:
+        inputs = json.load(f)[name]["inputs"]
+    cmd = [fusec, os.path.join(model_dir, "model.onnx"), "--target", "cpu", "--precision", precision, "-o", out]
+    for k, dims in inputs.items():
+        cmd += ["--shape", f"{k}={'x'.join(str(d) for d in dims)}"]
+    r = subprocess.run(cmd)
+    if r.returncode != 0:
+        print(f"FAIL: fusec exited with {r.returncode}")
+        return 1
+    r = subprocess.run([fusec_run, out, "--data", os.path.join(model_dir, "test_data_set_0"),
+                        "--precision", precision])
+    return r.returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main(*sys.argv[1:]))
