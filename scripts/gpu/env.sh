@@ -36,6 +36,10 @@ if [ -z "${FUSEC_CUDA_LIBDIRS:-}" ]; then
     done | xargs -r -n1 dirname | awk '!seen[$0]++' | tr '\n' ':')
   export FUSEC_CUDA_LIBDIRS
 fi
+# Libraries that travel compressed (stage.sh): unpack them once.
+for z in "$FUSEC_ROOT"/.gpu/lib/*.xz; do
+  [ -f "$z" ] && [ ! -f "${z%.xz}" ] && xz -dk "$z"
+done
 export LD_LIBRARY_PATH="$FUSEC_ROOT/.gpu/lib:$FUSEC_ROOT/build-gpu/lib:${FUSEC_CUDA_LIBDIRS}${LD_LIBRARY_PATH:-}"
 for d in /usr/local/cuda/bin /usr/local/cuda-13*/bin; do
   [ -d "$d" ] && case ":$PATH:" in *":$d:"*) ;; *) PATH="$d:$PATH" ;; esac

@@ -73,8 +73,24 @@ kernels="$B/test/unit/runtime/libfusert_test_kernels.so"
 # Non-system libraries: Abseil, protobuf, ONNX, GoogleTest (not CUDA: the device has it).
 for f in .gpu/bin/* .gpu/lib/libfusert.so.0; do
   ldd "$f" 2>/dev/null | awk '/=> \//{print $3}'
-done | sort -u | grep -E "absl|protobuf|onnx|gtest|gmock" | while read -r lib; do
+done | sort -u | grep -E "absl|protobuf|onnx|gtest|gmock|openblas|gfortran|quadmath" | while read -r lib; do
   strip --strip-unneeded -o ".gpu/lib/$(basename "$lib")" "$(readlink -f "$lib")"
+done
+# libfusert's CPU executor links OpenBLAS (36 MB): it travels xz-compressed
+# and scripts/gpu/env.sh unpacks it on the device.
+for lib in .gpu/lib/libopenblas*.so*; do
+  [ -f "$lib" ] && xz -T2 -f "$lib"
+done
+# fusec and fusec-run link libLLVM-14 (the cpu backend), which with its own
+# dependencies (z3, ICU 72, libxml2) neither fits the device tool's 64 MiB nor
+# matches the device's Ubuntu: binaries that need it are not staged. Build
+# build-gpu with -DFUSEC_CPU_BACKEND=OFF (not yet an option: see the note in
+# docs/CPU_BACKEND.md) to run them there.
+for b in .gpu/bin/*; do
+  if ldd "$b" 2>/dev/null | grep -q libLLVM; then
+    echo "stage.sh: not staging $(basename "$b"): it links libLLVM (the cpu backend)"
+    rm -f "$b"
+  fi
 done
 # What was staged: HEAD, plus "+dirty" when tracked files differ from it.
 echo "$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- 2>/dev/null || echo +dirty)" \
