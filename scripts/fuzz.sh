@@ -83,10 +83,18 @@ for h in "${harnesses[@]}"; do
     -artifact_prefix="$work/crashes/$h-" -print_final_stats=1 > "$log" 2>&1
   rc=$?
   set -e
-  # With -jobs, libFuzzer writes each worker's log to ./fuzz-N.log.
-  cat fuzz-*.log >> "$log" 2>/dev/null; rm -f fuzz-*.log
-  execs=$(grep -Eo 'stat::number_of_executed_units: *[0-9]+' "$log" | grep -Eo '[0-9]+$' |
+  # With -jobs, libFuzzer writes each worker's log to ./fuzz-N.log (and the
+  # main log repeats nothing of it); without, the main log has the stats.
+  # Count the workers' logs when there are any, else the main log, never both.
+  count_from=$log
+  if ls fuzz-*.log > /dev/null 2>&1; then
+    cat fuzz-*.log > "$log.workers"; rm -f fuzz-*.log
+    count_from=$log.workers
+    cat "$log.workers" >> "$log"
+  fi
+  execs=$(grep -Eo 'stat::number_of_executed_units: *[0-9]+' "$count_from" | grep -Eo '[0-9]+$' |
           awk '{s += $1} END {print s + 0}')
+  rm -f "$log.workers"
   if [ $rc -eq 0 ]; then
     echo "fuzz $h: ok, $execs executions, 0 crashes"
   else
