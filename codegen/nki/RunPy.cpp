@@ -222,8 +222,19 @@ def run(manifest, inputs, host=None):
         else:
             os.environ["NEURON_PLATFORM_TARGET_OVERRIDE"] = arch  # the Neuron compiler's target (NKI.md section 1)
     mem = Memory(manifest, inputs)
+
+    def writes_nothing(step):
+        # A step over an empty domain (a zero-size output, e.g. batch 0) is no launch; its outputs exist, empty.
+        if step["kind"] == "kernel":
+            written = [step["buffers"][pos] for pos in kernels.KERNEL_OUTPUTS[step["symbol"]]]
+        else:
+            written = [step[k] for k in ("d", "y", "dst") if k in step]
+        return bool(written) and all(manifest["buffers"][b]["bytes"] == 0 for b in written)
+
     for step in manifest["steps"]:
         kind = step["kind"]
+        if writes_nothing(step):
+            continue
         if kind == "kernel":
             fn = getattr(kernels, step["symbol"])
             outs = kernels.KERNEL_OUTPUTS[step["symbol"]]
