@@ -504,11 +504,17 @@ absl::Status writeArtifact(const ir::Graph &graph, const passes::FusionPlan &pla
   FUSEC_ASSIGN_OR_RETURN(const codegen::Backend *backend, codegen::backendFor(opts.target));
   // The one legality rule: a kernel the fusion pass found the lowering
   // refuses (shown in --dump-fusion) stops the compile before any file.
-  if (const std::vector<const passes::Kernel *> refused = passes::refusedKernels(plan); !refused.empty())
-    return absl::UnimplementedError(absl::StrCat(
-        opts.target, ": kernel '", refused[0]->name, "' (", absl::StrJoin(refused[0]->ops, ", "),
-        ") cannot be lowered: ", refused[0]->refused,
-        refused.size() > 1 ? absl::StrCat(" (and ", refused.size() - 1, " more kernels; see --dump-fusion)") : ""));
+  // Every refused kernel is named at once, as unsupported ops are.
+  if (const std::vector<const passes::Kernel *> refused = passes::refusedKernels(plan); !refused.empty()) {
+    auto one = [](const passes::Kernel *k) {
+      return absl::StrCat("kernel '", k->name, "' (", absl::StrJoin(k->ops, ", "),
+                          ") cannot be lowered: ", k->refused);
+    };
+    if (refused.size() == 1) return absl::UnimplementedError(absl::StrCat(opts.target, ": ", one(refused[0])));
+    std::string msg = absl::StrCat(opts.target, ": ", refused.size(), " kernels cannot be lowered:");
+    for (const passes::Kernel *k : refused) absl::StrAppend(&msg, "\n  ", one(k));
+    return absl::UnimplementedError(msg);
+  }
   // fp16 / bf16: the pipeline's lower-precision pass has already retyped
   // the graph (passes/PrecisionLowering.cpp); the writer emits what it gets.
   if (!opts.precision.empty() && opts.precision != "fp32" && opts.precision != "fp16" &&
