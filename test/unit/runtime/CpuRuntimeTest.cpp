@@ -366,7 +366,14 @@ TEST_F(CpuRuntimeTest, TenThousandRunsDoNotGrowMemory) {
     long before = residentBytes();
     for (int i = 0; i < runs; ++i) ASSERT_EQ(r.run(model_), FUSERT_OK) << fusert_last_error();
     long after = residentBytes();
+#if !defined(__SANITIZE_ADDRESS__)
+    // Under ASan freed blocks sit in its quarantine, so the resident size
+    // grows by design; LeakSanitizer checks for leaks there instead.
     EXPECT_LE(after - before, 1l << 20) << threads << " threads";
+#else
+    (void)before;
+    (void)after;
+#endif
     EXPECT_EQ(r.check(art_, threads), "");
   }
 }
@@ -506,8 +513,9 @@ TEST_F(CpuRuntimeTest, NullPointersAndBadTensors) {
   EXPECT_EQ(fusert_run(model_, in, 2, out, 4, nullptr), FUSERT_INVALID_ARGUMENT);
   in[1].name = "a";
   EXPECT_EQ(fusert_run(model_, in, 1, out, 4, nullptr), FUSERT_INVALID_ARGUMENT);
-  EXPECT_EQ(fusert_load(nullptr, &model_), FUSERT_INVALID_ARGUMENT);
-  EXPECT_EQ(model_, nullptr);
+  fusert_model *none = nullptr;  // not model_: a failed load sets *out to NULL
+  EXPECT_EQ(fusert_load(nullptr, &none), FUSERT_INVALID_ARGUMENT);
+  EXPECT_EQ(none, nullptr);
   EXPECT_STREQ(fusert_target(nullptr), "");
 }
 
