@@ -1,9 +1,10 @@
-"""ctest driver: compile one shared model with fusec --target nki and run it with fusec-run.
+"""ctest driver: compile one shared model with fusec --target TARGET and run it with fusec-run.
 
-    python3 run_shared_model.py FUSEC FUSEC_RUN MODEL_DIR PRECISION OUT
+    python3 run_shared_model.py FUSEC FUSEC_RUN MODEL_DIR PRECISION OUT TARGET
 
-Input shapes come from MODEL_DIR/../manifest.json ("inputs": {name: dims}). fusec-run runs
-the artifact's run.py on the NumPy model of NKI and prints the verdict (PASS/FAIL).
+Input shapes come from MODEL_DIR/../manifest.json ("inputs": {name: dims}). fusec-run runs the
+artifact (nki: its run.py on the NumPy model of NKI; cpu: libfusert's CPU executor, the arena
+poisoned with NaN first) and prints the verdict (PASS/FAIL).
 """
 import json
 import os
@@ -11,11 +12,11 @@ import subprocess
 import sys
 
 
-def main(fusec, fusec_run, model_dir, precision, out):
+def main(fusec, fusec_run, model_dir, precision, out, target):
     name = os.path.basename(os.path.normpath(model_dir))
     with open(os.path.join(model_dir, "..", "manifest.json")) as f:
         inputs = json.load(f)[name]["inputs"]
-    cmd = [fusec, os.path.join(model_dir, "model.onnx"), "--target", "nki", "--precision", precision, "-o", out]
+    cmd = [fusec, os.path.join(model_dir, "model.onnx"), "--target", target, "--precision", precision, "-o", out]
     for k, dims in inputs.items():
         cmd += ["--shape", f"{k}={'x'.join(str(d) for d in dims)}"]
     r = subprocess.run(cmd)
