@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "codegen/cpu/CpuIr.h"
@@ -489,6 +490,20 @@ llvm::Value *smin(CpuModuleBuilder::Impl &I, llvm::Value *a, llvm::Value *b) {
 
 uint64_t align64(uint64_t b) { return (b + 63) / 64 * 64; }
 
+/// What a GEMM or conv chunk body (\p body: closure, begin, end, thread)
+/// needs of its fusert_cpu_context: ctx->sgemm (field 4) and the calling
+/// worker's workspace slice as f32* (ctx->workspace, field 5, plus thread *
+/// ctx->workspace_bytes_per_thread, field 6; fusert_cpu_kernel.h).
+std::pair<llvm::Value *, llvm::Value *> sgemmAndWorkspace(CpuModuleBuilder::Impl &I, llvm::Function *body) {
+  auto &B = I.B;
+  llvm::Value *ctx = I.bodyContext();
+  llvm::Value *wsBase = B.CreateLoad(I.i8p, B.CreateStructGEP(I.ctxTy, ctx, 5));
+  llvm::Value *wsBytes = B.CreateLoad(I.i64, B.CreateStructGEP(I.ctxTy, ctx, 6));
+  llvm::Value *sgemm = B.CreateLoad(llvm::PointerType::getUnqual(I.sgemmTy), B.CreateStructGEP(I.ctxTy, ctx, 4));
+  llvm::Value *ws = B.CreateGEP(I.i8, wsBase, B.CreateMul(B.CreateSExt(body->getArg(3), I.i64), wsBytes));
+  return {sgemm, B.CreateBitCast(ws, llvm::PointerType::getUnqual(I.f32))};
+}
+
 }  // namespace
 
 absl::Status CpuModuleBuilder::addKernel(const KernelSpec &spec, const std::string &symbol) {
@@ -531,12 +546,7 @@ absl::Status CpuModuleBuilder::addGemm(const program::GemmParams &g, const std::
     bias = I.bufferPtr(bi++, storageType(I, bt));
   }
   llvm::Value *d = I.bufferPtr(bi++, storageType(I, g.dtype));
-  llvm::Value *ctx = I.bodyContext();
-  llvm::Value *wsBase = B.CreateLoad(I.i8p, B.CreateStructGEP(I.ctxTy, ctx, 5));
-  llvm::Value *wsBytes = B.CreateLoad(I.i64, B.CreateStructGEP(I.ctxTy, ctx, 6));
-  llvm::Value *sgemm = B.CreateLoad(llvm::PointerType::getUnqual(I.sgemmTy), B.CreateStructGEP(I.ctxTy, ctx, 4));
-  llvm::Value *ws = B.CreateGEP(I.i8, wsBase, B.CreateMul(B.CreateSExt(body->getArg(3), I.i64), wsBytes));
-  llvm::Value *tile = B.CreateBitCast(ws, llvm::PointerType::getUnqual(I.f32));
+  auto [sgemm, tile] = sgemmAndWorkspace(I, body);
   llvm::Value *af = B.CreateGEP(I.f32, tile, I.c64(tileBytes / 4));
   llvm::Value *bf = B.CreateGEP(I.f32, tile, I.c64((tileBytes + aBytes) / 4));
   std::vector<llvm::Value *> epiBufs = {nullptr, bias};
@@ -654,12 +664,7 @@ absl::Status CpuModuleBuilder::addConv(const program::ConvParams &cv, const std:
     bias = I.bufferPtr(bi++, storageType(I, bt));
   }
   llvm::Value *y = I.bufferPtr(bi++, storageType(I, cv.dtype));
-  llvm::Value *ctx = I.bodyContext();
-  llvm::Value *wsBase = B.CreateLoad(I.i8p, B.CreateStructGEP(I.ctxTy, ctx, 5));
-  llvm::Value *wsBytes = B.CreateLoad(I.i64, B.CreateStructGEP(I.ctxTy, ctx, 6));
-  llvm::Value *sgemm = B.CreateLoad(llvm::PointerType::getUnqual(I.sgemmTy), B.CreateStructGEP(I.ctxTy, ctx, 4));
-  llvm::Value *ws = B.CreateGEP(I.i8, wsBase, B.CreateMul(B.CreateSExt(body->getArg(3), I.i64), wsBytes));
-  llvm::Value *tile = B.CreateBitCast(ws, llvm::PointerType::getUnqual(I.f32));
+  auto [sgemm, tile] = sgemmAndWorkspace(I, body);
   llvm::Value *col = B.CreateGEP(I.f32, tile, I.c64(tileBytes / 4));
   llvm::Value *wf = B.CreateGEP(I.f32, tile, I.c64((tileBytes + colBytes) / 4));
   std::vector<llvm::Value *> epiBufs = {nullptr, bias};
