@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer harnesses (fuzz/) in build-fuzz/ with clang and runs
 # each one from a seed corpus. Usage:
-#   bash scripts/fuzz.sh [--runs N | --seconds S] [--jobs J] [HARNESS...]
+#   bash scripts/fuzz.sh [--runs N | --seconds S] [--jobs J] [--build-dir DIR] [HARNESS...]
 # HARNESS is import, text-ir or manifest (default: all three).
 #   --runs N     stop each harness after N executions (default 2000; CI uses
 #                this with a fixed seed, so a run is repeatable)
 #   --seconds S  stop each harness after S seconds instead (long runs)
 #   --jobs J     parallel fuzzing processes per harness (default 1)
+#   --build-dir DIR  build the harnesses in DIR, an existing build configured
+#                with clang and -DFUSEC_FUZZ=ON (scripts/test.sh passes its
+#                sanitizer build, build-asan, so CI compiles the tree twice,
+#                not three times); default: configure build-fuzz/ here
 # Seeds: the shared and bundled models and libonnx-testdata's node-test
 # models (import), the lit tests' .fir files (text-ir), and the manifest of
 # the bundled model compiled with --no-nvcc (manifest). New inputs found are
@@ -14,14 +18,16 @@
 # Exit status: 0 when no harness found a crash, 1 otherwise.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-runs=2000 seconds="" jobs=1 harnesses=()
+runs=2000 seconds="" jobs=1 harnesses=() bdir=""
 while [ $# -gt 0 ]; do
   case $1 in
     --runs) runs=$2; shift 2 ;;
     --seconds) seconds=$2; shift 2 ;;
     --jobs) jobs=$2; shift 2 ;;
+    --build-dir) bdir=${2%/}; shift 2 ;;
     import|text-ir|manifest) harnesses+=("$1"); shift ;;
-    *) echo "usage: $0 [--runs N | --seconds S] [--jobs J] [import|text-ir|manifest]..." >&2; exit 2 ;;
+    *) echo "usage: $0 [--runs N | --seconds S] [--jobs J] [--build-dir DIR] [import|text-ir|manifest]..." >&2
+       exit 2 ;;
   esac
 done
 [ ${#harnesses[@]} -eq 0 ] && harnesses=(import text-ir manifest)
@@ -30,13 +36,20 @@ if ! command -v clang++ > /dev/null; then
   echo "fuzz: SKIPPED: clang++ not found (install clang and libclang-rt-14-dev)"
   exit 0
 fi
-CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DFUSEC_FUZZ=ON -DFUSEC_WERROR=OFF -DFUSEC_BUILD_TESTS=OFF > /dev/null
+if [ -z "$bdir" ]; then
+  bdir=build-fuzz
+  # The import harness compiles for cuda and nki: the cpu backend (LLVM) is left out.
+  CC=clang CXX=clang++ cmake -S . -B "$bdir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DFUSEC_FUZZ=ON -DFUSEC_WERROR=OFF -DFUSEC_BUILD_TESTS=OFF -DFUSEC_CPU_BACKEND=OFF > /dev/null
+elif ! grep -q '^FUSEC_FUZZ:BOOL=ON' "$bdir/CMakeCache.txt" 2>/dev/null; then
+  echo "fuzz: $bdir is not a build configured with -DFUSEC_FUZZ=ON (and clang)" >&2
+  exit 2
+fi
 targets=()
 for h in "${harnesses[@]}"; do targets+=("fusec-fuzz-$h"); done
-cmake --build build-fuzz --target "${targets[@]}"
+cmake --build "$bdir" --target "${targets[@]}"
 
-work=build-fuzz
+work=$bdir
 mkdir -p "$work/crashes"
 seed_dir() {  # seed_dir HARNESS: a folder of seed files for HARNESS
   local h=$1 d=$work/seeds/$1
@@ -69,7 +82,7 @@ seed_dir() {  # seed_dir HARNESS: a folder of seed files for HARNESS
 
 status=0
 for h in "${harnesses[@]}"; do
-  bin=build-fuzz/bin/fusec-fuzz-$h
+  bin=$bdir/bin/fusec-fuzz-$h
   [ -x "$bin" ] || { echo "fuzz $h: SKIPPED (not built)"; continue; }
   seeds=$(seed_dir "$h")
   corpus=$work/corpus/$h

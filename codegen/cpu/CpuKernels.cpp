@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -546,7 +547,9 @@ absl::Status CpuModuleBuilder::addGemm(const program::GemmParams &g, const std::
     bias = I.bufferPtr(bi++, storageType(I, bt));
   }
   llvm::Value *d = I.bufferPtr(bi++, storageType(I, g.dtype));
-  auto [sgemm, tile] = sgemmAndWorkspace(I, body);
+  // Plain variables, not a structured binding: C++17 lambdas cannot capture those.
+  llvm::Value *sgemm, *tile;
+  std::tie(sgemm, tile) = sgemmAndWorkspace(I, body);
   llvm::Value *af = B.CreateGEP(I.f32, tile, I.c64(tileBytes / 4));
   llvm::Value *bf = B.CreateGEP(I.f32, tile, I.c64((tileBytes + aBytes) / 4));
   std::vector<llvm::Value *> epiBufs = {nullptr, bias};
@@ -664,7 +667,9 @@ absl::Status CpuModuleBuilder::addConv(const program::ConvParams &cv, const std:
     bias = I.bufferPtr(bi++, storageType(I, bt));
   }
   llvm::Value *y = I.bufferPtr(bi++, storageType(I, cv.dtype));
-  auto [sgemm, tile] = sgemmAndWorkspace(I, body);
+  // Plain variables, not a structured binding: C++17 lambdas cannot capture those.
+  llvm::Value *sgemm, *tile;
+  std::tie(sgemm, tile) = sgemmAndWorkspace(I, body);
   llvm::Value *col = B.CreateGEP(I.f32, tile, I.c64(tileBytes / 4));
   llvm::Value *wf = B.CreateGEP(I.f32, tile, I.c64((tileBytes + colBytes) / 4));
   std::vector<llvm::Value *> epiBufs = {nullptr, bias};

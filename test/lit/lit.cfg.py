@@ -41,5 +41,10 @@ config.substitutions.append(('%repo_root', repo_root))
 config.substitutions.append(('%shared_models',
                              os.path.join(os.path.dirname(repo_root), 'shared', 'models')))
 
+# Feature cpu-backend: fusec was built with codegen/cpu (FUSEC_CPU_BACKEND,
+# on unless configured off); tests of --target cpu say REQUIRES: cpu-backend.
+if lit_config.params.get('fusec_cpu_backend', '1') in ('1', 'ON', 'on', 'true'):
+    config.available_features.add('cpu-backend')
+
 if not os.path.exists(os.path.join(build_dir, 'bin', 'fusec-opt')):
     lit_config.warning('fusec-opt not found in %s/bin; build it first' % build_dir)

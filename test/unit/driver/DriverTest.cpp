@@ -107,6 +107,9 @@ TEST(Compile, WritesTheArtifactForTheResolvedArch) {
 
 /// cpu: the artifact is built for the host CPU (no --arch), with libmodel.so.
 TEST(Compile, CpuTargetWritesAnArtifactForTheHost) {
+#if !FUSEC_HAVE_CPU_BACKEND
+  GTEST_SKIP() << "built with -DFUSEC_CPU_BACKEND=OFF";
+#endif
   const fs::path out =
       fs::temp_directory_path() / ("fusec-driver-test-cpu-" + std::to_string(::getpid()));
   CompileOptions o = exampleOptions();
