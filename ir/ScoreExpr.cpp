@@ -647,6 +647,11 @@ absl::StatusOr<AttentionAttrs> readAttentionAttrs(const Node &node) {
   auto m = parseScoreExpr(node.attrS("mask"), mctx);
   if (!m.ok()) return withContext(m.status(), "FusedAttention mask");
   a.mask = std::move(*m);
+  const std::string rows = node.attrS("masked_rows");
+  if (!rows.empty() && rows != "mean")
+    return absl::InvalidArgumentError(
+        absl::StrCat("FusedAttention: masked_rows '", rows, "' is not \"\" (NaN) or \"mean\""));
+  a.maskedRowsMean = rows == "mean";
   return a;
 }
 

@@ -142,12 +142,16 @@ struct AttentionAttrs {
   float scale = 1.0f;      ///< "scale"
   ScoreExpr scoreMod;      ///< "score_mod" (may be empty = score)
   ScoreExpr mask;          ///< "mask" (may be empty = none; bool-valued, index-only)
+  /// "masked_rows" == "mean": a row whose every x is -inf gives the mean of
+  /// V over all keys instead of NaN (ir/Ops.def).
+  bool maskedRowsMean = false;
   std::map<std::string, std::vector<float>> tables;  ///< "tables" + "table_NAME"
 };
 
 /// Reads and parses \p node's attributes; bias inputs are inputs 3.. .
 /// Errors: InvalidArgument for parse errors, a table named but missing, a
-/// mask that reads score, biases or tables.
+/// mask that reads score, biases or tables, masked_rows other than "" or
+/// "mean".
 absl::StatusOr<AttentionAttrs> readAttentionAttrs(const Node &node);
 
 }  // namespace fusec::ir

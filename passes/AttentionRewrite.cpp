@@ -27,6 +27,18 @@
 //                   semantics for fully masked rows);
 //                 - Tanh/Exp/Log/Abs/Sqrt/Neg as functions; float Casts are
 //                   dropped (the op computes scores in f32).
+//                 - a mask computed at run time (MaskTerms, below): the
+//                   elementwise subgraph that builds it from constants and
+//                   the padding input is translated back into an
+//                   expression, constants into verified index patterns and
+//                   small run-time tensors (the [B,1,1,Sk] padding vector)
+//                   into bias inputs, so no [B,1,Sq,Sk] mask is read. When
+//                   it is the last op and has the form C ? 0 : F (Where, or
+//                   (1 - C) * F) with F = -inf or a finite F <= -1e30
+//                   (finfo.min), C's constant conjuncts become `mask` (key
+//                   tiles skipped), the rest "(R ? score : -inf)", and a
+//                   finite F sets masked_rows "mean" (ir/Ops.def): the
+//                   graph's uniform result on rows F fills entirely.
 //                A mask is kept in `mask` only while every later op maps
 //                -inf to -inf; otherwise it is applied inline in score_mod
 //                as "(mask ? s : -inf)".
@@ -95,6 +107,7 @@ struct Match {
   std::vector<Value *> biases;
   std::map<std::string, std::vector<float>> tables;
   std::vector<Node *> matched;
+  bool maskedRowsMean = false;  ///< masked_rows "mean" (a finite exporter fill, splitMask)
 };
 
 std::string quoted(const Node *n) { return absl::StrCat("'", n->name(), "' (", n->opType(), ")"); }
@@ -252,6 +265,289 @@ std::optional<Alibi> matchAlibi(const ir::Tensor &c, int64_t hq, int64_t sq, int
   if (!m) return std::nullopt;
   a.mask = *m;
   return a;
+}
+
+
+// --- masks computed in the graph ---------------------------------------------
+//
+// Exporters build the additive attention mask at run time from the padding
+// input (HF: Where(And(causal, padding[b, k]), 0, finfo.min) over
+// [B, 1, Sq, Sk], or (1 - mask) * finfo.min). Constant folding leaves the
+// index part (causal, sliding window) a constant and the padding part a
+// small runtime tensor, so the mask reaches the Add as a materialised
+// [B, 1, Sq, Sk] tensor. MaskTerms translates the elementwise graph that
+// computes it back into a score expression over the index variables and
+// small bias inputs (the padding vector), checking every constant against
+// the index pattern it is replaced by (indexPattern/verifyPattern above),
+// never assuming one.
+
+/// One translated subgraph: ScoreExpr text, its type, and whether it reads a
+/// bias input (run-time data).
+struct MaskTerm {
+  std::string text;
+  ir::ScoreType type = ir::ScoreType::kFloat;
+  bool readsBias = false;
+};
+
+class MaskTerms {
+ public:
+  /// \p scores: the [B, H, Sq, Sk] score type; \p addBias makes a bias input
+  /// of a run-time leaf ("biasN") or fails for one that does not broadcast.
+  MaskTerms(const ir::TensorType &scores, int64_t sq, int64_t sk,
+            std::function<std::optional<std::string>(Value *)> addBias)
+      : st_(scores), sq_(sq), sk_(sk), addBias_(std::move(addBias)) {}
+
+  /// The expression of \p v, or nullopt when a node on the way is not
+  /// translated exactly (other float dtypes than f32, integer division,
+  /// integer arithmetic on run-time data, a constant that is not splat or an
+  /// index pattern, a run-time leaf as large as the score matrix, more than
+  /// 64 nodes).
+  std::optional<MaskTerm> term(Value *v, int depth = 0) {
+    if (++visited_ > 64 || depth > 32 || !v) return std::nullopt;
+    const ir::TensorType &t = v->type();
+    const ir::DType dt = t.dtype;
+    const bool isFloat = ir::isFloat(dt);
+    if (isFloat && dt != ir::DType::kF32) return std::nullopt;
+    if (!isFloat && dt != ir::DType::kBool && dt != ir::DType::kI64) return std::nullopt;
+    if (!broadcasts(t)) return std::nullopt;
+    const ir::ScoreType type = isFloat ? ir::ScoreType::kFloat
+                               : dt == ir::DType::kBool ? ir::ScoreType::kBool : ir::ScoreType::kInt;
+    if (v->constant()) return constantTerm(*v->constant(), type);
+    Node *p = v->producer();
+    if (!p) return leaf(v, type);
+    auto in = [&](int i) { return term(p->input(i), depth + 1); };
+    auto bin = [&](const char *op, ir::ScoreType ty) -> std::optional<MaskTerm> {
+      auto a = in(0), b = in(1);
+      if (!a || !b) return std::nullopt;
+      return MaskTerm{absl::StrCat("(", a->text, " ", op, " ", b->text, ")"), ty, a->readsBias || b->readsBias};
+    };
+    switch (p->kind()) {
+      case OpKind::kIdentity: return in(0);
+      case OpKind::kWhere: {
+        auto c = in(0), a = in(1), b = in(2);
+        if (!c || !a || !b) return std::nullopt;
+        return MaskTerm{absl::StrCat("(", c->text, " ? ", a->text, " : ", b->text, ")"), type,
+                        c->readsBias || a->readsBias || b->readsBias};
+      }
+      case OpKind::kAnd: return bin("&&", ir::ScoreType::kBool);
+      case OpKind::kOr: return bin("||", ir::ScoreType::kBool);
+      case OpKind::kXor: {
+        auto a = in(0), b = in(1);
+        if (!a || !b) return std::nullopt;
+        return MaskTerm{absl::StrCat("((", a->text, " != 0) != (", b->text, " != 0))"), ir::ScoreType::kBool,
+                        a->readsBias || b->readsBias};
+      }
+      case OpKind::kNot: {
+        auto a = in(0);
+        if (!a) return std::nullopt;
+        return MaskTerm{absl::StrCat("(!", a->text, ")"), ir::ScoreType::kBool, a->readsBias};
+      }
+      case OpKind::kEqual: return bin("==", ir::ScoreType::kBool);
+      case OpKind::kLess: return bin("<", ir::ScoreType::kBool);
+      case OpKind::kLessOrEqual: return bin("<=", ir::ScoreType::kBool);
+      case OpKind::kGreater: return bin(">", ir::ScoreType::kBool);
+      case OpKind::kGreaterOrEqual: return bin(">=", ir::ScoreType::kBool);
+      case OpKind::kAdd: case OpKind::kSub: case OpKind::kMul: {
+        const char *sym = p->kind() == OpKind::kAdd ? "+" : p->kind() == OpKind::kSub ? "-" : "*";
+        auto r = bin(sym, type);
+        // int64 arithmetic is exact in the expression only on integer
+        // literals; bias inputs are read as f32.
+        if (r && type != ir::ScoreType::kFloat && r->readsBias) return std::nullopt;
+        return r;
+      }
+      case OpKind::kDiv:
+        if (type != ir::ScoreType::kFloat) return std::nullopt;  // ONNX integer division rounding
+        return bin("/", type);
+      case OpKind::kNeg: {
+        auto a = in(0);
+        if (!a || (type != ir::ScoreType::kFloat && a->readsBias)) return std::nullopt;
+        return MaskTerm{absl::StrCat("(-", a->text, ")"), type, a->readsBias};
+      }
+      case OpKind::kMin: case OpKind::kMax: {
+        if (p->numInputs() != 2) return leaf(v, type);
+        auto a = in(0), b = in(1);
+        if (!a || !b) return std::nullopt;
+        return MaskTerm{absl::StrCat(p->kind() == OpKind::kMin ? "min(" : "max(", a->text, ", ", b->text, ")"),
+                        type, a->readsBias || b->readsBias};
+      }
+      case OpKind::kCast: {
+        const ir::DType from = p->input(0)->type().dtype;
+        auto a = in(0);
+        if (!a) return std::nullopt;
+        if (dt == ir::DType::kBool) return MaskTerm{absl::StrCat("(", a->text, " != 0)"), type, a->readsBias};
+        if (isFloat) {  // bool/int -> f32 (bias reads are f32 already), f32 -> f32
+          if (a->type == ir::ScoreType::kFloat) return a;
+          if (a->readsBias) return MaskTerm{a->text, type, true};
+          return MaskTerm{absl::StrCat("(", a->text, " + 0.0)"), type, false};
+        }
+        // -> int64: exact from bool or int only.
+        if (ir::isFloat(from) || a->readsBias) return std::nullopt;
+        return MaskTerm{absl::StrCat("(", a->text, " + 0)"), type, false};
+      }
+      default:
+        return leaf(v, type);
+    }
+  }
+
+ private:
+  bool broadcasts(const ir::TensorType &t) const {
+    if (!t.rankKnown || t.rank() > 4) return false;
+    for (int64_t d = 0; d < t.rank(); ++d) {
+      const ir::Dim &bd = t.shape[d];
+      if (bd.isStatic() && bd.value == 1) continue;
+      if (!(bd == st_.shape[4 - t.rank() + d])) return false;
+    }
+    return true;
+  }
+
+  /// A run-time tensor read as a bias input: only one smaller than the score
+  /// matrix per (b, h) (the padding vector [B, 1, 1, Sk]); a full
+  /// [.., Sq, Sk] leaf would be the materialised mask again.
+  std::optional<MaskTerm> leaf(Value *v, ir::ScoreType type) {
+    const ir::TensorType &t = v->type();
+    auto dimOf = [&](int64_t fromEnd) -> int64_t {  // 1 = broadcast
+      const int64_t d = t.rank() - fromEnd;
+      if (d < 0) return 1;
+      return t.shape[d].isStatic() ? t.shape[d].value : -1;
+    };
+    if (dimOf(2) != 1 && dimOf(1) != 1 && sq_ != 1 && sk_ != 1) return std::nullopt;
+    if (type == ir::ScoreType::kInt) return std::nullopt;  // read as f32: exact only for small values
+    auto b = addBias_(v);
+    if (!b) return std::nullopt;
+    return MaskTerm{*b, ir::ScoreType::kFloat, true};
+  }
+
+  std::optional<MaskTerm> constantTerm(const ir::Tensor &c, ir::ScoreType type) {
+    auto literal = [&](double x) {
+      if (type == ir::ScoreType::kFloat) return lit(x);
+      if (type == ir::ScoreType::kBool) return std::string(x != 0 ? "1" : "0");
+      return absl::StrCat(static_cast<int64_t>(x));
+    };
+    if (c.numElements() == 0) return std::nullopt;
+    std::vector<double> values;
+    for (int64_t i = 0; i < c.numElements() && values.size() <= 2; ++i) {
+      const double x = c.getDouble(i);
+      if (std::find(values.begin(), values.end(), x) == values.end() &&
+          !(std::isnan(x) && std::any_of(values.begin(), values.end(), [](double y) { return std::isnan(y); })))
+        values.push_back(x);
+    }
+    if (values.size() == 1) return MaskTerm{literal(values[0]), type, false};
+    if (values.size() != 2 || std::isnan(values[0]) || std::isnan(values[1])) return std::nullopt;
+    if (type == ir::ScoreType::kBool) {
+      auto g = keepGrid(c, sq_, sk_, [](double x) { return x != 0; });
+      std::optional<std::string> pat = g ? indexPattern(*g) : std::nullopt;
+      if (!pat || pat->empty()) return std::nullopt;
+      return MaskTerm{absl::StrCat("(", *pat, ")"), type, false};
+    }
+    // Two values over [.., Sq, Sk]: an index pattern choosing between them.
+    const double a = values[0], b = values[1];
+    auto g = keepGrid(c, sq_, sk_, [&](double x) { return x == a; });
+    if (!g) return std::nullopt;
+    std::optional<std::string> pat = indexPattern(*g);
+    if (!pat || pat->empty()) {
+      // Try the complement (the first value may be the masked one).
+      auto g2 = keepGrid(c, sq_, sk_, [&](double x) { return x == b; });
+      std::optional<std::string> pat2 = g2 ? indexPattern(*g2) : std::nullopt;
+      if (!pat2 || pat2->empty()) return std::nullopt;
+      return MaskTerm{absl::StrCat("((", *pat2, ") ? ", literal(b), " : ", literal(a), ")"), type, false};
+    }
+    return MaskTerm{absl::StrCat("((", *pat, ") ? ", literal(a), " : ", literal(b), ")"), type, false};
+  }
+
+  const ir::TensorType &st_;
+  int64_t sq_, sk_;
+  std::function<std::optional<std::string>(Value *)> addBias_;
+  int visited_ = 0;
+};
+
+/// The structural split of an additive mask M (the Add's other operand):
+/// M = C ? 0 : F with C a conjunction, F = -inf or F <= -1e30. Index-only
+/// conjuncts (constant patterns) become `mask` conjuncts, so whole key tiles
+/// are skipped; the rest stays in score_mod as "(R ? score : -inf)".
+struct MaskSplit {
+  std::vector<std::string> structural;  ///< index-only conjuncts (verified patterns)
+  std::vector<std::string> residual;    ///< conjuncts that read bias inputs
+  bool finiteFill = false;              ///< F is finite: masked_rows "mean"
+};
+
+/// Finite fills at or below this act as -inf in f32 softmax, and make a fully
+/// masked row uniform (every score + F rounds to F while |score| < 1e22).
+constexpr double kFillAsNegInf = -1e30;
+
+/// The split of "cond ? score : fill" (\p keepIsTrue; else "cond ? fill :
+/// score"), or nullopt when fill is not -inf or <= -1e30 or a conjunct does
+/// not translate.
+std::optional<MaskSplit> splitCondition(Value *cond, bool keepIsTrue, double fill, int64_t sq, int64_t sk,
+                                        MaskTerms &terms) {
+  if (!(fill <= kFillAsNegInf)) return std::nullopt;  // -inf, or finite and huge
+  MaskSplit split;
+  split.finiteFill = std::isfinite(fill);
+  if (!keepIsTrue) {
+    Node *n = producerOf(cond, OpKind::kNot);
+    if (!n) {
+      auto t = terms.term(cond);
+      if (!t) return std::nullopt;
+      split.residual.push_back(absl::StrCat("(!", t->text, ")"));
+      return split;
+    }
+    cond = n->input(0);
+  }
+  // Conjuncts of an And tree.
+  std::vector<Value *> conj{cond}, leaves;
+  while (!conj.empty()) {
+    Value *c = conj.back();
+    conj.pop_back();
+    if (Node *a = producerOf(c, OpKind::kAnd); a && leaves.size() + conj.size() < 16) {
+      conj.push_back(a->input(1));
+      conj.push_back(a->input(0));
+    } else {
+      leaves.push_back(c);
+    }
+  }
+  for (Value *c : leaves) {
+    if (c->constant() && !splatConstant(c)) {
+      auto g = keepGrid(*c->constant(), sq, sk, [](double x) { return x != 0; });
+      std::optional<std::string> pat = g ? indexPattern(*g) : std::nullopt;
+      if (pat) {
+        if (!pat->empty()) split.structural.push_back(*pat);
+        continue;
+      }
+    }
+    auto t = terms.term(c);
+    if (!t) return std::nullopt;
+    if (t->text == "1") continue;
+    split.residual.push_back(t->text);
+  }
+  return split;
+}
+
+/// splitCondition of an additive mask M: Where(C, 0, F), Where(C, F, 0) or
+/// (1 - Cast(C, float)) * F with C bool.
+std::optional<MaskSplit> splitMask(Value *m, int64_t sq, int64_t sk, MaskTerms &terms) {
+  Node *p = m->producer();
+  if (!p || m->type().dtype != ir::DType::kF32) return std::nullopt;
+  Value *cond = nullptr;
+  bool keepIsTrue = true;
+  double fill = 0;
+  if (p->kind() == OpKind::kWhere) {
+    auto a = splatConstant(p->input(1)), b = splatConstant(p->input(2));
+    if (a && *a == 0 && b && *b != 0) { cond = p->input(0); fill = *b; }
+    else if (b && *b == 0 && a && *a != 0) { cond = p->input(0); fill = *a; keepIsTrue = false; }
+  } else if (p->kind() == OpKind::kMul) {
+    // (1 - Cast(c, float)) * F, either operand order.
+    for (int i = 0; i < 2 && !cond; ++i) {
+      auto f = splatConstant(p->input(1 - i));
+      Node *s = producerOf(p->input(i), OpKind::kSub);
+      if (!f || *f == 0 || !s) continue;
+      auto one = splatConstant(s->input(0));
+      Node *cast = producerOf(s->input(1), OpKind::kCast);
+      if (!one || *one != 1 || !cast || cast->input(0)->type().dtype != ir::DType::kBool) continue;
+      cond = cast->input(0);
+      fill = *f;
+    }
+  }
+  if (!cond) return std::nullopt;
+  return splitCondition(cond, keepIsTrue, fill, sq, sk, terms);
 }
 
 class AttentionRewrite : public Pass {
@@ -572,6 +868,25 @@ class AttentionRewrite : public Pass {
               zeroOrNegInf &= x == 0 || (std::isinf(x) && x < 0);
             }
             if (allZero && addBiasShapeOk(side, st)) continue;  // adding zeros: drop the Add
+            // A constant {0, F} mask with a finite F <= -1e30 (finfo.min) as
+            // the last op: the structural mask with masked_rows "mean".
+            double fillF = 0;
+            bool zeroOrFill = std::next(it) == chain.rend() && pending.empty() && E == "score";
+            for (int64_t i = 0; zeroOrFill && i < t.numElements(); ++i) {
+              const double x = t.getDouble(i);
+              if (x == 0) continue;
+              if (fillF == 0 && std::isfinite(x) && x <= kFillAsNegInf) fillF = x;
+              zeroOrFill = x == fillF;
+            }
+            if (zeroOrFill && fillF != 0 && addBiasShapeOk(side, st)) {
+              auto g = keepGrid(t, sq, sk, [](double x) { return x == 0; });
+              std::optional<std::string> pat = g ? indexPattern(*g) : std::nullopt;
+              if (pat && !pat->empty()) {
+                pending.push_back(*pat);
+                m.maskedRowsMean = true;
+                continue;
+              }
+            }
             if (zeroOrNegInf) {
               auto g = keepGrid(t, sq, sk, [](double x) { return x == 0; });
               std::optional<std::string> pat = g ? indexPattern(*g) : std::nullopt;
@@ -599,6 +914,26 @@ class AttentionRewrite : public Pass {
               }
             }
           }
+          if (term.empty() && k == OpKind::kAdd && !side->constant() && sq > 0 && sk > 0) {
+            // A mask computed in the graph (MaskTerms): the structural split
+            // when the Add is the last op on the scores, else the expression.
+            const size_t nb = m.biases.size();
+            const bool last = std::next(it) == chain.rend();
+            if (last && pending.empty() && E == "score") {
+              MaskTerms terms(st, sq, sk, addBias);
+              if (std::optional<MaskSplit> split = splitMask(side, sq, sk, terms)) {
+                pending.insert(pending.end(), split->structural.begin(), split->structural.end());
+                if (!split->residual.empty())
+                  m.scoreMod = absl::StrCat("((", absl::StrJoin(split->residual, ") && ("), ") ? ", E, " : -inf)");
+                m.maskedRowsMean = split->finiteFill;
+                continue;
+              }
+              m.biases.resize(nb);
+            }
+            MaskTerms terms(st, sq, sk, addBias);
+            if (std::optional<MaskTerm> t = terms.term(side)) term = t->text;
+            else m.biases.resize(nb);
+          }
           if (term.empty()) {
             auto b = addBias(side);
             if (!b) return fail(f, "scores", absl::StrCat("operand ", quotedV(side), " of ", quoted(n),
@@ -621,6 +956,19 @@ class AttentionRewrite : public Pass {
             if (g && addBiasShapeOk(cond, st)) keepExpr = indexPattern(*g);
           }
           std::optional<double> fill = splatConstant(other);
+          if (!cond->constant() && fill && std::next(it) == chain.rend() && pending.empty() && E == "score") {
+            // Where(And(causal, padding), score, finfo.min): the structural split.
+            const size_t nb = m.biases.size();
+            MaskTerms terms(st, sq, sk, addBias);
+            if (std::optional<MaskSplit> split = splitCondition(cond, keepIsTrue, *fill, sq, sk, terms)) {
+              pending.insert(pending.end(), split->structural.begin(), split->structural.end());
+              if (!split->residual.empty())
+                m.scoreMod = absl::StrCat("((", absl::StrJoin(split->residual, ") && ("), ") ? ", E, " : -inf)");
+              m.maskedRowsMean = split->finiteFill;
+              continue;
+            }
+            m.biases.resize(nb);
+          }
           if (keepExpr && keepExpr->empty()) continue;  // always keeps the score
           if (keepExpr && fill && std::isinf(*fill) && *fill < 0) {
             pending.push_back(*keepExpr);
@@ -766,6 +1114,7 @@ class AttentionRewrite : public Pass {
     attrs["scale"] = ir::Attribute(static_cast<float>(m.scale));
     attrs["score_mod"] = ir::Attribute(scoreMod);
     attrs["mask"] = ir::Attribute(mask);
+    if (m.maskedRowsMean) attrs["masked_rows"] = ir::Attribute(std::string("mean"));
     if (!m.tables.empty()) {
       std::vector<std::string> names;
       for (const auto &[name, vals] : m.tables) {

@@ -47,6 +47,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "ir/ScoreExpr.h"
 #include "passes/Pass.h"
 #include "passes/cost/ArithmeticIntensity.h"
 #include "passes/fusion/Fusible.h"
@@ -56,6 +57,39 @@
 
 namespace fusec::passes {
 namespace {
+
+/// Key tiles the structural mask cuts entirely, at the nominal tile of
+/// kNominalTile x kNominalTile (query rows x keys; each backend's own tile
+/// differs), for the dump: the mask is evaluated on the [Sq, Sk] grid at
+/// b = h = 0 when Sq * Sk <= 2^22, else not counted.
+constexpr int64_t kNominalTile = 128;
+void countSkippedKeyTiles(const ir::Node &att, Kernel &kernel) {
+  if (att.numInputs() < 2 || kernel.mask.empty()) return;
+  const ir::TensorType &qt = att.input(0)->type(), &kt = att.input(1)->type();
+  if (!qt.rankKnown || !kt.rankKnown || qt.rank() != 4 || kt.rank() != 4 || !qt.shape[2].isStatic() ||
+      !kt.shape[2].isStatic())
+    return;
+  const int64_t sq = qt.shape[2].value, sk = kt.shape[2].value;
+  if (sq <= 0 || sk <= 0 || sq * sk > (int64_t{1} << 22)) return;
+  ir::ScoreExprContext ctx;
+  ctx.allowScore = false;
+  ctx.allowTables = false;
+  auto e = ir::parseScoreExpr(kernel.mask, ctx);
+  if (!e.ok() || e->empty()) return;
+  const int64_t nq = (sq + kNominalTile - 1) / kNominalTile, nk = (sk + kNominalTile - 1) / kNominalTile;
+  std::vector<char> live(nq * nk, 0);
+  ir::ScoreEnv env;
+  for (int64_t q = 0; q < sq; ++q)
+    for (int64_t k = 0; k < sk; ++k) {
+      char &l = live[(q / kNominalTile) * nk + k / kNominalTile];
+      if (l) continue;
+      env.q = q;
+      env.k = k;
+      if (ir::evalScoreExpr(*e, env) != 0) l = 1;
+    }
+  kernel.keyTiles = nq * nk;
+  kernel.skippedKeyTiles = std::count(live.begin(), live.end(), 0);
+}
 
 struct Group {
   GroupShape shape;
@@ -480,6 +514,8 @@ absl::StatusOr<bool> Fusion::run(ir::Graph &graph, PassContext &ctx) {
         if (m->kind() == ir::OpKind::kFusedAttention) {
           kernel.scoreMod = m->getString("score_mod", "");
           kernel.mask = m->getString("mask", "");
+          kernel.maskedRowsMean = m->getString("masked_rows", "") == "mean";
+          countSkippedKeyTiles(*m, kernel);
         }
     kernel.reason = describeKernel(g, ctx.target);
     kernel.refused = backendRefuses(graph, ctx, g);

@@ -30,6 +30,7 @@ std::string printAttentionSpec(const AttentionSpec &s) {
   absl::StrAppend(&out, "  scale ", ir::scoreFloatLiteral(s.scale), "\n");
   absl::StrAppend(&out, "  score_mod ", s.scoreMod.empty() ? "score" : s.scoreMod.str(), "\n");
   absl::StrAppend(&out, "  mask ", s.mask.empty() ? "none" : s.mask.str(), "\n");
+  if (s.maskedRowsMean) absl::StrAppend(&out, "  masked_rows mean\n");
   for (size_t i = 0; i < s.biases.size(); ++i)
     absl::StrAppend(&out, "  bias", i, " ", ir::dtypeName(s.biases[i].dtype), "[",
                     absl::StrJoin(s.biases[i].shape, ","), "] strides=[",
@@ -80,6 +81,7 @@ absl::StatusOr<AttentionSpec> attentionSpecFor(const ir::Node &node) {
   s.scale = at.scale;
   s.scoreMod = std::move(at.scoreMod);
   s.mask = std::move(at.mask);
+  s.maskedRowsMean = at.maskedRowsMean;
   s.tables = std::move(at.tables);
   const int64_t full[4] = {s.batch, s.numHeads, s.seqQ, s.seqK};
   for (int i = 3; i < node.numInputs(); ++i) {

@@ -13,7 +13,8 @@
 //   p      = exp(x - max_k x) / sum_k exp(x - max_k x)     (softmax over k)
 //   O[b,h,q,e] = sum_k p * V[b,kh,k,e]
 // A row whose x are all -inf gives NaN (the unfused reference: softmax of
-// all -inf); a row of all-equal finite x is uniform. scoreMod empty means
+// all -inf), or the mean of V over all Sk keys when maskedRowsMean; a row of
+// all-equal finite x is uniform. scoreMod empty means
 // "score".
 //
 // Kernel buffers (launcher argument order, ARTIFACT.md kernel ABI):
@@ -75,6 +76,9 @@ struct AttentionSpec {
   float scale = 1.0f;
   ir::ScoreExpr scoreMod;  ///< empty = "score"
   ir::ScoreExpr mask;      ///< empty = no mask; index-only (b, h, q, k)
+  /// A row whose every x is -inf: false = NaN, true = mean of V over all Sk
+  /// keys (the op's masked_rows "mean").
+  bool maskedRowsMean = false;
   std::vector<AttentionBias> biases;
   std::map<std::string, std::vector<float>> tables;  ///< constant tables (slope[h])
 

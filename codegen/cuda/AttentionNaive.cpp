@@ -197,6 +197,14 @@ absl::StatusOr<std::string> emitAttentionKernelNaive(const AttentionSpec &spec,
   absl::StrAppend(&out, "    m = mNew;\n  }\n");
   absl::StrAppend(&out, "  ", oT, " *op = O + b * ", s.oStrides[0], "LL + h * ", s.oStrides[1], "LL + q * ",
                   s.oStrides[2], "LL;\n");
+  if (s.maskedRowsMean) {
+    // masked_rows "mean": a row with no live key is the mean of V over all keys.
+    absl::StrAppend(&out, "  if (!(l > 0.0f)) {\n");
+    absl::StrAppend(&out, "#pragma unroll\n    for (int i = 0; i < ", dv, "; ++i) { const int e = lane + 32 * i; acc[i] = 0.0f;\n",
+                    "      if (e < ", s.headDimV, ") for (long long k = 0; k < ", s.seqK, "LL; ++k) acc[i] += (float)fx::cvt(vp[k * ",
+                    s.vStrides[2], "LL + e]); }\n");
+    absl::StrAppend(&out, "    l = ", s.seqK, ".0f;\n  }\n");
+  }
   absl::StrAppend(&out, "#pragma unroll\n  for (int i = 0; i < ", dv, "; ++i) { const int e = lane + 32 * i; if (e < ",
                   s.headDimV, ") op[e] = fx::to<", oT, ">(acc[i] / l); }\n");
   absl::StrAppend(&out, "}\n\n");

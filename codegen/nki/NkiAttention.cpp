@@ -391,9 +391,40 @@ absl::StatusOr<std::string> printNkiAttention(const program::AttentionSpec &a, c
   s += in + "pv = nl.ndarray((Q_TILE, DV), dtype=nl.float32, buffer=nl.psum)\n";
   s += in + "nisa.nc_matmul(dst=pv[0:qs, 0:DV], stationary=pt[0:ks, 0:qs], moving=vt[0:ks, 0:DV])\n";
   s += in + "nisa.tensor_tensor(dst=acc[0:qs, 0:DV], data1=acc[0:qs, 0:DV], data2=pv[0:qs, 0:DV], op=nl.add)\n";
+  std::string lDiv = "l";
+  if (a.maskedRowsMean) {
+    // masked_rows "mean": a row with no live key (l = 0, acc = 0) takes the
+    // mean of V over all SK keys. With e = (l == 0): O = (acc + e * mean) / (l + e).
+    const std::string i2 = "                ";
+    s += i2 + "# masked_rows \"mean\": rows with no live key take the mean of V over all keys\n";
+    s += i2 + absl::StrCat("ones = nl.ndarray((K_TILE, Q_TILE), dtype=", qdt, ", buffer=nl.sbuf)\n");
+    s += i2 + "nisa.memset(dst=ones[0:K_TILE, 0:Q_TILE], value=1.0)\n";
+    s += i2 + "vmean = nl.ndarray((Q_TILE, DV), dtype=nl.float32, buffer=nl.sbuf)\n";
+    s += i2 + "nisa.memset(dst=vmean[0:qs, 0:DV], value=0.0)\n";
+    s += i2 + "for jv in nl.sequential_range((SK + K_TILE - 1) // K_TILE):\n";
+    s += i2 + "    k0 = jv * K_TILE\n";
+    s += i2 + "    ks = min(K_TILE, SK - k0)\n";
+    s += i2 + absl::StrCat("    vt = nl.ndarray((K_TILE, DV), dtype=", qdt, ", buffer=nl.sbuf)\n");
+    s += i2 + absl::StrCat("    nisa.dma_copy(dst=vt[0:ks, 0:DV], src=v.ap(pattern=[[", a.vStrides[2], ", ks], [",
+                           a.vStrides[3], ", DV]], offset=b * ", a.vStrides[0], " + kh * ", a.vStrides[1],
+                           " + k0 * ", a.vStrides[2], "))\n");
+    s += i2 + "    vs_ps = nl.ndarray((Q_TILE, DV), dtype=nl.float32, buffer=nl.psum)\n";
+    s += i2 + "    nisa.nc_matmul(dst=vs_ps[0:qs, 0:DV], stationary=ones[0:ks, 0:qs], moving=vt[0:ks, 0:DV])\n";
+    s += i2 + "    nisa.tensor_tensor(dst=vmean[0:qs, 0:DV], data1=vmean[0:qs, 0:DV], data2=vs_ps[0:qs, 0:DV], "
+              "op=nl.add)\n";
+    s += i2 + "nisa.tensor_scalar(dst=vmean[0:qs, 0:DV], data=vmean[0:qs, 0:DV], op0=nl.multiply, "
+              "operand0=1.0 / SK)\n";
+    s += i2 + "empty = nl.ndarray((Q_TILE, 1), dtype=nl.float32, buffer=nl.sbuf)\n";
+    s += i2 + "nisa.tensor_scalar(dst=empty[0:qs, 0:1], data=l[0:qs, 0:1], op0=nl.equal, operand0=0.0)\n";
+    s += i2 + "nisa.scalar_tensor_tensor(dst=acc[0:qs, 0:DV], data=vmean[0:qs, 0:DV], op0=nl.multiply, "
+              "operand0=empty[0:qs, 0:1], op1=nl.add, operand1=acc[0:qs, 0:DV])\n";
+    s += i2 + "l_e = nl.ndarray((Q_TILE, 1), dtype=nl.float32, buffer=nl.sbuf)\n";
+    s += i2 + "nisa.tensor_tensor(dst=l_e[0:qs, 0:1], data1=l[0:qs, 0:1], data2=empty[0:qs, 0:1], op=nl.add)\n";
+    lDiv = "l_e";
+  }
   s += "                res = nl.ndarray((Q_TILE, DV), dtype=nl.float32, buffer=nl.sbuf)\n";
-  s += "                nisa.tensor_scalar(dst=res[0:qs, 0:DV], data=acc[0:qs, 0:DV], op0=nl.divide, "
-       "operand0=l[0:qs, 0:1])  # a row with no live score: 0 / 0 = NaN\n";
+  s += absl::StrCat("                nisa.tensor_scalar(dst=res[0:qs, 0:DV], data=acc[0:qs, 0:DV], op0=nl.divide, "
+                    "operand0=", lDiv, "[0:qs, 0:1])  # a row with no live score: 0 / 0 = NaN\n");
   if (odt != "nl.float32") {
     s += absl::StrCat("                out_t = nl.ndarray((Q_TILE, DV), dtype=", odt, ", buffer=nl.sbuf)\n");
     s += "                nisa.tensor_copy(dst=out_t[0:qs, 0:DV], src=res[0:qs, 0:DV])\n";

@@ -5,7 +5,8 @@
 // rewrite replaced, one query row at a time:
 //   s = f32(scale * f32(Q·K))           (dot product in f64, rounded like MatMul)
 //   x = mask ? score_mod(s, ...) : -inf  (f32, ScoreExpr semantics)
-//   p = softmax over k (f64, max-subtracted; a row of all -inf is NaN)
+//   p = softmax over k (f64, max-subtracted; a row of all -inf is NaN, or
+//       with masked_rows "mean" uniform over all Sk keys)
 //   O = sum_k p * V                       (f64, stored in Q's dtype)
 //
 //===----------------------------------------------------------------------===//
@@ -112,7 +113,17 @@ absl::StatusOr<std::vector<Tensor>> fusedAttention(const KernelArgs &args) {
           const int64_t vOff = (kBase + kk) * Dv;
           for (int64_t e = 0; e < Dv; ++e) acc[e] += p * v->getDouble(vOff + e);
         }
-        if (!(sum > 0)) std::fill(acc.begin(), acc.end(), std::numeric_limits<double>::quiet_NaN());
+        if (!(sum > 0) && at.maskedRowsMean && Sk > 0) {
+          // Every key masked: the exporter's finite fill made the row uniform.
+          std::fill(acc.begin(), acc.end(), 0.0);
+          for (kk = 0; kk < Sk; ++kk) {
+            const int64_t vOff = (kBase + kk) * Dv;
+            for (int64_t e = 0; e < Dv; ++e) acc[e] += v->getDouble(vOff + e);
+          }
+          for (double &a : acc) a /= static_cast<double>(Sk);
+        } else if (!(sum > 0)) {
+          std::fill(acc.begin(), acc.end(), std::numeric_limits<double>::quiet_NaN());
+        }
         const int64_t oBase = ((bb * Hq + hh) * Sq + qq) * Dv;
         for (int64_t e = 0; e < Dv; ++e) out.setDouble(oBase + e, acc[e]);
       }

@@ -72,9 +72,13 @@ std::string fusionPlanToText(const FusionPlan &plan, const TargetSpec &target) {
       out += absl::StrFormat("%-22s   REFUSED by the %s lowering: %s\n", "", target.backend,
                              printable(k.refused));
     if (k.kind == KernelKind::kAttention)
-      out += absl::StrFormat("%-22s   score_mod: %s; mask: %s\n", "",
+      out += absl::StrFormat("%-22s   score_mod: %s; mask: %s%s\n", "",
                              k.scoreMod.empty() ? "score" : printable(k.scoreMod),
-                             k.mask.empty() ? "none" : printable(k.mask));
+                             k.mask.empty() ? "none" : printable(k.mask),
+                             k.maskedRowsMean ? "; fully masked rows: mean of V (exporter's finite fill)" : "");
+    if (k.kind == KernelKind::kAttention && k.keyTiles > 0)
+      out += absl::StrFormat("%-22s   key tiles skipped by the mask: %d of %d (at 128x128)\n", "",
+                             k.skippedKeyTiles, k.keyTiles);
   }
   out += absl::StrFormat("\nnot fused (%d pairs):\n", plan.refusals.size());
   for (const Refusal &r : plan.refusals)
@@ -120,6 +124,9 @@ std::string fusionPlanToJson(const FusionPlan &plan, const TargetSpec &target) {
     if (k.kind == KernelKind::kAttention) {
       jk["score_mod"] = k.scoreMod.empty() ? "score" : k.scoreMod;
       jk["mask"] = k.mask;
+      jk["masked_rows"] = k.maskedRowsMean ? "mean" : "nan";
+      jk["key_tiles"] = k.keyTiles;
+      jk["key_tiles_skipped"] = k.skippedKeyTiles;
     }
     j["kernels"].push_back(jk);
   }

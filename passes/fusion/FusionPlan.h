@@ -54,6 +54,10 @@ struct Kernel {
   /// expressions (ir/ScoreExpr.h canonical text; "" = none).
   std::string scoreMod;
   std::string mask;
+  bool maskedRowsMean = false;  ///< masked_rows "mean" (ir/Ops.def)
+  /// (query tile, key tile) pairs at a nominal 128 x 128 tile, and how many
+  /// the structural mask cuts entirely (skipped); 0 / 0 when not counted.
+  int64_t keyTiles = 0, skippedKeyTiles = 0;
 };
 
 struct Refusal {

@@ -11,7 +11,7 @@
 # (FUSEC_GPU_BUDGET_S, default 540):
 #   1. nvidia-smi;
 #   2. GPU test binaries (RuntimeTest, CodegenGpuTest, ArtifactGpuTest,
-#      AttentionKernelTest when staged);
+#      AttentionKernelTest and AttentionCodegenTest when staged);
 #   3. compute-sanitizer memcheck, racecheck and initcheck over real launches
 #      of every kernel kind (chosen cases of each test binary);
 #   4. all shared models compiled in fp32 and bf16 (fusec -o, in parallel),
@@ -74,7 +74,7 @@ sum ""
 # memcheck/initcheck crashed the test: rc 139).
 export FUSEC_ATTN_KERNEL_CACHE=$WORK/attention-kernels
 TESTS=()
-for t in RuntimeTest RuntimeRobustnessTest CodegenGpuTest ArtifactGpuTest AttentionKernelTest; do
+for t in RuntimeTest RuntimeRobustnessTest CodegenGpuTest ArtifactGpuTest AttentionKernelTest AttentionCodegenTest; do
   [ -x "$FUSEC_BIN/$t" ] && TESTS+=("$t")
 done
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Developer tool: prepares what a GPU session on the device machine needs
 # (that machine has CUDA, nvcc and PyTorch but none of our Debian -dev
-# packages). Builds a stripped Release tree in build-gpu/ and stages into
+# packages). Builds a tree in build-gpu/ (no cpu backend) and stages into
 # .gpu/ (ignored):
 #   .gpu/bin     the device's binaries: fusec, fusec-run, the GPU test binaries
 #                (RuntimeTest, CodegenGpuTest, ArtifactGpuTest, and
@@ -22,9 +22,8 @@
 #               building build-gpu/; on a 2-core machine this saves a whole
 #               build. Generated kernels do not depend on how fusec itself
 #               was compiled.
-# build-gpu is configured without -Werror: it is a Release (-O3) tree for
-# running, not the warning gate (GCC 12 at -O3 reports false positives such
-# as maybe-uninitialized on std::optional that the Debug builds never see).
+# build-gpu is configured without -Werror (it is a tree for running, not the
+# warning gate) and without the cpu backend.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 all=0 build=1 B=build-gpu
@@ -37,18 +36,24 @@ case "${1:-}" in
 esac
 [ $build = 1 ] || [ -d "$B/bin" ] || { echo "stage.sh: $B/bin does not exist" >&2; exit 1; }
 
+# RelWithDebInfo like build/ (scripts/test.sh), so ccache shares its objects;
+# the binaries are stripped below. Without the cpu backend: fusec and
+# fusec-run do not link libLLVM (see the end of this script).
+launcher=()
+command -v ccache > /dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+GPU_CONFIG=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DFUSEC_WERROR=OFF -DFUSEC_CPU_BACKEND=OFF "${launcher[@]}")
 TARGETS=(fusec fusec-run fusec_runtime RuntimeTest RuntimeRobustnessTest CodegenGpuTest ArtifactGpuTest)
-OPTIONAL=(AttentionKernelTest fusec-emit-attention)
+OPTIONAL=(AttentionKernelTest AttentionCodegenTest fusec-emit-attention)
 BINS=(fusec fusec-run RuntimeTest RuntimeRobustnessTest CodegenGpuTest ArtifactGpuTest AttentionKernelTest
-      fusec-emit-attention)
+      AttentionCodegenTest fusec-emit-attention)
 
 if [ $build = 0 ]; then
   :
 elif [ $all = 1 ]; then
-  cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DFUSEC_WERROR=OFF >/dev/null
+  cmake -S . -B build-gpu -G Ninja "${GPU_CONFIG[@]}" >/dev/null
   cmake --build build-gpu
 else
-  cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DFUSEC_WERROR=OFF >/dev/null
+  cmake -S . -B build-gpu -G Ninja "${GPU_CONFIG[@]}" >/dev/null
   known=$(ninja -C build-gpu -t targets all 2>/dev/null | cut -d: -f1)
   for t in "${OPTIONAL[@]}"; do
     grep -qx "$t" <<<"$known" && TARGETS+=("$t")
@@ -81,11 +86,10 @@ done
 for lib in .gpu/lib/libopenblas*.so*; do
   [ -f "$lib" ] && xz -T2 -f "$lib"
 done
-# fusec and fusec-run link libLLVM-14 (the cpu backend), which with its own
-# dependencies (z3, ICU 72, libxml2) neither fits the device tool's 64 MiB nor
-# matches the device's Ubuntu: binaries that need it are not staged. Build
-# build-gpu with -DFUSEC_CPU_BACKEND=OFF (not yet an option: see the note in
-# docs/CPU_BACKEND.md) to run them there.
+# libLLVM-14 (the cpu backend), with z3, ICU 72 and libxml2 behind it,
+# neither fits the device tool's 64 MiB nor matches the device's Ubuntu:
+# binaries that link it (from a --from tree built with the cpu backend) are
+# not staged; build-gpu is configured with -DFUSEC_CPU_BACKEND=OFF.
 for b in .gpu/bin/*; do
   if ldd "$b" 2>/dev/null | grep -q libLLVM; then
     echo "stage.sh: not staging $(basename "$b"): it links libLLVM (the cpu backend)"

@@ -121,6 +121,14 @@ constexpr bool kCausal = @CAUSAL@;
 constexpr long long kOff = @OFF@, kWindow = @WINDOW@;
 constexpr bool kMaskExpr = @HASMASK@;
 constexpr float kEmptyRow = @EMPTYROW@;
+constexpr bool kMeanRows = @MEANROWS@;  // a row with no live key: mean of V over all keys
+// Column d of the mean of V[b, kvh, :, :] over all kSk keys (the rare
+// fully masked rows of masked_rows "mean"; gV points at V[b, kvh, 0, 0]).
+__device__ __noinline__ float meanOfV(const T *gV, int d) {
+  float s = 0.0f;
+  for (int k = 0; k < kSk; ++k) s += toF(gV[(long long)k * kVs + d]);
+  return s / (float)kSk;
+}
 @TABLES@@BIASLOADERS@
 __device__ __forceinline__ float scoreMod(float s, long long b, long long h, long long q, long long k@BIASPARAMS@) {
   (void)s; (void)b; (void)h; (void)q; (void)k;
@@ -340,8 +348,22 @@ kernel(const T *__restrict__ Q, const T *__restrict__ K, const T *__restrict__ V
     const int col = i * 8 + (lane & 3) * 2;
     float v0 = accO[i][0] * inv[0], v1 = accO[i][1] * inv[0];
     float v2 = accO[i][2] * inv[1], v3 = accO[i][3] * inv[1];
-    if (rowL[0] == 0.0f) v0 = v1 = kEmptyRow;
-    if (rowL[1] == 0.0f) v2 = v3 = kEmptyRow;
+    if (rowL[0] == 0.0f) {
+      if constexpr (kMeanRows) {
+        v0 = col < kDV ? meanOfV(gV, col) : 0.0f;
+        v1 = col + 1 < kDV ? meanOfV(gV, col + 1) : 0.0f;
+      } else {
+        v0 = v1 = kEmptyRow;
+      }
+    }
+    if (rowL[1] == 0.0f) {
+      if constexpr (kMeanRows) {
+        v2 = col < kDV ? meanOfV(gV, col) : 0.0f;
+        v3 = col + 1 < kDV ? meanOfV(gV, col + 1) : 0.0f;
+      } else {
+        v2 = v3 = kEmptyRow;
+      }
+    }
     *reinterpret_cast<uint32_t *>(sO + rowInTile * kSV + col) = pack2(v0, v1, T());
     *reinterpret_cast<uint32_t *>(sO + (rowInTile + 8) * kSV + col) = pack2(v2, v3, T());
   }
@@ -481,7 +503,7 @@ kernel(const T *__restrict__ Q, const T *__restrict__ K, const T *__restrict__ V
 #pragma unroll
     for (int i = 0; i < kDVT; ++i) {
       const int d = lane + 32 * i;
-      if (d < kDV) gO[d] = sum > 0.0f ? o[r][i] / sum : kEmptyRow;
+      if (d < kDV) gO[d] = sum > 0.0f ? o[r][i] / sum : kMeanRows ? meanOfV(gV, d) : kEmptyRow;
     }
   }
 }
@@ -618,6 +640,7 @@ absl::StatusOr<std::string> emitFlashAttention(const FlashAttentionSpec &spec, c
       {"@WINDOW@", absl::StrCat(spec.window, "LL")},
       {"@HASMASK@", spec.maskExpr.empty() ? "false" : "true"},
       {"@EMPTYROW@", spec.fullyMaskedNaN ? "NAN" : "0.0f"},
+      {"@MEANROWS@", spec.fullyMaskedMean ? "true" : "false"},
       {"@TABLES@", tables},
       {"@BIASLOADERS@", loaders},
       {"@BIASPARAMS@", params},

@@ -22,8 +22,9 @@
 //    broadcast). Empty = `s`. A result of -INFINITY masks the key.
 //  - maskExpr: C++ bool expression over the same names, true = keep; empty =
 //    keep all. Evaluated element-wise on every tile (cannot skip tiles).
-//  - A row whose keys are all masked (every x = -inf) produces O = 0, or NaN
-//    when fullyMaskedNaN is set (the FusedAttention op's semantics: softmax
+//  - A row whose keys are all masked (every x = -inf) produces O = 0, NaN
+//    when fullyMaskedNaN is set, or the mean of V over all keys when
+//    fullyMaskedMean is set (the FusedAttention op's semantics: softmax
 //    of all -inf, codegen/AttentionSpec.h).
 //  - `q`, `k`, `b`, `h` are long long in the expressions; constant tables
 //    are `tab_NAME[i]` (__constant__ float arrays emitted from `tables`).
@@ -74,6 +75,9 @@ struct FlashAttentionSpec {
   std::vector<FlashBias> biases;
   std::map<std::string, std::vector<float>> tables;  ///< emitted as tab_NAME[]
   bool fullyMaskedNaN = false;  ///< all-masked rows: NaN instead of 0
+  /// All-masked rows: the mean of V over all seqK keys (overrides
+  /// fullyMaskedNaN; the FusedAttention op's masked_rows "mean").
+  bool fullyMaskedMean = false;
 };
 
 /// Options for emission.

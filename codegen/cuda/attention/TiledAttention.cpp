@@ -170,6 +170,7 @@ absl::StatusOr<FlashAttentionSpec> toFlashSpec(const AttentionSpec &spec, const 
   f.v = FlashLayout{spec.vStrides[0], spec.vStrides[1], spec.vStrides[2]};
   f.o = FlashLayout{spec.oStrides[0], spec.oStrides[1], spec.oStrides[2]};
   f.fullyMaskedNaN = true;
+  f.fullyMaskedMean = spec.maskedRowsMean;
   f.tables = spec.tables;
   for (const AttentionBias &b : spec.biases) {
     auto ct = cTypeOf(b.dtype);

@@ -166,6 +166,13 @@ std::vector<Case> makeCases() {
     s.fullyMaskedNaN = true;
     add("bf16_fully_masked_rows_nan", s);
   }
+  {
+    // masked_rows "mean": rows with no live key are the mean of V over all keys.
+    auto s = causal(base(bf, 1, 2, 200, 100, 72), 100 - 200);
+    s.fullyMaskedNaN = true;
+    s.fullyMaskedMean = true;
+    add("bf16_fully_masked_rows_mean", s);
+  }
   // Exact fp32.
   add("f32_plain_d64", base(f32, 2, 2, 200, 200, 64));
   add("f32_plain_d256", base(f32, 1, 2, 100, 100, 256));
@@ -195,6 +202,11 @@ std::vector<Case> makeCases() {
     s.maskExpr = "k > 1000";
     Case &c = add("f32_fully_masked_zero", s);
     c.mask = [](int, int, int, int k, const BiasVals &) { return k > 1000; };
+  }
+  {
+    auto s = causal(base(f32, 2, 2, 50, 30, 40), 30 - 50);
+    s.fullyMaskedMean = true;
+    add("f32_fully_masked_rows_mean", s);
   }
   return cs;
 }
@@ -376,8 +388,8 @@ Tensor makeTensor(AttnElemType t, size_t n, std::mt19937 &rng, float lo, float h
   return x;
 }
 
-// CPU reference in double (dense [B,H,S,D] layouts). NaN rows for fully masked
-// rows when spec.fullyMaskedNaN, else 0.
+// CPU reference in double (dense [B,H,S,D] layouts). Fully masked rows: the
+// mean of V when spec.fullyMaskedMean, else NaN when spec.fullyMaskedNaN, else 0.
 std::vector<double> reference(const Case &c, const Tensor &q, const Tensor &k, const Tensor &v,
                               const std::vector<float> &bias) {
   const auto &s = c.spec;
@@ -409,7 +421,14 @@ std::vector<double> reference(const Case &c, const Tensor &q, const Tensor &k, c
         }
         double* o = &out[((b * H + h) * Sq + i) * Dv];
         if (mx == -INFINITY) {
-          for (int64_t e = 0; e < Dv; ++e) o[e] = s.fullyMaskedNaN ? NAN : 0.0;
+          for (int64_t e = 0; e < Dv; ++e) {
+            o[e] = s.fullyMaskedNaN ? NAN : 0.0;
+            if (s.fullyMaskedMean) {
+              o[e] = 0;
+              for (int64_t j = 0; j < Sk; ++j) o[e] += v.values[((b * Hk + kh) * Sk + j) * Dv + e];
+              o[e] /= double(Sk);
+            }
+          }
           continue;
         }
         double sum = 0;

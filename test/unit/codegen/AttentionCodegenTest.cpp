@@ -106,6 +106,22 @@ std::vector<Variant> variants() {
   pad.scoreMod = "bias0 ? score : -inf";
   pad.biases = {{"bool", {2, 1, 1, 24}}};
   vs.push_back(pad);
+  // An HF causal LM's mask after attention-rewrite: causal structural mask,
+  // padding per key, fully masked rows the mean of V (masked_rows "mean").
+  Variant padMean = named("causal_padding_rows_mean");
+  padMean.mask = "k <= q";
+  padMean.scoreMod = "bias0 ? score : -inf";
+  padMean.biases = {{"bool", {2, 1, 1, 24}}};
+  padMean.extraAttrs = "masked_rows = \"mean\"";
+  vs.push_back(padMean);
+  Variant padMeanBf = named("bf16_causal_padding_rows_mean");
+  padMeanBf.dtype = "bf16";
+  padMeanBf.mask = "k <= q";
+  padMeanBf.scoreMod = "bias0 ? score : -inf";
+  padMeanBf.sq = padMeanBf.sk = 150;
+  padMeanBf.biases = {{"bool", {2, 1, 1, 150}}};
+  padMeanBf.extraAttrs = "masked_rows = \"mean\"";
+  vs.push_back(padMeanBf);
   Variant padFinite = named("padding_finite_fill");
   padFinite.scoreMod = "score + bias0";
   padFinite.biases = {{"f32", {2, 1, 1, 24}}};
