@@ -417,6 +417,7 @@ struct AttentionCase {
   std::string maskNumpy = "True";   ///< over qi [Sq,1], ki [1,Sk], h
   std::string modNumpy = "s";       ///< over s, qi, ki, h
   std::string biasFill = "-np.inf";  ///< masked keys of the padding bias
+  bool meanRows = false;             ///< masked_rows "mean"
 };
 
 void runAttention(const AttentionCase &c) {
@@ -444,6 +445,7 @@ void runAttention(const AttentionCase &c) {
   auto mask = ir::parseScoreExpr(c.mask, mctx);
   ASSERT_TRUE(mask.ok()) << mask.status();
   a.mask = *mask;
+  a.maskedRowsMean = c.meanRows;
   if (c.paddingBias) {
     program::AttentionBias bias;
     bias.shape = {c.b, 1, 1, c.sk};
@@ -475,6 +477,9 @@ for bi in range(B):
         with np.errstate(invalid="ignore"):
             p = np.exp(s - s.max(axis=1, keepdims=True))
             want[bi, h] = (p / p.sum(axis=1, keepdims=True)) @ v[bi, h // (HQ // HKV)]
+        if )", c.meanRows ? "True" : "False", R"(:
+            empty = np.all(np.isneginf(s), axis=1)
+            want[bi, h][empty] = v[bi, h // (HQ // HKV)].mean(axis=0)
 args = (q, kk, v, bias) if )", c.paddingBias ? "True" : "False", R"( else (q, kk, v)
 np.testing.assert_allclose(k(*args), want, rtol=1e-4, atol=1e-4)
 )");
@@ -508,6 +513,17 @@ TEST(NkiAttention, FullyPaddedRowsWithFiniteMaskStayUniform) {
   AttentionCase c{2, 1, 1, 5, 3, 64, "score + bias0", ""};
   c.paddingBias = true;
   c.biasFill = "np.finfo(np.float32).min";
+  runAttention(c);
+}
+
+/// masked_rows "mean" (an HF export's finfo.min fill after attention-rewrite):
+/// rows every key of which is masked (all of batch 2, whose 5 keys are all
+/// padding) give the mean of V over all keys; the others are unchanged.
+TEST(NkiAttention, FullyMaskedRowsMeanOfV) {
+  AttentionCase c{3, 2, 1, 5, 5, 64, "score + bias0", "k <= q"};
+  c.maskNumpy = "ki <= qi";
+  c.paddingBias = true;
+  c.meanRows = true;
   runAttention(c);
 }
 
