@@ -22,8 +22,9 @@
 #               building build-gpu/; on a 2-core machine this saves a whole
 #               build. Generated kernels do not depend on how fusec itself
 #               was compiled.
-# build-gpu is configured without -Werror (it is a tree for running, not the
-# warning gate) and without the cpu backend.
+# build-gpu is configured as build/ is (RelWithDebInfo, -Werror: the same
+# command lines, so ccache serves it from build/'s objects), without the cpu
+# backend.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 all=0 build=1 B=build-gpu
@@ -41,7 +42,7 @@ esac
 # fusec-run do not link libLLVM (see the end of this script).
 launcher=()
 command -v ccache > /dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
-GPU_CONFIG=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DFUSEC_WERROR=OFF -DFUSEC_CPU_BACKEND=OFF "${launcher[@]}")
+GPU_CONFIG=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DFUSEC_WERROR=ON -DFUSEC_CPU_BACKEND=OFF "${launcher[@]}")
 TARGETS=(fusec fusec-run fusec_runtime RuntimeTest RuntimeRobustnessTest CodegenGpuTest ArtifactGpuTest)
 OPTIONAL=(AttentionKernelTest AttentionCodegenTest fusec-emit-attention)
 BINS=(fusec fusec-run RuntimeTest RuntimeRobustnessTest CodegenGpuTest ArtifactGpuTest AttentionKernelTest
