@@ -440,9 +440,12 @@ absl::StatusOr<TensorType> Importer::typeFromValueInfo(const onnx::ValueInfoProt
   for (int i = 0; i < tt.shape().dim_size(); ++i) {
     const auto &d = tt.shape().dim(i);
     if (d.has_dim_value()) {
-      // Some exporters (old paddle2onnx, some TF converters) write -1 for
-      // "unknown": it becomes a symbol of its own, as a dim_param would.
-      if (d.dim_value() == -1) {
+      // Some exporters write -1 (old paddle2onnx, some TF converters) or 0
+      // (older TF and Caffe2 converters) for "unknown": either becomes a
+      // symbol of its own, as a dim_param would. A genuinely empty input is
+      // still accepted (the symbol binds to 0 when the data arrives); an
+      // artifact then needs it bound with --shape, like any symbolic dim.
+      if (d.dim_value() == -1 || d.dim_value() == 0) {
         dims.push_back(ir::Dim::symbolic(freshSymbol(absl::StrCat(vi.name(), "_dim", i))));
         continue;
       }

@@ -111,6 +111,37 @@ TEST(ImporterFormsTest, MinusOneDimBecomesASymbol) {
   EXPECT_THAT(messageOf(g2.status()), HasSubstr("negative dimension -2"));
 }
 
+TEST(ImporterFormsTest, ZeroDimBecomesASymbolAndBindsToAnySize) {
+  // Older TF / Caffe2 converters write 0 for "unknown" in graph inputs and
+  // value_info; it reads as a symbol, so both a real batch and a genuinely
+  // empty tensor run.
+  TempDir dir;
+  auto m = makeModel(17);
+  addInput(m, "x", {int64_t{0}, 3});
+  addNode(m, "Relu", {"x"}, {"r"}, "r");
+  addNode(m, "Neg", {"r"}, {"y"}, "n");
+  setValueInfo(m.mutable_graph()->add_value_info(), "r", onnx::TensorProto::FLOAT, {int64_t{0}, 3});
+  addOutput(m, "y", {int64_t{0}, 3});
+  auto g = importOnnxModel(writeModel(m, dir.file("model.onnx")));
+  ASSERT_TRUE(g.ok()) << g.status();
+  const ir::TensorType &t = (*g)->findValue("x")->type();
+  ASSERT_EQ(t.rank(), 2);
+  EXPECT_TRUE(t.shape[0].isSymbolic());
+  EXPECT_EQ(t.shape[1].value, 3);
+  for (int64_t batch : {2, 0}) {
+    std::map<std::string, ir::Tensor> inputs;
+    std::vector<double> x(static_cast<size_t>(batch * 3), -1.5);
+    if (batch) x[1] = 2;
+    inputs["x"] = ir::Tensor::fromDoubles(ir::DType::kF32, {batch, 3}, x);
+    auto out = interp::runGraph(**g, inputs);
+    ASSERT_TRUE(out.ok()) << batch << ": " << out.status();
+    EXPECT_EQ((*out)[0].shape(), (ir::Shape{batch, 3}));
+    if (batch) {
+      EXPECT_EQ((*out)[0].toDoubles()[1], -2);
+    }
+  }
+}
+
 TEST(ImporterFormsTest, DeclaredOutputTypeThatContradictsTheOpIsAnError) {
   TempDir dir;
   // Relu of f32[2,3] declared as f32[2,4]: a claim the op cannot meet.
