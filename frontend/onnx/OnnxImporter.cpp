@@ -49,9 +49,11 @@ using ir::TensorType;
 /// changed only in ways the table does not see: new element types (float8,
 /// int2/uint2, float6: refused as dtypes), Cast's round_mode (applies only to
 /// float8e8m0 targets), Range's stash_type (accumulation type for f16/bf16;
-/// fusec computes Range exactly in f64 and rounds once) and Mod's spelled-out
-/// IEEE special cases (what the interpreter already does). Checked with
-/// onnx.defs.get_schema over every row of ir/Ops.def.
+/// fusec computes Range exactly in f64 and rounds once, so a 16-bit stash_type
+/// is refused in OpsetUpgrade.cpp) and Mod's spelled-out IEEE special cases
+/// (what the interpreter already does). Checked with onnx.defs.get_schema over
+/// every row of ir/Ops.def. Function ops (not rows) are expanded per version
+/// from that version's own body (internal/OnnxFunctions.h).
 constexpr int64_t kMinOpset = 11;
 constexpr int64_t kMaxOpset = 28;
 

@@ -82,6 +82,30 @@ TEST(ImporterFormsTest, NewestOpsetImportsAndRuns) {
   EXPECT_EQ((*out)[0].toDoubles(), (std::vector<double>{0, 1, 0.5}));
 }
 
+TEST(ImporterFormsTest, RangeWithA16BitStashTypeIsRefused) {
+  // Range-27's stash_type: f32 (the default) is what fusec computes; an f16
+  // accumulation is not, so it is refused rather than computed differently.
+  for (int64_t stash : {1, 10}) {
+    TempDir dir;
+    auto m = makeModel(27);
+    m.set_ir_version(13);
+    for (const char *n : {"start", "limit", "delta"}) addInput(m, n, {}, onnx::TensorProto::FLOAT16);
+    auto *r = addNode(m, "Range", {"start", "limit", "delta"}, {"y"}, "range");
+    addIntAttr(r, "stash_type", stash);
+    auto *o = m.mutable_graph()->add_output();
+    o->set_name("y");
+    o->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT16);
+    auto g = importOnnxModel(writeModel(m, dir.file("model.onnx")));
+    if (stash == 1) {
+      EXPECT_TRUE(g.ok()) << g.status();
+    } else {
+      ASSERT_FALSE(g.ok());
+      EXPECT_EQ(g.status().code(), absl::StatusCode::kUnimplemented);
+      EXPECT_THAT(messageOf(g.status()), HasSubstr("stash_type 10"));
+    }
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // -1 as an unknown dimension
 //===----------------------------------------------------------------------===//
