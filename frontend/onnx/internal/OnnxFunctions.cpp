@@ -265,7 +265,22 @@ absl::StatusOr<LibraryFunction> libraryFunctionFor(
   if (look.kind == FunctionLookup::Kind::kBody) {
     out.body = *look.body;
   } else {
-    // Context-dependent: the library writes the body for this node.
+    // Context-dependent: the library writes the body for this node. Its
+    // builders read the required inputs' types without checking them, so a
+    // missing or untyped required input is refused here.
+    if (!schema) return absl::InternalError(absl::StrCat("no linked schema for ", printable(op)));
+    const auto &formals = schema->inputs();
+    for (size_t i = 0; i < formals.size(); ++i) {
+      if (formals[i].GetOption() != onnx::OpSchema::FormalParameterOption::Single) continue;
+      bool present = static_cast<int>(i) < out.call.input_size() && !out.call.input(i).empty();
+      bool typed = i < inputTypes.size() && inputTypes[i].has_tensor_type() &&
+                   inputTypes[i].tensor_type().elem_type() != 0;
+      if (!present || !typed)
+        return absl::InvalidArgumentError(absl::StrCat(
+            printable(op), " input ", i, " ('", formals[i].GetName(), "') is ",
+            present ? "of unknown element type" : "missing",
+            "; the ONNX function body needs it"));
+    }
     onnx::FunctionBodyBuildContextImpl ctx(out.call, inputTypes);
     bool built = false;
     std::string error;

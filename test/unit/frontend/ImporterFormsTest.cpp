@@ -568,6 +568,15 @@ TEST(ImporterFormsTest, FunctionOpsWithoutAUsableBodyAreRefusedWithTheReason) {
   ASSERT_FALSE(g2.ok());
   EXPECT_THAT(messageOf(g2.status()), HasSubstr("its ONNX function body uses 'If'"));
 
+  // A context-dependent body's required input missing: an error, not a crash.
+  auto m3 = makeModel(21);
+  addInput(m3, "x", {3});
+  addNode(m3, "CastLike", {"x"}, {"y"}, "cl");
+  addOutput(m3, "y", {3});
+  auto g3 = importOnnxModel(writeModel(m3, dir.file("model3.onnx")));
+  ASSERT_FALSE(g3.ok());
+  EXPECT_THAT(messageOf(g3.status()), HasSubstr("CastLike input 1 ('target_type') is missing"));
+
   // Mish does not exist before opset 18: not a function there, just unknown.
   auto y = runUnary("Mish", 17, {}, {1});
   ASSERT_FALSE(y.ok());
