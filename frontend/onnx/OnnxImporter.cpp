@@ -23,6 +23,7 @@
 #include "absl/strings/str_join.h"
 #include "frontend/onnx/internal/FunctionExpansion.h"
 #include "frontend/onnx/internal/FunctionInline.h"
+#include "frontend/onnx/internal/OnnxFunctions.h"
 #include "frontend/onnx/internal/OnnxTensor.h"
 #include "frontend/onnx/internal/OpsetUpgrade.h"
 #include "google/protobuf/io/coded_stream.h"
@@ -48,9 +49,11 @@ using ir::TensorType;
 /// changed only in ways the table does not see: new element types (float8,
 /// int2/uint2, float6: refused as dtypes), Cast's round_mode (applies only to
 /// float8e8m0 targets), Range's stash_type (accumulation type for f16/bf16;
-/// fusec computes Range exactly in f64 and rounds once) and Mod's spelled-out
-/// IEEE special cases (what the interpreter already does). Checked with
-/// onnx.defs.get_schema over every row of ir/Ops.def.
+/// fusec computes Range exactly in f64 and rounds once, so a 16-bit stash_type
+/// is refused in OpsetUpgrade.cpp) and Mod's spelled-out IEEE special cases
+/// (what the interpreter already does). Checked with onnx.defs.get_schema over
+/// every row of ir/Ops.def. Function ops (not rows) are expanded per version
+/// from that version's own body (internal/OnnxFunctions.h).
 constexpr int64_t kMinOpset = 11;
 constexpr int64_t kMaxOpset = 28;
 
@@ -151,6 +154,65 @@ TensorType refineType(const TensorType &inferred, const TensorType &declared) {
   return out;
 }
 
+/// Nesting limit for function bodies whose ops are functions again.
+constexpr int kMaxFunctionDepth = 16;
+
+/// True if the importer accepts ai.onnx op \p opType at \p opset: a row of
+/// the op table (not an internal op), an op expanded by FunctionExpansion.cpp,
+/// or an ONNX function whose body the ONNX library gives (OnnxFunctions.h)
+/// and whose ops are all accepted in turn (a context-dependent body is
+/// accepted here and checked when it is built). \p why, if given, receives
+/// the reason a function op is refused.
+bool acceptsOnnxOp(const std::string &opType, int64_t opset, std::string *why, int depth = 0) {
+  if (const ir::OpInfo *info = ir::lookupOp(opType)) return !isInternalOp(*info);
+  if (internal::isExpandedFunctionOp(opType)) return true;
+  internal::FunctionLookup f = internal::lookupLibraryFunction(opType, opset);
+  using Kind = internal::FunctionLookup::Kind;
+  switch (f.kind) {
+    case Kind::kNotAFunction: return false;
+    case Kind::kContextDependent: return true;
+    case Kind::kUnavailable:
+      if (why) *why = f.why;
+      return false;
+    case Kind::kBody: break;
+  }
+  if (depth >= kMaxFunctionDepth) return false;
+  int64_t bodyOpset = f.sinceVersion;
+  for (const auto &os : f.body->opset_import())
+    if (isOnnxDomain(os.domain())) bodyOpset = os.version();
+  for (const auto &n : f.body->node()) {
+    if (!isOnnxDomain(n.domain())) {
+      if (why) *why = absl::StrCat("its ONNX function body uses ", n.domain(), ".", n.op_type());
+      return false;
+    }
+    if (n.op_type() == "Constant") continue;
+    if (!acceptsOnnxOp(n.op_type(), bodyOpset, nullptr, depth + 1)) {
+      if (why) *why = absl::StrCat("its ONNX function body uses '", n.op_type(), "'");
+      return false;
+    }
+  }
+  return true;
+}
+
+/// The TypeProto of \p v (elem_type 0 and no shape where unknown), for the
+/// ONNX library's context-dependent function builders.
+onnx::TypeProto typeProtoOf(const ir::Value *v) {
+  onnx::TypeProto t;
+  auto *tt = t.mutable_tensor_type();
+  if (!v) return t;
+  const TensorType &type = v->type();
+  tt->set_elem_type(static_cast<int32_t>(type.dtype));
+  if (type.rankKnown) {
+    auto *shape = tt->mutable_shape();
+    for (const ir::Dim &d : type.shape) {
+      auto *dim = shape->add_dim();
+      if (d.isStatic()) dim->set_dim_value(d.value);
+      else if (d.isSymbolic()) dim->set_dim_param(d.symbol);
+    }
+  }
+  return t;
+}
+
 class Importer {
  public:
   Importer(const onnx::ModelProto &model, std::string modelDir)
@@ -170,7 +232,11 @@ class Importer {
   std::string freshSymbol(const std::string &base);
   absl::Status readDeclaredTypes();
   absl::Status importInitializersAndInputs();
-  absl::Status importNode(int index);
+  absl::Status importNode(const onnx::NodeProto &n, const std::string &name, int64_t opset,
+                          int depth);
+  absl::Status expandLibraryFunction(const onnx::NodeProto &n, const std::string &name,
+                                     int64_t opset, int depth);
+  std::string freshValueName(const std::string &base);
   absl::Status importConstantNode(const onnx::NodeProto &node, const std::string &name);
   absl::Status importOutputs();
 
@@ -193,6 +259,9 @@ class Importer {
   absl::flat_hash_set<std::string> usedSymbols_;
   absl::flat_hash_map<std::string, TensorType> declared_;
   absl::flat_hash_set<std::string> declaredOutputs_;  ///< names with a declared graph-output type
+  /// Value names taken by the model's own values or handed out for the
+  /// nodes of expanded function bodies (freshValueName()).
+  absl::flat_hash_set<std::string> reservedValueNames_;
 };
 
 absl::Status Importer::readOpsets() {
@@ -263,13 +332,15 @@ void Importer::collectUnsupportedInSubgraphs(const onnx::NodeProto &n, const std
         std::string innerPath = absl::StrCat(sub, "/", printable(name));
         const ir::OpInfo *info =
             isOnnxDomain(inner.domain()) ? ir::lookupOp(inner.op_type()) : nullptr;
+        std::string why;
         bool expanded = !info && isOnnxDomain(inner.domain()) &&
-                        internal::isExpandedFunctionOp(inner.op_type());
+                        acceptsOnnxOp(inner.op_type(), opset_, &why);
         if ((!info && !expanded) || (info && isInternalOp(*info)))
           problems.push_back(absl::StrCat("  node '", innerPath, "' op ", quotedName(inner.op_type()),
                                           " domain ", quotedName(domainName(inner.domain())),
                                           " opset ", opsetText(inner.domain()),
-                                          " (inside the body of ", quotedName(path), ")"));
+                                          " (inside the body of ", quotedName(path),
+                                          why.empty() ? "" : "; ", printable(why), ")"));
         collectUnsupportedInSubgraphs(inner, innerPath, problems);
       }
     }
@@ -299,10 +370,11 @@ absl::Status Importer::checkSupported() {
                                       " is fusec's internal op, not an ONNX op)"));
       continue;
     }
-    if (!info && isOnnxDomain(n.domain()) && internal::isExpandedFunctionOp(n.op_type()))
+    std::string why;
+    if (!info && isOnnxDomain(n.domain()) && acceptsOnnxOp(n.op_type(), opset_, &why))
       continue;  // expanded into table ops while importing
     if (!info) {
-      problems.push_back(line);
+      problems.push_back(why.empty() ? line : absl::StrCat(line, " (", printable(why), ")"));
       // The ops inside an If/Loop/Scan body are reported too, all at once.
       collectUnsupportedInSubgraphs(n, printable(nodeNames_[i]), problems);
       continue;
@@ -370,9 +442,12 @@ absl::StatusOr<TensorType> Importer::typeFromValueInfo(const onnx::ValueInfoProt
   for (int i = 0; i < tt.shape().dim_size(); ++i) {
     const auto &d = tt.shape().dim(i);
     if (d.has_dim_value()) {
-      // Some exporters (old paddle2onnx, some TF converters) write -1 for
-      // "unknown": it becomes a symbol of its own, as a dim_param would.
-      if (d.dim_value() == -1) {
+      // Some exporters write -1 (old paddle2onnx, some TF converters) or 0
+      // (older TF and Caffe2 converters) for "unknown": either becomes a
+      // symbol of its own, as a dim_param would. A genuinely empty input is
+      // still accepted (the symbol binds to 0 when the data arrives); an
+      // artifact then needs it bound with --shape, like any symbolic dim.
+      if (d.dim_value() == -1 || d.dim_value() == 0) {
         dims.push_back(ir::Dim::symbolic(freshSymbol(absl::StrCat(vi.name(), "_dim", i))));
         continue;
       }
@@ -497,10 +572,55 @@ absl::Status Importer::importConstantNode(const onnx::NodeProto &node, const std
   return absl::OkStatus();
 }
 
-absl::Status Importer::importNode(int index) {
-  const onnx::NodeProto &n = graphProto_.node(index);
-  const std::string &name = nodeNames_[index];
+std::string Importer::freshValueName(const std::string &base) {
+  std::string s = base;
+  for (int i = 1; graph_->findValue(s) || reservedValueNames_.contains(s); ++i)
+    s = absl::StrCat(base, "_", i);
+  reservedValueNames_.insert(s);
+  return s;
+}
+
+absl::Status Importer::expandLibraryFunction(const onnx::NodeProto &n, const std::string &name,
+                                             int64_t opset, int depth) {
+  if (depth >= kMaxFunctionDepth)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "ONNX function bodies nest deeper than ", kMaxFunctionDepth, " levels"));
+  std::vector<onnx::TypeProto> inputTypes;
+  for (const std::string &in : n.input())
+    inputTypes.push_back(typeProtoOf(in.empty() ? nullptr : graph_->findValue(in)));
+  FUSEC_ASSIGN_OR_RETURN(
+      internal::LibraryFunction f,
+      internal::libraryFunctionFor(n, name, opset, inputTypes,
+                                   [this](const std::string &b) { return freshValueName(b); }));
+  for (const onnx::NodeProto &p : f.prelude) FUSEC_RETURN_IF_ERROR(importConstantNode(p, p.name()));
+  FUSEC_ASSIGN_OR_RETURN(
+      std::vector<onnx::NodeProto> body,
+      internal::instantiateFunctionBody(
+          f.call, name, f.body, f.defaults,
+          [this](const std::string &b) { return freshValueName(b); },
+          [this](const std::string &b) { return uniqueNodeName(b); }));
+  for (const onnx::NodeProto &b : body)
+    FUSEC_RETURN_IF_ERROR_CTX(importNode(b, b.name(), f.bodyOpset, depth + 1),
+                              "in the ONNX function body of ", printable(n.op_type()),
+                              " (from ", f.source, "): node ", quotedName(b.name()), " (",
+                              printable(b.op_type()), ")");
+  return absl::OkStatus();
+}
+
+absl::Status Importer::importNode(const onnx::NodeProto &n, const std::string &name,
+                                  int64_t opset, int depth) {
   if (isOnnxDomain(n.domain()) && n.op_type() == "Constant") return importConstantNode(n, name);
+  if (depth > 0) {
+    // Nodes of a function body were not seen by checkSupported().
+    std::string why;
+    if (!isOnnxDomain(n.domain()) || !acceptsOnnxOp(n.op_type(), opset, &why))
+      return absl::UnimplementedError(absl::StrCat(
+          "op ", quotedName(n.op_type()), " domain ", quotedName(domainName(n.domain())),
+          " is not supported", why.empty() ? "" : absl::StrCat(" (", printable(why), ")")));
+  }
+  if (isOnnxDomain(n.domain()) && !ir::lookupOp(n.op_type()) &&
+      !internal::isExpandedFunctionOp(n.op_type()))
+    return expandLibraryFunction(n, name, opset, depth);
 
   NodeSpec spec;
   spec.opType = n.op_type();
@@ -546,7 +666,7 @@ absl::Status Importer::importNode(int index) {
 
   FUSEC_ASSIGN_OR_RETURN(
       std::vector<ir::Node *> added,
-      internal::addUpgradedNode(*graph_, std::move(spec), opset_,
+      internal::addUpgradedNode(*graph_, std::move(spec), opset,
                                 [this](const std::string &b) { return uniqueNodeName(b); }));
   for (ir::Node *node : added) {
     const ir::OpInfo *info = node->op();
@@ -586,12 +706,18 @@ absl::StatusOr<std::unique_ptr<ir::Graph>> Importer::run() {
   FUSEC_RETURN_IF_ERROR(readOpsets());
   if (!graphProto_.name().empty()) graph_->setName(toIdentifier(graphProto_.name()));
   assignNodeNames();
+  for (const auto &v : graphProto_.input()) reservedValueNames_.insert(v.name());
+  for (const auto &v : graphProto_.output()) reservedValueNames_.insert(v.name());
+  for (const auto &t : graphProto_.initializer()) reservedValueNames_.insert(t.name());
+  for (const auto &n : graphProto_.node())
+    for (const auto &o : n.output()) reservedValueNames_.insert(o);
   FUSEC_RETURN_IF_ERROR(checkSupported());
   FUSEC_RETURN_IF_ERROR(importInitializersAndInputs());
   FUSEC_RETURN_IF_ERROR(readDeclaredTypes());
   for (int i = 0; i < graphProto_.node_size(); ++i) {
     const auto &n = graphProto_.node(i);
-    FUSEC_RETURN_IF_ERROR_CTX(importNode(i), "importing node ", quotedName(nodeNames_[i]), " (",
+    FUSEC_RETURN_IF_ERROR_CTX(importNode(n, nodeNames_[i], opset_, 0), "importing node ",
+                              quotedName(nodeNames_[i]), " (",
                               printable(n.op_type()), ")");
   }
   FUSEC_RETURN_IF_ERROR(importOutputs());
@@ -654,10 +780,8 @@ absl::StatusOr<std::unique_ptr<ir::Graph>> importOnnxModelFromBytes(const std::s
                       modelDir.empty() ? std::string("/nonexistent-fusec-model-dir") : modelDir);
 }
 
-bool importerSupportsOp(const std::string &domain, const std::string &opType) {
-  if (!isOnnxDomain(domain)) return false;
-  if (const ir::OpInfo *info = ir::lookupOp(opType)) return !isInternalOp(*info);
-  return internal::isExpandedFunctionOp(opType);
+bool importerSupportsOp(const std::string &domain, const std::string &opType, int64_t opset) {
+  return isOnnxDomain(domain) && acceptsOnnxOp(opType, opset, nullptr);
 }
 
 absl::StatusOr<ir::Tensor> loadTensorProtoFile(const std::string &path, std::string *name) {

@@ -8,6 +8,7 @@
 #ifndef FUSEC_FRONTEND_ONNX_ONNXIMPORTER_H
 #define FUSEC_FRONTEND_ONNX_ONNXIMPORTER_H
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -34,9 +35,11 @@ absl::StatusOr<std::unique_ptr<ir::Graph>> importOnnxModelFromBytes(const std::s
                                                                     const std::string &modelDir);
 
 /// True if the importer accepts ONNX op \p opType of \p domain ("" or
-/// "ai.onnx" for the default domain): an op of the op table (other than
-/// fusec's internal ops), or a function op it expands into table ops.
-bool importerSupportsOp(const std::string &domain, const std::string &opType);
+/// "ai.onnx" for the default domain) at ai.onnx opset \p opset: an op of the
+/// op table (other than fusec's internal ops), or an op it expands into table
+/// ops (an ONNX function whose body the ONNX library gives and whose ops are
+/// accepted in turn; see frontend/onnx/internal/OnnxFunctions.h).
+bool importerSupportsOp(const std::string &domain, const std::string &opType, int64_t opset);
 
 /// Reads one serialized onnx.TensorProto file (the ONNX backend-test layout's
 /// input_<i>.pb / output_<i>.pb). \p name receives the tensor's name if given.

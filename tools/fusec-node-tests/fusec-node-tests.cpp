@@ -104,12 +104,15 @@ absl::StatusOr<ModelInfo> readModelInfo(const fs::path &model) {
     return absl::InvalidArgumentError(absl::StrCat("cannot parse ", model.string()));
   ModelInfo info;
   std::set<std::string> seen, bad;
+  int64_t opset = 0;
+  for (const auto &os : proto.opset_import())
+    if (os.domain().empty() || os.domain() == "ai.onnx") opset = os.version();
   for (const auto &node : proto.graph().node()) {
     const std::string &d = node.domain();
     bool defaultDomain = d.empty() || d == "ai.onnx";
     std::string name = defaultDomain ? node.op_type() : absl::StrCat(d, ".", node.op_type());
     if (seen.insert(name).second) info.opTypes.push_back(name);
-    if (!frontend::importerSupportsOp(d, node.op_type()) && bad.insert(name).second)
+    if (!frontend::importerSupportsOp(d, node.op_type(), opset) && bad.insert(name).second)
       info.unsupported.push_back(name);
   }
   std::set<std::string> inits;

@@ -1,26 +1,14 @@
 //===- FunctionExpansion.cpp - ONNX function ops as op-table ops ----------===//
 //
-// Each expansion follows the op's ONNX definition (https://onnx.ai/onnx/
-// operators/, the op's "Function" body or its formula); constants take the
-// input's dtype, so f16/bf16 models stay in their precision.
+// ONNX gives these two ops no function body (ONNX functions are expanded
+// from the library's bodies instead: OnnxFunctions.h), so they are written
+// here from the op's formula in the spec (https://onnx.ai/onnx/operators/);
+// constants take the input's dtype, so f16/bf16 models stay in their
+// precision.
 //
-//   CastLike(x, like)        Cast(x, to = dtype(like), saturate)
-//   HardSwish(x)             x * HardSigmoid(x; alpha 1/6, beta 0.5)
-//   Softsign(x)              x / (1 + |x|)
-//   Selu(x; alpha, gamma)    gamma * Elu(x; alpha)
-//   Celu(x; alpha)           alpha * Elu(x / alpha; 1)
-//   ThresholdedRelu(x; a)    Where(x > a, x, 0)
-//   Mish(x)                  x * Tanh(Softplus(x))
-//   Swish(x; alpha)          x * Sigmoid(alpha * x)
-//   Shrink(x; bias, lambd)   Where(x < -lambd, x + bias, Where(x > lambd, x - bias, 0))
-//   PRelu(x, slope)          Where(x < 0, slope * x, x)
-//   ReduceL1(x, axes)        ReduceSum(|x|, axes)          (same keepdims, noop_with_empty_axes)
-//   ReduceLogSum(x, axes)    Log(ReduceSum(x, axes))
 //   LpNormalization(x; axis, p in {1, 2})
 //                            x / n with n = ReduceSum(|x|, [axis]) or ReduceL2(x, [axis])
 //                            (keepdims), n = 0 replaced by 1 so a zero vector stays 0
-//   MeanVarianceNormalization(x; axes = [0, 2, 3])
-//                            (x - E[x]) / (Sqrt(E[x^2] - E[x]^2) + 1e-9)   (the spec's body)
 //   InstanceNormalization(x, scale, B; epsilon)
 //                            (x - mean) / Sqrt(var + epsilon) * scale[c] + B[c] over the
 //                            spatial axes [2, rank), var = E[(x - mean)^2]
@@ -45,10 +33,7 @@ using ir::Graph;
 using ir::Node;
 using ir::Value;
 
-constexpr std::string_view kExpanded[] = {
-    "CastLike", "HardSwish", "Softsign", "Selu", "Celu", "ThresholdedRelu", "Mish", "Swish",
-    "Shrink", "PRelu", "ReduceL1", "ReduceLogSum", "LpNormalization",
-    "MeanVarianceNormalization", "InstanceNormalization"};
+constexpr std::string_view kExpanded[] = {"LpNormalization", "InstanceNormalization"};
 
 /// Builds the nodes of one expansion; the last node gets the spec's output.
 class Builder {
@@ -114,27 +99,6 @@ absl::StatusOr<Value *> input(const NodeSpec &spec, size_t i) {
   return spec.inputs[i];
 }
 
-/// The reduction's attributes and axes input, opset-18 form. Before opset
-/// 18 these reductions took `axes` as an attribute.
-absl::Status reductionOperands(Graph &graph, NodeSpec &spec, int64_t opset, Builder &b,
-                               std::vector<Value *> &operands, ir::AttributeMap &attrs) {
-  FUSEC_ASSIGN_OR_RETURN(Value * x, input(spec, 0));
-  operands = {x};
-  Value *axes = spec.inputs.size() > 1 ? spec.inputs[1] : nullptr;
-  if (auto it = spec.attrs.find("axes"); it != spec.attrs.end()) {
-    if (axes) return absl::InvalidArgumentError("has both the attribute 'axes' and input 1");
-    if (it->second.kind() != Attribute::Kind::kInts)
-      return absl::InvalidArgumentError("attribute 'axes' must be a list of ints");
-    axes = b.ints(it->second.ints());
-  }
-  if (axes) operands.push_back(axes);
-  for (const char *a : {"keepdims", "noop_with_empty_axes"})
-    if (auto it = spec.attrs.find(a); it != spec.attrs.end()) attrs[a] = it->second;
-  (void)graph;
-  (void)opset;
-  return absl::OkStatus();
-}
-
 absl::StatusOr<std::vector<Node *>> expand(Graph &graph, NodeSpec &spec, int64_t opset,
                                            Builder &b) {
   const std::string &op = spec.opType;
@@ -143,71 +107,6 @@ absl::StatusOr<std::vector<Node *>> expand(Graph &graph, NodeSpec &spec, int64_t
   FUSEC_ASSIGN_OR_RETURN(Value * x, input(spec, 0));
   const DType dt = x->type().dtype;
 
-  if (op == "CastLike") {
-    FUSEC_ASSIGN_OR_RETURN(Value * like, input(spec, 1));
-    ir::AttributeMap attrs;
-    attrs["to"] = Attribute(static_cast<int64_t>(like->type().dtype));
-    if (auto it = spec.attrs.find("saturate"); it != spec.attrs.end()) attrs["saturate"] = it->second;
-    return b.finish("Cast", {x}, attrs);
-  }
-  if (op == "HardSwish") {
-    Value *hs = b.op("HardSigmoid", {x}, {{"alpha", Attribute(1.0f / 6.0f)}, {"beta", Attribute(0.5f)}});
-    return b.finish("Mul", {x, hs});
-  }
-  if (op == "Softsign") {
-    Value *den = b.op("Add", {b.scalar(dt, 1.0), b.op("Abs", {x})});
-    return b.finish("Div", {x, den});
-  }
-  if (op == "Selu") {
-    FUSEC_ASSIGN_OR_RETURN(double alpha, floatAttr(spec, "alpha", 1.67326319217681884765625));
-    FUSEC_ASSIGN_OR_RETURN(double gamma, floatAttr(spec, "gamma", 1.05070102214813232421875));
-    Value *elu = b.op("Elu", {x}, {{"alpha", Attribute(static_cast<float>(alpha))}});
-    return b.finish("Mul", {b.scalar(dt, gamma), elu});
-  }
-  if (op == "Celu") {
-    FUSEC_ASSIGN_OR_RETURN(double alpha, floatAttr(spec, "alpha", 1.0));
-    if (alpha == 0) return absl::InvalidArgumentError("Celu alpha must not be 0");
-    Value *scaled = b.op("Div", {x, b.scalar(dt, alpha)});
-    Value *elu = b.op("Elu", {scaled}, {{"alpha", Attribute(1.0f)}});
-    return b.finish("Mul", {b.scalar(dt, alpha), elu});
-  }
-  if (op == "ThresholdedRelu") {
-    FUSEC_ASSIGN_OR_RETURN(double alpha, floatAttr(spec, "alpha", 1.0));
-    Value *above = b.op("Greater", {x, b.scalar(dt, alpha)});
-    return b.finish("Where", {above, x, b.scalar(dt, 0.0)});
-  }
-  if (op == "Mish") {
-    Value *t = b.op("Tanh", {b.op("Softplus", {x})});
-    return b.finish("Mul", {x, t});
-  }
-  if (op == "Swish") {
-    FUSEC_ASSIGN_OR_RETURN(double alpha, floatAttr(spec, "alpha", 1.0));
-    Value *s = b.op("Sigmoid", {b.op("Mul", {b.scalar(dt, alpha), x})});
-    return b.finish("Mul", {x, s});
-  }
-  if (op == "Shrink") {
-    FUSEC_ASSIGN_OR_RETURN(double bias, floatAttr(spec, "bias", 0.0));
-    FUSEC_ASSIGN_OR_RETURN(double lambd, floatAttr(spec, "lambd", 0.5));
-    Value *below = b.op("Less", {x, b.scalar(dt, -lambd)});
-    Value *above = b.op("Greater", {x, b.scalar(dt, lambd)});
-    Value *hi = b.op("Where", {above, b.op("Sub", {x, b.scalar(dt, bias)}), b.scalar(dt, 0.0)});
-    return b.finish("Where", {below, b.op("Add", {x, b.scalar(dt, bias)}), hi});
-  }
-  if (op == "PRelu") {
-    FUSEC_ASSIGN_OR_RETURN(Value * slope, input(spec, 1));
-    Value *neg = b.op("Less", {x, b.scalar(dt, 0.0)});
-    return b.finish("Where", {neg, b.op("Mul", {slope, x}), x});
-  }
-  if (op == "ReduceL1" || op == "ReduceLogSum") {
-    std::vector<Value *> operands;
-    ir::AttributeMap attrs;
-    FUSEC_RETURN_IF_ERROR(reductionOperands(graph, spec, opset, b, operands, attrs));
-    if (op == "ReduceL1") {
-      operands[0] = b.op("Abs", {x});
-      return b.finish("ReduceSum", operands, attrs);
-    }
-    return b.finish("Log", {b.op("ReduceSum", operands, attrs)});
-  }
   if (op == "LpNormalization") {
     FUSEC_ASSIGN_OR_RETURN(int64_t axis, intAttr(spec, "axis", -1));
     FUSEC_ASSIGN_OR_RETURN(int64_t p, intAttr(spec, "p", 2));

@@ -1,11 +1,10 @@
 //===- FunctionExpansion.h - ONNX function ops as op-table ops --*- C++ -*-===//
 //
-// ONNX defines many ops as functions of others (the "Function" section of
-// each op's spec). Those that are exact compositions of ops in fusec's op
-// table are expanded while the model is imported, so that shape inference,
-// the interpreter, fusion and every backend see only table ops; an expanded
-// activation such as HardSwish then fuses into its neighbours' kernel like
-// any elementwise chain. Private to the frontend.
+// Ops that ONNX does not define as functions but that are exact compositions
+// of op-table ops (LpNormalization, InstanceNormalization) are expanded while
+// the model is imported, so that shape inference, the interpreter, fusion and
+// every backend see only table ops. ONNX function ops are expanded from the
+// ONNX library's bodies instead (OnnxFunctions.h). Private to the frontend.
 //
 //===----------------------------------------------------------------------===//
 #ifndef FUSEC_FRONTEND_ONNX_INTERNAL_FUNCTIONEXPANSION_H

@@ -101,51 +101,14 @@ class Inliner {
           where, " has ", n.input_size(), " inputs and ", n.output_size(),
           " outputs; the function declares ", f->input_size(), " and ", f->output_size()));
 
-    // Formal -> actual value names; everything else in the body is renamed.
-    std::map<std::string, std::string> rename;
-    for (int i = 0; i < f->input_size(); ++i)
-      rename[f->input(i)] = i < n.input_size() ? n.input(i) : std::string();
-    for (int i = 0; i < f->output_size(); ++i)
-      rename[f->output(i)] = i < n.output_size() ? n.output(i) : std::string();
     const std::string prefix = n.name().empty() ? n.op_type() : n.name();
-    auto mapName = [&](const std::string &v) -> std::string {
-      if (v.empty()) return v;
-      auto it = rename.find(v);
-      if (it != rename.end()) return it->second;
-      std::string s = fresh(absl::StrCat(prefix, "/", v), used_);
-      rename[v] = s;
-      return s;
-    };
-    // Attribute values of this call (with the function's defaults behind).
-    std::map<std::string, const onnx::AttributeProto *> actual;
-    std::vector<onnx::AttributeProto> defaults = attributeDefaults(*f);
-    for (const auto &a : defaults) actual[a.name()] = &a;
-    for (const auto &a : n.attribute()) actual[a.name()] = &a;
-
-    for (int bi = 0; bi < f->node_size(); ++bi) {
-      onnx::NodeProto body = f->node(bi);
-      for (auto &in : *body.mutable_input()) in = mapName(in);
-      for (auto &o : *body.mutable_output()) o = mapName(o);
-      body.set_name(fresh(absl::StrCat(prefix, "/",
-                                       body.name().empty() ? absl::StrCat(body.op_type(), "_", bi)
-                                                           : body.name()),
-                          usedNodes_));
-      google::protobuf::RepeatedPtrField<onnx::AttributeProto> attrs;
-      for (const auto &a : body.attribute()) {
-        if (a.ref_attr_name().empty()) {
-          *attrs.Add() = a;
-          continue;
-        }
-        auto it = actual.find(a.ref_attr_name());
-        if (it == actual.end()) continue;  // unset: the op's default applies
-        onnx::AttributeProto v = *it->second;
-        v.set_name(a.name());
-        v.clear_ref_attr_name();
-        *attrs.Add() = std::move(v);
-      }
-      body.mutable_attribute()->Swap(&attrs);
-      FUSEC_RETURN_IF_ERROR(expand(body, depth + 1, out));
-    }
+    FUSEC_ASSIGN_OR_RETURN(
+        std::vector<onnx::NodeProto> body,
+        instantiateFunctionBody(
+            n, prefix, *f, attributeDefaults(*f),
+            [this](const std::string &b) { return fresh(b, used_); },
+            [this](const std::string &b) { return fresh(b, usedNodes_); }));
+    for (const onnx::NodeProto &b : body) FUSEC_RETURN_IF_ERROR(expand(b, depth + 1, out));
     return absl::OkStatus();
   }
 
@@ -157,6 +120,60 @@ class Inliner {
 };
 
 }  // namespace
+
+absl::StatusOr<std::vector<onnx::NodeProto>> instantiateFunctionBody(
+    const onnx::NodeProto &call, const std::string &prefix, const onnx::FunctionProto &f,
+    const std::vector<onnx::AttributeProto> &defaults,
+    const std::function<std::string(const std::string &)> &freshValue,
+    const std::function<std::string(const std::string &)> &freshNode) {
+  if (call.input_size() > f.input_size() || call.output_size() > f.output_size())
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the call has ", call.input_size(), " inputs and ", call.output_size(),
+        " outputs; the function declares ", f.input_size(), " and ", f.output_size()));
+  // Formal -> actual value names; everything else in the body is renamed.
+  std::map<std::string, std::string> rename;
+  for (int i = 0; i < f.input_size(); ++i)
+    rename[f.input(i)] = i < call.input_size() ? call.input(i) : std::string();
+  for (int i = 0; i < f.output_size(); ++i)
+    rename[f.output(i)] = i < call.output_size() ? call.output(i) : std::string();
+  auto mapName = [&](const std::string &v) -> std::string {
+    if (v.empty()) return v;
+    auto it = rename.find(v);
+    if (it != rename.end()) return it->second;
+    std::string s = freshValue(absl::StrCat(prefix, "/", v));
+    rename[v] = s;
+    return s;
+  };
+  // Attribute values of this call (with the defaults behind).
+  std::map<std::string, const onnx::AttributeProto *> actual;
+  for (const auto &a : defaults) actual[a.name()] = &a;
+  for (const auto &a : call.attribute()) actual[a.name()] = &a;
+
+  std::vector<onnx::NodeProto> out;
+  for (int bi = 0; bi < f.node_size(); ++bi) {
+    onnx::NodeProto body = f.node(bi);
+    for (auto &in : *body.mutable_input()) in = mapName(in);
+    for (auto &o : *body.mutable_output()) o = mapName(o);
+    body.set_name(freshNode(absl::StrCat(
+        prefix, "/", body.name().empty() ? absl::StrCat(body.op_type(), "_", bi) : body.name())));
+    google::protobuf::RepeatedPtrField<onnx::AttributeProto> attrs;
+    for (const auto &a : body.attribute()) {
+      if (a.ref_attr_name().empty()) {
+        *attrs.Add() = a;
+        continue;
+      }
+      auto it = actual.find(a.ref_attr_name());
+      if (it == actual.end()) continue;  // unset: the op's default applies
+      onnx::AttributeProto v = *it->second;
+      v.set_name(a.name());
+      v.clear_ref_attr_name();
+      *attrs.Add() = std::move(v);
+    }
+    body.mutable_attribute()->Swap(&attrs);
+    out.push_back(std::move(body));
+  }
+  return out;
+}
 
 absl::Status inlineLocalFunctions(onnx::ModelProto &model) { return Inliner(model).run(); }
 

@@ -10,7 +10,11 @@
 #ifndef FUSEC_FRONTEND_ONNX_INTERNAL_FUNCTIONINLINE_H
 #define FUSEC_FRONTEND_ONNX_INTERNAL_FUNCTIONINLINE_H
 
-#include "absl/status/status.h"
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
 #include "onnx/onnx_pb.h"
 
 namespace fusec::frontend::internal {
@@ -33,6 +37,20 @@ namespace fusec::frontend::internal {
 /// function whose ai.onnx opset differs from the model's (the body would be
 /// read with the wrong op semantics).
 absl::Status inlineLocalFunctions(onnx::ModelProto &model);
+
+/// The nodes of \p f's body for one \p call, renamed as described above:
+/// formals -> the call's actual names; other values -> freshValue("<prefix>/<name>");
+/// body nodes -> freshNode("<prefix>/<node name or op_type_index>");
+/// attribute references resolved from the call, then \p defaults (the
+/// IR-9 attribute_proto of a local function, or an ONNX schema's defaults),
+/// else dropped. Nested calls are not expanded here.
+/// Errors: InvalidArgument if the call has more inputs or outputs than \p f
+/// declares.
+absl::StatusOr<std::vector<onnx::NodeProto>> instantiateFunctionBody(
+    const onnx::NodeProto &call, const std::string &prefix, const onnx::FunctionProto &f,
+    const std::vector<onnx::AttributeProto> &defaults,
+    const std::function<std::string(const std::string &)> &freshValue,
+    const std::function<std::string(const std::string &)> &freshNode);
 
 }  // namespace fusec::frontend::internal
 

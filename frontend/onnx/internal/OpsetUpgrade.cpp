@@ -20,6 +20,9 @@
 //                                  axis (rank unknown here) flattens with
 //                                  Flatten(x, axis) instead. Newer nodes get
 //                                  their default axis -1 written explicitly.
+//   Range                          opset 27: `stash_type` (f16/bf16 accumulation
+//                                  type); 1 and 11 are what fusec computes,
+//                                  others are refused (Unimplemented)
 //   Dropout                        opset 12: `ratio` attribute -> input 1
 //                                  (the interpreter treats Dropout as
 //                                  identity; kept for fidelity)
@@ -142,6 +145,20 @@ absl::StatusOr<std::vector<Node *>> upgrade(
   } else if (op == "Softmax" || op == "LogSoftmax") {
     if (opset < 13) return upgradeCoercingSoftmax(graph, std::move(spec), uniqueNodeName);
     if (!spec.attrs.count("axis")) spec.attrs["axis"] = Attribute(int64_t{-1});
+  } else if (op == "Range") {
+    // Opset 27: stash_type names the accumulation type for f16/bf16. fusec
+    // computes start + i * delta exactly and rounds once, which is what
+    // stash_type 1 (f32, the default) and 11 (f64) give up to one rounding;
+    // an f16/bf16 accumulation (successive inexact sums) is not reproduced.
+    auto it = spec.attrs.find("stash_type");
+    if (opset >= 27 && it != spec.attrs.end() && it->second.kind() == Attribute::Kind::kInt &&
+        it->second.i() != 1 && it->second.i() != 11 && !spec.inputs.empty() && spec.inputs[0] &&
+        (spec.inputs[0]->type().dtype == ir::DType::kF16 ||
+         spec.inputs[0]->type().dtype == ir::DType::kBF16))
+      return absl::UnimplementedError(absl::StrCat(
+          "Range with stash_type ", it->second.i(),
+          " (accumulation in the input's 16-bit type) is not supported; fusec computes Range "
+          "exactly, as stash_type 1 (f32) or 11 (f64)"));
   } else if (op == "Dropout") {
     auto it = spec.attrs.find("ratio");
     if (opset < 12 && it != spec.attrs.end()) {

@@ -8,9 +8,15 @@
 //===----------------------------------------------------------------------===//
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <memory>
+
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "frontend/onnx/OnnxImporter.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -18,6 +24,7 @@
 #include "ir/Graph.h"
 #include "onnx/onnx_pb.h"
 #include "support/Escape.h"
+#include "support/Status.h"
 #include "test/unit/frontend/OnnxModelBuilder.h"
 
 namespace fusec::frontend {
@@ -75,6 +82,30 @@ TEST(ImporterFormsTest, NewestOpsetImportsAndRuns) {
   EXPECT_EQ((*out)[0].toDoubles(), (std::vector<double>{0, 1, 0.5}));
 }
 
+TEST(ImporterFormsTest, RangeWithA16BitStashTypeIsRefused) {
+  // Range-27's stash_type: f32 (the default) is what fusec computes; an f16
+  // accumulation is not, so it is refused rather than computed differently.
+  for (int64_t stash : {1, 10}) {
+    TempDir dir;
+    auto m = makeModel(27);
+    m.set_ir_version(13);
+    for (const char *n : {"start", "limit", "delta"}) addInput(m, n, {}, onnx::TensorProto::FLOAT16);
+    auto *r = addNode(m, "Range", {"start", "limit", "delta"}, {"y"}, "range");
+    addIntAttr(r, "stash_type", stash);
+    auto *o = m.mutable_graph()->add_output();
+    o->set_name("y");
+    o->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT16);
+    auto g = importOnnxModel(writeModel(m, dir.file("model.onnx")));
+    if (stash == 1) {
+      EXPECT_TRUE(g.ok()) << g.status();
+    } else {
+      ASSERT_FALSE(g.ok());
+      EXPECT_EQ(g.status().code(), absl::StatusCode::kUnimplemented);
+      EXPECT_THAT(messageOf(g.status()), HasSubstr("stash_type 10"));
+    }
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // -1 as an unknown dimension
 //===----------------------------------------------------------------------===//
@@ -102,6 +133,37 @@ TEST(ImporterFormsTest, MinusOneDimBecomesASymbol) {
   auto g2 = importOnnxModel(writeModel(m2, dir.file("model2.onnx")));
   ASSERT_FALSE(g2.ok());
   EXPECT_THAT(messageOf(g2.status()), HasSubstr("negative dimension -2"));
+}
+
+TEST(ImporterFormsTest, ZeroDimBecomesASymbolAndBindsToAnySize) {
+  // Older TF / Caffe2 converters write 0 for "unknown" in graph inputs and
+  // value_info; it reads as a symbol, so both a real batch and a genuinely
+  // empty tensor run.
+  TempDir dir;
+  auto m = makeModel(17);
+  addInput(m, "x", {int64_t{0}, 3});
+  addNode(m, "Relu", {"x"}, {"r"}, "r");
+  addNode(m, "Neg", {"r"}, {"y"}, "n");
+  setValueInfo(m.mutable_graph()->add_value_info(), "r", onnx::TensorProto::FLOAT, {int64_t{0}, 3});
+  addOutput(m, "y", {int64_t{0}, 3});
+  auto g = importOnnxModel(writeModel(m, dir.file("model.onnx")));
+  ASSERT_TRUE(g.ok()) << g.status();
+  const ir::TensorType &t = (*g)->findValue("x")->type();
+  ASSERT_EQ(t.rank(), 2);
+  EXPECT_TRUE(t.shape[0].isSymbolic());
+  EXPECT_EQ(t.shape[1].value, 3);
+  for (int64_t batch : {2, 0}) {
+    std::map<std::string, ir::Tensor> inputs;
+    std::vector<double> x(static_cast<size_t>(batch * 3), -1.5);
+    if (batch) x[1] = 2;
+    inputs["x"] = ir::Tensor::fromDoubles(ir::DType::kF32, {batch, 3}, x);
+    auto out = interp::runGraph(**g, inputs);
+    ASSERT_TRUE(out.ok()) << batch << ": " << out.status();
+    EXPECT_EQ((*out)[0].shape(), (ir::Shape{batch, 3}));
+    if (batch) {
+      EXPECT_EQ((*out)[0].toDoubles()[1], -2);
+    }
+  }
 }
 
 TEST(ImporterFormsTest, DeclaredOutputTypeThatContradictsTheOpIsAnError) {
@@ -305,6 +367,223 @@ TEST(ImporterFormsTest, RecursiveLocalFunctionIsAnErrorNotACrash) {
 //===----------------------------------------------------------------------===//
 // External data: the opened file itself is checked
 //===----------------------------------------------------------------------===//
+
+//===----------------------------------------------------------------------===//
+// ONNX function ops expanded from the ONNX library's bodies
+//===----------------------------------------------------------------------===//
+
+void addFloatAttr(onnx::NodeProto *n, const std::string &name, float v) {
+  auto *a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::FLOAT);
+  a->set_f(v);
+}
+
+/// Imports and runs y = op(x) on f32[5] at \p opset; \returns y, or the
+/// import / run error.
+absl::StatusOr<std::vector<double>> runUnary(const std::string &op, int64_t opset,
+                                             const std::vector<std::pair<std::string, float>> &attrs,
+                                             const std::vector<double> &x,
+                                             std::unique_ptr<ir::Graph> *graphOut = nullptr) {
+  TempDir dir;
+  auto m = makeModel(opset);
+  addInput(m, "x", {static_cast<int64_t>(x.size())});
+  auto *n = addNode(m, op, {"x"}, {"y"}, "fn");
+  for (const auto &[name, v] : attrs) addFloatAttr(n, name, v);
+  addOutput(m, "y", {static_cast<int64_t>(x.size())});
+  FUSEC_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> g,
+                         importOnnxModel(writeModel(m, dir.file("model.onnx"))));
+  std::map<std::string, ir::Tensor> inputs;
+  inputs["x"] = ir::Tensor::fromDoubles(ir::DType::kF32, {static_cast<int64_t>(x.size())}, x);
+  FUSEC_ASSIGN_OR_RETURN(std::vector<ir::Tensor> out, interp::runGraph(*g, inputs));
+  if (graphOut) *graphOut = std::move(g);
+  return out.at(0).toDoubles();
+}
+
+void expectNear(const std::vector<double> &got, const std::vector<double> &want,
+                const std::string &what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5) << what << " [" << i << "]";
+}
+
+TEST(ImporterFormsTest, FunctionOpsExpandFromTheLibraryAndCompute) {
+  const std::vector<double> x = {-4, -1, 0, 0.75, 3};
+  auto map = [&](auto f) {
+    std::vector<double> y;
+    for (double v : x) y.push_back(f(v));
+    return y;
+  };
+  auto softplus = [](double v) { return std::log1p(std::exp(v)); };
+  auto hardSwish = [](double v) { return v * std::max(0.0, std::min(1.0, v / 6 + 0.5)); };
+  const double seluA = 1.67326319217681884765625, seluG = 1.05070102214813232421875;
+  struct Case {
+    std::string op;
+    int64_t opset;  // which library gives the body: see OnnxFunctions.h
+    std::vector<std::pair<std::string, float>> attrs;
+    std::vector<double> want;
+  };
+  const std::vector<Case> cases = {
+      // HardSwish-14 from the linked library, HardSwish-22 from onnx 1.23's body.
+      {"HardSwish", 14, {}, map(hardSwish)},
+      {"HardSwish", 22, {}, map(hardSwish)},
+      {"Mish", 18, {}, map([&](double v) { return v * std::tanh(softplus(v)); })},
+      {"Mish", 28, {}, map([&](double v) { return v * std::tanh(softplus(v)); })},
+      {"Softsign", 13, {}, map([](double v) { return v / (1 + std::fabs(v)); })},
+      {"Selu", 17, {}, map([&](double v) { return seluG * (v > 0 ? v : seluA * (std::exp(v) - 1)); })},
+      {"Selu", 22, {{"alpha", 2.0f}, {"gamma", 3.0f}},
+       map([](double v) { return 3 * (v > 0 ? v : 2 * (std::exp(v) - 1)); })},
+      // Celu-12 is context-dependent in the linked library; Celu-28 a plain body.
+      {"Celu", 13, {{"alpha", 2.0f}},
+       map([](double v) { return std::max(0.0, v) + std::min(0.0, 2 * (std::exp(v / 2) - 1)); })},
+      {"Celu", 28, {},
+       map([](double v) { return std::max(0.0, v) + std::min(0.0, std::exp(v) - 1); })},
+      {"ThresholdedRelu", 11, {{"alpha", 0.5f}}, map([](double v) { return v > 0.5 ? v : 0.0; })},
+      {"Shrink", 11, {{"lambd", 1.5f}, {"bias", 0.5f}},
+       map([](double v) { return v < -1.5 ? v + 0.5 : v > 1.5 ? v - 0.5 : 0.0; })},
+  };
+  for (const Case &c : cases) {
+    std::string what = absl::StrCat(c.op, " at opset ", c.opset);
+    auto y = runUnary(c.op, c.opset, c.attrs, x);
+    ASSERT_TRUE(y.ok()) << what << ": " << y.status();
+    expectNear(*y, c.want, what);
+  }
+}
+
+TEST(ImporterFormsTest, ExpandedNodesKeepTheNodeNameAsPrefix) {
+  std::unique_ptr<ir::Graph> g;
+  auto y = runUnary("HardSwish", 17, {}, {1, 2}, &g);
+  ASSERT_TRUE(y.ok()) << y.status();
+  int expanded = 0;
+  for (ir::Node *n : g->nodes()) {
+    EXPECT_EQ(n->name().rfind("fn/", 0), 0u) << n->name();
+    ++expanded;
+  }
+  EXPECT_EQ(expanded, 2);  // HardSigmoid, Mul
+  EXPECT_NE(g->findValue("y"), nullptr);  // the call's output keeps its name
+}
+
+TEST(ImporterFormsTest, CastLikeAtEveryOpsetThatHasIt) {
+  for (int64_t opset : {15, 19, 21, 23, 25, 28}) {
+    TempDir dir;
+    auto m = makeModel(opset);
+    addInput(m, "x", {3});
+    addInput(m, "like", {1}, onnx::TensorProto::FLOAT16);
+    addNode(m, "CastLike", {"x", "like"}, {"y"}, "cl");
+    addOutput(m, "y", {3}, onnx::TensorProto::FLOAT16);
+    auto g = importOnnxModel(writeModel(m, dir.file("model.onnx")));
+    ASSERT_TRUE(g.ok()) << "opset " << opset << ": " << g.status();
+    EXPECT_EQ((*g)->findValue("y")->type().dtype, ir::DType::kF16) << opset;
+    std::map<std::string, ir::Tensor> inputs;
+    inputs["x"] = ir::Tensor::fromDoubles(ir::DType::kF32, {3}, {1.5, -2, 65504});
+    inputs["like"] = ir::Tensor::fromDoubles(ir::DType::kF16, {1}, {0});
+    auto out = interp::runGraph(**g, inputs);
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ((*out)[0].dtype(), ir::DType::kF16);
+    EXPECT_EQ((*out)[0].toDoubles(), (std::vector<double>{1.5, -2, 65504})) << opset;
+  }
+}
+
+TEST(ImporterFormsTest, ReductionFunctionsInTheirAttributeForm) {
+  // ReduceL1 / ReduceLogSum before opset 18 take axes as an attribute; the
+  // importer expands them in their opset-18 form (axes as input 1).
+  for (int64_t opset : {13, 18}) {
+    for (std::string op : {"ReduceL1", "ReduceLogSum", "ReduceLogSumExp"}) {
+      TempDir dir;
+      auto m = makeModel(opset);
+      addInput(m, "x", {2, 3});
+      auto *n = addNode(m, op, opset < 18 ? std::vector<std::string>{"x"}
+                                          : std::vector<std::string>{"x", "axes"},
+                        {"y"}, "red");
+      if (opset < 18) {
+        addIntsAttr(n, "axes", {1});
+      } else {
+        auto *t = m.mutable_graph()->add_initializer();
+        t->set_name("axes");
+        t->set_data_type(onnx::TensorProto::INT64);
+        t->add_dims(1);
+        t->add_int64_data(1);
+      }
+      addIntAttr(n, "keepdims", 0);
+      addOutput(m, "y", {2});
+      std::string what = absl::StrCat(op, " at opset ", opset);
+      auto g = importOnnxModel(writeModel(m, dir.file("model.onnx")));
+      ASSERT_TRUE(g.ok()) << what << ": " << g.status();
+      std::map<std::string, ir::Tensor> inputs;
+      inputs["x"] = ir::Tensor::fromDoubles(ir::DType::kF32, {2, 3}, {1, -2, 3, 0.5, 0.25, 4});
+      auto out = interp::runGraph(**g, inputs);
+      ASSERT_TRUE(out.ok()) << what << ": " << out.status();
+      std::vector<double> want;
+      if (op == "ReduceL1") want = {6, 4.75};
+      if (op == "ReduceLogSum") want = {std::log(2.0), std::log(4.75)};
+      if (op == "ReduceLogSumExp")
+        want = {std::log(std::exp(1) + std::exp(-2) + std::exp(3)),
+                std::log(std::exp(0.5) + std::exp(0.25) + std::exp(4))};
+      expectNear((*out)[0].toDoubles(), want, what);
+    }
+  }
+}
+
+TEST(ImporterFormsTest, PReluBeforeItsFunctionVersionUsesTheSameInterfaceBody) {
+  // PRelu-9 has no body; PRelu-16 (same attributes and inputs) has one.
+  TempDir dir;
+  auto m = makeModel(13);
+  addInput(m, "x", {2, 3});
+  addFloatInit(m, "slope", {3}, {0.5f, 2.0f, 0.0f});
+  addNode(m, "PRelu", {"x", "slope"}, {"y"}, "prelu");
+  addOutput(m, "y", {2, 3});
+  auto g = importOnnxModel(writeModel(m, dir.file("model.onnx")));
+  ASSERT_TRUE(g.ok()) << g.status();
+  std::map<std::string, ir::Tensor> inputs;
+  inputs["x"] = ir::Tensor::fromDoubles(ir::DType::kF32, {2, 3}, {-2, -2, -2, 1, 2, 3});
+  auto out = interp::runGraph(**g, inputs);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].toDoubles(), (std::vector<double>{-1, -4, 0, 1, 2, 3}));
+}
+
+TEST(ImporterFormsTest, FunctionOpsWithoutAUsableBodyAreRefusedWithTheReason) {
+  // GroupNormalization-21: only a context-dependent builder newer than the
+  // linked library writes its body.
+  TempDir dir;
+  auto m = makeModel(21);
+  addInput(m, "x", {1, 4, 2});
+  addFloatInit(m, "s", {4}, {1, 1, 1, 1});
+  addFloatInit(m, "b", {4}, {0, 0, 0, 0});
+  auto *gn = addNode(m, "GroupNormalization", {"x", "s", "b"}, {"y"}, "gn");
+  addIntAttr(gn, "num_groups", 2);
+  addOutput(m, "y", {1, 4, 2});
+  auto g = importOnnxModel(writeModel(m, dir.file("model.onnx")));
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(messageOf(g.status()), HasSubstr("node 'gn' op 'GroupNormalization'"));
+  EXPECT_THAT(messageOf(g.status()), HasSubstr("context-dependent function"));
+  EXPECT_FALSE(importerSupportsOp("", "GroupNormalization", 21));
+
+  // AffineGrid-20: its body uses If, which fusec does not support.
+  auto m2 = makeModel(20);
+  addInput(m2, "theta", {1, 2, 3});
+  addInput(m2, "size", {4}, onnx::TensorProto::INT64);
+  addNode(m2, "AffineGrid", {"theta", "size"}, {"grid"}, "ag");
+  addOutput(m2, "grid", {1, 2, 2, 2});
+  auto g2 = importOnnxModel(writeModel(m2, dir.file("model2.onnx")));
+  ASSERT_FALSE(g2.ok());
+  EXPECT_THAT(messageOf(g2.status()), HasSubstr("its ONNX function body uses 'If'"));
+
+  // A context-dependent body's required input missing: an error, not a crash.
+  auto m3 = makeModel(21);
+  addInput(m3, "x", {3});
+  addNode(m3, "CastLike", {"x"}, {"y"}, "cl");
+  addOutput(m3, "y", {3});
+  auto g3 = importOnnxModel(writeModel(m3, dir.file("model3.onnx")));
+  ASSERT_FALSE(g3.ok());
+  EXPECT_THAT(messageOf(g3.status()), HasSubstr("CastLike input 1 ('target_type') is missing"));
+
+  // Mish does not exist before opset 18: not a function there, just unknown.
+  auto y = runUnary("Mish", 17, {}, {1});
+  ASSERT_FALSE(y.ok());
+  EXPECT_THAT(messageOf(y.status()), HasSubstr("op 'Mish'"));
+  EXPECT_TRUE(importerSupportsOp("", "Mish", 18));
+  EXPECT_FALSE(importerSupportsOp("", "Mish", 17));
+}
 
 TEST(ImporterFormsTest, HardLinkedExternalDataIsRefused) {
   TempDir outside;

@@ -86,12 +86,71 @@ def external():
          "external_escape.onnx")
 
 
+def functions():
+    # ONNX function ops the importer expands from the ONNX library's bodies
+    # (HardSwish, Mish, PRelu, Softsign, Celu, CastLike) after a MatMul.
+    w = numpy_helper.from_array(np.arange(64, dtype=np.float32).reshape(8, 8) / 64 - 0.5, "w")
+    slope = numpy_helper.from_array(np.full([8], 0.25, dtype=np.float32), "slope")
+    like = numpy_helper.from_array(np.zeros([1], dtype=np.float32), "like")
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["h"], name="proj"),
+        helper.make_node("HardSwish", ["h"], ["a"], name="act_hs"),
+        helper.make_node("Mish", ["a"], ["b"], name="act_mish"),
+        helper.make_node("PRelu", ["b", "slope"], ["c"], name="act_prelu"),
+        helper.make_node("Softsign", ["c"], ["d"], name="act_softsign"),
+        helper.make_node("Celu", ["d"], ["e"], name="act_celu", alpha=0.5),
+        helper.make_node("CastLike", ["e", "like"], ["y"], name="to_like"),
+    ]
+    g = helper.make_graph(
+        nodes, "functions",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 8])],
+        [w, slope, like])
+    save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)]), "functions.onnx")
+
+
+def functions_unsupported():
+    # Function ops without a usable body, and an LSTM inside an If branch
+    # (next to a HardSwish, which is supported and not listed).
+    then_g = helper.make_graph(
+        [helper.make_node("HardSwish", ["x"], ["t0"], name="then_hs"),
+         helper.make_node("LSTM", ["t0", "lw", "lr"], ["t1"], name="then_lstm", hidden_size=2)],
+        "then", [], [helper.make_tensor_value_info("t1", TensorProto.FLOAT, None)])
+    else_g = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["e0"], name="else_relu")],
+        "else", [], [helper.make_tensor_value_info("e0", TensorProto.FLOAT, None)])
+    nodes = [
+        helper.make_node("GroupNormalization", ["x", "s", "b"], ["gn_out"], name="gn",
+                         num_groups=2),
+        helper.make_node("AffineGrid", ["theta", "size"], ["grid"], name="ag"),
+        helper.make_node("If", ["cond"], ["branch_out"], name="choose",
+                         then_branch=then_g, else_branch=else_g),
+    ]
+    g = helper.make_graph(
+        nodes, "functions_unsupported",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 2]),
+         helper.make_tensor_value_info("s", TensorProto.FLOAT, [4]),
+         helper.make_tensor_value_info("b", TensorProto.FLOAT, [4]),
+         helper.make_tensor_value_info("theta", TensorProto.FLOAT, [1, 2, 3]),
+         helper.make_tensor_value_info("size", TensorProto.INT64, [4]),
+         helper.make_tensor_value_info("cond", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("lw", TensorProto.FLOAT, [1, 8, 2]),
+         helper.make_tensor_value_info("lr", TensorProto.FLOAT, [1, 8, 2])],
+        [helper.make_tensor_value_info("gn_out", TensorProto.FLOAT, [1, 4, 2]),
+         helper.make_tensor_value_info("grid", TensorProto.FLOAT, None),
+         helper.make_tensor_value_info("branch_out", TensorProto.FLOAT, None)])
+    save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)]),
+         "functions_unsupported.onnx")
+
+
 if __name__ == "__main__":
     mlp()
     softmax11()
     unsupported()
     opset9()
     external()
+    functions()
+    functions_unsupported()
     with open("truncated.onnx", "wb") as f:
         data = open("mlp.onnx", "rb").read()
         f.write(data[: len(data) // 2])
