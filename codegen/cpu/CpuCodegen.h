@@ -47,10 +47,13 @@ struct CpuTarget {
 /// know for the host's architecture (the message lists a few valid ones).
 absl::StatusOr<CpuTarget> resolveCpuTarget(const std::string &cpu);
 
-/// Whether the generator lowers \p spec (pointwise or reduce; attention is
-/// refused). The same walk runs inside CpuModuleBuilder::addKernel, so what
-/// this accepts is emitted. Errors: Unimplemented with the reason.
+/// Whether the generator lowers \p spec (pointwise, reduce or attention).
+/// The same walk runs inside CpuModuleBuilder::addKernel, so what this
+/// accepts is emitted. Errors: Unimplemented with the reason.
 absl::Status checkCpuKernel(const program::KernelSpec &spec);
+/// Same for an attention spec: Q, K, V and O in f32, f16 or bf16, biases
+/// of a dtype the backend loads, D and Dv >= 1, Hkv dividing Hq.
+absl::Status checkCpuAttention(const program::AttentionSpec &a);
 /// Same for a GEMM step: dtypes f32/f16/bf16, an epilogue checkCpuKernel accepts.
 absl::Status checkCpuGemm(const program::GemmParams &gemm);
 /// Same for a convolution: 1-D or 2-D NCHW, f32/f16/bf16.

@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #pragma GCC diagnostic push
@@ -104,6 +105,32 @@ llvm::Value *mathUnary(CpuModuleBuilder::Impl &I, program::UnaryOp op, llvm::Val
 llvm::Value *mathPow(CpuModuleBuilder::Impl &I, llvm::Value *a, llvm::Value *b);
 /// True if mathUnary covers \p op for floats.
 bool isMathUnary(program::UnaryOp op);
+
+// Helpers of the tiled entry points (CpuKernels.cpp).
+/// Loads \p w (static) elements of \p dtype at \p base + \p off (i64
+/// elements) as <w x f32> (masked by \p mask when not null).
+llvm::Value *loadF32(CpuModuleBuilder::Impl &I, llvm::Value *base, ir::DType dtype, llvm::Value *off, int w,
+                     llvm::Value *mask);
+/// Stores f32 lanes \p v as \p dtype at \p base + \p off (masked by \p mask when not null).
+void storeFrom(CpuModuleBuilder::Impl &I, llvm::Value *v, llvm::Value *base, ir::DType dtype, llvm::Value *off,
+               llvm::Value *mask);
+/// fn(j, mask) over [0, n) (runtime i64 \p n) in vectors of \p w; the last
+/// one under a lane mask (null for full vectors).
+void dynVectorLoop(CpuModuleBuilder::Impl &I, llvm::Value *n, int w,
+                   const std::function<void(llvm::Value *, llvm::Value *)> &fn);
+/// Signed minimum of two i64 values.
+llvm::Value *smin(CpuModuleBuilder::Impl &I, llvm::Value *a, llvm::Value *b);
+/// \p b rounded up to a multiple of 64.
+uint64_t align64(uint64_t b);
+/// What a tiled chunk body (\p body: closure, begin, end, thread) needs of
+/// its fusert_cpu_context: ctx->sgemm (field 4) and the calling worker's
+/// workspace slice as f32* (ctx->workspace, field 5, plus thread *
+/// ctx->workspace_bytes_per_thread, field 6; fusert_cpu_kernel.h).
+std::pair<llvm::Value *, llvm::Value *> sgemmAndWorkspace(CpuModuleBuilder::Impl &I, llvm::Function *body);
+
+/// Adds entry point \p symbol computing attention \p a (CpuAttention.cpp;
+/// buffers as program/AttentionSpec.h). checkCpuAttention(a) must hold.
+absl::Status addAttention(CpuModuleBuilder::Impl &I, const program::AttentionSpec &a, const std::string &symbol);
 
 /// Evaluates expressions of one KernelSpec on W lanes: one instance per
 /// loop body (values are cached per instance).

@@ -56,8 +56,7 @@ absl::Status bad(const std::string &why) { return absl::UnimplementedError(absl:
 }  // namespace
 
 absl::Status checkCpuKernel(const KernelSpec &s) {
-  if (s.kind == program::SpecKind::kAttention)
-    return bad("fused attention kernels are not generated for cpu (its pipeline leaves attention as GEMMs and a softmax)");
+  if (s.kind == program::SpecKind::kAttention) return checkCpuAttention(s.attention);
   bool reduced = false;
   for (const program::LoopDim &d : s.dims) {
     if (d.extent < 0) return bad("negative loop extent");
@@ -451,7 +450,8 @@ struct KernelEmitter {
   }
 };
 
-/// Loads \p n (<= W, static) elements of \p dtype at \p ptr + \p off as f32 lanes.
+}  // namespace
+
 llvm::Value *loadF32(CpuModuleBuilder::Impl &I, llvm::Value *base, ir::DType dtype, llvm::Value *off, int w,
                      llvm::Value *mask) {
   auto &B = I.B;
@@ -475,7 +475,6 @@ void storeFrom(CpuModuleBuilder::Impl &I, llvm::Value *v, llvm::Value *base, ir:
   else B.CreateAlignedStore(raw, p, al);
 }
 
-/// The runtime-trip vector loop over [0, n) used by tile epilogues.
 void dynVectorLoop(CpuModuleBuilder::Impl &I, llvm::Value *n, int w,
                    const std::function<void(llvm::Value *, llvm::Value *)> &fn) {
   auto &B = I.B;
@@ -491,10 +490,6 @@ llvm::Value *smin(CpuModuleBuilder::Impl &I, llvm::Value *a, llvm::Value *b) {
 
 uint64_t align64(uint64_t b) { return (b + 63) / 64 * 64; }
 
-/// What a GEMM or conv chunk body (\p body: closure, begin, end, thread)
-/// needs of its fusert_cpu_context: ctx->sgemm (field 4) and the calling
-/// worker's workspace slice as f32* (ctx->workspace, field 5, plus thread *
-/// ctx->workspace_bytes_per_thread, field 6; fusert_cpu_kernel.h).
 std::pair<llvm::Value *, llvm::Value *> sgemmAndWorkspace(CpuModuleBuilder::Impl &I, llvm::Function *body) {
   auto &B = I.B;
   llvm::Value *ctx = I.bodyContext();
@@ -505,10 +500,9 @@ std::pair<llvm::Value *, llvm::Value *> sgemmAndWorkspace(CpuModuleBuilder::Impl
   return {sgemm, B.CreateBitCast(ws, llvm::PointerType::getUnqual(I.f32))};
 }
 
-}  // namespace
-
 absl::Status CpuModuleBuilder::addKernel(const KernelSpec &spec, const std::string &symbol) {
   FUSEC_RETURN_IF_ERROR(checkCpuKernel(spec));
+  if (spec.kind == program::SpecKind::kAttention) return addAttention(*impl_, spec.attention, symbol);
   KernelEmitter k{*impl_, spec, {}, impl_->lanes};
   if (spec.numParallelDims() < static_cast<int>(spec.dims.size())) k.reduce(symbol);
   else k.pointwise(symbol);
