@@ -591,7 +591,7 @@ absl::Status addAttention(CpuModuleBuilder::Impl &I, const AttentionSpec &a, con
     }, "out");
   }, "task");
   B.CreateRetVoid();
-  I.emitEntry(symbol, body, tasks, 1);
+  I.emitEntry(symbol, body, tasks, 1, tasks * QT * Sk * (D + Dv));
   return absl::OkStatus();
 }
 

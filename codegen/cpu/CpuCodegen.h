@@ -40,6 +40,10 @@ struct CpuTarget {
   std::string featureString;          ///< "+avx2,+fma,..." for the target machine
   std::vector<std::string> features;  ///< the ISA features the code may use (manifest cpu_features)
   int vectorBits = 128;               ///< width of the vectors the kernels compute in
+  /// Steps smaller than this (multiply-adds or elements) run on the calling
+  /// thread, not through parallel_for (waking the workers costs more).
+  /// Environment FUSEC_CPU_INLINE_WORK overrides it (0: never inline).
+  int64_t inlineWork = 16384;
 };
 
 /// The target for LLVM CPU name \p cpu ("" = the host: getHostCPUName() and

@@ -64,8 +64,11 @@ struct CpuModuleBuilder::Impl {
   void setTargetAttrs(llvm::Function *f);
   /// The entry point \p symbol: closure {buffers, ctx} on its stack, then
   /// ctx->parallel_for(pool, n, grain, body, &closure); returns 0. \p body
-  /// is an internal fusert_cpu_range_fn built by the caller.
-  void emitEntry(const std::string &symbol, llvm::Function *body, int64_t n, int64_t grain);
+  /// is an internal fusert_cpu_range_fn built by the caller. \p work: the
+  /// step's size in multiply-adds or elements; below target.inlineWork the
+  /// body runs on the calling thread as body(&closure, 0, n, 0) (a tiny
+  /// step costs less than waking the pool's workers).
+  void emitEntry(const std::string &symbol, llvm::Function *body, int64_t n, int64_t grain, int64_t work);
   /// A new internal range function "<symbol>.body"; the builder is left in
   /// its entry block. Arguments: closure, begin, end, thread.
   llvm::Function *beginBody(const std::string &symbol);
@@ -146,6 +149,8 @@ class Lanes {
   void overrideBuffer0(llvm::Value *v) { override0_ = v; }
   /// Reduction results: allocas of <1 x T>.
   void setReductionSlots(const std::vector<llvm::Value *> *slots) { slots_ = slots; }
+  /// Expression \p id evaluates to \p v (a value an earlier pass cached).
+  void preset(int id, llvm::Value *v) { memo_[id] = v; }
   llvm::Value *emit(int id);
   /// Emits store \p s (masked by the lanes and its guard).
   void store(const program::Store &s);
@@ -173,6 +178,7 @@ class Lanes {
   const std::vector<llvm::Value *> *slots_ = nullptr;
   std::map<int, llvm::Value *> memo_;
   std::vector<char> known_;     ///< coef_ is exact for this expr
+  std::vector<char> dep_;       ///< the expr varies across lanes
   std::vector<int64_t> coef_;   ///< d expr / d lane (index exprs)
 };
 

@@ -81,11 +81,16 @@ absl::Status compileCpu(ir::Graph &graph, const std::string &out, const std::str
   return artifact::writeArtifact(graph, ctx.fusionPlan, ctx.target, ao, out);
 }
 
+/// The test shapes are small: without this every step would run inline
+/// (CpuTarget::inlineWork) and the 3-thread runs would not split any loop.
+const bool kNoInlineSteps = ::setenv("FUSEC_CPU_INLINE_WORK", "0", 1) == 0;
+
 /// Parses \p text, compiles it for cpu, runs it (serially and on 3 threads)
 /// on random inputs and compares every output with the interpreter.
 void expectMatches(const std::string &name, const std::string &text, const std::string &precision = "fp32",
                    const std::string &arch = "") {
   SCOPED_TRACE(name);
+  ASSERT_TRUE(kNoInlineSteps);
   auto ref = ir::parseGraph(text);
   ASSERT_TRUE(ref.ok()) << ref.status();
   ASSERT_TRUE(ir::inferShapes(**ref).ok());
