@@ -190,6 +190,22 @@ TEST(CpuIr, VectorTypesForElementwiseAndRowReduction) {
   EXPECT_FALSE(obj->object.empty());
 }
 
+/// The row cache: softmax's exp(x - max) is computed in the sum pass and
+/// reloaded by the store pass, so the optimised IR has one exp polynomial
+/// (one llvm.rint call) for a row of 4096 (no masked remainder).
+TEST(CpuIr, SoftmaxComputesExpOnce) {
+  auto g = ir::parseGraph(codegen::testing::softmaxGraph("f32", 4, 4096));
+  ASSERT_TRUE(g.ok()) << g.status();
+  ASSERT_TRUE(ir::inferShapes(**g).ok());
+  TempDir tmp;
+  ASSERT_TRUE(compileCpu(**g, (tmp.path / "out").string(), "fp32", /*emitIr=*/true).ok());
+  std::ifstream f(tmp.path / "out" / "model.ll");
+  int calls = 0;
+  for (std::string line; std::getline(f, line);)
+    calls += absl::StrContains(line, "call ") && absl::StrContains(line, "@llvm.rint.");
+  EXPECT_EQ(calls, 1);
+}
+
 TEST(CpuLegality, AttentionSpecs) {
   program::KernelSpec s;
   s.kind = program::SpecKind::kAttention;
