@@ -16,6 +16,10 @@
 //    2-D): tiles of the output over parallel_for, ctx->sgemm per tile into
 //    the per-thread workspace, then the GemmEpilogue as a vector loop over
 //    the tile, stored in the output dtype.
+//  - Attention specs (program/AttentionSpec.h): a tiled online softmax over
+//    parallel_for tasks (batch, head, 64-row query tile), ctx->sgemm for
+//    Q.K^T and P.V per 128-key tile, the score modification and mask as
+//    vector IR, fully masked key tiles skipped (CpuAttention.cpp).
 //
 //===----------------------------------------------------------------------===//
 #ifndef FUSEC_CODEGEN_CPU_CPUCODEGEN_H
