@@ -13,13 +13,13 @@
 namespace fusec::passes {
 
 std::vector<std::string> defaultPipeline(const std::string &backend) {
+  // Every backend (cuda, nki, cpu) runs the same passes today; the argument
+  // stays so that one can differ.
+  (void)backend;
   std::vector<std::string> p;
   // Only passes that are registered appear; the table grows as passes land.
   for (const char *name : {"shape-specialize", "const-fold", "dce", "cost-model", "canonicalize",
                            "fold-bn", "attention-rewrite", "dce", "lower-precision", "fusion"}) {
-    // cpu: no fused attention kernel yet (docs/CPU_BACKEND.md); softmax
-    // attention lowers as GEMMs and a row reduction there.
-    if (backend == "cpu" && std::string(name) == "attention-rewrite") continue;
     for (const PassInfo &info : allPasses())
       if (std::string(info.name) == name) p.push_back(name);
   }

@@ -16,6 +16,10 @@
 //    2-D): tiles of the output over parallel_for, ctx->sgemm per tile into
 //    the per-thread workspace, then the GemmEpilogue as a vector loop over
 //    the tile, stored in the output dtype.
+//  - Attention specs (program/AttentionSpec.h): a tiled online softmax over
+//    parallel_for tasks (batch, head, 64-row query tile), ctx->sgemm for
+//    Q.K^T and P.V per 128-key tile, the score modification and mask as
+//    vector IR, fully masked key tiles skipped (CpuAttention.cpp).
 //
 //===----------------------------------------------------------------------===//
 #ifndef FUSEC_CODEGEN_CPU_CPUCODEGEN_H
@@ -40,6 +44,10 @@ struct CpuTarget {
   std::string featureString;          ///< "+avx2,+fma,..." for the target machine
   std::vector<std::string> features;  ///< the ISA features the code may use (manifest cpu_features)
   int vectorBits = 128;               ///< width of the vectors the kernels compute in
+  /// Steps smaller than this (multiply-adds or elements) run on the calling
+  /// thread, not through parallel_for (waking the workers costs more).
+  /// Environment FUSEC_CPU_INLINE_WORK overrides it (0: never inline).
+  int64_t inlineWork = 16384;
 };
 
 /// The target for LLVM CPU name \p cpu ("" = the host: getHostCPUName() and
@@ -47,10 +55,13 @@ struct CpuTarget {
 /// know for the host's architecture (the message lists a few valid ones).
 absl::StatusOr<CpuTarget> resolveCpuTarget(const std::string &cpu);
 
-/// Whether the generator lowers \p spec (pointwise or reduce; attention is
-/// refused). The same walk runs inside CpuModuleBuilder::addKernel, so what
-/// this accepts is emitted. Errors: Unimplemented with the reason.
+/// Whether the generator lowers \p spec (pointwise, reduce or attention).
+/// The same walk runs inside CpuModuleBuilder::addKernel, so what this
+/// accepts is emitted. Errors: Unimplemented with the reason.
 absl::Status checkCpuKernel(const program::KernelSpec &spec);
+/// Same for an attention spec: Q, K, V and O in f32, f16 or bf16, biases
+/// of a dtype the backend loads, D and Dv >= 1, Hkv dividing Hq.
+absl::Status checkCpuAttention(const program::AttentionSpec &a);
 /// Same for a GEMM step: dtypes f32/f16/bf16, an epilogue checkCpuKernel accepts.
 absl::Status checkCpuGemm(const program::GemmParams &gemm);
 /// Same for a convolution: 1-D or 2-D NCHW, f32/f16/bf16.

@@ -105,7 +105,7 @@ llvm::Value *CpuModuleBuilder::Impl::bufferPtr(int b, llvm::Type *elemTy) {
 }
 
 void CpuModuleBuilder::Impl::emitEntry(const std::string &symbol, llvm::Function *body, int64_t n,
-                                       int64_t grain) {
+                                       int64_t grain, int64_t work) {
   fn = llvm::Function::Create(entryTy, llvm::Function::ExternalLinkage, symbol, *mod);
   setTargetAttrs(fn);
   entryBlock = llvm::BasicBlock::Create(ctx, "entry", fn);
@@ -113,7 +113,9 @@ void CpuModuleBuilder::Impl::emitEntry(const std::string &symbol, llvm::Function
   llvm::Value *cl = B.CreateAlloca(closureTy, nullptr, "closure");
   B.CreateStore(fn->getArg(0), B.CreateStructGEP(closureTy, cl, 0));
   B.CreateStore(fn->getArg(1), B.CreateStructGEP(closureTy, cl, 1));
-  if (n > 0) {
+  if (n > 0 && work < target.inlineWork) {
+    B.CreateCall(rangeFnTy, body, {B.CreateBitCast(cl, i8p), c64(0), c64(n), c32(0)});
+  } else if (n > 0) {
     llvm::Value *c = fn->getArg(1);
     llvm::Value *pool = B.CreateLoad(i8p, B.CreateStructGEP(ctxTy, c, 2), "pool");
     llvm::Value *pf = B.CreateLoad(llvm::PointerType::getUnqual(parallelForTy), B.CreateStructGEP(ctxTy, c, 3),
@@ -246,7 +248,8 @@ void Lanes::analyse() {
   const size_t n = s_.exprs.size();
   known_.assign(n, 1);
   coef_.assign(n, 0);
-  std::vector<char> dep(n, 0);
+  dep_.assign(n, 0);
+  std::vector<char> &dep = dep_;
   for (size_t i = 0; i < n; ++i) {
     const Expr &e = s_.exprs[i];
     if (e.kind == ExprKind::kIndex) {
@@ -541,7 +544,21 @@ llvm::Value *Lanes::binary(const Expr &e) {
     case BinaryOp::kAdd: return B.CreateFAdd(a, b);
     case BinaryOp::kSub: return B.CreateFSub(a, b);
     case BinaryOp::kMul: return B.CreateFMul(a, b);
-    case BinaryOp::kDiv: return B.CreateFDiv(a, b);
+    case BinaryOp::kDiv:
+      // A divisor that is the same on every lane (a row's sum or standard
+      // deviation): one reciprocal, which LLVM hoists out of the row loop,
+      // and a multiply per element instead of a vector divide (within one
+      // rounding of a / b). For |b| < 2^-64 (1 / b could overflow) the
+      // reciprocal is taken of b * 2^64 and the product scaled back.
+      if (w_ > 1 && !dep_[e.operands[1]] && et == I.f32) {
+        llvm::Value *one = splatF(I, et, w_, 1.0);
+        llvm::Value *tiny = B.CreateFCmpOLT(B.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, b),
+                                            splatF(I, et, w_, std::ldexp(1.0, -64)));
+        llvm::Value *bs = B.CreateSelect(tiny, B.CreateFMul(b, splatF(I, et, w_, std::ldexp(1.0, 64))), b);
+        llvm::Value *prod = B.CreateFMul(a, B.CreateFDiv(one, bs));
+        return B.CreateSelect(tiny, B.CreateFMul(prod, splatF(I, et, w_, std::ldexp(1.0, 64))), prod);
+      }
+      return B.CreateFDiv(a, b);
     case BinaryOp::kFmod: return B.CreateFRem(a, b);
     case BinaryOp::kMod: {
       llvm::Value *r = B.CreateFRem(a, b);

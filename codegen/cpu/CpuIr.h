@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #pragma GCC diagnostic push
@@ -63,8 +64,11 @@ struct CpuModuleBuilder::Impl {
   void setTargetAttrs(llvm::Function *f);
   /// The entry point \p symbol: closure {buffers, ctx} on its stack, then
   /// ctx->parallel_for(pool, n, grain, body, &closure); returns 0. \p body
-  /// is an internal fusert_cpu_range_fn built by the caller.
-  void emitEntry(const std::string &symbol, llvm::Function *body, int64_t n, int64_t grain);
+  /// is an internal fusert_cpu_range_fn built by the caller. \p work: the
+  /// step's size in multiply-adds or elements; below target.inlineWork the
+  /// body runs on the calling thread as body(&closure, 0, n, 0) (a tiny
+  /// step costs less than waking the pool's workers).
+  void emitEntry(const std::string &symbol, llvm::Function *body, int64_t n, int64_t grain, int64_t work);
   /// A new internal range function "<symbol>.body"; the builder is left in
   /// its entry block. Arguments: closure, begin, end, thread.
   llvm::Function *beginBody(const std::string &symbol);
@@ -105,6 +109,32 @@ llvm::Value *mathPow(CpuModuleBuilder::Impl &I, llvm::Value *a, llvm::Value *b);
 /// True if mathUnary covers \p op for floats.
 bool isMathUnary(program::UnaryOp op);
 
+// Helpers of the tiled entry points (CpuKernels.cpp).
+/// Loads \p w (static) elements of \p dtype at \p base + \p off (i64
+/// elements) as <w x f32> (masked by \p mask when not null).
+llvm::Value *loadF32(CpuModuleBuilder::Impl &I, llvm::Value *base, ir::DType dtype, llvm::Value *off, int w,
+                     llvm::Value *mask);
+/// Stores f32 lanes \p v as \p dtype at \p base + \p off (masked by \p mask when not null).
+void storeFrom(CpuModuleBuilder::Impl &I, llvm::Value *v, llvm::Value *base, ir::DType dtype, llvm::Value *off,
+               llvm::Value *mask);
+/// fn(j, mask) over [0, n) (runtime i64 \p n) in vectors of \p w; the last
+/// one under a lane mask (null for full vectors).
+void dynVectorLoop(CpuModuleBuilder::Impl &I, llvm::Value *n, int w,
+                   const std::function<void(llvm::Value *, llvm::Value *)> &fn);
+/// Signed minimum of two i64 values.
+llvm::Value *smin(CpuModuleBuilder::Impl &I, llvm::Value *a, llvm::Value *b);
+/// \p b rounded up to a multiple of 64.
+uint64_t align64(uint64_t b);
+/// What a tiled chunk body (\p body: closure, begin, end, thread) needs of
+/// its fusert_cpu_context: ctx->sgemm (field 4) and the calling worker's
+/// workspace slice as f32* (ctx->workspace, field 5, plus thread *
+/// ctx->workspace_bytes_per_thread, field 6; fusert_cpu_kernel.h).
+std::pair<llvm::Value *, llvm::Value *> sgemmAndWorkspace(CpuModuleBuilder::Impl &I, llvm::Function *body);
+
+/// Adds entry point \p symbol computing attention \p a (CpuAttention.cpp;
+/// buffers as program/AttentionSpec.h). checkCpuAttention(a) must hold.
+absl::Status addAttention(CpuModuleBuilder::Impl &I, const program::AttentionSpec &a, const std::string &symbol);
+
 /// Evaluates expressions of one KernelSpec on W lanes: one instance per
 /// loop body (values are cached per instance).
 class Lanes {
@@ -119,6 +149,8 @@ class Lanes {
   void overrideBuffer0(llvm::Value *v) { override0_ = v; }
   /// Reduction results: allocas of <1 x T>.
   void setReductionSlots(const std::vector<llvm::Value *> *slots) { slots_ = slots; }
+  /// Expression \p id evaluates to \p v (a value an earlier pass cached).
+  void preset(int id, llvm::Value *v) { memo_[id] = v; }
   llvm::Value *emit(int id);
   /// Emits store \p s (masked by the lanes and its guard).
   void store(const program::Store &s);
@@ -146,6 +178,7 @@ class Lanes {
   const std::vector<llvm::Value *> *slots_ = nullptr;
   std::map<int, llvm::Value *> memo_;
   std::vector<char> known_;     ///< coef_ is exact for this expr
+  std::vector<char> dep_;       ///< the expr varies across lanes
   std::vector<int64_t> coef_;   ///< d expr / d lane (index exprs)
 };
 

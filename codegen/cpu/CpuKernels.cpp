@@ -17,6 +17,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <set>
 #include <tuple>
 #include <utility>
 
@@ -56,8 +58,7 @@ absl::Status bad(const std::string &why) { return absl::UnimplementedError(absl:
 }  // namespace
 
 absl::Status checkCpuKernel(const KernelSpec &s) {
-  if (s.kind == program::SpecKind::kAttention)
-    return bad("fused attention kernels are not generated for cpu (its pipeline leaves attention as GEMMs and a softmax)");
+  if (s.kind == program::SpecKind::kAttention) return checkCpuAttention(s.attention);
   bool reduced = false;
   for (const program::LoopDim &d : s.dims) {
     if (d.extent < 0) return bad("negative loop extent");
@@ -227,7 +228,7 @@ struct KernelEmitter {
       else vectorLoop(inner, lanes);
     }, "row");
     I.B.CreateRetVoid();
-    I.emitEntry(symbol, body, rows, kChunkElements / std::max<int64_t>(1, inner));
+    I.emitEntry(symbol, body, rows, kChunkElements / std::max<int64_t>(1, inner), rows * inner);
   }
 
   // Reductions.
@@ -291,6 +292,89 @@ struct KernelEmitter {
     return B.CreateAnd(B.CreateICmpSGE(bi, zero), take);
   }
 
+  /// Values a later pass over the row would recompute (docs/CPU_BACKEND.md,
+  /// "row cache"): f32 expressions that depend on the reduced dims, cost a
+  /// few operations (a transcendental counts 20) and are read by a pass
+  /// after the one that first computes them. That pass stores them into the
+  /// worker's workspace ([slots x reduced size] f32, the row is in cache);
+  /// the later passes load them instead (softmax: exp(x - max) once, not
+  /// twice; LayerNorm after a GELU: the GELU once, not three times).
+  struct RowCache {
+    std::map<int, int> slot;                 ///< expr -> slot
+    std::map<int, int> first;                ///< expr -> the pass that computes and stores it
+    std::map<int, std::set<int>> readers;    ///< expr -> passes that load it
+  };
+  static constexpr int kMinCachedCost = 4;
+  static constexpr int64_t kMaxRowCacheBytes = 256 * 1024;
+
+  template <typename StoreIsElem>
+  RowCache planRowCache(const std::vector<int> &stage, int numStages, const std::vector<bool> &elem,
+                        const StoreIsElem &storeIsElem) {
+    RowCache rc;
+    const int n = static_cast<int>(s.exprs.size());
+    const int passes = numStages + 1;
+    // Roots of each pass.
+    std::vector<std::vector<int>> roots(passes);
+    for (size_t j = 0; j < s.reductions.size(); ++j) roots[stage[j]].push_back(s.reductions[j].body);
+    for (const program::Store &st : s.stores)
+      if (storeIsElem(st)) {
+        roots[numStages].push_back(st.value);
+        if (st.guard >= 0) roots[numStages].push_back(st.guard);
+        for (int i : st.index) roots[numStages].push_back(i);
+      }
+    auto children = [&](int id) {
+      std::vector<int> c(s.exprs[id].operands.begin(), s.exprs[id].operands.end());
+      if (s.exprs[id].guard >= 0) c.push_back(s.exprs[id].guard);
+      return c;
+    };
+    // Cost of each expr's tree (capped) and the first pass reaching it.
+    std::vector<int> cost(n, 0), first(n, passes);
+    for (int i = 0; i < n; ++i) {
+      const Expr &e = s.exprs[i];
+      int c = e.kind == ExprKind::kUnary && isMathUnary(static_cast<program::UnaryOp>(e.op)) ? 20
+              : (e.kind == ExprKind::kConst || e.kind == ExprKind::kIndex || e.kind == ExprKind::kLoad ||
+                 e.kind == ExprKind::kReduceResult) ? 0 : 1;
+      for (int o : children(i)) c += cost[o];
+      cost[i] = std::min(c, 1000);
+    }
+    for (int p = 0; p < passes; ++p) {
+      std::vector<int> todo = roots[p];
+      std::vector<char> seen(n, 0);
+      while (!todo.empty()) {
+        int id = todo.back();
+        todo.pop_back();
+        if (seen[id]) continue;
+        seen[id] = 1;
+        first[id] = std::min(first[id], p);
+        for (int c : children(id)) todo.push_back(c);
+      }
+    }
+    auto candidate = [&](int id) {
+      return elem[id] && s.exprs[id].type == ScalarType::kF32 && cost[id] >= kMinCachedCost;
+    };
+    // Each later pass: walk from its roots, stopping at candidates computed earlier.
+    for (int p = 1; p < passes; ++p) {
+      std::vector<int> todo = roots[p];
+      std::vector<char> seen(n, 0);
+      while (!todo.empty()) {
+        int id = todo.back();
+        todo.pop_back();
+        if (seen[id]) continue;
+        seen[id] = 1;
+        if (candidate(id) && first[id] < p) {
+          rc.first[id] = first[id];
+          rc.readers[id].insert(p);
+          continue;
+        }
+        for (int c : children(id)) todo.push_back(c);
+      }
+    }
+    int next = 0;
+    for (const auto &[id, f] : rc.first) rc.slot[id] = next++;
+    if (int64_t(next) * s.reducedSize() * 4 > kMaxRowCacheBytes) return RowCache{};
+    return rc;
+  }
+
   void reduce(const std::string &symbol) {
     auto &B = I.B;
     const int np = s.numParallelDims();
@@ -327,8 +411,29 @@ struct KernelEmitter {
       return e;
     };
 
+    bool anyElem = false;
+    for (const program::Store &st : s.stores) anyElem |= storeIsElem(st);
+    const RowCache cache = planRowCache(stage, numStages, elem, storeIsElem);
+
     llvm::Function *body = I.beginBody(symbol);
     for (size_t b = 0; b < s.buffers.size(); ++b) bufs.push_back(I.bufferPtr(b, storageType(I, s.buffers[b].dtype)));
+    llvm::Value *rowBuf = nullptr;
+    if (!cache.slot.empty()) {
+      I.workspace = std::max(I.workspace, align64(uint64_t(cache.slot.size()) * uint64_t(s.reducedSize()) * 4));
+      llvm::Value *unusedSgemm;
+      std::tie(unusedSgemm, rowBuf) = sgemmAndWorkspace(I, body);
+    }
+    // Pass p (stages, then the element stores = numStages) of the row:
+    // loads the cached values it reads, and stores those it computes first.
+    auto cachePass = [&](int pass, Lanes &L, llvm::Value *flat, bool before) {
+      for (const auto &[id, slot] : cache.slot) {
+        llvm::Value *at = B.CreateAdd(B.CreateExtractElement(flat, uint64_t{0}), I.c64(slot * s.reducedSize()));
+        if (before && cache.first.at(id) < pass && cache.readers.at(id).count(pass))
+          L.preset(id, loadF32(I, rowBuf, ir::DType::kF32, at, W, L.mask()));
+        else if (!before && cache.first.at(id) == pass)
+          storeFrom(I, L.emit(id), rowBuf, ir::DType::kF32, at, L.mask());
+      }
+    };
     std::vector<llvm::Value *> slots(nr);
     std::vector<Acc> acc(nr);
     for (int j = 0; j < nr; ++j) {
@@ -390,6 +495,7 @@ struct KernelEmitter {
           if (acc[j].idx) B.CreateStore(splatI(I, I.i64, W, -1), acc[j].idx);
         }
         overReduced([&](Lanes &L, llvm::Value *flat) {
+          cachePass(stg, L, flat, true);
           for (int j : js) {
             const program::Reduction &rd = s.reductions[j];
             llvm::Value *v = convertScalar(I, L.emit(rd.body), s.exprs[rd.body].type, acc[j].st);
@@ -404,6 +510,7 @@ struct KernelEmitter {
               B.CreateStore(combine(rd.kind, acc[j].st, a, v, L.mask()), acc[j].val);
             }
           }
+          cachePass(stg, L, flat, false);
         });
         // Fold the lanes into the row's result.
         for (int j : js) {
@@ -432,10 +539,9 @@ struct KernelEmitter {
           B.CreateStore(result, slots[j]);
         }
       }
-      bool anyElem = false;
-      for (const program::Store &st : s.stores) anyElem |= storeIsElem(st);
       if (anyElem)
-        overReduced([&](Lanes &L, llvm::Value *) {
+        overReduced([&](Lanes &L, llvm::Value *flat) {
+          cachePass(numStages, L, flat, true);
           for (const program::Store &st : s.stores)
             if (storeIsElem(st)) L.store(st);
         });
@@ -447,11 +553,12 @@ struct KernelEmitter {
         if (!storeIsElem(st)) L1.store(st);
     }, "row");
     B.CreateRetVoid();
-    I.emitEntry(symbol, body, rows, kChunkElements / std::max<int64_t>(1, redSize));
+    I.emitEntry(symbol, body, rows, kChunkElements / std::max<int64_t>(1, redSize), rows * redSize);
   }
 };
 
-/// Loads \p n (<= W, static) elements of \p dtype at \p ptr + \p off as f32 lanes.
+}  // namespace
+
 llvm::Value *loadF32(CpuModuleBuilder::Impl &I, llvm::Value *base, ir::DType dtype, llvm::Value *off, int w,
                      llvm::Value *mask) {
   auto &B = I.B;
@@ -475,7 +582,6 @@ void storeFrom(CpuModuleBuilder::Impl &I, llvm::Value *v, llvm::Value *base, ir:
   else B.CreateAlignedStore(raw, p, al);
 }
 
-/// The runtime-trip vector loop over [0, n) used by tile epilogues.
 void dynVectorLoop(CpuModuleBuilder::Impl &I, llvm::Value *n, int w,
                    const std::function<void(llvm::Value *, llvm::Value *)> &fn) {
   auto &B = I.B;
@@ -491,10 +597,6 @@ llvm::Value *smin(CpuModuleBuilder::Impl &I, llvm::Value *a, llvm::Value *b) {
 
 uint64_t align64(uint64_t b) { return (b + 63) / 64 * 64; }
 
-/// What a GEMM or conv chunk body (\p body: closure, begin, end, thread)
-/// needs of its fusert_cpu_context: ctx->sgemm (field 4) and the calling
-/// worker's workspace slice as f32* (ctx->workspace, field 5, plus thread *
-/// ctx->workspace_bytes_per_thread, field 6; fusert_cpu_kernel.h).
 std::pair<llvm::Value *, llvm::Value *> sgemmAndWorkspace(CpuModuleBuilder::Impl &I, llvm::Function *body) {
   auto &B = I.B;
   llvm::Value *ctx = I.bodyContext();
@@ -505,10 +607,9 @@ std::pair<llvm::Value *, llvm::Value *> sgemmAndWorkspace(CpuModuleBuilder::Impl
   return {sgemm, B.CreateBitCast(ws, llvm::PointerType::getUnqual(I.f32))};
 }
 
-}  // namespace
-
 absl::Status CpuModuleBuilder::addKernel(const KernelSpec &spec, const std::string &symbol) {
   FUSEC_RETURN_IF_ERROR(checkCpuKernel(spec));
+  if (spec.kind == program::SpecKind::kAttention) return addAttention(*impl_, spec.attention, symbol);
   KernelEmitter k{*impl_, spec, {}, impl_->lanes};
   if (spec.numParallelDims() < static_cast<int>(spec.dims.size())) k.reduce(symbol);
   else k.pointwise(symbol);
@@ -524,9 +625,20 @@ absl::Status CpuModuleBuilder::addGemm(const program::GemmParams &g, const std::
   auto &B = I.B;
   const int W = I.lanes;
   const int64_t M = g.m, N = g.n, K = g.k;
-  const int64_t MT = std::max<int64_t>(1, std::min<int64_t>(M, 64));
-  const int64_t NT = std::max<int64_t>(1, N <= 512 ? N : 256);
+  int64_t MT = std::max<int64_t>(1, std::min<int64_t>(M, 64));
+  int64_t NT = std::max<int64_t>(1, N <= 512 ? N : 256);
   const int64_t KT = 256;
+  // Fewer than kMinGemmTasks tiles of a GEMM worth splitting (>= 2^18
+  // multiply-adds per tile): halve the column tile (to >= 64), then the
+  // row tile (to >= 16), so that every worker of a small-batch GEMM gets a
+  // tile (e.g. 48 x 256 x 1024: 4 tiles of 48 x 64, not one).
+  constexpr int64_t kMinGemmTasks = 4;
+  auto tilesOf = [&] { return g.batch * ((M + MT - 1) / MT) * ((N + NT - 1) / NT); };
+  while (tilesOf() < kMinGemmTasks && MT * NT * K >= (int64_t{1} << 19)) {
+    if (NT >= 128) NT = (NT / 2 + 15) / 16 * 16;
+    else if (MT >= 32) MT = (MT / 2 + 7) / 8 * 8;
+    else break;
+  }
   const int64_t mT = (M + MT - 1) / MT, nT = (N + NT - 1) / NT;
   const int64_t tasks = M > 0 && N > 0 ? g.batch * mT * nT : 0;
   const bool f32 = g.dtype == ir::DType::kF32;
@@ -625,7 +737,7 @@ absl::Status CpuModuleBuilder::addGemm(const program::GemmParams &g, const std::
     }, "epi");
   }, "task");
   B.CreateRetVoid();
-  I.emitEntry(symbol, body, tasks, 1);
+  I.emitEntry(symbol, body, tasks, 1, g.batch * M * N * std::max<int64_t>(K, 1));
   return absl::OkStatus();
 }
 
@@ -746,7 +858,7 @@ absl::Status CpuModuleBuilder::addConv(const program::ConvParams &cv, const std:
     }, "epi");
   }, "task");
   B.CreateRetVoid();
-  I.emitEntry(symbol, body, tasks, 1);
+  I.emitEntry(symbol, body, tasks, 1, Nb * Mo * P * std::max<int64_t>(Kd, 1));
   return absl::OkStatus();
 }
 

@@ -1,4 +1,5 @@
 //===- CpuLlvm.cpp - Target machine, optimisation, object and lld link ----===//
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -105,6 +106,13 @@ absl::StatusOr<CpuTarget> resolveCpuTarget(const std::string &cpu) {
   }
   auto has = [&](const char *f) { return std::binary_search(enabled.begin(), enabled.end(), std::string(f)); };
   t.vectorBits = has("avx512f") ? 512 : has("avx") ? 256 : 128;
+  // Testing knob: FUSEC_CPU_INLINE_WORK=0 sends every step through
+  // parallel_for (the unit tests' shapes are all "tiny" otherwise).
+  if (const char *env = std::getenv("FUSEC_CPU_INLINE_WORK"); env && *env) {
+    char *end = nullptr;
+    const long long v = std::strtoll(env, &end, 10);
+    if (end && *end == 0 && v >= 0) t.inlineWork = v;
+  }
   return t;
 }
 

@@ -43,16 +43,21 @@ void ThreadPool::chunk(int64_t n, int64_t grain, int tasks, int t, int64_t &begi
   end = b1 >= n / grain + 1 ? n : std::min(n, b1 * grain);
 }
 
-void ThreadPool::runChunk(const Job &job, int t) {
-  int64_t begin = 0, end = 0;
-  chunk(job.n, job.grain, job.tasks, t, begin, end);
-  if (begin >= end)
-    return;
+void ThreadPool::runClaims(Job &job, int t) {
   const ThreadPool *outerPool = tPool;
   int outerIndex = tIndex;
   tPool = this;
   tIndex = t;
-  job.fn(job.closure, begin, end, t);
+  for (;;) {
+    const int c = job.next.fetch_add(1, std::memory_order_relaxed);
+    if (c >= job.tasks)
+      break;
+    int64_t begin = 0, end = 0;
+    chunk(job.n, job.grain, job.tasks, c, begin, end);
+    if (begin < end)
+      job.fn(job.closure, begin, end, t);
+    job.done.fetch_add(1, std::memory_order_release);
+  }
   tPool = outerPool;
   tIndex = outerIndex;
 }
@@ -66,24 +71,26 @@ void ThreadPool::parallelFor(int64_t n, int64_t grain, fusert_cpu_range_fn fn, v
     return;
   }
   int64_t blocks = n / grain + (n % grain != 0);
-  int tasks = static_cast<int>(std::min<int64_t>(numThreads(), blocks));
-  Job job{fn, closure, n, grain, tasks};
-  if (tasks <= 1) {
-    runChunk(job, 0);
+  auto job = std::make_shared<Job>();
+  job->fn = fn;
+  job->closure = closure;
+  job->n = n;
+  job->grain = grain;
+  job->tasks = static_cast<int>(std::min<int64_t>(int64_t{4} * numThreads(), blocks));
+  if (numThreads() <= 1 || job->tasks <= 1) {
+    runClaims(*job, 0);
     return;
   }
-  job_ = job;
-  pending_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
   {
     std::lock_guard<std::mutex> lock(mu_);
+    job_ = job;
     generation_.fetch_add(1, std::memory_order_release);
   }
   wake_.notify_all();
-  runChunk(job, 0);
-  // Wait for every worker to acknowledge (those without a chunk too): only
-  // then may job_ be rewritten.
+  runClaims(*job, 0);
+  // Only chunks a worker has claimed can still be running.
   auto start = std::chrono::steady_clock::now();
-  for (int spins = 0; pending_.load(std::memory_order_acquire) != 0; ++spins) {
+  for (int spins = 0; job->done.load(std::memory_order_acquire) != job->tasks; ++spins) {
     if (spins < 64 || std::chrono::steady_clock::now() - start < kSpin)
       cpuRelax();
     else
@@ -113,10 +120,13 @@ void ThreadPool::workerLoop(int index, uint64_t seen) {
     seen = g;
     if (stop_.load(std::memory_order_acquire))
       return;
-    Job job = job_;
-    if (index < job.tasks)
-      runChunk(job, index);
-    pending_.fetch_sub(1, std::memory_order_release);
+    std::shared_ptr<Job> job;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      job = job_;
+    }
+    if (job)
+      runClaims(*job, index);
   }
 }
 

@@ -8,11 +8,17 @@
 // (kernels of one run follow each other within microseconds) and then sleep
 // on a condition variable until the next one.
 //
-// Scheduling is static: [0, n) is cut into ceil(n / grain) blocks of grain
-// iterations (the last may be shorter), and worker t of T = min(N, blocks)
-// gets the t-th of T contiguous, near-equal runs of blocks, as one call of
-// fn. Each chunk is a contiguous range, so a kernel's per-thread scratch and
-// caches see one stretch of rows.
+// Chunks: [0, n) is cut into ceil(n / grain) blocks of grain iterations
+// (the last may be shorter), and those into C = min(4 N, blocks) contiguous,
+// near-equal runs of blocks (chunk()), one call of fn each, so a kernel's
+// per-thread scratch and caches see stretches of rows. Chunks are claimed
+// dynamically (an atomic counter per job): the caller claims chunks too and
+// then waits only for the chunks a worker has started, never for a worker
+// that has not woken up yet. On a loaded machine (more runnable threads than
+// cores) a descheduled worker therefore costs its share of the work, not a
+// scheduler time slice per parallel_for. The `thread` argument of fn is the
+// index of the worker running it (0 = the caller), unique among the chunks
+// running at one time.
 //
 //===----------------------------------------------------------------------===//
 #ifndef FUSEC_RUNTIME_CPU_THREADPOOL_H
@@ -21,6 +27,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -58,7 +65,7 @@ public:
                                void *closure);
 
   /// [begin, end) of chunk \p t of \p tasks over \p n iterations in blocks
-  /// of \p grain (the static schedule above; exposed for tests).
+  /// of \p grain (the chunking above; exposed for tests).
   static void chunk(int64_t n, int64_t grain, int tasks, int t, int64_t &begin, int64_t &end);
 
 private:
@@ -66,20 +73,24 @@ private:
     fusert_cpu_range_fn fn = nullptr;
     void *closure = nullptr;
     int64_t n = 0, grain = 1;
-    int tasks = 0;
+    int tasks = 0;                ///< chunks
+    std::atomic<int> next{0};     ///< the next chunk to claim
+    std::atomic<int> done{0};     ///< chunks finished
   };
 
   void workerLoop(int index, uint64_t seen);
-  void runChunk(const Job &job, int t);
+  /// Claims and runs chunks of \p job as worker \p t until none is left.
+  void runClaims(Job &job, int t);
   void stopWorkers();
 
   std::vector<std::thread> workers_;
   std::mutex mu_;
   std::condition_variable wake_;
   std::atomic<uint64_t> generation_{0}; ///< bumped (under mu_) per job
-  std::atomic<int> pending_{0};         ///< workers yet to finish the job
   std::atomic<bool> stop_{false};
-  Job job_; ///< written only while no worker is between wake-up and ack
+  /// The current job (under mu_); a worker that wakes late holds its own
+  /// reference, finds no chunk left and drops it.
+  std::shared_ptr<Job> job_;
 };
 
 } // namespace fusec::rt

@@ -10,6 +10,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -26,9 +27,11 @@
 #include "interp/Compare.h"
 #include "interp/Interpreter.h"
 #include "ir/Parser.h"
+#include "ir/ScoreExpr.h"
 #include "ir/ShapeInference.h"
 #include "nlohmann/json.hpp"
 #include "passes/Pass.h"
+#include "passes/fusion/FusionPlan.h"
 #include "support/Status.h"
 #include "test/unit/TestModels.h"
 #include "test/unit/codegen/CodegenCorpus.h"
@@ -78,11 +81,16 @@ absl::Status compileCpu(ir::Graph &graph, const std::string &out, const std::str
   return artifact::writeArtifact(graph, ctx.fusionPlan, ctx.target, ao, out);
 }
 
+/// The test shapes are small: without this every step would run inline
+/// (CpuTarget::inlineWork) and the 3-thread runs would not split any loop.
+const bool kNoInlineSteps = ::setenv("FUSEC_CPU_INLINE_WORK", "0", 1) == 0;
+
 /// Parses \p text, compiles it for cpu, runs it (serially and on 3 threads)
 /// on random inputs and compares every output with the interpreter.
 void expectMatches(const std::string &name, const std::string &text, const std::string &precision = "fp32",
                    const std::string &arch = "") {
   SCOPED_TRACE(name);
+  ASSERT_TRUE(kNoInlineSteps);
   auto ref = ir::parseGraph(text);
   ASSERT_TRUE(ref.ok()) << ref.status();
   ASSERT_TRUE(ir::inferShapes(**ref).ok());
@@ -182,12 +190,42 @@ TEST(CpuIr, VectorTypesForElementwiseAndRowReduction) {
   EXPECT_FALSE(obj->object.empty());
 }
 
-TEST(CpuLegality, RefusesAttentionSpecs) {
+/// The row cache: softmax's exp(x - max) is computed in the sum pass and
+/// reloaded by the store pass, so the optimised IR has one exp polynomial
+/// (one llvm.rint call) for a row of 4096 (no masked remainder).
+TEST(CpuIr, SoftmaxComputesExpOnce) {
+  auto g = ir::parseGraph(codegen::testing::softmaxGraph("f32", 4, 4096));
+  ASSERT_TRUE(g.ok()) << g.status();
+  ASSERT_TRUE(ir::inferShapes(**g).ok());
+  TempDir tmp;
+  ASSERT_TRUE(compileCpu(**g, (tmp.path / "out").string(), "fp32", /*emitIr=*/true).ok());
+  std::ifstream f(tmp.path / "out" / "model.ll");
+  int calls = 0;
+  for (std::string line; std::getline(f, line);)
+    calls += absl::StrContains(line, "call ") && absl::StrContains(line, "@llvm.rint.");
+  EXPECT_EQ(calls, 1);
+}
+
+TEST(CpuLegality, AttentionSpecs) {
   program::KernelSpec s;
   s.kind = program::SpecKind::kAttention;
-  absl::Status st = codegen::cpu::checkCpuKernel(s);
+  s.attention.setDenseStrides();
+  EXPECT_TRUE(codegen::cpu::checkCpuKernel(s).ok()) << codegen::cpu::checkCpuKernel(s);
+  program::KernelSpec f64 = s;
+  f64.attention.qType = ir::DType::kF64;
+  absl::Status st = codegen::cpu::checkCpuKernel(f64);
   EXPECT_FALSE(st.ok());
-  EXPECT_TRUE(absl::StrContains(st.message(), "attention")) << st;
+  EXPECT_TRUE(absl::StrContains(st.message(), "attention with Q of dtype f64")) << st;
+  program::KernelSpec gqa = s;
+  gqa.attention.numHeads = 3;
+  gqa.attention.kvHeads = 2;
+  EXPECT_FALSE(codegen::cpu::checkCpuKernel(gqa).ok());
+  program::KernelSpec mask = s;
+  auto e = ir::parseScoreExpr("score > 0", ir::ScoreExprContext{});
+  ASSERT_TRUE(e.ok()) << e.status();
+  mask.attention.mask = *e;
+  st = codegen::cpu::checkCpuKernel(mask);
+  EXPECT_TRUE(absl::StrContains(st.message(), "index-only")) << st;
 }
 
 
@@ -414,6 +452,243 @@ INSTANTIATE_TEST_SUITE_P(Models, CpuSharedModel,
                          [](const auto &info) {
                            return testing::testParamName(std::get<0>(info.param) + "_" + std::get<1>(info.param));
                          });
+
+// ---------------------------------------------------------------------------
+// Fused attention (CpuAttention.cpp): the FusedAttention variants the CUDA
+// tests cover (test/unit/codegen/AttentionCodegenTest.cpp,
+// test/unit/attention_kernel), plus the cpu tile boundaries (query tile 64,
+// key tile 128): Sq / Sk not multiples of a tile, Sq = 1, several key tiles
+// with fully masked, partial and fully live tiles, masks that read b / h.
+
+struct AttnVariant {
+  std::string name;
+  std::string dtype = "f32";
+  int64_t b = 2, hq = 4, hkv = 4, sq = 24, sk = 24, d = 64, dv = -1;
+  std::string scoreMod, mask;
+  std::vector<std::pair<std::string, std::vector<int64_t>>> biases;  ///< dtype, shape
+  std::string extraAttrs;  ///< e.g. tables
+  double scale = 0;        ///< 0: 1/sqrt(d)
+};
+
+std::string attnShape(const std::string &dt, const std::vector<int64_t> &s) {
+  std::string out = dt + "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? "," : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+std::string attnGraph(const AttnVariant &v) {
+  const int64_t dv = v.dv < 0 ? v.d : v.dv;
+  std::string ins = absl::StrCat("%q: ", attnShape(v.dtype, {v.b, v.hq, v.sq, v.d}), ", %k: ",
+                                 attnShape(v.dtype, {v.b, v.hkv, v.sk, v.d}), ", %v: ",
+                                 attnShape(v.dtype, {v.b, v.hkv, v.sk, dv}));
+  std::string args = "%q, %k, %v";
+  for (size_t i = 0; i < v.biases.size(); ++i) {
+    absl::StrAppend(&ins, ", %bias", i, ": ", attnShape(v.biases[i].first, v.biases[i].second));
+    absl::StrAppend(&args, ", %bias", i);
+  }
+  const double scale = v.scale != 0 ? v.scale : 1.0 / std::sqrt(static_cast<double>(v.d));
+  std::string attrs = absl::StrFormat(
+      "kv_num_heads = %d, mask = \"%s\", num_heads = %d, scale = %.9g, score_mod = \"%s\"", v.hkv, v.mask, v.hq,
+      scale, v.scoreMod);
+  if (!v.extraAttrs.empty()) absl::StrAppend(&attrs, ", ", v.extraAttrs);
+  return absl::StrCat("graph @", v.name, "(", ins, ") -> (%y) {\n  %y = \"FusedAttention\"(", args, ") {", attrs,
+                      "} : ", attnShape(v.dtype, {v.b, v.hq, v.sq, dv}), " loc(\"attn\")\n  return %y\n}\n");
+}
+
+std::vector<AttnVariant> attnVariants() {
+  std::vector<AttnVariant> vs;
+  auto add = [&](const std::string &name) -> AttnVariant & {
+    vs.push_back(AttnVariant{});
+    vs.back().name = name;
+    return vs.back();
+  };
+  add("plain");
+  {
+    AttnVariant &c = add("causal");
+    c.mask = "k <= q";
+    c.sq = c.sk = 100;
+    c.d = 32;
+  }
+  {
+    AttnVariant &c = add("causal_tiles");  // 4 query tiles (last 8 rows), 2 key tiles (last 72 keys)
+    c.mask = "k <= q";
+    c.b = 1;
+    c.hq = c.hkv = 2;
+    c.sq = c.sk = 200;
+    c.d = 20;
+  }
+  {
+    AttnVariant &c = add("bias");
+    c.scoreMod = "score + bias0";
+    c.biases = {{"f32", {2, 1, 24, 24}}};
+  }
+  {
+    AttnVariant &c = add("alibi");
+    c.scoreMod = "score + slope[h] * (k - q)";
+    c.mask = "k <= q";
+    c.extraAttrs = "table_slope = [0.5, 0.25, 0.125, 0.0625], tables = [\"slope\"]";
+  }
+  {
+    AttnVariant &c = add("softcap");
+    c.scoreMod = "tanh(score / 2.0) * 2.0";
+    c.scale = 1.0;
+  }
+  {
+    AttnVariant &c = add("sliding_window");
+    c.mask = "k <= q && q - k < 16";
+    c.sq = c.sk = 77;
+  }
+  {
+    AttnVariant &c = add("sliding_window_tiles");  // tiles left of the window are skipped
+    c.mask = "k <= q && q - k < 40";
+    c.b = 1;
+    c.hq = c.hkv = 1;
+    c.sq = c.sk = 300;
+  }
+  {
+    AttnVariant &c = add("padding_mask");
+    c.scoreMod = "bias0 ? score : -inf";
+    c.biases = {{"bool", {2, 1, 1, 24}}};
+  }
+  {
+    AttnVariant &c = add("padding_finite_fill");
+    c.scoreMod = "score + bias0";
+    c.biases = {{"f32", {2, 1, 1, 24}}};
+  }
+  {
+    AttnVariant &c = add("bias_f16_over_q");  // a bias broadcast over k (k stride 0)
+    c.scoreMod = "score + bias0";
+    c.biases = {{"f16", {24, 1}}};
+  }
+  {
+    AttnVariant &c = add("gqa");
+    c.hq = 8;
+    c.hkv = 2;
+    c.mask = "k <= q";
+  }
+  for (int64_t d : {20, 32, 64, 80, 96, 128, 256}) {
+    AttnVariant &c = add(absl::StrCat("head_dim_", d));
+    c.d = d;
+    c.sq = c.sk = 70;
+    c.b = 1;
+    c.hq = c.hkv = 2;
+  }
+  {
+    AttnVariant &c = add("dv_differs");
+    c.d = 32;
+    c.dv = 48;
+  }
+  {
+    AttnVariant &c = add("sq_ne_sk");
+    c.sq = 7;
+    c.sk = 130;
+    c.mask = "k <= q + 123";
+  }
+  {
+    AttnVariant &c = add("decode_sq1");
+    c.sq = 1;
+    c.sk = 150;
+    c.b = 1;
+  }
+  {
+    AttnVariant &c = add("batch1_head1");
+    c.b = 1;
+    c.hq = c.hkv = 1;
+    c.sq = c.sk = 65;
+  }
+  {
+    AttnVariant &c = add("fully_masked_rows");  // rows 0..2 see no key: NaN
+    c.mask = "k <= q - 3";
+  }
+  {
+    AttnVariant &c = add("fully_masked_all");  // every tile skipped: all NaN
+    c.mask = "k > 1000";
+    c.sk = 140;
+  }
+  {
+    AttnVariant &c = add("mask_reads_heads");  // per-(b, h) tile states
+    c.mask = "h == 1 || (b == 0 && k <= q)";
+    c.sq = c.sk = 130;
+    c.hq = c.hkv = 2;
+    c.d = 16;
+  }
+  {
+    AttnVariant &c = add("int_mask_expr");  // int division and a where()
+    c.mask = "where(q / 2 == k / 2, 1, k * 3 <= q * 2)";
+    c.sq = 33;
+    c.sk = 45;
+  }
+  {
+    AttnVariant &c = add("bf16_causal_gqa");
+    c.dtype = "bf16";
+    c.hkv = 2;
+    c.mask = "k <= q";
+    c.sq = c.sk = 90;
+  }
+  {
+    AttnVariant &c = add("bf16_bias_d128");
+    c.dtype = "bf16";
+    c.d = 128;
+    c.scoreMod = "score + bias0";
+    c.biases = {{"bf16", {1, 4, 24, 24}}};
+  }
+  {
+    AttnVariant &c = add("f16_causal_tiles");
+    c.dtype = "f16";
+    c.b = 1;
+    c.hq = c.hkv = 2;
+    c.mask = "k <= q";
+    c.sq = c.sk = 150;
+    c.d = 80;
+  }
+  return vs;
+}
+
+class CpuAttention : public ::testing::TestWithParam<AttnVariant> {};
+TEST_P(CpuAttention, MatchesInterpreter) { expectMatches(GetParam().name, attnGraph(GetParam())); }
+INSTANTIATE_TEST_SUITE_P(Variants, CpuAttention, ::testing::ValuesIn(attnVariants()),
+                         [](const ::testing::TestParamInfo<AttnVariant> &i) { return i.param.name; });
+
+/// The cpu pipeline runs attention-rewrite: the shared models with attention
+/// fuse it into one attention kernel (no score matrix), and the emitted IR
+/// has its entry point with a tile-state table for a causal mask.
+TEST(CpuAttentionFusion, SharedModelsFuseAttention) {
+  int seen = 0;
+  for (const std::string name : {"gpt2_tiny", "bert_tiny", "llama_tiny_dynamo", "vit_tiny_dynamo", "attn_alibi",
+                                 "attn_causal_sdpa"}) {
+    auto m = testing::loadSharedModel(name);
+    if (!m.ok()) continue;
+    ++seen;
+    driver::CompileOptions options;
+    options.target = "cpu";
+    options.inputShapes = m->inputShapes();
+    passes::PassContext ctx;
+    ASSERT_TRUE(driver::optimize(*m->graph, options, ctx).ok()) << name;
+    int attention = 0;
+    for (const passes::Kernel &k : ctx.fusionPlan.kernels) attention += k.kind == passes::KernelKind::kAttention;
+    EXPECT_GE(attention, 1) << name << ": no attention kernel";
+  }
+  if (seen == 0) GTEST_SKIP() << "no shared models";
+}
+
+TEST(CpuAttentionFusion, CausalTileTableInIr) {
+  AttnVariant v;
+  v.name = "causal_ir";
+  v.mask = "k <= q";
+  v.b = 1;
+  v.hq = v.hkv = 1;
+  v.sq = v.sk = 300;
+  auto g = ir::parseGraph(attnGraph(v));
+  ASSERT_TRUE(g.ok()) << g.status();
+  ASSERT_TRUE(ir::inferShapes(**g).ok());
+  TempDir tmp;
+  ASSERT_TRUE(compileCpu(**g, (tmp.path / "out").string(), "fp32", /*emitIr=*/true).ok());
+  std::ifstream f(tmp.path / "out" / "model.ll");
+  std::string ir((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  // 5 query tiles (64 rows) x 3 key tiles (128 keys): 0 = skipped, 1 = partial, 2 = live.
+  EXPECT_TRUE(absl::StrContains(ir, ".tiles = private")) << ir.substr(0, 2000);
+  EXPECT_TRUE(absl::StrContains(ir, "c\"\\01\\00\\00\\01\\00\\00\\02\\01\\00\\02\\01\\00\\02\\02\\01\"")) << ir.substr(0, 2000);
+}
 
 }  // namespace
 }  // namespace fusec

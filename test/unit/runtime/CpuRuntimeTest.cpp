@@ -150,21 +150,20 @@ struct RunData {
           return "c[" + std::to_string(i) + "," + std::to_string(j) + "] = " +
                  std::to_string(got) + ", want " + std::to_string(want);
       }
-    // Thread ids: within range, each thread one contiguous run, chunk
-    // boundaries on multiples of the grain (10), all threads used.
-    std::set<int> seen;
+    // Thread ids: within range and changing only on multiples of the grain
+    // (10). Chunks are claimed dynamically (runtime/cpu/ThreadPool.h), so
+    // which worker runs which chunk, and whether every worker gets one
+    // (the caller takes the chunks of a worker that has not woken up), is
+    // not fixed.
     int prev = -1;
     for (int i = 0; i < kN; ++i) {
       int t = static_cast<int>(ids[i]);
       if (t < 0 || t >= threads) return "thread id " + std::to_string(t) + " out of range";
       if (t != prev) {
-        if (!seen.insert(t).second) return "thread " + std::to_string(t) + " ran two chunks";
         if (i % 10 != 0) return "a chunk starts at " + std::to_string(i);
         prev = t;
       }
     }
-    if (static_cast<int>(seen.size()) != std::min(threads, kN / 10))
-      return std::to_string(seen.size()) + " threads ran chunks, want " + std::to_string(threads);
     return "";
   }
 };
