@@ -25,8 +25,9 @@
 // kMaxMaskEvaluations evaluations every tile is "partial".
 //
 // A row whose x are all -inf ends with l = 0 and O = 0, so O / l is NaN, as
-// the spec defines it (softmax of all -inf); masked elements contribute an
-// exact 0 (p is selected, not exp(-inf - m') computed).
+// the spec defines it (softmax of all -inf), or with maskedRowsMean the sum
+// of V over all keys divided by Sk; masked elements contribute an exact 0 (p
+// is selected, not exp(-inf - m') computed).
 //
 //===----------------------------------------------------------------------===//
 #include <algorithm>
@@ -578,8 +579,25 @@ absl::Status addAttention(CpuModuleBuilder::Impl &I, const AttentionSpec &a, con
       });
     }, "ktile");
 
-    // O / l in the output dtype (l = 0: a fully masked row, NaN).
+    // O / l in the output dtype (l = 0: a fully masked row, NaN; with
+    // masked_rows "mean" the row becomes the mean of V over all keys).
     I.loop(I.c64(0), qr, 1, [&](llvm::Value *i) {
+      if (a.maskedRowsMean) {
+        llvm::Value *lp = B.CreateGEP(I.f32, L, i);
+        I.ifThen(B.CreateFCmpOEQ(B.CreateAlignedLoad(I.f32, lp, llvm::Align(4)), llvm::ConstantFP::get(I.f32, 0.0)),
+                 [&] {
+                   I.loop(I.c64(0), I.c64(Sk), 1, [&](llvm::Value *kk) {
+                     llvm::Value *vRow = B.CreateAdd(vOff0, B.CreateMul(kk, I.c64(a.vStrides[2])));
+                     dynVectorLoop(I, I.c64(Dv), W, [&](llvm::Value *j, llvm::Value *lm) {
+                       llvm::Value *at = B.CreateAdd(B.CreateMul(i, I.c64(Dv)), j);
+                       llvm::Value *o = loadF32(I, O, ir::DType::kF32, at, W, lm);
+                       llvm::Value *v = loadF32(I, vb, a.vType, B.CreateAdd(vRow, j), W, lm);
+                       storeFrom(I, B.CreateFAdd(o, v), O, ir::DType::kF32, at, lm);
+                     });
+                   }, "vmean");
+                   B.CreateAlignedStore(llvm::ConstantFP::get(I.f32, static_cast<double>(Sk)), lp, llvm::Align(4));
+                 });
+      }
       llvm::Value *l = B.CreateAlignedLoad(I.f32, B.CreateGEP(I.f32, L, i), llvm::Align(4));
       llvm::Value *inv = B.CreateVectorSplat(W, B.CreateFDiv(llvm::ConstantFP::get(I.f32, 1.0), l));
       llvm::Value *oOff = B.CreateAdd(B.CreateAdd(B.CreateMul(bi, I.c64(a.oStrides[0])), B.CreateMul(h, I.c64(a.oStrides[1]))),

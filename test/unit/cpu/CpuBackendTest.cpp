@@ -601,6 +601,22 @@ std::vector<AttnVariant> attnVariants() {
     c.mask = "k <= q - 3";
   }
   {
+    // An HF causal LM after attention-rewrite: causal tiles skipped, padding
+    // per key, fully masked rows the mean of V (masked_rows "mean").
+    AttnVariant &c = add("causal_padding_rows_mean");
+    c.mask = "k <= q";
+    c.scoreMod = "bias0 ? score : -inf";
+    c.sq = c.sk = 150;
+    c.biases = {{"bool", {2, 1, 1, 150}}};
+    c.extraAttrs = "masked_rows = \"mean\"";
+  }
+  {
+    AttnVariant &c = add("bf16_rows_mean");
+    c.dtype = "bf16";
+    c.mask = "k <= q - 3";
+    c.extraAttrs = "masked_rows = \"mean\"";
+  }
+  {
     AttnVariant &c = add("fully_masked_all");  // every tile skipped: all NaN
     c.mask = "k > 1000";
     c.sk = 140;
