@@ -8,9 +8,9 @@
 #   --seconds S  stop each harness after S seconds instead (long runs)
 #   --jobs J     parallel fuzzing processes per harness (default 1)
 #   --build-dir DIR  build the harnesses in DIR, an existing build configured
-#                with clang and -DFUSEC_FUZZ=ON (scripts/test.sh passes its
-#                sanitizer build, build-asan, so CI compiles the tree twice,
-#                not three times); default: configure build-fuzz/ here
+#                with clang and -DFUSEC_FUZZ=ON (tests included, say);
+#                default: configure build-fuzz/ here (libraries only, no cpu
+#                backend)
 # Seeds: the shared and bundled models and libonnx-testdata's node-test
 # models (import), the lit tests' .fir files (text-ir), and the manifest of
 # the bundled model compiled with --no-nvcc (manifest). New inputs found are
