@@ -281,6 +281,18 @@ std::optional<Alibi> matchAlibi(const ir::Tensor &c, int64_t hq, int64_t sq, int
 // the index pattern it is replaced by (indexPattern/verifyPattern above),
 // never assuming one.
 
+/// True if \p t broadcasts to the scores type \p st ([B, H, Sq, Sk]):
+/// rank <= 4, right-aligned, each dim 1 or equal to the scores' dim.
+bool broadcastsToScores(const ir::TensorType &t, const ir::TensorType &st) {
+  if (!t.rankKnown || t.rank() > 4) return false;
+  for (int64_t d = 0; d < t.rank(); ++d) {
+    const ir::Dim &bd = t.shape[d];
+    if (bd.isStatic() && bd.value == 1) continue;
+    if (!(bd == st.shape[4 - t.rank() + d])) return false;
+  }
+  return true;
+}
+
 /// One translated subgraph: ScoreExpr text, its type, and whether it reads a
 /// bias input (run-time data).
 struct MaskTerm {
@@ -309,7 +321,7 @@ class MaskTerms {
     const bool isFloat = ir::isFloat(dt);
     if (isFloat && dt != ir::DType::kF32) return std::nullopt;
     if (!isFloat && dt != ir::DType::kBool && dt != ir::DType::kI64) return std::nullopt;
-    if (!broadcasts(t)) return std::nullopt;
+    if (!broadcastsToScores(t, st_)) return std::nullopt;
     const ir::ScoreType type = isFloat ? ir::ScoreType::kFloat
                                : dt == ir::DType::kBool ? ir::ScoreType::kBool : ir::ScoreType::kInt;
     if (v->constant()) return constantTerm(*v->constant(), type);
@@ -390,16 +402,6 @@ class MaskTerms {
   }
 
  private:
-  bool broadcasts(const ir::TensorType &t) const {
-    if (!t.rankKnown || t.rank() > 4) return false;
-    for (int64_t d = 0; d < t.rank(); ++d) {
-      const ir::Dim &bd = t.shape[d];
-      if (bd.isStatic() && bd.value == 1) continue;
-      if (!(bd == st_.shape[4 - t.rank() + d])) return false;
-    }
-    return true;
-  }
-
   /// A run-time tensor read as a bias input: only one smaller than the score
   /// matrix per (b, h) (the padding vector [B, 1, 1, Sk]); a full
   /// [.., Sq, Sk] leaf would be the materialised mask again.
@@ -798,15 +800,7 @@ class AttentionRewrite : public Pass {
     const int64_t sq = staticDim(scores, 2), sk = staticDim(scores, 3);
     const int64_t hq = staticDim(scores, 1);
     auto addBias = [&](Value *b) -> std::optional<std::string> {
-      const ir::TensorType &bt = b->type();
-      if (!bt.rankKnown || bt.rank() > 4) return std::nullopt;
-      for (int64_t d = 0; d < bt.rank(); ++d) {
-        const ir::Dim &bd = bt.shape[d];
-        const ir::Dim &sd = st.shape[4 - bt.rank() + d];
-        if (bd.isStatic() && bd.value == 1) continue;
-        if (bd == sd) continue;
-        return std::nullopt;
-      }
+      if (!broadcastsToScores(b->type(), st)) return std::nullopt;
       for (size_t i = 0; i < m.biases.size(); ++i)
         if (m.biases[i] == b) return absl::StrCat("bias", i);
       m.biases.push_back(b);
@@ -867,7 +861,7 @@ class AttentionRewrite : public Pass {
               allZero &= x == 0;
               zeroOrNegInf &= x == 0 || (std::isinf(x) && x < 0);
             }
-            if (allZero && addBiasShapeOk(side, st)) continue;  // adding zeros: drop the Add
+            if (allZero && broadcastsToScores(side->type(), st)) continue;  // adding zeros: drop the Add
             // A constant {0, F} mask with a finite F <= -1e30 (finfo.min) as
             // the last op: the structural mask with masked_rows "mean".
             double fillF = 0;
@@ -878,7 +872,7 @@ class AttentionRewrite : public Pass {
               if (fillF == 0 && std::isfinite(x) && x <= kFillAsNegInf) fillF = x;
               zeroOrFill = x == fillF;
             }
-            if (zeroOrFill && fillF != 0 && addBiasShapeOk(side, st)) {
+            if (zeroOrFill && fillF != 0 && broadcastsToScores(side->type(), st)) {
               auto g = keepGrid(t, sq, sk, [](double x) { return x == 0; });
               std::optional<std::string> pat = g ? indexPattern(*g) : std::nullopt;
               if (pat && !pat->empty()) {
@@ -890,7 +884,7 @@ class AttentionRewrite : public Pass {
             if (zeroOrNegInf) {
               auto g = keepGrid(t, sq, sk, [](double x) { return x == 0; });
               std::optional<std::string> pat = g ? indexPattern(*g) : std::nullopt;
-              if (pat && addBiasShapeOk(side, st)) {
+              if (pat && broadcastsToScores(side->type(), st)) {
                 if (!pat->empty()) pending.push_back(*pat);
                 continue;
               }
@@ -953,7 +947,7 @@ class AttentionRewrite : public Pass {
           if (cond->constant() && sq > 0 && sk > 0) {
             auto g = keepGrid(*cond->constant(), sq, sk,
                               [&](double x) { return (x != 0) == keepIsTrue; });
-            if (g && addBiasShapeOk(cond, st)) keepExpr = indexPattern(*g);
+            if (g && broadcastsToScores(cond->type(), st)) keepExpr = indexPattern(*g);
           }
           std::optional<double> fill = splatConstant(other);
           if (!cond->constant() && fill && std::next(it) == chain.rend() && pending.empty() && E == "score") {
@@ -1063,17 +1057,6 @@ class AttentionRewrite : public Pass {
       return fail(f, "q/k/v", absl::StrCat(hQ, " query heads are not a multiple of ", hK, " kv heads"));
     m.hq = hQ;
     m.hkv = hK;
-    return true;
-  }
-
-  static bool addBiasShapeOk(const Value *b, const ir::TensorType &st) {
-    const ir::TensorType &bt = b->type();
-    if (!bt.rankKnown || bt.rank() > 4) return false;
-    for (int64_t d = 0; d < bt.rank(); ++d) {
-      const ir::Dim &bd = bt.shape[d];
-      if (bd.isStatic() && bd.value == 1) continue;
-      if (!(bd == st.shape[4 - bt.rank() + d])) return false;
-    }
     return true;
   }
 

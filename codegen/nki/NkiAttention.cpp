@@ -339,6 +339,13 @@ absl::StatusOr<std::string> printNkiAttention(const program::AttentionSpec &a, c
   s += "                nisa.memset(dst=acc[0:qs, 0:DV], value=0.0)\n";
   s += absl::StrCat("                for jk in KEY_TILES[", key, "]:  # in order: m, l, acc carry over\n");
   const std::string in = "                    ";
+  // The V tile [ks, DV] of keys k0.. (b, kh) into SBUF, at indentation \p ind.
+  auto vTile = [&](const std::string &ind) {
+    return absl::StrCat(ind, "vt = nl.ndarray((K_TILE, DV), dtype=", qdt, ", buffer=nl.sbuf)\n", ind,
+                        "nisa.dma_copy(dst=vt[0:ks, 0:DV], src=v.ap(pattern=[[", a.vStrides[2], ", ks], [",
+                        a.vStrides[3], ", DV]], offset=b * ", a.vStrides[0], " + kh * ", a.vStrides[1],
+                        " + k0 * ", a.vStrides[2], "))\n");
+  };
   s += in + "k0 = jk * K_TILE\n";
   s += in + "ks = min(K_TILE, SK - k0)\n";
   s += in + absl::StrCat("kt = nl.ndarray((D, K_TILE), dtype=", qdt, ", buffer=nl.sbuf)\n");
@@ -384,10 +391,7 @@ absl::StatusOr<std::string> printNkiAttention(const program::AttentionSpec &a, c
   s += in + "nisa.nc_transpose(dst=pt_ps[0:ks, 0:qs], data=p[0:qs, 0:ks])  # P^T on TensorE\n";
   s += in + absl::StrCat("pt = nl.ndarray((K_TILE, Q_TILE), dtype=", qdt, ", buffer=nl.sbuf)\n");
   s += in + "nisa.tensor_copy(dst=pt[0:ks, 0:qs], src=pt_ps[0:ks, 0:qs])\n";
-  s += in + absl::StrCat("vt = nl.ndarray((K_TILE, DV), dtype=", qdt, ", buffer=nl.sbuf)\n");
-  s += in + absl::StrCat("nisa.dma_copy(dst=vt[0:ks, 0:DV], src=v.ap(pattern=[[", a.vStrides[2], ", ks], [",
-                         a.vStrides[3], ", DV]], offset=b * ", a.vStrides[0], " + kh * ", a.vStrides[1],
-                         " + k0 * ", a.vStrides[2], "))\n");
+  s += vTile(in);
   s += in + "pv = nl.ndarray((Q_TILE, DV), dtype=nl.float32, buffer=nl.psum)\n";
   s += in + "nisa.nc_matmul(dst=pv[0:qs, 0:DV], stationary=pt[0:ks, 0:qs], moving=vt[0:ks, 0:DV])\n";
   s += in + "nisa.tensor_tensor(dst=acc[0:qs, 0:DV], data1=acc[0:qs, 0:DV], data2=pv[0:qs, 0:DV], op=nl.add)\n";
@@ -404,10 +408,7 @@ absl::StatusOr<std::string> printNkiAttention(const program::AttentionSpec &a, c
     s += i2 + "for jv in nl.sequential_range((SK + K_TILE - 1) // K_TILE):\n";
     s += i2 + "    k0 = jv * K_TILE\n";
     s += i2 + "    ks = min(K_TILE, SK - k0)\n";
-    s += i2 + absl::StrCat("    vt = nl.ndarray((K_TILE, DV), dtype=", qdt, ", buffer=nl.sbuf)\n");
-    s += i2 + absl::StrCat("    nisa.dma_copy(dst=vt[0:ks, 0:DV], src=v.ap(pattern=[[", a.vStrides[2], ", ks], [",
-                           a.vStrides[3], ", DV]], offset=b * ", a.vStrides[0], " + kh * ", a.vStrides[1],
-                           " + k0 * ", a.vStrides[2], "))\n");
+    s += vTile(i2 + "    ");
     s += i2 + "    vs_ps = nl.ndarray((Q_TILE, DV), dtype=nl.float32, buffer=nl.psum)\n";
     s += i2 + "    nisa.nc_matmul(dst=vs_ps[0:qs, 0:DV], stationary=ones[0:ks, 0:qs], moving=vt[0:ks, 0:DV])\n";
     s += i2 + "    nisa.tensor_tensor(dst=vmean[0:qs, 0:DV], data1=vmean[0:qs, 0:DV], data2=vs_ps[0:qs, 0:DV], "
