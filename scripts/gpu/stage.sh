@@ -67,10 +67,15 @@ for b in "${BINS[@]}"; do
   [ -x "$B/bin/$b" ] || continue
   strip --strip-unneeded -o ".gpu/bin/$b" "$B/bin/$b"
 done
-# The ONNX-import fuzzer, when build-fuzz/ has it (scripts/fuzz.sh), for a
-# long parallel run on the device's cores (docs/FUZZING.md).
-[ -x build-fuzz/bin/fusec-fuzz-import ] &&
-  strip --strip-unneeded -o .gpu/bin/fusec-fuzz-import build-fuzz/bin/fusec-fuzz-import
+# The fuzz harnesses, when build-fuzz/ has them (scripts/fuzz.sh), for long
+# parallel runs on the device's cores (docs/FUZZING.md), with their seeds.
+for h in import text-ir manifest; do
+  [ -x build-fuzz/bin/fusec-fuzz-$h ] || continue
+  strip --strip-unneeded -o .gpu/bin/fusec-fuzz-$h build-fuzz/bin/fusec-fuzz-$h
+  if [ -d build-fuzz/seeds/$h ] && [ "$h" != import ]; then
+    mkdir -p .gpu/seeds && cp -r build-fuzz/seeds/$h .gpu/seeds/
+  fi
+done
 for l in "$B/lib/libfusert.so.0" "$B/lib/libfusert.so"; do
   [ -e "$l" ] && strip --strip-unneeded -o ".gpu/lib/$(basename "$l")" "$(readlink -f "$l")"
 done
