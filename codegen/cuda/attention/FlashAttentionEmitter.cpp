@@ -129,6 +129,16 @@ __device__ __noinline__ float meanOfV(const T *gV, int d) {
   for (int k = 0; k < kSk; ++k) s += toF(gV[(long long)k * kVs + d]);
   return s / (float)kSk;
 }
+// The output pair (columns col, col + 1) of a row that no key reached
+// (its softmax denominator is 0): the mean of V, or kEmptyRow.
+__device__ __forceinline__ void emptyRowPair(float &x, float &y, const T *gV, int col) {
+  if constexpr (kMeanRows) {
+    x = col < kDV ? meanOfV(gV, col) : 0.0f;
+    y = col + 1 < kDV ? meanOfV(gV, col + 1) : 0.0f;
+  } else {
+    x = y = kEmptyRow;
+  }
+}
 @TABLES@@BIASLOADERS@
 __device__ __forceinline__ float scoreMod(float s, long long b, long long h, long long q, long long k@BIASPARAMS@) {
   (void)s; (void)b; (void)h; (void)q; (void)k;
@@ -348,22 +358,8 @@ kernel(const T *__restrict__ Q, const T *__restrict__ K, const T *__restrict__ V
     const int col = i * 8 + (lane & 3) * 2;
     float v0 = accO[i][0] * inv[0], v1 = accO[i][1] * inv[0];
     float v2 = accO[i][2] * inv[1], v3 = accO[i][3] * inv[1];
-    if (rowL[0] == 0.0f) {
-      if constexpr (kMeanRows) {
-        v0 = col < kDV ? meanOfV(gV, col) : 0.0f;
-        v1 = col + 1 < kDV ? meanOfV(gV, col + 1) : 0.0f;
-      } else {
-        v0 = v1 = kEmptyRow;
-      }
-    }
-    if (rowL[1] == 0.0f) {
-      if constexpr (kMeanRows) {
-        v2 = col < kDV ? meanOfV(gV, col) : 0.0f;
-        v3 = col + 1 < kDV ? meanOfV(gV, col + 1) : 0.0f;
-      } else {
-        v2 = v3 = kEmptyRow;
-      }
-    }
+    if (rowL[0] == 0.0f) emptyRowPair(v0, v1, gV, col);
+    if (rowL[1] == 0.0f) emptyRowPair(v2, v3, gV, col);
     *reinterpret_cast<uint32_t *>(sO + rowInTile * kSV + col) = pack2(v0, v1, T());
     *reinterpret_cast<uint32_t *>(sO + (rowInTile + 8) * kSV + col) = pack2(v2, v3, T());
   }
