@@ -106,6 +106,7 @@ std::optional<int64_t> rowStartAxis(const ir::Node &node) {
     case OpKind::kTrilu: case OpKind::kPad: case OpKind::kShape: case OpKind::kSize:
     case OpKind::kConstantOfShape: case OpKind::kRange: case OpKind::kConstant:
     case OpKind::kFusedAttention: case OpKind::kUnregistered:
+    case OpKind::kPRelu: case OpKind::kCumSum: case OpKind::kResize:
       return std::nullopt;
   }
   return std::nullopt;  // an OpKind out of range
@@ -152,6 +153,7 @@ Role roleOf(const ir::Node &node) {
     case OpKind::kExpand:
     case OpKind::kTile:
     case OpKind::kTrilu:
+    case OpKind::kResize:  // a window of taps per output element: index arithmetic
       return Role::kLayout;
     case OpKind::kConcat:
     case OpKind::kSplit:
@@ -181,7 +183,7 @@ Role roleOf(const ir::Node &node) {
     case OpKind::kArgMin: case OpKind::kMaxPool: case OpKind::kAveragePool:
     case OpKind::kGlobalAveragePool: case OpKind::kGlobalMaxPool: case OpKind::kShape:
     case OpKind::kSize: case OpKind::kConstantOfShape: case OpKind::kRange: case OpKind::kConstant:
-    case OpKind::kFusedAttention:
+    case OpKind::kFusedAttention: case OpKind::kPRelu: case OpKind::kCumSum:
       break;
   }
   if (!node.op()) return Role::kOpaque;

@@ -66,6 +66,7 @@ absl::StatusOr<ReduceAxes> reductionAxes(const Node &n, int64_t rank) {
     case OpKind::kGatherND: case OpKind::kExpand: case OpKind::kTile: case OpKind::kTrilu:
     case OpKind::kPad: case OpKind::kShape: case OpKind::kSize: case OpKind::kConstantOfShape:
     case OpKind::kRange: case OpKind::kConstant: case OpKind::kFusedAttention:
+    case OpKind::kPRelu: case OpKind::kCumSum: case OpKind::kResize:
     case OpKind::kUnregistered: {  // Reduce*
       r.keepDims = n.getInt("keepdims", 1) != 0;
       std::vector<int64_t> axes;
@@ -228,7 +229,8 @@ absl::StatusOr<int> GroupLowering::reductionAt(const Node &n, int result,
     case OpKind::kGather: case OpKind::kGatherElements: case OpKind::kGatherND:
     case OpKind::kExpand: case OpKind::kTile: case OpKind::kTrilu: case OpKind::kPad:
     case OpKind::kShape: case OpKind::kSize: case OpKind::kConstantOfShape: case OpKind::kRange:
-    case OpKind::kConstant: case OpKind::kFusedAttention: case OpKind::kUnregistered: {
+    case OpKind::kConstant: case OpKind::kFusedAttention: case OpKind::kUnregistered:
+    case OpKind::kPRelu: case OpKind::kCumSum: case OpKind::kResize: {
       if (reds.empty()) {
         int r;
         switch (n.kind()) {
@@ -284,6 +286,7 @@ absl::StatusOr<int> GroupLowering::reductionAt(const Node &n, int result,
           case OpKind::kTile: case OpKind::kTrilu: case OpKind::kPad: case OpKind::kShape:
           case OpKind::kSize: case OpKind::kConstantOfShape: case OpKind::kRange:
           case OpKind::kConstant: case OpKind::kFusedAttention: case OpKind::kUnregistered:
+          case OpKind::kPRelu: case OpKind::kCumSum: case OpKind::kResize:
             return unimplemented(n, "unknown reduction");
         }
         reds = {r};
