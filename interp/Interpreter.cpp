@@ -47,7 +47,8 @@ Family familyOf(ir::OpKind kind) {
     case K::kReduceProd: case K::kReduceSumSquare: case K::kReduceL2: case K::kArgMax:
     case K::kArgMin: case K::kCumSum:
       return Family::kReduction;
-    case K::kMatMul: case K::kGemm: case K::kConv: case K::kBatchNormalization: case K::kMaxPool:
+    case K::kMatMul: case K::kGemm: case K::kConv: case K::kConvTranspose:
+    case K::kBatchNormalization: case K::kMaxPool:
     case K::kAveragePool: case K::kGlobalAveragePool: case K::kGlobalMaxPool:
       return Family::kNn;
     case K::kReshape: case K::kTranspose: case K::kFlatten: case K::kSqueeze: case K::kUnsqueeze:

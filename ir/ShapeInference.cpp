@@ -301,7 +301,7 @@ std::optional<Elems> Inferrer::trackNode(const Node &n, int depth) {
     case OpKind::kFlatten: case OpKind::kSplit: case OpKind::kGatherElements:
     case OpKind::kGatherND: case OpKind::kExpand: case OpKind::kTile: case OpKind::kTrilu:
     case OpKind::kPad: case OpKind::kRange: case OpKind::kFusedAttention:
-    case OpKind::kPRelu: case OpKind::kCumSum: case OpKind::kResize:
+    case OpKind::kPRelu: case OpKind::kCumSum: case OpKind::kResize: case OpKind::kConvTranspose:
     case OpKind::kUnregistered:
       return std::nullopt;
   }
@@ -437,6 +437,7 @@ absl::StatusOr<std::vector<TensorType>> Inferrer::run() {
       return same(x.dtype);
     }
     case OpKind::kResize: return one(resize());
+    case OpKind::kConvTranspose: return one(convTranspose());
     case OpKind::kMatMul: return one(matmul());
     case OpKind::kGemm: return one(gemm());
     case OpKind::kConv: return one(convOrPool(true));

@@ -269,6 +269,14 @@ OpRule opRule(const ir::Node &n) {
     case OpKind::kConstant:
       break;
 
+    case OpKind::kConvTranspose: {  // each X element meets M/group * prod(kernel) taps
+      const ir::Value *w = n.input(1);
+      r.flops = 2 * in * dim(w, 1) * dimProduct(w, 2);
+      if (n.input(2)) r.flops += out;
+      r.contraction = true;
+      break;
+    }
+
     // Scans and resampling.
     case OpKind::kCumSum:  // one add per element (axis is metadata)
       r.flops = in;

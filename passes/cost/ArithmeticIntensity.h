@@ -8,6 +8,7 @@
 //   MatMul       2 * K * (elements of the output)  (= 2*M*N*K*batch)
 //   Gemm         2*M*N*K, + M*N if alpha != 1, + M*N (+ M*N if beta != 1) with C
 //   Conv         2 * (elements of Y) * Cin/group * prod(kernel), + |Y| with bias
+//   ConvTranspose 2 * (elements of X) * Cout/group * prod(kernel), + |Y| with bias
 //   elementwise  1 per output element for arithmetic, comparisons, selects
 //                and transcendentals (kTranscendentalFlops = 1: one SFU /
 //                ScalarEngine evaluation; Exp, Log, Erf, Tanh, Sqrt, Sin, ...);

@@ -115,6 +115,9 @@ class GroupLowering {
   /// (ir/Resample.h's formulas, in f64), the taps clamped into the input
   /// and their weights; the sum over the taps' product grid (Resize.cpp).
   absl::StatusOr<int> resizeAt(const Node &n, const std::vector<int> &idx);
+  /// ConvTranspose at output point \p idx (the kernel's anchor): the sum
+  /// over the group's input channels and the kernel taps that reach it.
+  absl::StatusOr<int> convTransposeAt(const Node &n, const std::vector<int> &idx);
   /// CumSum (its own kernel): the domain is the output plus one reduced dim
   /// over the scanned axis (Orchestration.cpp).
   absl::Status lowerCumSum(const Node &n);

@@ -27,6 +27,7 @@ enum class ScalarLowering {
   kPool,         ///< poolAt: a guarded window reduction (Pooling.cpp)
   kMatMul,       ///< matmulAt: a K reduction, when no library call runs it (Pooling.cpp)
   kResample,     ///< resizeAt: a weighted window of taps per resized axis (Resize.cpp)
+  kTransposedConv,  ///< convTransposeAt: a guarded reduction over channels and taps (Pooling.cpp)
   kOwnKernel,    ///< never inside a fused expression: a library call (Conv), an attention
                  ///< spec (FusedAttention), a multi-output kernel (Split), a scan
                  ///< (CumSum) or data (Constant)
@@ -84,6 +85,7 @@ inline constexpr ScalarLowering PRelu = ScalarLowering::kElementwise;
 inline constexpr ScalarLowering MatMul = ScalarLowering::kMatMul;
 inline constexpr ScalarLowering Gemm = ScalarLowering::kMatMul;
 inline constexpr ScalarLowering Conv = ScalarLowering::kOwnKernel;
+inline constexpr ScalarLowering ConvTranspose = ScalarLowering::kTransposedConv;
 inline constexpr ScalarLowering Softmax = ScalarLowering::kReduction;
 inline constexpr ScalarLowering LogSoftmax = ScalarLowering::kReduction;
 inline constexpr ScalarLowering LayerNormalization = ScalarLowering::kReduction;

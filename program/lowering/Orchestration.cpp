@@ -96,7 +96,7 @@ bool isViewNode(const Node &node) {
     case OpKind::kTrilu: case OpKind::kPad: case OpKind::kShape: case OpKind::kSize:
     case OpKind::kConstantOfShape: case OpKind::kRange: case OpKind::kConstant:
     case OpKind::kFusedAttention: case OpKind::kUnregistered:
-    case OpKind::kPRelu: case OpKind::kCumSum: case OpKind::kResize:
+    case OpKind::kPRelu: case OpKind::kConvTranspose: case OpKind::kCumSum: case OpKind::kResize:
       return false;
   }
   return false;  // an OpKind out of range
@@ -159,7 +159,7 @@ absl::Status GroupLowering::setupDomain(const std::vector<const Value *> &output
   for (const Node *n : order_) {
     if (isRowReductionOp(n->kind()) || n->kind() == OpKind::kMaxPool ||
         n->kind() == OpKind::kAveragePool || n->kind() == OpKind::kMatMul ||
-        n->kind() == OpKind::kGemm) {
+        n->kind() == OpKind::kGemm || n->kind() == OpKind::kConvTranspose) {
       if (external_.count(n->output(0))) continue;
       if (isRowReductionOp(n->kind())) {
         FUSEC_ASSIGN_OR_RETURN(Shape s, staticShape(n->input(0)));

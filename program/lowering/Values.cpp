@@ -235,6 +235,7 @@ absl::StatusOr<int> GroupLowering::nodeAt(const Node &n, int result, const std::
     case ScalarLowering::kLayout: return layoutAt(n, idx);
     case ScalarLowering::kPool: return poolAt(n, idx);
     case ScalarLowering::kResample: return resizeAt(n, idx);
+    case ScalarLowering::kTransposedConv: return convTransposeAt(n, idx);
     case ScalarLowering::kMatMul: return matmulAt(n, idx);
     case ScalarLowering::kReduction: return reductionAt(n, result, idx);
     case ScalarLowering::kElementwise: return elementwiseAt(n, result, idx);
@@ -423,6 +424,7 @@ absl::StatusOr<int> GroupLowering::elementwiseAt(const Node &n, int result,
       return bin(BinaryOp::kAdd, y, spec_.cast(bias, t));
     }
     case OpKind::kMatMul: case OpKind::kGemm: case OpKind::kConv: case OpKind::kSoftmax:
+    case OpKind::kConvTranspose:
     case OpKind::kLogSoftmax: case OpKind::kLayerNormalization: case OpKind::kRMSNormalization:
     case OpKind::kReduceMean: case OpKind::kReduceSum: case OpKind::kReduceMax:
     case OpKind::kReduceMin: case OpKind::kReduceProd: case OpKind::kReduceSumSquare:

@@ -311,6 +311,19 @@ inline std::vector<Case> corpus() {
   %y = "Add"(%u, %r) : f32[2,4,10,12] loc("add")
   return %y
 })"});
+  // ConvTranspose as a generated kernel: DBNet's 2x2 stride-2 upsampling
+  // with bias; pads + output_padding + dilation; groups (depthwise and
+  // M/group > 1); 1-d with output_shape; SAME_UPPER at stride 2 on odd
+  // sizes; batch 1 with a 3x3 kernel, stride 2 (output_padding 1).
+  cs.push_back({"convtranspose", R"(graph @convt(%x: f32[2,4,5,7], %w: f32[4,3,2,2], %b: f32[3], %wd: f32[4,1,3,3], %wg: f32[4,3,3,3], %x1: f32[1,2,9], %w1: f32[2,3,4]) -> (%up, %pd, %dw, %gr, %one, %same) {
+  %up = "ConvTranspose"(%x, %w, %b) {strides = [2, 2]} : f32[2,3,10,14] loc("upsample")
+  %pd = "ConvTranspose"(%x, %w) {dilations = [2, 1], output_padding = [1, 0], pads = [1, 0, 0, 1], strides = [2, 1]} : f32[2,3,11,7] loc("padded")
+  %dw = "ConvTranspose"(%x, %wd) {group = 4, pads = [1, 1, 1, 1]} : f32[2,4,5,7] loc("depthwise")
+  %gr = "ConvTranspose"(%x, %wg) {group = 2, output_padding = [1, 1], strides = [2, 2]} : f32[2,6,12,16] loc("grouped")
+  %one = "ConvTranspose"(%x1, %w1) {output_shape = [21], strides = [2]} : f32[1,3,21] loc("oned")
+  %same = "ConvTranspose"(%x, %wd) {auto_pad = "SAME_UPPER", group = 4, strides = [2, 2]} : f32[2,4,10,14] loc("same")
+  return %up, %pd, %dw, %gr, %one, %same
+})"});
   return cs;
 }
 

@@ -181,6 +181,32 @@ TEST(ShapeInference, Resize) {
             "error:");
 }
 
+TEST(ShapeInference, ConvTranspose) {
+  EXPECT_EQ(inferType("%x: f32[n,64,h,w], %w: f32[64,32,2,2]",
+                      "%out = \"ConvTranspose\"(%x, %w) {strides = [2, 2]}"),
+            "f32[n,32,?,?]");
+  EXPECT_EQ(inferType("%x: f32[1,64,40,40], %w: f32[64,32,2,2], %b: f32[32]",
+                      "%out = \"ConvTranspose\"(%x, %w, %b) {strides = [2, 2]}"),
+            "f32[1,32,80,80]");
+  EXPECT_EQ(inferType("%x: f32[1,4,5,7], %w: f32[4,3,3,3]",
+                      "%out = \"ConvTranspose\"(%x, %w) {group = 2, output_padding = [1, 1], pads = [1, 1, 1, 1], strides = [2, 2]}"),
+            "f32[1,6,10,14]");
+  EXPECT_EQ(inferType("%x: f32[1,4,5,7], %w: f32[4,1,3,3]",
+                      "%out = \"ConvTranspose\"(%x, %w) {auto_pad = \"SAME_LOWER\", group = 4, strides = [3, 2]}"),
+            "f32[1,4,15,14]");
+  EXPECT_EQ(inferType("%x: f32[1,2,9], %w: f32[2,3,4]",
+                      "%out = \"ConvTranspose\"(%x, %w) {output_shape = [1, 3, 21], strides = [2]}"),
+            "f32[1,3,21]");
+  EXPECT_EQ(inferType("%x: f32[1,4,5], %w: f32[3,1,3]", "%out = \"ConvTranspose\"(%x, %w)").substr(0, 6),
+            "error:");
+  EXPECT_EQ(inferType("%x: f32[1,4,5], %w: f32[4,1,3], %b: f32[2]", "%out = \"ConvTranspose\"(%x, %w, %b)")
+                .substr(0, 6),
+            "error:");
+  EXPECT_EQ(inferType("%x: f32[1,4,5], %w: f32[4,1,3]", "%out = \"ConvTranspose\"(%x, %w) {pads = [4, 4]}")
+                .substr(0, 6),
+            "error:");
+}
+
 TEST(ShapeInference, Reshape) {
   EXPECT_EQ(inferType("%x: f32[b,s,768]",
                       "%sh = constant i64[4] dense<[0, 0, 12, -1]>\n%out = \"Reshape\"(%x, %sh)"),

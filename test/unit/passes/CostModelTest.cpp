@@ -251,6 +251,19 @@ TEST(OpCostTest, PReluCumSumAndResize) {
   EXPECT_EQ(rn.bytesRead, 24 * 4);
 }
 
+TEST(OpCostTest, ConvTransposeCountsTapsPerInputElement) {
+  ir::Graph g;
+  auto *x = g.addInput("x", f32({1, 4, 5, 5}));
+  auto *w = g.addConstant("w", ir::Tensor(DType::kF32, {4, 3, 2, 2}));
+  auto *b = g.addConstant("b", ir::Tensor(DType::kF32, {3}));
+  ir::Node *n = add(g, "ConvTranspose", {x, w, b}, {f32({1, 3, 10, 10})});
+  n->setAttr("strides", ir::Attribute(std::vector<int64_t>{2, 2}));
+  OpCost c = opCost(*n);
+  EXPECT_EQ(c.flops, 2 * 100 * 3 * 4 + 300);
+  EXPECT_TRUE(c.contraction);
+  EXPECT_EQ(c.bytesRead, (100 + 48 + 3) * 4);
+}
+
 TEST(OpCostTest, GatherReadsOnlyTheRowsItUses) {
   ir::Graph g;
   auto *table = g.addConstant("table", ir::Tensor(DType::kF32, {100, 16}));

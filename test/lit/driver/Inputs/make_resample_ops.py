@@ -3,9 +3,10 @@
 
 new_ops.onnx (+ test_data_set_0 with onnx.reference's outputs): PRelu with a
 per-channel slope feeding an Add, a YOLO-style 2x nearest upsample, linear
-and cubic Resize, an FPN-style Resize to sizes with axes, and CumSum of an
+and cubic Resize, an FPN-style Resize to sizes with axes, CumSum of an
 int64 padding mask (BLOOM / OPT position ids) and of floats, reverse and
-exclusive, along a middle axis.
+exclusive, along a middle axis, and a DBNet-style ConvTranspose (2x2,
+stride 2, bias).
 
 And models each refused by `fusec -o` with a reason naming the node:
 resize_antialias.onnx, resize_runtime_scales.onnx (scales a graph input),
@@ -57,10 +58,13 @@ nodes = [
     h.make_node("Mul", ["cs", "mask"], ["y_pos"], name="mask_positions"),
     const("two", np.array(2, np.int64)),
     h.make_node("CumSum", ["x", "two"], ["y_cs"], name="scan_h", exclusive=1, reverse=1),
+    const("wt", (np.arange(3 * 2 * 2 * 2).reshape(3, 2, 2, 2) / 10 - 1).astype(np.float32)),
+    const("bt", np.array([0.5, -0.5], np.float32)),
+    h.make_node("ConvTranspose", ["x", "wt", "bt"], ["y_ct"], name="deconv", strides=[2, 2]),
 ]
 m = save("new_ops", nodes, [F("x", [1, 3, 6, 8]), I("mask", [2, 9])],
          [F("y_prelu", None), F("y_up", None), F("y_lin", None), F("y_cub", None),
-          F("y_fpn", None), I("y_pos", None), F("y_cs", None)])
+          F("y_fpn", None), I("y_pos", None), F("y_cs", None), F("y_ct", None)])
 rng = np.random.default_rng(0)
 feeds = {"x": (rng.standard_normal((1, 3, 6, 8)) * 2).astype(np.float32),
          "mask": np.array([[0, 0, 1, 1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 1, 0, 0, 0, 0]], np.int64)}
