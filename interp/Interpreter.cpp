@@ -10,7 +10,7 @@ namespace fusec::interp {
 namespace {
 
 /// The interp/ops/<Family>.cpp file that implements an op.
-enum class Family { kElementwise, kReduction, kNn, kLayout, kMovement, kAttention };
+enum class Family { kElementwise, kReduction, kNn, kLayout, kMovement, kResize, kAttention };
 
 const char *familyFile(Family f) {
   switch (f) {
@@ -19,6 +19,7 @@ const char *familyFile(Family f) {
     case Family::kNn: return "interp/ops/Nn.cpp";
     case Family::kLayout: return "interp/ops/Layout.cpp";
     case Family::kMovement: return "interp/ops/Movement.cpp";
+    case Family::kResize: return "interp/ops/Resize.cpp";
     case Family::kAttention: return "interp/ops/Attention.cpp";
   }
   return "interp/ops";
@@ -39,14 +40,15 @@ Family familyOf(ir::OpKind kind) {
     case K::kClip: case K::kAdd: case K::kSub: case K::kMul: case K::kDiv: case K::kPow:
     case K::kMod: case K::kMax: case K::kMin: case K::kSum: case K::kMean: case K::kEqual:
     case K::kLess: case K::kLessOrEqual: case K::kGreater: case K::kGreaterOrEqual: case K::kAnd:
-    case K::kOr: case K::kXor: case K::kWhere:
+    case K::kOr: case K::kXor: case K::kWhere: case K::kPRelu:
       return Family::kElementwise;
     case K::kSoftmax: case K::kLogSoftmax: case K::kLayerNormalization: case K::kRMSNormalization:
     case K::kReduceMean: case K::kReduceSum: case K::kReduceMax: case K::kReduceMin:
     case K::kReduceProd: case K::kReduceSumSquare: case K::kReduceL2: case K::kArgMax:
-    case K::kArgMin:
+    case K::kArgMin: case K::kCumSum:
       return Family::kReduction;
-    case K::kMatMul: case K::kGemm: case K::kConv: case K::kBatchNormalization: case K::kMaxPool:
+    case K::kMatMul: case K::kGemm: case K::kConv: case K::kConvTranspose:
+    case K::kBatchNormalization: case K::kMaxPool:
     case K::kAveragePool: case K::kGlobalAveragePool: case K::kGlobalMaxPool:
       return Family::kNn;
     case K::kReshape: case K::kTranspose: case K::kFlatten: case K::kSqueeze: case K::kUnsqueeze:
@@ -56,6 +58,8 @@ Family familyOf(ir::OpKind kind) {
     case K::kTrilu: case K::kPad: case K::kShape: case K::kSize: case K::kConstantOfShape:
     case K::kRange: case K::kConstant:
       return Family::kMovement;
+    case K::kResize:
+      return Family::kResize;
     case K::kFusedAttention:
       return Family::kAttention;
     case K::kUnregistered:
@@ -72,6 +76,7 @@ const KernelTable &kernelTable() {
     registerNnKernels(*t);
     registerLayoutKernels(*t);
     registerMovementKernels(*t);
+    registerResizeKernels(*t);
     registerAttentionKernels(*t);
     return t;
   }();

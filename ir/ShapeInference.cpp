@@ -301,6 +301,7 @@ std::optional<Elems> Inferrer::trackNode(const Node &n, int depth) {
     case OpKind::kFlatten: case OpKind::kSplit: case OpKind::kGatherElements:
     case OpKind::kGatherND: case OpKind::kExpand: case OpKind::kTile: case OpKind::kTrilu:
     case OpKind::kPad: case OpKind::kRange: case OpKind::kFusedAttention:
+    case OpKind::kPRelu: case OpKind::kCumSum: case OpKind::kResize: case OpKind::kConvTranspose:
     case OpKind::kUnregistered:
       return std::nullopt;
   }
@@ -410,6 +411,33 @@ absl::StatusOr<std::vector<TensorType>> Inferrer::run() {
       std::vector<TensorType> ts{inType(0), inType(1), inType(2)};
       return one(broadcast(ts, inType(1).dtype));
     }
+    case OpKind::kPRelu: {
+      // Unidirectional broadcasting: slope broadcasts to x, the result is x's type.
+      const TensorType slope = inType(1);
+      if (x.rankKnown && slope.rankKnown) {
+        if (slope.rank() > x.rank())
+          return error(absl::StrCat("slope of rank ", slope.rank(), " does not broadcast to x of rank ",
+                                    x.rank()));
+        const int64_t off = x.rank() - slope.rank();
+        for (int64_t i = 0; i < slope.rank(); ++i) {
+          const Dim &s = slope.shape[i], &d = x.shape[off + i];
+          if (s.isStatic() && s.value != 1 && d.isStatic() && s.value != d.value)
+            return error(absl::StrCat("slope ", slope.str(), " does not broadcast to x ", x.str(),
+                                      " (dim ", i, ": ", s.value, " vs ", d.value, ")"));
+        }
+      }
+      return same(x.dtype);
+    }
+    case OpKind::kCumSum: {
+      if (x.rankKnown) {
+        if (x.rank() == 0) return error("CumSum input must have rank >= 1");
+        if (auto axis = ints(1); axis && axis->size() == 1)
+          FUSEC_RETURN_IF_ERROR(normAxis((*axis)[0], x.rank()).status());
+      }
+      return same(x.dtype);
+    }
+    case OpKind::kResize: return one(resize());
+    case OpKind::kConvTranspose: return one(convTranspose());
     case OpKind::kMatMul: return one(matmul());
     case OpKind::kGemm: return one(gemm());
     case OpKind::kConv: return one(convOrPool(true));

@@ -660,6 +660,7 @@ class AttentionRewrite : public Pass {
       case OpKind::kExpand: case OpKind::kTile: case OpKind::kTrilu: case OpKind::kPad:
       case OpKind::kShape: case OpKind::kSize: case OpKind::kConstantOfShape: case OpKind::kRange:
       case OpKind::kConstant: case OpKind::kFusedAttention: case OpKind::kUnregistered:
+      case OpKind::kPRelu: case OpKind::kConvTranspose: case OpKind::kCumSum: case OpKind::kResize:
         return ChainStep::kNone;
     }
     return ChainStep::kNone;

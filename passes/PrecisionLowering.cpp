@@ -112,11 +112,12 @@ enum class Policy { kLow, kFp32, kPromote };
 Policy policyOf(ir::OpKind k) {
   switch (k) {
     case ir::OpKind::kMatMul: case ir::OpKind::kGemm: case ir::OpKind::kConv:
-    case ir::OpKind::kFusedAttention:
+    case ir::OpKind::kConvTranspose: case ir::OpKind::kFusedAttention:
       return Policy::kLow;
     case ir::OpKind::kReduceMean: case ir::OpKind::kReduceSum: case ir::OpKind::kReduceSumSquare:
     case ir::OpKind::kReduceL2: case ir::OpKind::kReduceProd: case ir::OpKind::kAveragePool:
     case ir::OpKind::kGlobalAveragePool: case ir::OpKind::kExp: case ir::OpKind::kPow:
+    case ir::OpKind::kCumSum:
       return Policy::kFp32;
     // Everything else: the precision of its inputs, promoted to f32 when
     // they mix f32 and the low dtype.
@@ -145,6 +146,7 @@ Policy policyOf(ir::OpKind k) {
     case ir::OpKind::kTile: case ir::OpKind::kTrilu: case ir::OpKind::kPad:
     case ir::OpKind::kShape: case ir::OpKind::kSize: case ir::OpKind::kConstantOfShape:
     case ir::OpKind::kRange: case ir::OpKind::kConstant: case ir::OpKind::kUnregistered:
+    case ir::OpKind::kPRelu: case ir::OpKind::kResize:
       return Policy::kPromote;
   }
   return Policy::kPromote;  // not reached: the switch covers every OpKind
@@ -192,6 +194,7 @@ bool isElementwiseArithmetic(ir::OpKind k) {
     case ir::OpKind::kPad: case ir::OpKind::kShape: case ir::OpKind::kSize:
     case ir::OpKind::kConstantOfShape: case ir::OpKind::kRange: case ir::OpKind::kConstant:
     case ir::OpKind::kFusedAttention: case ir::OpKind::kUnregistered:
+    case ir::OpKind::kPRelu: case ir::OpKind::kCumSum: case ir::OpKind::kResize: case ir::OpKind::kConvTranspose:
       return false;
   }
   return false;  // not reached: the switch covers every OpKind
@@ -372,6 +375,7 @@ class PrecisionLowering : public Pass {
         case ir::OpKind::kTile: case ir::OpKind::kTrilu: case ir::OpKind::kPad:
         case ir::OpKind::kShape: case ir::OpKind::kSize: case ir::OpKind::kRange:
         case ir::OpKind::kFusedAttention: case ir::OpKind::kUnregistered:
+        case ir::OpKind::kPRelu: case ir::OpKind::kCumSum: case ir::OpKind::kResize: case ir::OpKind::kConvTranspose:
           break;
       }
       bool anyF32 = false;

@@ -488,7 +488,9 @@ absl::Status checkStaticShapes(const ir::Graph &graph) {
   for (const ir::Value *v : graph.outputs()) {
     if (v && !(v->type().rankKnown && v->type().isStatic()))
       return absl::InvalidArgumentError(
-          absl::StrCat("output '", v->name(), "' has non-static shape ", v->type().str(),
+          absl::StrCat("output '", v->name(), "'",
+                       v->producer() ? absl::StrCat(" of ", v->producer()->describe()) : std::string(),
+                       " has non-static shape ", v->type().str(),
                        " after binding the inputs; shapes must be static for an artifact"));
   }
   return absl::OkStatus();

@@ -35,6 +35,7 @@ void registerReductionKernels(KernelTable &table);    // Reduce*, ArgMax/Min, So
 void registerNnKernels(KernelTable &table);           // MatMul, Gemm, Conv, pools, BatchNorm
 void registerLayoutKernels(KernelTable &table);       // Reshape ... Slice
 void registerMovementKernels(KernelTable &table);     // Gather*, Expand ... Pad, Shape, Range, ...
+void registerResizeKernels(KernelTable &table);       // Resize
 void registerAttentionKernels(KernelTable &table);    // FusedAttention (fusec op)
 
 }  // namespace fusec::interp

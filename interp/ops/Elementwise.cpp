@@ -342,6 +342,26 @@ Result mod(const KernelArgs &args) {
                /*intDivision=*/true);
 }
 
+/// PRelu: x < 0 ? slope * x : x, slope broadcast to x's shape
+/// (unidirectional: the result has x's shape). Floats and integers.
+Result prelu(const KernelArgs &args) {
+  const Tensor *x, *slope;
+  FUSEC_RETURN_IF_ERROR(binaryOperands(args, Operands::kNumeric, &x, &slope));
+  FUSEC_ASSIGN_OR_RETURN(ir::Shape shape, broadcastShapes({x->shape(), slope->shape()}));
+  if (shape != x->shape())
+    return invalidArg("slope ", shapeStr(slope->shape()), " does not broadcast to x ",
+                      shapeStr(x->shape()), " (unidirectional broadcasting)");
+  if (ir::isFloat(x->dtype()))
+    return binaryLoop(*x, *slope, x->dtype(), [&](Tensor &o, int64_t i, int64_t a, int64_t s) {
+      const double v = x->getDouble(a);
+      o.setDouble(i, v < 0 ? slope->getDouble(s) * v : v);
+    });
+  return binaryLoop(*x, *slope, x->dtype(), [&](Tensor &o, int64_t i, int64_t a, int64_t s) {
+    const int64_t v = x->getInt(a);
+    o.setInt(i, v < 0 ? wrapMul(slope->getInt(s), v) : v);
+  });
+}
+
 /// Where: cond ? x : y with three-way broadcasting; copies element bytes, so
 /// every dtype (strings included) is supported exactly.
 Result where(const KernelArgs &args) {
@@ -530,6 +550,7 @@ void registerElementwiseKernels(KernelTable &t) {
                    [](int64_t x, int64_t y) { return (x != 0) != (y != 0); });
   };
   t[slot(K::kWhere)] = where;
+  t[slot(K::kPRelu)] = prelu;
 }
 
 }  // namespace fusec::interp

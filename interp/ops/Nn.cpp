@@ -21,6 +21,7 @@
 #include "interp/internal/Broadcast.h"
 #include "interp/internal/KernelUtil.h"
 #include "interp/internal/Kernels.h"
+#include "ir/ConvGeometry.h"
 #include "support/Status.h"
 
 namespace fusec::interp {
@@ -333,6 +334,86 @@ Result conv(const KernelArgs &args) {
   return std::vector<Tensor>{std::move(out)};
 }
 
+/// ConvTranspose: Y[n, g*Mg + m, o] = B + sum over input channels c of
+/// group g, input points i and kernel taps t with o = i * stride - padBegin
+/// + t * dilation of X[n, c, i] * W[c, m, t] (ir/ConvGeometry.h); a scatter
+/// over X, accumulated in double.
+Result convTranspose(const KernelArgs &args) {
+  FUSEC_ASSIGN_OR_RETURN(const Tensor *x, requireInput(args, 0));
+  FUSEC_ASSIGN_OR_RETURN(const Tensor *w, requireInput(args, 1));
+  const Tensor *bias = args.in(2);
+  FUSEC_RETURN_IF_ERROR(requireFloat(*x, "X"));
+  if (w->dtype() != x->dtype() || (bias && bias->dtype() != x->dtype()))
+    return invalidArg("X, W and B must have the same dtype");
+  FUSEC_RETURN_IF_ERROR(requireSpatial(*x, "X"));
+  FUSEC_ASSIGN_OR_RETURN(ir::ConvTransposeGeometry g,
+                         ir::convTransposeGeometry(args.node, x->shape(), w->shape()));
+  const int64_t n = x->shape()[0], c = g.inChannels, m = g.outChannels;
+  const int64_t cg = c / g.group, mg = m / g.group;
+  if (bias && (bias->rank() != 1 || bias->shape()[0] != m))
+    return invalidArg("B has shape ", shapeStr(bias->shape()), ", expected [", m, "]");
+  const size_t k = g.kernel.size();
+  ir::Shape outShape = {n, m};
+  outShape.insert(outShape.end(), g.outSpatial.begin(), g.outSpatial.end());
+  FUSEC_RETURN_IF_ERROR(ir::checkTensorSize(x->dtype(), outShape, "ConvTranspose result"));
+  int64_t inSize = 1, outSize = 1, kSize = 1;
+  for (size_t d = 0; d < k; ++d) {
+    inSize *= g.inSpatial[d];
+    outSize *= g.outSpatial[d];
+    kSize *= g.kernel[d];
+  }
+  std::vector<double> acc(static_cast<size_t>(n * m * outSize), 0.0);
+  std::vector<double> xv = x->toDoubles(), wv = w->toDoubles();
+  // For each (input point, kernel tap): the output point, or -1 outside.
+  std::vector<int64_t> target(static_cast<size_t>(inSize * kSize), -1);
+  std::vector<int64_t> ic(k), tc(k);
+  for (int64_t i = 0; i < inSize; ++i) {
+    for (int64_t r = i, d = static_cast<int64_t>(k) - 1; d >= 0; --d) {
+      ic[d] = r % g.inSpatial[d];
+      r /= g.inSpatial[d];
+    }
+    for (int64_t t = 0; t < kSize; ++t) {
+      for (int64_t r = t, d = static_cast<int64_t>(k) - 1; d >= 0; --d) {
+        tc[d] = r % g.kernel[d];
+        r /= g.kernel[d];
+      }
+      int64_t flat = 0;
+      bool inside = true;
+      for (size_t d = 0; d < k && inside; ++d) {
+        const int64_t o = ic[d] * g.strides[d] - g.padBegin[d] + tc[d] * g.dilations[d];
+        inside = o >= 0 && o < g.outSpatial[d];
+        flat = flat * g.outSpatial[d] + o;
+      }
+      if (inside) target[static_cast<size_t>(i * kSize + t)] = flat;
+    }
+  }
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t ci = 0; ci < c; ++ci) {
+      const int64_t grp = ci / cg;
+      const double *xp = xv.data() + (b * c + ci) * inSize;
+      for (int64_t mo = 0; mo < mg; ++mo) {
+        const int64_t oc = grp * mg + mo;
+        const double *wp = wv.data() + (ci * mg + mo) * kSize;
+        double *yp = acc.data() + (b * m + oc) * outSize;
+        for (int64_t i = 0; i < inSize; ++i)
+          for (int64_t t = 0; t < kSize; ++t) {
+            const int64_t o = target[static_cast<size_t>(i * kSize + t)];
+            if (o >= 0) yp[o] += xp[i] * wp[t];
+          }
+      }
+    }
+  Tensor out(x->dtype(), outShape);
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t oc = 0; oc < m; ++oc) {
+      const double b0 = bias ? bias->getDouble(oc) : 0.0;
+      for (int64_t o = 0; o < outSize; ++o) {
+        const int64_t e = (b * m + oc) * outSize + o;
+        out.setDouble(e, acc[static_cast<size_t>(e)] + b0);
+      }
+    }
+  return std::vector<Tensor>{std::move(out)};
+}
+
 //===----------------------------------------------------------------------===//
 // Pools
 //===----------------------------------------------------------------------===//
@@ -499,6 +580,7 @@ void registerNnKernels(KernelTable &t) {
   t[slot(K::kMatMul)] = matMul;
   t[slot(K::kGemm)] = gemm;
   t[slot(K::kConv)] = conv;
+  t[slot(K::kConvTranspose)] = convTranspose;
   t[slot(K::kBatchNormalization)] = batchNorm;
   t[slot(K::kMaxPool)] = maxPool;
   t[slot(K::kAveragePool)] = averagePool;

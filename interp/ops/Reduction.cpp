@@ -349,6 +349,46 @@ Result rmsNorm(const KernelArgs &args) {
 
 }  // namespace
 
+/// CumSum: running sums along the axis of input 1 (a scalar, negative
+/// counts from the end); exclusive leaves the element itself out, reverse
+/// sums from the end. Floats accumulate in double, integers wrap.
+Result cumSum(const KernelArgs &args) {
+  FUSEC_ASSIGN_OR_RETURN(const Tensor *x, requireInput(args, 0));
+  FUSEC_ASSIGN_OR_RETURN(const Tensor *a, requireInput(args, 1));
+  FUSEC_RETURN_IF_ERROR(requireNumber(*x, "input"));
+  if (x->rank() == 0) return invalidArg("CumSum input must have rank >= 1");
+  FUSEC_ASSIGN_OR_RETURN(std::vector<int64_t> av, readInts(*a, "axis"));
+  if (av.size() != 1) return invalidArg("axis must hold one value, got ", av.size());
+  FUSEC_ASSIGN_OR_RETURN(int64_t axis, normalizeAxis(av[0], x->rank()));
+  const bool exclusive = args.node.attrI("exclusive") != 0;
+  const bool reverse = args.node.attrI("reverse") != 0;
+  const ir::Shape &s = x->shape();
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= s[d];
+  for (int64_t d = axis + 1; d < x->rank(); ++d) inner *= s[d];
+  const int64_t len = s[axis];
+  Tensor out(x->dtype(), s);
+  const bool isF = ir::isFloat(x->dtype());
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t i = 0; i < inner; ++i) {
+      double accF = 0;
+      int64_t accI = 0;
+      for (int64_t k = 0; k < len; ++k) {
+        const int64_t j = reverse ? len - 1 - k : k;
+        const int64_t e = (o * len + j) * inner + i;
+        if (exclusive) {
+          if (isF) out.setDouble(e, accF); else out.setInt(e, accI);
+        }
+        if (isF) accF += x->getDouble(e); else accI = wrapAdd(accI, x->getInt(e));
+        if (!exclusive) {
+          if (isF) out.setDouble(e, accF); else out.setInt(e, accI);
+        }
+      }
+    }
+  }
+  return std::vector<Tensor>{std::move(out)};
+}
+
 void registerReductionKernels(KernelTable &t) {
   using K = ir::OpKind;
   auto reg = [&t](K k, ReduceKind r) {
@@ -367,6 +407,7 @@ void registerReductionKernels(KernelTable &t) {
   t[slot(K::kLogSoftmax)] = [](const KernelArgs &a) { return softmax(a, true); };
   t[slot(K::kLayerNormalization)] = layerNorm;
   t[slot(K::kRMSNormalization)] = rmsNorm;
+  t[slot(K::kCumSum)] = cumSum;
 }
 
 }  // namespace fusec::interp

@@ -184,6 +184,7 @@ absl::Status checkConstantOperands(const Node &n) {
     case OpKind::kTile: case OpKind::kTrilu: case OpKind::kPad: case OpKind::kShape:
     case OpKind::kSize: case OpKind::kConstantOfShape: case OpKind::kRange: case OpKind::kConstant:
     case OpKind::kFusedAttention: case OpKind::kUnregistered:
+    case OpKind::kPRelu: case OpKind::kConvTranspose: case OpKind::kCumSum: case OpKind::kResize:
       return absl::OkStatus();
   }
   return absl::OkStatus();  // not reached: the switch covers every OpKind

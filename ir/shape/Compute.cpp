@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "ir/ConvGeometry.h"
 #include "ir/shape/ShapeInferrer.h"
 #include "support/Status.h"
 
@@ -241,6 +242,24 @@ absl::StatusOr<std::vector<TensorType>> Inferrer::layerNorm() {
   }
   for (int i = 1; i < node_.numOutputs(); ++i) outs.push_back(stat);
   return outs;
+}
+
+absl::StatusOr<TensorType> Inferrer::convTranspose() {
+  TensorType x = inType(0), w = inType(1);
+  if (!x.rankKnown || !w.rankKnown) return TensorType::unranked(x.dtype);
+  std::vector<int64_t> xs, ws;
+  for (const Dim &d : x.shape) xs.push_back(d.isStatic() ? d.value : -1);
+  for (const Dim &d : w.shape) ws.push_back(d.isStatic() ? d.value : -1);
+  FUSEC_ASSIGN_OR_RETURN(ConvTransposeGeometry g, convTransposeGeometry(node_, xs, ws));
+  if (has(2)) {
+    const TensorType b = inType(2);
+    if (b.rankKnown && (b.rank() != 1 || (b.shape[0].isStatic() && g.outChannels >= 0 &&
+                                          b.shape[0].value != g.outChannels)))
+      return error(absl::StrCat("B has type ", b.str(), ", expected [", g.outChannels, "]"));
+  }
+  Dims out = {x.shape[0], g.outChannels >= 0 ? Dim(g.outChannels) : Dim::unknown()};
+  for (int64_t e : g.outSpatial) out.push_back(e >= 0 ? Dim(e) : Dim::unknown());
+  return TensorType(x.dtype, out);
 }
 
 }  // namespace fusec::ir::shape

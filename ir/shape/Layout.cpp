@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "ir/Resample.h"
 #include "ir/shape/ShapeInferrer.h"
 #include "support/Status.h"
 
@@ -504,6 +505,69 @@ absl::StatusOr<TensorType> Inferrer::pad() {
     } else if (add != 0) {
       d = Dim::unknown();
     }
+  }
+  return TensorType(x.dtype, out);
+}
+
+absl::StatusOr<TensorType> Inferrer::resize() {
+  TensorType x = inType(0);
+  if (!x.rankKnown) return x;
+  const int64_t r = x.rank();
+  FUSEC_RETURN_IF_ERROR(resizeParams(node_).status());
+  // roi and scales are float constants; sizes may be shape data. An empty
+  // tensor stands for an absent input (opset 11 has no optional inputs).
+  auto floats = [&](int i, bool *unknown) -> std::optional<std::vector<double>> {
+    *unknown = false;
+    if (!has(i)) return std::nullopt;
+    const Value *v = in(i);
+    if (v->type().rankKnown && v->type().numElements() == std::optional<int64_t>(0)) return std::nullopt;
+    if (!v->isConstant()) {
+      *unknown = true;
+      return std::nullopt;
+    }
+    std::vector<double> out;
+    for (int64_t j = 0; j < v->constant()->numElements(); ++j) out.push_back(v->constant()->getDouble(j));
+    if (out.empty()) return std::nullopt;
+    return out;
+  };
+  bool roiUnknown = false, scalesUnknown = false, sizesUnknown = false;
+  auto roi = floats(1, &roiUnknown);
+  auto scales = floats(2, &scalesUnknown);
+  std::optional<std::vector<int64_t>> sizes;
+  if (has(3) && !(inType(3).rankKnown && inType(3).numElements() == std::optional<int64_t>(0))) {
+    sizes = ints(3);
+    if (!sizes) sizesUnknown = true;
+    else if (sizes->empty()) sizes.reset();
+  }
+  if (sizesUnknown && !scales && !scalesUnknown && node_.attrS("keep_aspect_ratio_policy") == "stretch") {
+    // Sizes from shape data (an FPN resize to a neighbour's Shape): the
+    // listed axes take those dims, symbols included; the others keep x's.
+    auto elems = data(3);
+    std::vector<int64_t> axes = node_.getInts("axes");
+    if (!node_.hasAttr("axes"))
+      for (int64_t i = 0; i < r; ++i) axes.push_back(i);
+    if (elems && elems->size() == axes.size()) {
+      Dims out = x.shape;
+      for (size_t j = 0; j < axes.size(); ++j) {
+        FUSEC_ASSIGN_OR_RETURN(int64_t a, normAxis(axes[j], r));
+        const Elem &e = (*elems)[j];
+        if (e.isInt() && e.v < 0) return error(absl::StrCat("size ", e.v, " is negative"));
+        out[a] = e.isInt() ? Dim(e.v) : e.kind == Elem::kSym ? Dim::symbolic(e.sym) : Dim::unknown();
+      }
+      return TensorType(x.dtype, out);
+    }
+  }
+  if (roiUnknown || scalesUnknown || sizesUnknown) return TensorType(x.dtype, Dims(r));
+  std::vector<int64_t> inShape;
+  for (const Dim &d : x.shape) inShape.push_back(d.isStatic() ? d.value : -1);
+  FUSEC_ASSIGN_OR_RETURN(std::vector<ResizeAxis> axes,
+                         resizeGeometry(node_, inShape, roi ? &*roi : nullptr,
+                                        scales ? &*scales : nullptr, sizes ? &*sizes : nullptr));
+  Dims out;
+  for (int64_t i = 0; i < r; ++i) {
+    if (axes[i].outLen >= 0) out.push_back(Dim(axes[i].outLen));
+    else if (axes[i].identity) out.push_back(x.shape[i]);
+    else out.push_back(Dim::unknown());
   }
   return TensorType(x.dtype, out);
 }

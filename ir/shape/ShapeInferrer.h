@@ -107,6 +107,8 @@ class Inferrer {
   absl::StatusOr<TensorType> expand();
   absl::StatusOr<TensorType> tile();
   absl::StatusOr<TensorType> pad();
+  absl::StatusOr<TensorType> resize();
+  absl::StatusOr<TensorType> convTranspose();
   absl::StatusOr<TensorType> shape();
   absl::StatusOr<TensorType> constantOfShape();
   absl::StatusOr<TensorType> range();

@@ -154,6 +154,7 @@ ir::Value *noOpSource(const ir::Node &n, const UseInfo &uses) {
     case ir::OpKind::kPad: case ir::OpKind::kShape: case ir::OpKind::kSize:
     case ir::OpKind::kConstantOfShape: case ir::OpKind::kRange: case ir::OpKind::kConstant:
     case ir::OpKind::kFusedAttention: case ir::OpKind::kUnregistered:
+    case ir::OpKind::kPRelu: case ir::OpKind::kConvTranspose: case ir::OpKind::kCumSum: case ir::OpKind::kResize:
       return nullptr;
   }
   return nullptr;

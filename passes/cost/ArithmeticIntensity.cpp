@@ -103,6 +103,7 @@ OpRule opRule(const ir::Node &n) {
       r.flops = 3 * out;
       break;
     case OpKind::kLeakyRelu:  // compare, multiply
+    case OpKind::kPRelu:      // compare, multiply (slope broadcast to x)
       r.flops = 2 * out;
       break;
     case OpKind::kGelu:  // erf form: scale, erf, add, 2 multiplies; tanh form: cubic + tanh
@@ -267,6 +268,34 @@ OpRule opRule(const ir::Node &n) {
     case OpKind::kRange:
     case OpKind::kConstant:
       break;
+
+    case OpKind::kConvTranspose: {  // each X element meets M/group * prod(kernel) taps
+      const ir::Value *w = n.input(1);
+      r.flops = 2 * in * dim(w, 1) * dimProduct(w, 2);
+      if (n.input(2)) r.flops += out;
+      r.contraction = true;
+      break;
+    }
+
+    // Scans and resampling.
+    case OpKind::kCumSum:  // one add per element (axis is metadata)
+      r.flops = in;
+      break;
+    case OpKind::kResize: {
+      // A multiply-add per tap: 2^k taps (linear) or 4^k (cubic) over the k
+      // resized axes; nearest is a gather (0). Antialias's wider footprint
+      // on downscaled axes is not counted. roi/scales/sizes are metadata.
+      const std::string mode = n.attrS("mode");
+      if (mode != "nearest" && x && y && x->type().rankKnown && y->type().rankKnown &&
+          x->type().rank() == y->type().rank()) {
+        double taps = 1;
+        for (int64_t d = 0; d < x->type().rank(); ++d)
+          if (!(x->type().shape[d] == y->type().shape[d])) taps *= mode == "cubic" ? 4 : 2;
+        r.flops = 2 * taps * out;
+      }
+      r.partialData = mode == "nearest";
+      break;
+    }
 
     case OpKind::kUnregistered:
       break;

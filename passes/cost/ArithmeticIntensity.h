@@ -8,6 +8,7 @@
 //   MatMul       2 * K * (elements of the output)  (= 2*M*N*K*batch)
 //   Gemm         2*M*N*K, + M*N if alpha != 1, + M*N (+ M*N if beta != 1) with C
 //   Conv         2 * (elements of Y) * Cin/group * prod(kernel), + |Y| with bias
+//   ConvTranspose 2 * (elements of X) * Cout/group * prod(kernel), + |Y| with bias
 //   elementwise  1 per output element for arithmetic, comparisons, selects
 //                and transcendentals (kTranscendentalFlops = 1: one SFU /
 //                ScalarEngine evaluation; Exp, Log, Erf, Tanh, Sqrt, Sin, ...);
@@ -20,6 +21,10 @@
 //   pooling      prod(kernel_shape) per output element
 //   Softmax, LogSoftmax  5 per element (max, subtract, exp, sum, divide/log)
 //   LayerNormalization   8 per element; RMSNormalization 4 per element
+//   PRelu        2 per element (compare, multiply); CumSum 1 per input element
+//   Resize       nearest 0 (a gather: reads min(data, output) like Gather);
+//                linear / cubic 2 per tap per output element, 2^k / 4^k taps
+//                over the k resized axes (antialias's wider window not counted)
 //   layout (Reshape, Transpose, Gather, Slice, Concat, ...) and Shape-class 0
 //
 // Minimum HBM bytes: every distinct input value is read once and every output

@@ -106,6 +106,7 @@ std::optional<int64_t> rowStartAxis(const ir::Node &node) {
     case OpKind::kTrilu: case OpKind::kPad: case OpKind::kShape: case OpKind::kSize:
     case OpKind::kConstantOfShape: case OpKind::kRange: case OpKind::kConstant:
     case OpKind::kFusedAttention: case OpKind::kUnregistered:
+    case OpKind::kPRelu: case OpKind::kCumSum: case OpKind::kResize: case OpKind::kConvTranspose:
       return std::nullopt;
   }
   return std::nullopt;  // an OpKind out of range
@@ -152,6 +153,7 @@ Role roleOf(const ir::Node &node) {
     case OpKind::kExpand:
     case OpKind::kTile:
     case OpKind::kTrilu:
+    case OpKind::kResize:  // a window of taps per output element: index arithmetic
       return Role::kLayout;
     case OpKind::kConcat:
     case OpKind::kSplit:
@@ -162,6 +164,9 @@ Role roleOf(const ir::Node &node) {
     case OpKind::kConv:
       return Role::kContraction;
     case OpKind::kUnregistered:
+    // A generated kernel of its own (no library call yet: program/lowering/
+    // Pooling.cpp): neither a prologue nor an epilogue fuses into it.
+    case OpKind::kConvTranspose:
       return Role::kOpaque;
     case OpKind::kAbs: case OpKind::kNeg: case OpKind::kExp: case OpKind::kLog: case OpKind::kSqrt:
     case OpKind::kReciprocal: case OpKind::kErf: case OpKind::kTanh: case OpKind::kSigmoid:
@@ -181,7 +186,7 @@ Role roleOf(const ir::Node &node) {
     case OpKind::kArgMin: case OpKind::kMaxPool: case OpKind::kAveragePool:
     case OpKind::kGlobalAveragePool: case OpKind::kGlobalMaxPool: case OpKind::kShape:
     case OpKind::kSize: case OpKind::kConstantOfShape: case OpKind::kRange: case OpKind::kConstant:
-    case OpKind::kFusedAttention:
+    case OpKind::kFusedAttention: case OpKind::kPRelu: case OpKind::kCumSum:
       break;
   }
   if (!node.op()) return Role::kOpaque;

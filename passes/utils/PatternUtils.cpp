@@ -206,6 +206,7 @@ std::optional<Poly3> polynomialIn(ir::Value *v, ir::Value *x, std::vector<ir::No
     case ir::OpKind::kPad: case ir::OpKind::kShape: case ir::OpKind::kSize:
     case ir::OpKind::kConstantOfShape: case ir::OpKind::kRange: case ir::OpKind::kConstant:
     case ir::OpKind::kFusedAttention: case ir::OpKind::kUnregistered:
+    case ir::OpKind::kPRelu: case ir::OpKind::kConvTranspose: case ir::OpKind::kCumSum: case ir::OpKind::kResize:
       return std::nullopt;
   }
   nodes.push_back(p);

@@ -111,6 +111,16 @@ class GroupLowering {
   absl::StatusOr<int> reductionAt(const Node &n, int result, const std::vector<int> &idx);
   absl::StatusOr<int> poolAt(const Node &n, const std::vector<int> &idx);
   absl::StatusOr<int> matmulAt(const Node &n, const std::vector<int> &idx);
+  /// Resize at output point \p idx: per resized axis the source coordinate
+  /// (ir/Resample.h's formulas, in f64), the taps clamped into the input
+  /// and their weights; the sum over the taps' product grid (Resize.cpp).
+  absl::StatusOr<int> resizeAt(const Node &n, const std::vector<int> &idx);
+  /// ConvTranspose at output point \p idx (the kernel's anchor): the sum
+  /// over the group's input channels and the kernel taps that reach it.
+  absl::StatusOr<int> convTransposeAt(const Node &n, const std::vector<int> &idx);
+  /// CumSum (its own kernel): the domain is the output plus one reduced dim
+  /// over the scanned axis (Orchestration.cpp).
+  absl::Status lowerCumSum(const Node &n);
   /// Lowers, without recursion, the operands of \p v at \p idx that valueAt
   /// would reach through elementwise members and views, in the order it
   /// would reach them (the expressions come out identical); valueAt(v, idx)

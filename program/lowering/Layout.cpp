@@ -239,6 +239,7 @@ absl::StatusOr<int> GroupLowering::layoutAt(const Node &n, const std::vector<int
     case OpKind::kArgMax: case OpKind::kArgMin: case OpKind::kMaxPool: case OpKind::kAveragePool:
     case OpKind::kGlobalAveragePool: case OpKind::kGlobalMaxPool: case OpKind::kSplit:
     case OpKind::kConstant: case OpKind::kFusedAttention: case OpKind::kUnregistered:
+    case OpKind::kPRelu: case OpKind::kConvTranspose: case OpKind::kCumSum: case OpKind::kResize:
       return unimplemented(n, "no index map for this op");
   }
   return unimplemented(n, "no index map for this op");  // an OpKind out of range

@@ -26,8 +26,11 @@ enum class ScalarLowering {
   kReduction,    ///< reductionAt: a row reduction of the kernel's domain (Reduction.cpp)
   kPool,         ///< poolAt: a guarded window reduction (Pooling.cpp)
   kMatMul,       ///< matmulAt: a K reduction, when no library call runs it (Pooling.cpp)
+  kResample,     ///< resizeAt: a weighted window of taps per resized axis (Resize.cpp)
+  kTransposedConv,  ///< convTransposeAt: a guarded reduction over channels and taps (Pooling.cpp)
   kOwnKernel,    ///< never inside a fused expression: a library call (Conv), an attention
-                 ///< spec (FusedAttention), a multi-output kernel (Split) or data (Constant)
+                 ///< spec (FusedAttention), a multi-output kernel (Split), a scan
+                 ///< (CumSum) or data (Constant)
 };
 
 namespace ops {
@@ -78,9 +81,11 @@ inline constexpr ScalarLowering And = ScalarLowering::kElementwise;
 inline constexpr ScalarLowering Or = ScalarLowering::kElementwise;
 inline constexpr ScalarLowering Xor = ScalarLowering::kElementwise;
 inline constexpr ScalarLowering Where = ScalarLowering::kElementwise;
+inline constexpr ScalarLowering PRelu = ScalarLowering::kElementwise;
 inline constexpr ScalarLowering MatMul = ScalarLowering::kMatMul;
 inline constexpr ScalarLowering Gemm = ScalarLowering::kMatMul;
 inline constexpr ScalarLowering Conv = ScalarLowering::kOwnKernel;
+inline constexpr ScalarLowering ConvTranspose = ScalarLowering::kTransposedConv;
 inline constexpr ScalarLowering Softmax = ScalarLowering::kReduction;
 inline constexpr ScalarLowering LogSoftmax = ScalarLowering::kReduction;
 inline constexpr ScalarLowering LayerNormalization = ScalarLowering::kReduction;
@@ -114,6 +119,8 @@ inline constexpr ScalarLowering Expand = ScalarLowering::kLayout;
 inline constexpr ScalarLowering Tile = ScalarLowering::kLayout;
 inline constexpr ScalarLowering Trilu = ScalarLowering::kLayout;
 inline constexpr ScalarLowering Pad = ScalarLowering::kLayout;
+inline constexpr ScalarLowering CumSum = ScalarLowering::kOwnKernel;  // a scan (Orchestration.cpp)
+inline constexpr ScalarLowering Resize = ScalarLowering::kResample;
 inline constexpr ScalarLowering Shape = ScalarLowering::kLayout;
 inline constexpr ScalarLowering Size = ScalarLowering::kLayout;
 inline constexpr ScalarLowering ConstantOfShape = ScalarLowering::kLayout;

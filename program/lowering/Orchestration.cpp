@@ -96,6 +96,7 @@ bool isViewNode(const Node &node) {
     case OpKind::kTrilu: case OpKind::kPad: case OpKind::kShape: case OpKind::kSize:
     case OpKind::kConstantOfShape: case OpKind::kRange: case OpKind::kConstant:
     case OpKind::kFusedAttention: case OpKind::kUnregistered:
+    case OpKind::kPRelu: case OpKind::kConvTranspose: case OpKind::kCumSum: case OpKind::kResize:
       return false;
   }
   return false;  // an OpKind out of range
@@ -104,12 +105,61 @@ bool isViewNode(const Node &node) {
 
 namespace lowering {
 
+/// The longest axis a CumSum kernel scans: each output element sums its
+/// prefix (len^2 / 2 adds per scanned row rather than len), which is cheap
+/// for the lengths exporters scan (attention masks, position ids: the
+/// sequence length) and not for long ones.
+constexpr int64_t kMaxCumSumLength = 16384;
+
+absl::Status GroupLowering::lowerCumSum(const Node &n) {
+  // A scan as a row reduction: parallel dims = y's dims, one reduced dim j
+  // over the scanned axis, y[.., i, ..] = sum_j (j in the prefix of i) x[.., j, ..].
+  // The row is the scanned axis whichever axis it is (the load of x puts j
+  // there), so the last axis and the others lower alike.
+  FUSEC_ASSIGN_OR_RETURN(Shape s, staticShape(n.input(0)));
+  auto av = constInts(n.input(1));
+  if (!av || av->size() != 1)
+    return unimplemented(n, "the axis (input 1) is not a constant; fusec compiles CumSum along "
+                            "an axis known at compile time");
+  const int64_t rank = static_cast<int64_t>(s.size());
+  int64_t axis = (*av)[0];
+  if (axis < -rank || axis >= rank) return unimplemented(n, "axis out of range");
+  if (axis < 0) axis += rank;
+  const int64_t len = s[axis];
+  if (len > kMaxCumSumLength)
+    return unimplemented(n, absl::StrCat("a scan along an axis of ", len,
+                                         " elements: the CumSum kernel sums each prefix (O(n^2)) "
+                                         "and is limited to ", kMaxCumSumLength));
+  if (prod(s) == 0) return absl::OkStatus();  // nothing to store
+  domainShape_ = s;
+  domainShape_.push_back(len);
+  for (int64_t e : s) domainIdx_.push_back(spec_.index(spec_.addDim(e, false)));
+  numParallel_ = s.size();
+  const int j = spec_.index(spec_.addDim(len, true));
+  domainIdx_.push_back(j);
+  spec_.kind = SpecKind::kReduce;
+  const int i = domainIdx_[axis];
+  const bool exclusive = n.attrI("exclusive") != 0, reverse = n.attrI("reverse") != 0;
+  const BinaryOp cmp = reverse ? (exclusive ? BinaryOp::kGt : BinaryOp::kGe)
+                               : (exclusive ? BinaryOp::kLt : BinaryOp::kLe);
+  std::vector<int> sub(domainIdx_.begin(), domainIdx_.begin() + numParallel_);
+  sub[axis] = j;
+  FUSEC_ASSIGN_OR_RETURN(int x, valueAt(n.input(0), sub));
+  const ScalarType t = typeOf(x);
+  const int sum = spec_.reduceResult(
+      spec_.addReduction(ReduceKind::kSum, spec_.select(bin(cmp, j, i), x, c(0, t))));
+  std::vector<int> oi(domainIdx_.begin(), domainIdx_.begin() + numParallel_);
+  spec_.addStore(bufferFor(n.output(0), true), oi,
+                 spec_.cast(sum, computeTypeOf(n.output(0)->type().dtype)));
+  return absl::OkStatus();
+}
+
 absl::Status GroupLowering::setupDomain(const std::vector<const Value *> &outputs) {
   const Node *anchor = nullptr;
   for (const Node *n : order_) {
     if (isRowReductionOp(n->kind()) || n->kind() == OpKind::kMaxPool ||
         n->kind() == OpKind::kAveragePool || n->kind() == OpKind::kMatMul ||
-        n->kind() == OpKind::kGemm) {
+        n->kind() == OpKind::kGemm || n->kind() == OpKind::kConvTranspose) {
       if (external_.count(n->output(0))) continue;
       if (isRowReductionOp(n->kind())) {
         FUSEC_ASSIGN_OR_RETURN(Shape s, staticShape(n->input(0)));
@@ -185,6 +235,13 @@ absl::StatusOr<WorkItem> GroupLowering::run(const std::set<const Value *> &exter
       }
       off += len;
     }
+    item.spec = std::move(spec_);
+    item.buffers = bufferValues_;
+    return item;
+  }
+
+  if (order_.size() == 1 && order_[0]->kind() == OpKind::kCumSum) {
+    FUSEC_RETURN_IF_ERROR(lowerCumSum(*order_[0]));
     item.spec = std::move(spec_);
     item.buffers = bufferValues_;
     return item;

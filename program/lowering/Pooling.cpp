@@ -5,6 +5,8 @@
 //===----------------------------------------------------------------------===//
 #include "program/lowering/GroupLowering.h"
 
+#include "ir/ConvGeometry.h"
+
 #include <algorithm>
 #include <limits>
 
@@ -115,5 +117,57 @@ absl::StatusOr<int> GroupLowering::matmulAt(const Node &n, const std::vector<int
   return reds[0];
 }
 
+
+absl::StatusOr<int> GroupLowering::convTransposeAt(const Node &n, const std::vector<int> &idx) {
+  // A generated kernel: the domain is Y's points, the reduced dims the
+  // input channels of the output channel's group and the kernel taps
+  // (setupReductionDomain); a tap contributes where
+  // (o + padBegin - t * dilation) is a multiple of the stride inside X.
+  if (anchor_ != &n) return unimplemented(n, "ConvTranspose must be the kernel's only reduction");
+  FUSEC_ASSIGN_OR_RETURN(Shape xs, staticShape(n.input(0)));
+  FUSEC_ASSIGN_OR_RETURN(Shape ws, staticShape(n.input(1)));
+  absl::StatusOr<ir::ConvTransposeGeometry> g = ir::convTransposeGeometry(n, xs, ws);
+  if (!g.ok()) return unimplemented(n, std::string(g.status().message()));
+  for (size_t d = 0; d < idx.size(); ++d)
+    if (idx[d] != domainIdx_[d]) return unimplemented(n, "ConvTranspose output read at another point");
+  const size_t k = xs.size() - 2;
+  const int64_t cg = g->inChannels / g->group, mg = g->outChannels / g->group;
+  const int ci = domainIdx_[numParallel_];
+  const int grp = bin(BinaryOp::kDiv, idx[1], spec_.constI(mg));
+  const int chan = bin(BinaryOp::kAdd, bin(BinaryOp::kMul, grp, spec_.constI(cg)), ci);
+  std::vector<int> xi = {idx[0], chan};
+  std::vector<int> wi = {chan, bin(BinaryOp::kMod, idx[1], spec_.constI(mg))};
+  int valid = spec_.constB(true);
+  for (size_t d = 0; d < k; ++d) {
+    const int t = domainIdx_[numParallel_ + 1 + d];
+    const int64_t s = g->strides[d];
+    const int num = bin(BinaryOp::kSub, bin(BinaryOp::kAdd, idx[d + 2], spec_.constI(g->padBegin[d])),
+                        bin(BinaryOp::kMul, t, spec_.constI(g->dilations[d])));
+    int ok = bin(BinaryOp::kGe, num, spec_.constI(0));
+    int i = num;
+    if (s != 1) {
+      ok = bin(BinaryOp::kAnd, ok, bin(BinaryOp::kEq, bin(BinaryOp::kMod, num, spec_.constI(s)), spec_.constI(0)));
+      i = bin(BinaryOp::kDiv, num, spec_.constI(s));
+    }
+    ok = bin(BinaryOp::kAnd, ok, bin(BinaryOp::kLt, i, spec_.constI(xs[d + 2])));
+    valid = bin(BinaryOp::kAnd, valid, ok);
+    xi.push_back(i);
+    wi.push_back(t);
+  }
+  auto &reds = nodeReductions_[&n];
+  if (reds.empty()) {
+    FUSEC_ASSIGN_OR_RETURN(int x, guardedAt(n.input(0), xi, valid));
+    FUSEC_ASSIGN_OR_RETURN(int w, valueAt(n.input(1), wi));
+    const ScalarType t = typeOf(x);
+    int r = spec_.reduceResult(spec_.addReduction(
+        ReduceKind::kSum, spec_.select(valid, bin(BinaryOp::kMul, x, spec_.cast(w, t)), c(0, t))));
+    if (n.input(2)) {
+      FUSEC_ASSIGN_OR_RETURN(int b, valueAt(n.input(2), {idx[1]}));
+      r = bin(BinaryOp::kAdd, r, spec_.cast(b, t));
+    }
+    reds = {r};
+  }
+  return reds[0];
+}
 
 }  // namespace fusec::program::lowering

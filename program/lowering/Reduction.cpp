@@ -66,6 +66,7 @@ absl::StatusOr<ReduceAxes> reductionAxes(const Node &n, int64_t rank) {
     case OpKind::kGatherND: case OpKind::kExpand: case OpKind::kTile: case OpKind::kTrilu:
     case OpKind::kPad: case OpKind::kShape: case OpKind::kSize: case OpKind::kConstantOfShape:
     case OpKind::kRange: case OpKind::kConstant: case OpKind::kFusedAttention:
+    case OpKind::kPRelu: case OpKind::kConvTranspose: case OpKind::kCumSum: case OpKind::kResize:
     case OpKind::kUnregistered: {  // Reduce*
       r.keepDims = n.getInt("keepdims", 1) != 0;
       std::vector<int64_t> axes;
@@ -228,7 +229,8 @@ absl::StatusOr<int> GroupLowering::reductionAt(const Node &n, int result,
     case OpKind::kGather: case OpKind::kGatherElements: case OpKind::kGatherND:
     case OpKind::kExpand: case OpKind::kTile: case OpKind::kTrilu: case OpKind::kPad:
     case OpKind::kShape: case OpKind::kSize: case OpKind::kConstantOfShape: case OpKind::kRange:
-    case OpKind::kConstant: case OpKind::kFusedAttention: case OpKind::kUnregistered: {
+    case OpKind::kConstant: case OpKind::kFusedAttention: case OpKind::kUnregistered:
+    case OpKind::kPRelu: case OpKind::kConvTranspose: case OpKind::kCumSum: case OpKind::kResize: {
       if (reds.empty()) {
         int r;
         switch (n.kind()) {
@@ -284,6 +286,7 @@ absl::StatusOr<int> GroupLowering::reductionAt(const Node &n, int result,
           case OpKind::kTile: case OpKind::kTrilu: case OpKind::kPad: case OpKind::kShape:
           case OpKind::kSize: case OpKind::kConstantOfShape: case OpKind::kRange:
           case OpKind::kConstant: case OpKind::kFusedAttention: case OpKind::kUnregistered:
+          case OpKind::kPRelu: case OpKind::kConvTranspose: case OpKind::kCumSum: case OpKind::kResize:
             return unimplemented(n, "unknown reduction");
         }
         reds = {r};
@@ -304,6 +307,14 @@ absl::Status GroupLowering::setupReductionDomain(const Node &anchor) {
     if (ks.size() + 2 != os.size()) return unimplemented(anchor, "kernel_shape of wrong rank");
     domainShape_ = os;
     reducedExt = ks;
+  } else if (anchor.kind() == OpKind::kConvTranspose) {
+    // Y's points; reduced: the group's input channels, then the kernel taps.
+    FUSEC_ASSIGN_OR_RETURN(Shape os, staticShape(anchor.output(0)));
+    FUSEC_ASSIGN_OR_RETURN(Shape ws, staticShape(anchor.input(1)));
+    const int64_t group = anchor.getInt("group", 1);
+    domainShape_ = os;
+    reducedExt = {group > 0 ? ws[0] / group : ws[0]};
+    reducedExt.insert(reducedExt.end(), ws.begin() + 2, ws.end());
   } else if (anchor.kind() == OpKind::kMatMul || anchor.kind() == OpKind::kGemm) {
     FUSEC_ASSIGN_OR_RETURN(Shape os, staticShape(anchor.output(0)));
     FUSEC_ASSIGN_OR_RETURN(Shape as, staticShape(anchor.input(0)));

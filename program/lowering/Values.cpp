@@ -88,6 +88,7 @@ int GroupLowering::leadingInputs(const Node &n, int result) {
     case OpKind::kAdd: case OpKind::kSub: case OpKind::kMul: case OpKind::kDiv: case OpKind::kMod:
     case OpKind::kEqual: case OpKind::kLess: case OpKind::kLessOrEqual: case OpKind::kGreater:
     case OpKind::kGreaterOrEqual: case OpKind::kAnd: case OpKind::kOr: case OpKind::kXor:
+    case OpKind::kPRelu:
       return 2;
     case OpKind::kDropout: return result == 0 ? 1 : 0;
     default: return n.numInputs() > 0 ? 1 : 0;  // unary ops, Clip, Pow, BatchNormalization
@@ -233,6 +234,8 @@ absl::StatusOr<int> GroupLowering::nodeAt(const Node &n, int result, const std::
   switch (scalarLoweringOf(n.kind())) {
     case ScalarLowering::kLayout: return layoutAt(n, idx);
     case ScalarLowering::kPool: return poolAt(n, idx);
+    case ScalarLowering::kResample: return resizeAt(n, idx);
+    case ScalarLowering::kTransposedConv: return convTransposeAt(n, idx);
     case ScalarLowering::kMatMul: return matmulAt(n, idx);
     case ScalarLowering::kReduction: return reductionAt(n, result, idx);
     case ScalarLowering::kElementwise: return elementwiseAt(n, result, idx);
@@ -391,6 +394,14 @@ absl::StatusOr<int> GroupLowering::elementwiseAt(const Node &n, int result,
     case OpKind::kAnd: return binaryOp(BinaryOp::kAnd);
     case OpKind::kOr: return binaryOp(BinaryOp::kOr);
     case OpKind::kXor: return binaryOp(BinaryOp::kXor);
+    case OpKind::kPRelu: {
+      // x < 0 ? slope * x : x, slope broadcast to x (unidirectional; shape
+      // inference checked it).
+      FUSEC_ASSIGN_OR_RETURN(int a, in(0));
+      FUSEC_ASSIGN_OR_RETURN(int s, in(1));
+      const ScalarType t = typeOf(a);
+      return spec_.select(bin(BinaryOp::kLt, a, c(0, t)), bin(BinaryOp::kMul, spec_.cast(s, t), a), a);
+    }
     case OpKind::kWhere: {
       FUSEC_ASSIGN_OR_RETURN(int cond, in(0));
       FUSEC_ASSIGN_OR_RETURN(int a, in(1));
@@ -413,6 +424,7 @@ absl::StatusOr<int> GroupLowering::elementwiseAt(const Node &n, int result,
       return bin(BinaryOp::kAdd, y, spec_.cast(bias, t));
     }
     case OpKind::kMatMul: case OpKind::kGemm: case OpKind::kConv: case OpKind::kSoftmax:
+    case OpKind::kConvTranspose:
     case OpKind::kLogSoftmax: case OpKind::kLayerNormalization: case OpKind::kRMSNormalization:
     case OpKind::kReduceMean: case OpKind::kReduceSum: case OpKind::kReduceMax:
     case OpKind::kReduceMin: case OpKind::kReduceProd: case OpKind::kReduceSumSquare:
@@ -424,6 +436,7 @@ absl::StatusOr<int> GroupLowering::elementwiseAt(const Node &n, int result,
     case OpKind::kExpand: case OpKind::kTile: case OpKind::kTrilu: case OpKind::kPad:
     case OpKind::kShape: case OpKind::kSize: case OpKind::kConstantOfShape: case OpKind::kRange:
     case OpKind::kConstant: case OpKind::kFusedAttention: case OpKind::kUnregistered:
+    case OpKind::kCumSum: case OpKind::kResize:
       return unimplemented(n, "elementwise op without a scalar definition");
   }
   return unimplemented(n, "elementwise op without a scalar definition");  // OpKind out of range

@@ -248,6 +248,82 @@ inline std::vector<Case> corpus() {
     cs.push_back({absl::StrCat("chain_", dt, "_vec"), chainGraph(dt, 5, 4096)});
     cs.push_back({absl::StrCat("chain_", dt, "_batch1"), chainGraph(dt, 1, 1000)});
   }
+  // PRelu: a per-channel slope [C,1,1] (MTCNN), a last-axis slope and a
+  // scalar one, fused with its neighbours.
+  cs.push_back({"prelu", R"(graph @prelu(%x: f32[2,3,5,7], %s: f32[3,1,1], %t: f32[7], %r: f32[2,3,5,7]) -> (%y, %z) {
+  %a = "PRelu"(%x, %s) : f32[2,3,5,7] loc("prelu_channel")
+  %y = "Add"(%a, %r) : f32[2,3,5,7] loc("residual")
+  %one = constant f32[1] dense<[0.25]>
+  %b = "PRelu"(%r, %t) : f32[2,3,5,7] loc("prelu_last")
+  %z = "PRelu"(%b, %one) : f32[2,3,5,7] loc("prelu_scalar")
+  return %y, %z
+})"});
+  // CumSum: last and first axes, exclusive / reverse, int64 (position ids
+  // from an attention mask, as BLOOM and OPT exports compute them), a
+  // middle axis, batch 1 with an odd length, and a long row.
+  cs.push_back({"cumsum", R"(graph @cumsum(%x: f32[3,37], %m: i64[2,9], %u: f32[4,5,6]) -> (%a, %b, %c, %d, %e) {
+  %ax1 = constant i64[] dense<[1]>
+  %ax0 = constant i64[] dense<[0]>
+  %axm = constant i64[1] dense<[-2]>
+  %a = "CumSum"(%x, %ax1) : f32[3,37] loc("last")
+  %b = "CumSum"(%x, %ax0) {exclusive = 1} : f32[3,37] loc("first_exclusive")
+  %c0 = "CumSum"(%m, %ax1) : i64[2,9] loc("positions")
+  %c1 = "Mul"(%c0, %m) : i64[2,9]
+  %c = "Sub"(%c1, %m) : i64[2,9]
+  %d = "CumSum"(%u, %axm) {exclusive = 1, reverse = 1} : f32[4,5,6] loc("middle_rev_excl")
+  %e = "CumSum"(%u, %ax0) {reverse = 1} : f32[4,5,6] loc("first_rev")
+  return %a, %b, %c, %d, %e
+})"});
+  cs.push_back({"cumsum_batch1_long", R"(graph @cumsumlong(%x: f32[1,999], %y: f32[2,4096]) -> (%a, %b) {
+  %ax = constant i64[] dense<[-1]>
+  %a = "CumSum"(%x, %ax) : f32[1,999]
+  %b = "CumSum"(%y, %ax) {reverse = 1} : f32[2,4096]
+  return %a, %b
+})"});
+  // Resize: YOLO-style 2x nearest upsample (asymmetric, floor) into a
+  // Concat; linear (half_pixel) and cubic (A = -0.5, exclude_outside) at a
+  // non-integral scale; sizes with axes and align_corners; nearest with
+  // pytorch_half_pixel / round_prefer_ceil on a downscale; tf_crop_and_resize
+  // with extrapolation; a 1-element output axis.
+  cs.push_back({"resize", R"(graph @resize(%x: f32[1,3,5,7], %u: f32[2,3,4,4], %k: f32[1,3,10,14]) -> (%n, %l, %c, %d, %a, %t, %o) {
+  %s2 = constant f32[4] dense<[1.0, 1.0, 2.0, 2.0]>
+  %up = "Resize"(%x, _, %s2) {coordinate_transformation_mode = "asymmetric", mode = "nearest", nearest_mode = "floor"} : f32[1,3,10,14] loc("upsample")
+  %n = "Concat"(%up, %k) {axis = 1} : f32[1,6,10,14] loc("concat")
+  %s15 = constant f32[4] dense<[1.0, 1.0, 1.7, 1.5]>
+  %l = "Resize"(%x, _, %s15) {mode = "linear"} : f32[1,3,8,10] loc("linear")
+  %c = "Resize"(%x, _, %s15) {cubic_coeff_a = -0.5, exclude_outside = 1, mode = "cubic"} : f32[1,3,8,10] loc("cubic")
+  %sz = constant i64[2] dense<[3, 5]>
+  %d = "Resize"(%u, _, _, %sz) {axes = [2, 3], coordinate_transformation_mode = "align_corners", mode = "linear"} : f32[2,3,3,5] loc("align")
+  %a = "Resize"(%u, _, _, %sz) {axes = [2, 3], coordinate_transformation_mode = "pytorch_half_pixel", mode = "nearest", nearest_mode = "round_prefer_ceil"} : f32[2,3,3,5] loc("nearest_ceil")
+  %roi = constant f32[8] dense<[0.0, 0.0, 0.4, -0.2, 1.0, 1.0, 0.6, 1.3]>
+  %szt = constant i64[4] dense<[2, 3, 3, 5]>
+  %t = "Resize"(%u, %roi, _, %szt) {coordinate_transformation_mode = "tf_crop_and_resize", extrapolation_value = 10.0, mode = "linear"} : f32[2,3,3,5] loc("crop")
+  %sz1 = constant i64[2] dense<[1, 3]>
+  %o = "Resize"(%u, _, _, %sz1) {axes = [2, 3], mode = "cubic"} : f32[2,3,1,3] loc("one")
+  return %n, %l, %c, %d, %a, %t, %o
+})"});
+  // Resize inside an elementwise kernel: its producer is recomputed per
+  // tap, its consumer reads it in registers (DBNet / FPN upsample + add).
+  cs.push_back({"resize_fused", R"(graph @resizefused(%x: f32[2,4,5,6], %r: f32[2,4,10,12]) -> (%y) {
+  %s2 = constant f32[4] dense<[1.0, 1.0, 2.0, 2.0]>
+  %e = "Sigmoid"(%x) : f32[2,4,5,6] loc("act")
+  %u = "Resize"(%e, _, %s2) {mode = "linear"} : f32[2,4,10,12] loc("up")
+  %y = "Add"(%u, %r) : f32[2,4,10,12] loc("add")
+  return %y
+})"});
+  // ConvTranspose as a generated kernel: DBNet's 2x2 stride-2 upsampling
+  // with bias; pads + output_padding + dilation; groups (depthwise and
+  // M/group > 1); 1-d with output_shape; SAME_UPPER at stride 2 on odd
+  // sizes; batch 1 with a 3x3 kernel, stride 2 (output_padding 1).
+  cs.push_back({"convtranspose", R"(graph @convt(%x: f32[2,4,5,7], %w: f32[4,3,2,2], %b: f32[3], %wd: f32[4,1,3,3], %wg: f32[4,3,3,3], %x1: f32[1,2,9], %w1: f32[2,3,4]) -> (%up, %pd, %dw, %gr, %one, %same) {
+  %up = "ConvTranspose"(%x, %w, %b) {strides = [2, 2]} : f32[2,3,10,14] loc("upsample")
+  %pd = "ConvTranspose"(%x, %w) {dilations = [2, 1], output_padding = [1, 0], pads = [1, 0, 0, 1], strides = [2, 1]} : f32[2,3,11,7] loc("padded")
+  %dw = "ConvTranspose"(%x, %wd) {group = 4, pads = [1, 1, 1, 1]} : f32[2,4,5,7] loc("depthwise")
+  %gr = "ConvTranspose"(%x, %wg) {group = 2, output_padding = [1, 1], strides = [2, 2]} : f32[2,6,12,16] loc("grouped")
+  %one = "ConvTranspose"(%x1, %w1) {output_shape = [21], strides = [2]} : f32[1,3,21] loc("oned")
+  %same = "ConvTranspose"(%x, %wd) {auto_pad = "SAME_UPPER", group = 4, strides = [2, 2]} : f32[2,4,10,14] loc("same")
+  return %up, %pd, %dw, %gr, %one, %same
+})"});
   return cs;
 }
 

@@ -341,6 +341,24 @@ TEST(ElementwiseTest, WhereBroadcastsAllThree) {
 // Issue 10: broadcasting two small tensors can ask for a huge result
 // ([65536,1] + [1,65536] = 2^32 elements from 512 KiB); the size limit of
 // ir/Tensor.h is checked before allocating.
+TEST(ElementwiseTest, PReluBroadcastsSlopeToX) {
+  Tensor x = f32({2, 3}, {-2, -0.5, 0, 3, -4, 1});
+  // A scalar-like slope, a per-row slope [2,1] (NCHW's [C,1,1] form) and a
+  // full-shape slope.
+  expectNear(run1("PRelu", {x, f32({1}, {0.1})}), DType::kF32, {2, 3}, {-0.2, -0.05, 0, 3, -0.4, 1});
+  expectNear(run1("PRelu", {x, f32({2, 1}, {0.5, 2})}), DType::kF32, {2, 3}, {-1, -0.25, 0, 3, -8, 1});
+  expectNear(run1("PRelu", {x, f32({2, 3}, {1, 2, 3, 4, 5, 6})}), DType::kF32, {2, 3},
+             {-2, -1, 0, 3, -20, 1});
+  expectInts(run1("PRelu", {it(DType::kI32, {3}, {-3, 0, 4}), it(DType::kI32, {1}, {2})}), DType::kI32,
+             {3}, {-6, 0, 4});
+  expectNear(run1("PRelu", {f32({0, 3}, {}), f32({3}, {1, 2, 3})}), DType::kF32, {0, 3}, {});
+  // Unidirectional: the slope may not enlarge x, and must share its dtype.
+  EXPECT_EQ(code("PRelu", {f32({3}, {1, 2, 3}), f32({2, 3}, {1, 1, 1, 1, 1, 1})}),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(code("PRelu", {x, f32({2}, {1, 1})}), StatusCode::kInvalidArgument);
+  EXPECT_EQ(code("PRelu", {x, it(DType::kI32, {1}, {1})}), StatusCode::kInvalidArgument);
+}
+
 TEST(ElementwiseTest, BroadcastOverSizeLimitIsAnError) {
   Tensor a(DType::kF32, {65536, 1}), b(DType::kF32, {1, 65536});
   auto r = run("Add", {a, b});

@@ -309,5 +309,50 @@ TEST(NnTest, ConvHugePaddingIsAnErrorNotAnAbort) {
             StatusCode::kInvalidArgument);
 }
 
+TEST(NnTest, ConvTransposeStridesPadsOutputPaddingBias) {
+  // onnx.reference: a 2x2 kernel at stride 2 (a DBNet upsampling layer).
+  Tensor x = f32({1, 1, 2, 3}, {1, 2, 3, 4, 5, 6});
+  Tensor w = f32({1, 1, 2, 2}, {1, 2, 3, 4});
+  const std::vector<double> up = {1, 2, 2, 4, 3, 6, 3, 4, 6, 8, 9, 12,
+                                  4, 8, 5, 10, 6, 12, 12, 16, 15, 20, 18, 24};
+  expectNear(run1("ConvTranspose", {x, w}, {{"strides", Is({2, 2})}}), DType::kF32, {1, 1, 4, 6}, up);
+  // SAME_UPPER: output = input * stride, here the same as above.
+  expectNear(run1("ConvTranspose", {x, w}, {{"strides", Is({2, 2})}, {"auto_pad", S("SAME_UPPER")}}),
+             DType::kF32, {1, 1, 4, 6}, up);
+  // onnx.reference: 1-d, two output channels, pads [1, 0], output_padding 1, bias.
+  Tensor x1 = f32({1, 1, 3}, {1, 2, 3});
+  Tensor w1 = f32({1, 2, 3}, {1, 2, 3, 4, 5, 6});
+  expectNear(run1("ConvTranspose", {x1, w1, f32({2}, {0.5, -1})},
+                  {{"pads", Is({1, 0})}, {"strides", Is({2})}, {"output_padding", Is({1})}}),
+             DType::kF32, {1, 2, 7}, {2.5, 5.5, 4.5, 9.5, 6.5, 9.5, 0.5, 4, 13, 9, 23, 14, 17, -1});
+  // onnx.reference: dilation 2.
+  expectNear(run1("ConvTranspose", {x1, w1}, {{"dilations", Is({2})}}), DType::kF32, {1, 2, 7},
+             {1, 2, 5, 4, 9, 6, 9, 4, 8, 17, 10, 21, 12, 18});
+  // output_shape larger than the natural extent: the tail gets only the bias.
+  expectNear(run1("ConvTranspose", {x1, w1, f32({2}, {0.5, -1})}, {{"output_shape", Is({6})}}),
+             DType::kF32, {1, 2, 6}, {1.5, 4.5, 10.5, 12.5, 9.5, 0.5, 3, 12, 27, 26, 17, -1});
+}
+
+TEST(NnTest, ConvTransposeGroupsAndEdges) {
+  // group 2, C = 4, M/group = 1 (a direct scatter, computed by hand).
+  Tensor x = f32({1, 4, 2}, {1, 2, 3, 4, 5, 6, 7, 8});
+  std::vector<double> wv;
+  for (int i = 1; i <= 12; ++i) wv.push_back(0.5 * i);
+  expectNear(run1("ConvTranspose", {x, f32({4, 1, 3}, wv)}, {{"group", I(2)}}), DType::kF32, {1, 2, 4},
+             {6.5, 17.5, 22.5, 15, 52.5, 119.5, 132.5, 75});
+  // Batch 0 and an empty spatial axis.
+  expectNear(run1("ConvTranspose", {f32({0, 1, 3}, {}), f32({1, 2, 3}, {1, 2, 3, 4, 5, 6})}), DType::kF32,
+             {0, 2, 5}, {});
+  EXPECT_EQ(code("ConvTranspose", {x, f32({3, 1, 3}, {1, 1, 1, 1, 1, 1, 1, 1, 1})}),
+            StatusCode::kInvalidArgument);  // W's dim 0 != C
+  EXPECT_EQ(code("ConvTranspose", {x, f32({4, 1, 3}, wv)}, {{"group", I(3)}}), StatusCode::kInvalidArgument);
+  EXPECT_EQ(code("ConvTranspose", {x, f32({4, 1, 3}, wv)}, {{"pads", Is({3, 3})}}),
+            StatusCode::kInvalidArgument);  // pads beyond the output
+  EXPECT_EQ(code("ConvTranspose", {x, f32({4, 1, 3}, wv)}, {{"output_padding", Is({2})}}),
+            StatusCode::kInvalidArgument);  // output_padding >= stride and dilation
+  EXPECT_EQ(code("ConvTranspose", {x, f32({4, 1, 3}, wv)}, {{"auto_pad", S("SAME")}}),
+            StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace fusec::interp

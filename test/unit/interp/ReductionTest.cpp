@@ -232,5 +232,33 @@ TEST(ReductionTest, RmsNorm) {
   EXPECT_EQ(code("RMSNormalization", {pattern({2, 3}), f32({2}, {1, 1})}), StatusCode::kInvalidArgument);
 }
 
+TEST(ReductionTest, CumSumModes) {
+  Tensor x = f32({4}, {1, 2, 3, 4});
+  Tensor ax = i64({}, {0});
+  expectNear(run1("CumSum", {x, ax}), DType::kF32, {4}, {1, 3, 6, 10});
+  expectNear(run1("CumSum", {x, ax}, {{"exclusive", I(1)}}), DType::kF32, {4}, {0, 1, 3, 6});
+  expectNear(run1("CumSum", {x, ax}, {{"reverse", I(1)}}), DType::kF32, {4}, {10, 9, 7, 4});
+  expectNear(run1("CumSum", {x, ax}, {{"exclusive", I(1)}, {"reverse", I(1)}}), DType::kF32, {4},
+             {9, 7, 4, 0});
+}
+
+TEST(ReductionTest, CumSumAxesDtypesAndEdges) {
+  Tensor x = f32({2, 3}, {1, 2, 3, 4, 5, 6});
+  expectNear(run1("CumSum", {x, i64({}, {0})}), DType::kF32, {2, 3}, {1, 2, 3, 5, 7, 9});
+  expectNear(run1("CumSum", {x, i64({1}, {-1})}), DType::kF32, {2, 3}, {1, 3, 6, 4, 9, 15});
+  expectNear(run1("CumSum", {x, it(DType::kI32, {}, {1})}, {{"reverse", I(1)}}), DType::kF32, {2, 3},
+             {6, 5, 3, 15, 11, 6});
+  // int64 position ids from a padding mask (BLOOM / OPT exports).
+  expectInts(run1("CumSum", {i64({2, 4}, {0, 1, 1, 1, 1, 1, 1, 0}), i64({}, {1})}), DType::kI64, {2, 4},
+             {0, 1, 2, 3, 1, 2, 3, 3});
+  expectNear(run1("CumSum", {f32({0, 3}, {}), i64({}, {0})}), DType::kF32, {0, 3}, {});
+  expectNear(run1("CumSum", {f32({2, 1}, {5, 7}), i64({}, {1})}, {{"exclusive", I(1)}}), DType::kF32,
+             {2, 1}, {0, 0});
+  EXPECT_EQ(code("CumSum", {x, i64({}, {2})}), StatusCode::kInvalidArgument);
+  EXPECT_EQ(code("CumSum", {x, i64({2}, {0, 1})}), StatusCode::kInvalidArgument);
+  EXPECT_EQ(code("CumSum", {x, f32({}, {0})}), StatusCode::kInvalidArgument);
+  EXPECT_EQ(code("CumSum", {f32({}, {1}), i64({}, {0})}), StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace fusec::interp

@@ -117,6 +117,96 @@ TEST(ShapeInference, NormsAndReductions) {
             "f32[?]");
 }
 
+TEST(ShapeInference, PRelu) {
+  EXPECT_EQ(inferType("%x: f32[n,3,h,w], %s: f32[3,1,1]", "%out = \"PRelu\"(%x, %s)"), "f32[n,3,h,w]");
+  EXPECT_EQ(inferType("%x: f32[n,8], %s: f32[1]", "%out = \"PRelu\"(%x, %s)"), "f32[n,8]");
+  // Unidirectional: the slope broadcasts to x, never the reverse.
+  EXPECT_EQ(inferType("%x: f32[8], %s: f32[2,8]", "%out = \"PRelu\"(%x, %s)").substr(0, 6), "error:");
+  EXPECT_EQ(inferType("%x: f32[2,8], %s: f32[3]", "%out = \"PRelu\"(%x, %s)").substr(0, 6), "error:");
+  EXPECT_EQ(inferType("%x: f32[2,8], %s: i32[1]", "%out = \"PRelu\"(%x, %s)").substr(0, 6), "error:");
+}
+
+TEST(ShapeInference, CumSum) {
+  EXPECT_EQ(inferType("%x: i64[b,s]", "%ax = constant i64[] dense<[1]>\n%out = \"CumSum\"(%x, %ax)"),
+            "i64[b,s]");
+  EXPECT_EQ(inferType("%x: f32[b,s], %ax: i32[]", "%out = \"CumSum\"(%x, %ax) {reverse = 1}"),
+            "f32[b,s]");
+  EXPECT_EQ(inferType("%x: f32[b,s]", "%ax = constant i64[] dense<[2]>\n%out = \"CumSum\"(%x, %ax)")
+                .substr(0, 6),
+            "error:");
+  EXPECT_EQ(inferType("%x: f32[b,s]", "%ax = constant i64[2] dense<[0, 1]>\n%out = \"CumSum\"(%x, %ax)")
+                .substr(0, 6),
+            "error:");
+  EXPECT_EQ(inferType("%x: f32[b,s]", "%ax = constant f32[] dense<[0.0]>\n%out = \"CumSum\"(%x, %ax)")
+                .substr(0, 6),
+            "error:");
+}
+
+TEST(ShapeInference, Resize) {
+  EXPECT_EQ(inferType("%x: f32[n,3,20,30]",
+                      "%s = constant f32[4] dense<[1.0, 1.0, 2.0, 1.5]>\n%out = \"Resize\"(%x, _, %s)"),
+            "f32[n,3,40,45]");
+  EXPECT_EQ(inferType("%x: f32[n,3,h,w]",
+                      "%s = constant f32[4] dense<[1.0, 1.0, 2.0, 2.0]>\n%out = \"Resize\"(%x, _, %s)"),
+            "f32[n,3,?,?]");
+  EXPECT_EQ(inferType("%x: f32[n,3,h,w]",
+                      "%z = constant i64[2] dense<[64, 48]>\n"
+                      "%out = \"Resize\"(%x, _, _, %z) {axes = [2, 3], mode = \"linear\"}"),
+            "f32[n,3,64,48]");
+  // keep_aspect_ratio_policy: one scale, lengths rounded half up.
+  EXPECT_EQ(inferType("%x: f32[1,3,20,30]",
+                      "%z = constant i64[2] dense<[40, 40]>\n"
+                      "%out = \"Resize\"(%x, _, _, %z) {axes = [-2, -1], keep_aspect_ratio_policy = \"not_larger\"}"),
+            "f32[1,3,27,40]");
+  // Scales that arrive at run time: the rank is known, the extents are not.
+  EXPECT_EQ(inferType("%x: f32[1,3,20,30], %s: f32[4]", "%out = \"Resize\"(%x, _, %s)"), "f32[?,?,?,?]");
+  // Opset 11's empty roi / scales stand for absent inputs.
+  EXPECT_EQ(inferType("%x: f32[1,3,20,30]",
+                      "%r = constant f32[0] dense<[]>\n%e = constant f32[0] dense<[]>\n"
+                      "%z = constant i64[4] dense<[1, 3, 10, 15]>\n%out = \"Resize\"(%x, %r, %e, %z)"),
+            "f32[1,3,10,15]");
+  EXPECT_EQ(inferType("%x: f32[1,3,20,30]",
+                      "%s = constant f32[4] dense<[1.0, 1.0, 2.0, 2.0]>\n"
+                      "%z = constant i64[4] dense<[1, 3, 10, 15]>\n%out = \"Resize\"(%x, _, %s, %z)")
+                .substr(0, 6),
+            "error:");
+  EXPECT_EQ(inferType("%x: f32[1,3,20,30]",
+                      "%s = constant f32[4] dense<[1.0, 1.0, 2.0, 2.0]>\n"
+                      "%out = \"Resize\"(%x, _, %s) {mode = \"area\"}")
+                .substr(0, 6),
+            "error:");
+  EXPECT_EQ(inferType("%x: f32[1,3,20,30]",
+                      "%s = constant f32[3] dense<[1.0, 2.0, 2.0]>\n%out = \"Resize\"(%x, _, %s)")
+                .substr(0, 6),
+            "error:");
+}
+
+TEST(ShapeInference, ConvTranspose) {
+  EXPECT_EQ(inferType("%x: f32[n,64,h,w], %w: f32[64,32,2,2]",
+                      "%out = \"ConvTranspose\"(%x, %w) {strides = [2, 2]}"),
+            "f32[n,32,?,?]");
+  EXPECT_EQ(inferType("%x: f32[1,64,40,40], %w: f32[64,32,2,2], %b: f32[32]",
+                      "%out = \"ConvTranspose\"(%x, %w, %b) {strides = [2, 2]}"),
+            "f32[1,32,80,80]");
+  EXPECT_EQ(inferType("%x: f32[1,4,5,7], %w: f32[4,3,3,3]",
+                      "%out = \"ConvTranspose\"(%x, %w) {group = 2, output_padding = [1, 1], pads = [1, 1, 1, 1], strides = [2, 2]}"),
+            "f32[1,6,10,14]");
+  EXPECT_EQ(inferType("%x: f32[1,4,5,7], %w: f32[4,1,3,3]",
+                      "%out = \"ConvTranspose\"(%x, %w) {auto_pad = \"SAME_LOWER\", group = 4, strides = [3, 2]}"),
+            "f32[1,4,15,14]");
+  EXPECT_EQ(inferType("%x: f32[1,2,9], %w: f32[2,3,4]",
+                      "%out = \"ConvTranspose\"(%x, %w) {output_shape = [1, 3, 21], strides = [2]}"),
+            "f32[1,3,21]");
+  EXPECT_EQ(inferType("%x: f32[1,4,5], %w: f32[3,1,3]", "%out = \"ConvTranspose\"(%x, %w)").substr(0, 6),
+            "error:");
+  EXPECT_EQ(inferType("%x: f32[1,4,5], %w: f32[4,1,3], %b: f32[2]", "%out = \"ConvTranspose\"(%x, %w, %b)")
+                .substr(0, 6),
+            "error:");
+  EXPECT_EQ(inferType("%x: f32[1,4,5], %w: f32[4,1,3]", "%out = \"ConvTranspose\"(%x, %w) {pads = [4, 4]}")
+                .substr(0, 6),
+            "error:");
+}
+
 TEST(ShapeInference, Reshape) {
   EXPECT_EQ(inferType("%x: f32[b,s,768]",
                       "%sh = constant i64[4] dense<[0, 0, 12, -1]>\n%out = \"Reshape\"(%x, %sh)"),

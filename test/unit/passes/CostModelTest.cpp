@@ -224,6 +224,46 @@ TEST(OpCostTest, SoftmaxAndLayerNorm) {
   EXPECT_FALSE(ln.contraction);
 }
 
+TEST(OpCostTest, PReluCumSumAndResize) {
+  ir::Graph g;
+  auto *x = g.addInput("x", f32({2, 3, 4, 4}));
+  auto *slope = g.addConstant("slope", ir::Tensor(DType::kF32, {3, 1, 1}));
+  OpCost pr = opCost(*add(g, "PRelu", {x, slope}, {f32({2, 3, 4, 4})}));
+  EXPECT_EQ(pr.flops, 2 * 96);
+  EXPECT_EQ(pr.bytes(), (96 + 3 + 96) * 4);
+  auto *axis = g.addConstant("axis", ir::Tensor::vectorI64({3}));
+  OpCost cs = opCost(*add(g, "CumSum", {x, axis}, {f32({2, 3, 4, 4})}));
+  EXPECT_EQ(cs.flops, 96);
+  EXPECT_EQ(cs.bytesRead, 96 * 4);  // the axis is metadata
+  auto *scales = g.addConstant("scales", ir::Tensor::fromDoubles(DType::kF32, {4}, {1, 1, 2, 2}));
+  ir::Node *lin = add(g, "Resize", {x, nullptr, scales}, {f32({2, 3, 8, 8})});
+  lin->setAttr("mode", ir::Attribute(std::string("linear")));
+  OpCost rl = opCost(*lin);
+  EXPECT_EQ(rl.flops, 2 * 4 * 384);  // 4 taps (2 axes resized), a multiply-add each
+  EXPECT_EQ(rl.bytesRead, 96 * 4);
+  ir::Node *cub = add(g, "Resize", {x, nullptr, scales}, {f32({2, 3, 8, 8})});
+  cub->setAttr("mode", ir::Attribute(std::string("cubic")));
+  EXPECT_EQ(opCost(*cub).flops, 2 * 16 * 384);
+  // Nearest is a gather: no FLOPs; a downscale reads only what it uses.
+  auto *half = g.addConstant("half", ir::Tensor::fromDoubles(DType::kF32, {4}, {1, 1, 0.5, 0.5}));
+  OpCost rn = opCost(*add(g, "Resize", {x, nullptr, half}, {f32({2, 3, 2, 2})}));
+  EXPECT_EQ(rn.flops, 0);
+  EXPECT_EQ(rn.bytesRead, 24 * 4);
+}
+
+TEST(OpCostTest, ConvTransposeCountsTapsPerInputElement) {
+  ir::Graph g;
+  auto *x = g.addInput("x", f32({1, 4, 5, 5}));
+  auto *w = g.addConstant("w", ir::Tensor(DType::kF32, {4, 3, 2, 2}));
+  auto *b = g.addConstant("b", ir::Tensor(DType::kF32, {3}));
+  ir::Node *n = add(g, "ConvTranspose", {x, w, b}, {f32({1, 3, 10, 10})});
+  n->setAttr("strides", ir::Attribute(std::vector<int64_t>{2, 2}));
+  OpCost c = opCost(*n);
+  EXPECT_EQ(c.flops, 2 * 100 * 3 * 4 + 300);
+  EXPECT_TRUE(c.contraction);
+  EXPECT_EQ(c.bytesRead, (100 + 48 + 3) * 4);
+}
+
 TEST(OpCostTest, GatherReadsOnlyTheRowsItUses) {
   ir::Graph g;
   auto *table = g.addConstant("table", ir::Tensor(DType::kF32, {100, 16}));
