@@ -287,15 +287,28 @@ ir::Shape outputShape(int64_t n, int64_t c, const ir::Shape &spatial) {
 // Conv
 //===----------------------------------------------------------------------===//
 
+/// The operand checks Conv and ConvTranspose share: X a float tensor of rank
+/// >= 3 ([N, C, D...]), W and the optional B of X's dtype.
+absl::Status requireConvOperands(const Tensor &x, const Tensor &w, const Tensor *bias) {
+  FUSEC_RETURN_IF_ERROR(requireFloat(x, "X"));
+  if (w.dtype() != x.dtype() || (bias && bias->dtype() != x.dtype()))
+    return invalidArg("X, W and B must have the same dtype");
+  return requireSpatial(x, "X");
+}
+
+/// The optional bias B of a convolution with \p m output channels is [m].
+absl::Status requireBias(const Tensor *bias, int64_t m) {
+  if (bias && (bias->rank() != 1 || bias->shape()[0] != m))
+    return invalidArg("B has shape ", shapeStr(bias->shape()), ", expected [", m, "]");
+  return absl::OkStatus();
+}
+
 /// Conv: X [N, C, D...], W [M, C/group, K...], optional B [M].
 Result conv(const KernelArgs &args) {
   FUSEC_ASSIGN_OR_RETURN(const Tensor *x, requireInput(args, 0));
   FUSEC_ASSIGN_OR_RETURN(const Tensor *w, requireInput(args, 1));
   const Tensor *bias = args.in(2);
-  FUSEC_RETURN_IF_ERROR(requireFloat(*x, "X"));
-  if (w->dtype() != x->dtype() || (bias && bias->dtype() != x->dtype()))
-    return invalidArg("X, W and B must have the same dtype");
-  FUSEC_RETURN_IF_ERROR(requireSpatial(*x, "X"));
+  FUSEC_RETURN_IF_ERROR(requireConvOperands(*x, *w, bias));
   if (w->rank() != x->rank())
     return invalidArg("W has shape ", shapeStr(w->shape()), ", expected rank ", x->rank());
   int64_t n = x->shape()[0], c = x->shape()[1], m = w->shape()[0], cg = w->shape()[1];
@@ -304,8 +317,7 @@ Result conv(const KernelArgs &args) {
   if (c % group != 0 || m % group != 0 || cg != c / group)
     return invalidArg("channels do not match: X has ", c, ", W ", shapeStr(w->shape()),
                       ", group ", group);
-  if (bias && (bias->rank() != 1 || bias->shape()[0] != m))
-    return invalidArg("B has shape ", shapeStr(bias->shape()), ", expected [", m, "]");
+  FUSEC_RETURN_IF_ERROR(requireBias(bias, m));
   ir::Shape inSp(x->shape().begin() + 2, x->shape().end());
   ir::Shape kSp(w->shape().begin() + 2, w->shape().end());
   if (args.node.hasAttr("kernel_shape") && args.node.getInts("kernel_shape") != kSp)
@@ -342,19 +354,14 @@ Result convTranspose(const KernelArgs &args) {
   FUSEC_ASSIGN_OR_RETURN(const Tensor *x, requireInput(args, 0));
   FUSEC_ASSIGN_OR_RETURN(const Tensor *w, requireInput(args, 1));
   const Tensor *bias = args.in(2);
-  FUSEC_RETURN_IF_ERROR(requireFloat(*x, "X"));
-  if (w->dtype() != x->dtype() || (bias && bias->dtype() != x->dtype()))
-    return invalidArg("X, W and B must have the same dtype");
-  FUSEC_RETURN_IF_ERROR(requireSpatial(*x, "X"));
+  FUSEC_RETURN_IF_ERROR(requireConvOperands(*x, *w, bias));
   FUSEC_ASSIGN_OR_RETURN(ir::ConvTransposeGeometry g,
                          ir::convTransposeGeometry(args.node, x->shape(), w->shape()));
   const int64_t n = x->shape()[0], c = g.inChannels, m = g.outChannels;
   const int64_t cg = c / g.group, mg = m / g.group;
-  if (bias && (bias->rank() != 1 || bias->shape()[0] != m))
-    return invalidArg("B has shape ", shapeStr(bias->shape()), ", expected [", m, "]");
+  FUSEC_RETURN_IF_ERROR(requireBias(bias, m));
   const size_t k = g.kernel.size();
-  ir::Shape outShape = {n, m};
-  outShape.insert(outShape.end(), g.outSpatial.begin(), g.outSpatial.end());
+  const ir::Shape outShape = outputShape(n, m, g.outSpatial);
   FUSEC_RETURN_IF_ERROR(ir::checkTensorSize(x->dtype(), outShape, "ConvTranspose result"));
   int64_t inSize = 1, outSize = 1, kSize = 1;
   for (size_t d = 0; d < k; ++d) {
