@@ -59,7 +59,9 @@ seed_dir() {  # seed_dir HARNESS: a folder of seed files for HARNESS
       for m in ../shared/models/*/model.onnx examples/models/*/model.onnx; do
         [ -f "$m" ] && cp "$m" "$d/$(basename "$(dirname "$m")").onnx"
       done
-      local td=/usr/share/onnx/backend/test/data/node i=0
+      # Debian's libonnx-testdata (the older path is that of other packagings).
+      local td=/usr/share/libonnx-testdata/data/node i=0
+      [ -d "$td" ] || td=/usr/share/onnx/backend/test/data/node
       if [ -d "$td" ]; then
         for m in "$td"/*/model.onnx; do
           i=$((i + 1)); [ $((i % 8)) -eq 0 ] && cp "$m" "$d/node_$i.onnx"

@@ -72,9 +72,11 @@ done
 for h in import text-ir manifest; do
   [ -x build-fuzz/bin/fusec-fuzz-$h ] || continue
   strip --strip-unneeded -o .gpu/bin/fusec-fuzz-$h build-fuzz/bin/fusec-fuzz-$h
-  if [ -d build-fuzz/seeds/$h ] && [ "$h" != import ]; then
-    mkdir -p .gpu/seeds && cp -r build-fuzz/seeds/$h .gpu/seeds/
-  fi
+  [ -d build-fuzz/seeds/$h ] || continue
+  mkdir -p .gpu/seeds/$h
+  # import: the small seeds only (node-test models); the shared models travel
+  # in .gpu/shared and are too large for fast mutation (fuzz.sh --max-len).
+  find build-fuzz/seeds/$h -type f -size -64k -exec cp {} .gpu/seeds/$h/ \;
 done
 for l in "$B/lib/libfusert.so.0" "$B/lib/libfusert.so"; do
   [ -e "$l" ] && strip --strip-unneeded -o ".gpu/lib/$(basename "$l")" "$(readlink -f "$l")"
