@@ -5,7 +5,8 @@
 # .gpu/ (ignored):
 #   .gpu/bin     the device's binaries: fusec, fusec-run, the GPU test binaries
 #                (RuntimeTest, CodegenGpuTest, ArtifactGpuTest, and
-#                AttentionKernelTest + fusec-emit-attention when they exist)
+#                AttentionKernelTest + fusec-emit-attention when they exist,
+#                fusec-node-tests for scripts/gpu/node_tests.sh)
 #   .gpu/lib     libfusert, the runtime tests' kernel library, and the
 #                non-system shared libraries the binaries link (Abseil,
 #                protobuf, ONNX, GoogleTest; not CUDA: the device has it)
@@ -44,9 +45,9 @@ launcher=()
 command -v ccache > /dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 GPU_CONFIG=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DFUSEC_WERROR=ON -DFUSEC_CPU_BACKEND=OFF "${launcher[@]}")
 TARGETS=(fusec fusec-run fusec_runtime RuntimeTest RuntimeRobustnessTest CodegenGpuTest ArtifactGpuTest)
-OPTIONAL=(AttentionKernelTest AttentionCodegenTest fusec-emit-attention)
+OPTIONAL=(AttentionKernelTest AttentionCodegenTest fusec-emit-attention fusec-node-tests)
 BINS=(fusec fusec-run RuntimeTest RuntimeRobustnessTest CodegenGpuTest ArtifactGpuTest AttentionKernelTest
-      AttentionCodegenTest fusec-emit-attention)
+      AttentionCodegenTest fusec-emit-attention fusec-node-tests)
 
 if [ $build = 0 ]; then
   :

@@ -9,40 +9,65 @@
 # folder generate_node_tests.py writes); FILTER: a substring of test names
 # (default all); TARGET: cuda (default: `--no-nvcc`, the sources and the
 # manifest, no GPU needed), cuda-nvcc (builds the kernels too, then runs
-# them with fusec-run: the GPU machine), or cpu (builds and runs with
-# fusec-run against the test's data). Prints one line per test that fails
-# and the totals; a failed run prints its error's first line.
+# them with fusec-run: the GPU machine), cuda-nvcc-bf16 (the same with
+# --precision bf16, checked at the bf16 model tolerance), or cpu (builds and
+# runs with fusec-run against the test's data). Prints one line per test
+# that fails and the totals; a failed run prints its error's first line.
+# JOBS (environment, default 1) tests are compiled at once; the lines of
+# failing tests are printed in name order whatever JOBS is.
 set -u
 bin=$1 root=$2 filter=${3:-} target=${4:-cuda}
+jobs=${JOBS:-1}
+case $target in
+  cuda|cuda-nvcc|cuda-nvcc-bf16|cpu) ;;
+  *) echo "compile_node_tests.sh: unknown target '$target'" >&2; exit 2 ;;
+esac
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 "$bin/fusec-node-tests" "$root" ${filter:+--filter=$filter} --verbose 2>/dev/null |
   awk '/^PASSED /{print $2}' > "$work/passed"
-total=0 ok=0 ran=0
-while read -r t; do
-  total=$((total + 1))
-  out="$work/out"
-  rm -rf "$out"
+
+# one_test NAME: compiles (and for targets that build kernels, runs) one
+# test; prints "OK", "RAN", "REFUSED name: why" or "RUNFAIL name: why".
+one_test() {
+  local t=$1 out run_args=()
+  out=$(mktemp -d "$work/out.XXXXXX")
+  local args=()
   case $target in
     cuda) args=(--no-nvcc) ;;
     cuda-nvcc) args=() ;;
+    cuda-nvcc-bf16) args=(--precision bf16); run_args=(--atol 0.05 --rtol 0.05) ;;
     cpu) args=(--target cpu) ;;
   esac
-  if msg=$("$bin/fusec" "$root/$t/model.onnx" "${args[@]}" -o "$out" 2>&1); then
-    ok=$((ok + 1))
+  local msg r d
+  if msg=$("$bin/fusec" "$root/$t/model.onnx" "${args[@]}" -o "$out/a" 2>&1); then
     if [ "$target" != cuda ]; then
       for d in "$root/$t"/test_data_set_*; do
-        if ! r=$("$bin/fusec-run" "$out" --data "$d" 2>&1) || ! grep -q '^PASS' <<<"$r"; then
+        if ! r=$("$bin/fusec-run" "$out/a" --data "$d" "${run_args[@]}" 2>&1) ||
+           ! grep -q '^PASS' <<<"$r"; then
           echo "RUNFAIL $t: $(grep -v '^PASS' <<<"$r" | head -1)"
-          continue 2
+          rm -rf "$out"
+          return
         fi
       done
-      ran=$((ran + 1))
+      echo "RAN $t"
+    else
+      echo "OK $t"
     fi
   else
     echo "REFUSED $t: $(grep -m1 'error' <<<"$msg" || head -1 <<<"$msg")"
   fi
-done < "$work/passed"
+  rm -rf "$out"
+}
+export -f one_test
+export bin root target work
+
+xargs -P "$jobs" -I{} bash -c 'one_test "$1"' _ {} < "$work/passed" | sort -k2 > "$work/results"
+total=$(wc -l < "$work/passed")
+ran=$(grep -c '^RAN ' "$work/results")
+runfail=$(grep -c '^RUNFAIL ' "$work/results")
+ok=$(( $(grep -c '^OK ' "$work/results") + ran + runfail ))
+grep -E '^(REFUSED|RUNFAIL) ' "$work/results"
 if [ "$target" = cuda ]; then
   echo "compiled: $ok of $total reference-passing tests ($target)"
 else
