@@ -281,8 +281,7 @@ TEST(ManifestTest, GemmDDtype) {
   j["steps"][0]["d_dtype"] = "f16";
   expectInvalid(j, "d_dtype f16 with dtype bf16 unsupported");
   j = halfGemmF32D();
-  j["steps"][0]["dtype"] = "f32";
-  j["buffers"][0]["dtype"] = "f32";
+  j["steps"][0]["dtype"] = "f32";  // checked before the operands' dtypes
   j["steps"][0]["d_dtype"] = "bf16";
   expectInvalid(j, "d_dtype bf16 with dtype f32 unsupported");
   j = halfGemmF32D();

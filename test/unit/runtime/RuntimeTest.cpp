@@ -327,26 +327,23 @@ TEST_F(RuntimeTest, GemmTransABroadcastBWithCAndReluBias) {
 
 /// The f16/bf16 bits of \p v (round to nearest even).
 uint16_t halfBits(float v, fusert_dtype t) {
-  uint16_t bits = 0;
   if (t == FUSERT_BF16) {
-    __nv_bfloat16 h = __float2bfloat16(v);
-    std::memcpy(&bits, &h, 2);
-  } else {
-    __half h = __float2half(v);
-    std::memcpy(&bits, &h, 2);
+    const __nv_bfloat16_raw r = __float2bfloat16(v);
+    return r.x;
   }
-  return bits;
+  const __half_raw r = __float2half(v);
+  return r.x;
 }
 
 float halfValue(uint16_t bits, fusert_dtype t) {
   if (t == FUSERT_BF16) {
-    __nv_bfloat16 h;
-    std::memcpy(&h, &bits, 2);
-    return __bfloat162float(h);
+    __nv_bfloat16_raw r;
+    r.x = bits;
+    return __bfloat162float(__nv_bfloat16(r));
   }
-  __half h;
-  std::memcpy(&h, &bits, 2);
-  return __half2float(h);
+  __half_raw r;
+  r.x = bits;
+  return __half2float(__half(r));
 }
 
 Json typedBuffer(int id, const std::string &name, std::vector<int64_t> shape,
