@@ -519,6 +519,11 @@ absl::StatusOr<bool> Fusion::run(ir::Graph &graph, PassContext &ctx) {
         }
     kernel.reason = describeKernel(g, ctx.target);
     kernel.refused = backendRefuses(graph, ctx, g);
+    if (ctx.legality && kernel.refused.empty() && kernel.kind == KernelKind::kGemm) {
+      const std::string note = graphIndex_ ? ctx.legality->describeGroup(graph, members, *graphIndex_)
+                                           : std::string();
+      if (!note.empty()) absl::StrAppend(&kernel.reason, "; ", note);
+    }
     if (!kernel.refused.empty()) {
       ++refusedKernels;
       if (debug_)

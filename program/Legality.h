@@ -10,6 +10,7 @@
 #ifndef FUSEC_PROGRAM_LEGALITY_H
 #define FUSEC_PROGRAM_LEGALITY_H
 
+#include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -41,6 +42,13 @@ class GroupLegality {
   /// canLowerGroup() with the graph's index built by the caller.
   virtual absl::Status checkGroup(const ir::Graph &graph, const std::vector<const ir::Node *> &members,
                                   const GraphIndex &index) const = 0;
+  /// What the lowering of \p members (a group it accepts) does that the
+  /// group's ops do not say, for the fusion dump (e.g. "Cast folded into the
+  /// GEMM: D written as f32"); "" when nothing. Asked about GEMM groups only.
+  virtual std::string describeGroup(const ir::Graph &graph, const std::vector<const ir::Node *> &members,
+                                    const GraphIndex &index) const {
+    return "";
+  }
 };
 
 /// The target-neutral check: lowers \p members with program::lowerGroup()

@@ -66,6 +66,10 @@ int buildGeluTanh(KernelSpec &spec, int x);
 
 /// One (batched) GEMM, row-major dense operands (ARTIFACT.md "gemm"):
 /// D[m,n] = alpha * op(A)[m,k] * op(B)[k,n] + beta * C[m,n] (+ epilogue).
+/// D is stored as dDtype: the GEMM's dtype, or f32 for an f16/bf16 GEMM
+/// whose output Cast to f32 the lowering folded in (LoweringOptions::
+/// foldGemmOutputCast): the f32 accumulator, after the epilogue, is written
+/// without rounding to the GEMM's dtype first.
 struct GemmParams {
   const ir::Value *a = nullptr;
   const ir::Value *b = nullptr;
@@ -77,7 +81,8 @@ struct GemmParams {
   bool transA = false, transB = false;
   double alpha = 1, beta = 0;
   GemmEpilogue epilogue;  ///< see GemmEpilogue; m/n extents match m, n
-  ir::DType dtype = ir::DType::kF32;  ///< of A, B, C, D
+  ir::DType dtype = ir::DType::kF32;  ///< of A, B, C and the bias
+  ir::DType dDtype = ir::DType::kF32; ///< of D (== dtype unless an output Cast was folded)
   std::string compute = "f32";        ///< "f32" or "tf32"
 };
 
@@ -110,6 +115,13 @@ struct LoweringOptions {
   bool allowTf32 = false;
   /// Scalars (one element) that are constants are inlined as literals.
   bool inlineScalarConstants = true;
+  /// A Cast to f32 of an f16/bf16 GEMM's result (after its library
+  /// epilogue) becomes part of the GEMM: it writes D in f32
+  /// (GemmParams::dDtype) and no kernel casts. Set by backends whose GEMM
+  /// library writes f32 D from f16/bf16 operands (CUDA: cuBLASLt); legal
+  /// only without C and without a bias (both would have to be f32 too),
+  /// see foldableOutputCast().
+  bool foldGemmOutputCast = false;
 };
 
 /// Lowers every fused group. \p kernelNames are the fusion plan's kernel
@@ -135,11 +147,20 @@ absl::StatusOr<std::vector<WorkItem>> lowerGroup(
 
 /// lowerGroup() of one fused group given in any order (\p members; views
 /// and constants skipped, the rest sorted topologically by \p index, the
-/// graph's index built once by the caller), default options: what a
-/// backend's legality checks item by item (program/Legality.h).
+/// graph's index built once by the caller) with the backend's \p opts (the
+/// ones its emission lowers with): what a backend's legality checks item by
+/// item (program/Legality.h).
 absl::StatusOr<std::vector<WorkItem>> lowerGroupItems(const ir::Graph &graph,
                                                       const std::vector<const ir::Node *> &members,
-                                                      const GraphIndex &index);
+                                                      const GraphIndex &index,
+                                                      const LoweringOptions &opts = LoweringOptions{});
+
+/// Whether a GEMM \p g (its epilogue already matched) may absorb \p cast,
+/// a Cast node reading the GEMM's current result, under \p opts: the flag
+/// is set, \p cast converts an f16/bf16 GEMM's dtype to f32, and the GEMM
+/// has no C and no bias (the library would read them as f32, the D type).
+/// OK, or FailedPrecondition saying why not (for dumps and tests).
+absl::Status foldableOutputCast(const GemmParams &g, const ir::Node &cast, const LoweringOptions &opts);
 
 /// True for ops lowered as aliases (no work item).
 bool isViewNode(const ir::Node &node);

@@ -112,6 +112,9 @@ Json stepJson(const MemoryPlan &mem, const Step &s) {
       const absl::StatusOr<const char *> epilogue = codegen::cublasLtEpilogue(g.epilogue);
       j["epilogue"] = epilogue.ok() ? *epilogue : "?";
       j["dtype"] = manifestDTypeName(g.dtype) ? manifestDTypeName(g.dtype) : "?";
+      // D's own dtype only where it differs (an output Cast folded in).
+      if (g.dDtype != g.dtype)
+        j["d_dtype"] = manifestDTypeName(g.dDtype) ? manifestDTypeName(g.dDtype) : "?";
       j["compute"] = g.compute;
       break;
     }

@@ -133,6 +133,9 @@ bool gemmDType(ir::DType d) { return d == ir::DType::kF32 || d == ir::DType::kF1
 absl::Status checkCpuGemm(const program::GemmParams &g) {
   if (!gemmDType(g.dtype))
     return bad(absl::StrCat("GEMM of dtype ", ir::dtypeName(g.dtype), " (f32, f16 and bf16 run through sgemm)"));
+  if (g.dDtype != g.dtype)  // the cpu backend lowers without LoweringOptions::foldGemmOutputCast
+    return bad(absl::StrCat("GEMM of ", ir::dtypeName(g.dtype), " writing ", ir::dtypeName(g.dDtype),
+                            " (an output Cast folded in)"));
   if (g.m < 0 || g.n < 0 || g.k < 0 || g.batch < 0) return bad("GEMM with negative sizes");
   if (!g.a || !g.b || !g.d) return bad("GEMM without its operands");
   return checkEpilogue(g.epilogue, "GEMM");

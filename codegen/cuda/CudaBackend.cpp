@@ -68,12 +68,26 @@ class CudaBackend final : public Backend {
   absl::Status checkGroup(const ir::Graph &graph, const std::vector<const ir::Node *> &members,
                           const program::GraphIndex &index, const passes::TargetSpec &) const override {
     FUSEC_ASSIGN_OR_RETURN(std::vector<program::WorkItem> items,
-                           program::lowerGroupItems(graph, members, index));
+                           program::lowerGroupItems(graph, members, index,
+                                                    cudaLoweringOptions(/*allowTf32=*/false)));
     for (const program::WorkItem &item : items)
       FUSEC_RETURN_IF_ERROR(checkLibraryEpilogue(item.kind == program::WorkItem::Kind::kGemm ? &item.gemm : nullptr,
                                                  item.kind == program::WorkItem::Kind::kConv ? &item.conv : nullptr,
                                                  item.name));
     return absl::OkStatus();
+  }
+
+  std::string describeGroup(const ir::Graph &graph, const std::vector<const ir::Node *> &members,
+                            const program::GraphIndex &index, const passes::TargetSpec &) const override {
+    absl::StatusOr<std::vector<program::WorkItem>> items =
+        program::lowerGroupItems(graph, members, index, cudaLoweringOptions(/*allowTf32=*/false));
+    if (!items.ok()) return "";
+    for (const program::WorkItem &item : *items)
+      if (item.kind == program::WorkItem::Kind::kGemm && item.gemm.dDtype != item.gemm.dtype)
+        return absl::StrCat("Cast folded into the GEMM: cuBLASLt writes D as ",
+                            ir::dtypeName(item.gemm.dDtype), " from ", ir::dtypeName(item.gemm.dtype),
+                            " operands");
+    return "";
   }
 
   absl::StatusOr<BackendModule> emit(const ir::Graph &graph,
@@ -82,9 +96,8 @@ class CudaBackend final : public Backend {
     CudaOptions copts;
     copts.arch = opts.arch;
     copts.allowTf32 = opts.allowTf32;
-    program::LoweringOptions lo;
-    lo.allowTf32 = opts.allowTf32;
-    FUSEC_ASSIGN_OR_RETURN(program::Program prog, program::buildProgram(graph, kernelNames, lo));
+    FUSEC_ASSIGN_OR_RETURN(program::Program prog,
+                           program::buildProgram(graph, kernelNames, cudaLoweringOptions(opts.allowTf32)));
     for (const program::Step &s : prog.steps)
       FUSEC_RETURN_IF_ERROR(checkLibraryEpilogue(s.kind == program::Step::Kind::kGemm ? &s.gemm : nullptr,
                                                  s.kind == program::Step::Kind::kConv ? &s.conv : nullptr, s.name));

@@ -234,11 +234,17 @@ absl::StatusOr<std::string> emitCudaKernel(const KernelSpec &spec, const std::st
   return absl::InternalError("codegen: unknown spec kind");
 }
 
+program::LoweringOptions cudaLoweringOptions(bool allowTf32) {
+  LoweringOptions lo;
+  lo.allowTf32 = allowTf32;
+  lo.foldGemmOutputCast = true;
+  return lo;
+}
+
 absl::StatusOr<CudaModule> lowerToCuda(const ir::Graph &graph, const passes::FusionPlan &plan,
                                        const CudaOptions &opts) {
-  LoweringOptions lo;
-  lo.allowTf32 = opts.allowTf32;
-  FUSEC_ASSIGN_OR_RETURN(Program prog, buildProgram(graph, passes::kernelNames(plan), lo));
+  FUSEC_ASSIGN_OR_RETURN(Program prog, buildProgram(graph, passes::kernelNames(plan),
+                                                    cudaLoweringOptions(opts.allowTf32)));
   return printCudaModule(prog, opts);
 }
 

@@ -57,6 +57,12 @@ struct CudaOptions {
 absl::StatusOr<CudaModule> lowerToCuda(const ir::Graph &graph, const passes::FusionPlan &plan,
                                        const CudaOptions &opts);
 
+/// The options the CUDA backend lowers with, in its legality check and its
+/// emission alike (the one legality rule): TF32 as \p allowTf32 says, and
+/// output Casts to f32 folded into f16/bf16 GEMMs (cuBLASLt writes f32 D
+/// from f16/bf16 A and B with f32 compute).
+program::LoweringOptions cudaLoweringOptions(bool allowTf32);
+
 /// Prints a built program: the unique kernels of \p prog and its steps
 /// with launcher symbols. Errors: Unimplemented for a spec CUDA cannot print.
 absl::StatusOr<CudaModule> printCudaModule(const Program &prog, const CudaOptions &opts);

@@ -59,6 +59,9 @@ absl::Status checkNkiGemm(const program::GemmParams &g, const Limits &) {
   if (g.dtype != ir::DType::kF32 && g.dtype != ir::DType::kBF16 && g.dtype != ir::DType::kF16)
     return absl::UnimplementedError(
         absl::StrCat("GEMM in ", ir::dtypeName(g.dtype), " has no TensorE lowering"));
+  if (g.dDtype != g.dtype)  // NKI lowers without LoweringOptions::foldGemmOutputCast
+    return absl::UnimplementedError(absl::StrCat("GEMM of ", ir::dtypeName(g.dtype), " writing ",
+                                                 ir::dtypeName(g.dDtype), " (an output Cast folded in)"));
   if (absl::StatusOr<const char *> act = activationOf(g.epilogue); !act.ok()) return act.status();
   return absl::OkStatus();
 }

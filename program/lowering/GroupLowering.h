@@ -196,9 +196,10 @@ std::optional<GemmParams> gemmFor(const Node &n, bool allowTf32);
 /// Convolution parameters of a Conv node. Errors: Unimplemented.
 absl::StatusOr<ConvParams> convFor(const Node &n);
 /// Matches the epilogue chain of a GEMM group against the library's fused
-/// epilogues. \returns the final Value on success.
+/// epilogues (and, as \p opts allow, a final Cast to f32: foldableOutputCast()).
+/// \returns the final Value on success, null when a member is left over.
 const Value *matchGemmEpilogue(const Node &anchor, const std::vector<const Node *> &rest,
-                               GemmParams &g);
+                               GemmParams &g, const LoweringOptions &opts);
 
 }  // namespace fusec::program::lowering
 

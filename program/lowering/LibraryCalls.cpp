@@ -35,6 +35,7 @@ std::optional<GemmParams> gemmFor(const Node &n, bool allowTf32) {
   g.b = b;
   g.d = n.output(0);
   g.dtype = dt;
+  g.dDtype = dt;
   g.compute = allowTf32 && dt == DType::kF32 ? "tf32" : "f32";
   if (n.kind() == OpKind::kGemm) {
     if (as.size() != 2 || bs.size() != 2) return std::nullopt;
@@ -92,6 +93,16 @@ std::optional<GemmParams> gemmFor(const Node &n, bool allowTf32) {
   g.strideA = g.batch > 1 ? *sa : g.m * g.k;
   g.strideB = g.batch > 1 ? *sb : g.k * g.n;
   g.strideD = g.m * g.n;
+  if (g.batch > 1 && g.strideB == 0 && g.strideA == g.m * g.k) {
+    // Shared B ([b.., m, k] x [k, n]): the batch's A matrices are one dense
+    // [b*m, k] matrix and its D matrices one dense [b*m, n], so the batch
+    // is one GEMM of b*m rows (fewer, larger library calls).
+    g.m *= g.batch;
+    g.batch = 1;
+    g.strideA = g.m * g.k;
+    g.strideB = g.k * g.n;
+    g.strideD = g.m * g.n;
+  }
   g.epilogue = GemmEpilogue::identity(g.m, g.n);
   return g;
 }
@@ -135,11 +146,23 @@ absl::StatusOr<ConvParams> convFor(const Node &n) {
   return p;
 }
 
+namespace {
+
+/// The value \p v or, through views (metadata only, no data moved), the
+/// value they alias; \returns whether that is \p target.
+bool viewOf(const Value *v, const Value *target) {
+  while (v && v != target && v->producer() && isViewNode(*v->producer())) v = v->producer()->input(0);
+  return v == target;
+}
+
+}  // namespace
+
 /// Folds the epilogue chain of a GEMM group (bias Add, then Relu or tanh
-/// Gelu: what cuBLASLt fuses) into g.epilogue. \returns the final Value on
-/// success.
+/// Gelu: what cuBLASLt fuses; then, when \p opts allow it, a Cast to f32,
+/// possibly through views) into g.epilogue and g.dDtype. \returns the final
+/// Value on success.
 const Value *matchGemmEpilogue(const Node &anchor, const std::vector<const Node *> &rest,
-                               GemmParams &g) {
+                               GemmParams &g, const LoweringOptions &opts) {
   const Value *cur = anchor.output(0);
   size_t i = 0;
   auto next = [&]() -> const Node * { return i < rest.size() ? rest[i] : nullptr; };
@@ -166,10 +189,38 @@ const Value *matchGemmEpilogue(const Node &anchor, const std::vector<const Node 
     const int x = e.current();
     e.value = n->kind() == OpKind::kRelu ? buildRelu(e.spec, x) : buildGeluTanh(e.spec, x);
     cur = n->output(0);
+    n = (++i, next());
+  }
+  // The Cast is elementwise, so it commutes with the views between it and
+  // the GEMM: D is the Cast's result, written densely like the GEMM's own.
+  if (n && n->kind() == OpKind::kCast && viewOf(n->input(0), cur) &&
+      foldableOutputCast(g, *n, opts).ok()) {
+    g.dDtype = DType::kF32;
+    cur = n->output(0);
     ++i;
   }
   return i == rest.size() ? cur : nullptr;
 }
 
-
 }  // namespace fusec::program::lowering
+
+namespace fusec::program {
+
+absl::Status foldableOutputCast(const GemmParams &g, const ir::Node &cast, const LoweringOptions &opts) {
+  auto no = [&](const std::string &why) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("Cast ", lowering::nodeDesc(cast), " stays a kernel of its own: ", why));
+  };
+  if (!opts.foldGemmOutputCast) return no("the target's GEMMs write D in the GEMM's dtype only");
+  if (cast.kind() != ir::OpKind::kCast || !cast.output(0)) return no("not a Cast");
+  if (g.dtype != ir::DType::kF16 && g.dtype != ir::DType::kBF16)
+    return no(absl::StrCat("the GEMM's dtype is ", ir::dtypeName(g.dtype), " (only f16 and bf16 GEMMs write f32)"));
+  if (g.dDtype != g.dtype) return no("the GEMM's output is already cast");
+  if (cast.output(0)->type().dtype != ir::DType::kF32)
+    return no(absl::StrCat("it casts to ", ir::dtypeName(cast.output(0)->type().dtype), ", not f32"));
+  if (g.c) return no("the GEMM adds beta * C, which the library would read as f32");
+  if (g.bias) return no("the GEMM's bias epilogue would read the bias as f32");
+  return absl::OkStatus();
+}
+
+}  // namespace fusec::program

@@ -299,6 +299,34 @@ absl::StatusOr<WorkItem> GroupLowering::run(const std::set<const Value *> &exter
 
 using namespace lowering;
 
+namespace {
+
+/// True if \p v (or a view of it) is no graph output and has exactly one
+/// consumer that is not a view (views looked through).
+bool readOnceInside(const ir::Graph &graph,
+                    const absl::flat_hash_map<const Value *, std::vector<Node *>> &users,
+                    const Value *v) {
+  size_t readers = 0;
+  std::vector<const Value *> work = {v};
+  while (!work.empty()) {
+    const Value *w = work.back();
+    work.pop_back();
+    if (graph.isGraphOutput(w)) return false;
+    auto it = users.find(w);
+    if (it == users.end()) continue;
+    for (const Node *u : it->second) {
+      if (isViewNode(*u) && u->input(0) == w) {
+        work.push_back(u->output(0));
+      } else {
+        ++readers;
+      }
+    }
+  }
+  return readers == 1;
+}
+
+}  // namespace
+
 absl::StatusOr<std::vector<WorkItem>> lowerGroup(
     const ir::Graph &graph, const std::string &name, const std::vector<const Node *> &members,
     const LoweringOptions &opts,
@@ -347,13 +375,16 @@ absl::StatusOr<std::vector<WorkItem>> lowerGroup(
       lib.kind = WorkItem::Kind::kGemm;
       lib.gemm = *g;
       GemmParams fused = *g;
-      const Value *final = matchGemmEpilogue(*contraction, rest, fused);
+      const Value *final = matchGemmEpilogue(*contraction, rest, fused, opts);
       bool finalOk = final != nullptr;
       if (finalOk && !rest.empty()) {
-        // Intermediate results of the chain must not be needed outside.
+        // Intermediate results of the chain (the GEMM's own among them)
+        // are never stored: each must have its one consumer in the chain.
+        std::vector<const Value *> chain = {contraction->output(0)};
         for (const Node *n : rest)
-          for (const Value *o : n->outputs())
-            if (o != final && (graph.isGraphOutput(o) || graph.users(o).size() > 1)) finalOk = false;
+          for (const Value *o : n->outputs()) chain.push_back(o);
+        for (const Value *o : chain)
+          if (o && o != final && !readOnceInside(graph, users, o)) finalOk = false;
       }
       if (finalOk) {
         fused.d = final;
@@ -477,7 +508,8 @@ GraphIndex::GraphIndex(const ir::Graph &graph) : users(graph.userMap()) {
 
 absl::StatusOr<std::vector<WorkItem>> lowerGroupItems(const ir::Graph &graph,
                                                       const std::vector<const Node *> &members,
-                                                      const GraphIndex &index) {
+                                                      const GraphIndex &index,
+                                                      const LoweringOptions &opts) {
   std::vector<const Node *> sorted;
   for (const Node *n : members)
     if (!isViewNode(*n) && n->kind() != OpKind::kConstant) sorted.push_back(n);
@@ -485,7 +517,7 @@ absl::StatusOr<std::vector<WorkItem>> lowerGroupItems(const ir::Graph &graph,
   std::sort(sorted.begin(), sorted.end(), [&](const Node *a, const Node *b) {
     return index.topo.at(a) < index.topo.at(b);
   });
-  return lowerGroup(graph, "", sorted, LoweringOptions{}, index.users);
+  return lowerGroup(graph, "", sorted, opts, index.users);
 }
 
 absl::Status lowerableGroup(const ir::Graph &graph, const std::vector<const Node *> &members,

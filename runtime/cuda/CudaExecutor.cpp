@@ -6,6 +6,12 @@
 // enqueues the steps directly or through a captured CUDA graph; profiling
 // records a CUDA event before each step and after the last.
 //
+// GEMM operands: a gemm step whose D rows are not 16-byte aligned runs as
+// tiles (GemmTiling.h); when its B is a weight, the main tiles read B from
+// copies made once at load with aligned rows and first columns
+// (wantedBCopies), shared by the steps that read the same weight alike.
+// A, C and D keep their dense layouts.
+//
 //===----------------------------------------------------------------------===//
 #include <algorithm>
 #include <fstream>
@@ -79,6 +85,8 @@ public:
 #endif
     if (lt_)
       cublasLtDestroy(lt_);
+    for (const PaddedWeight &p : padded_)
+      cudaFree(p.data);
     if (workspace_)
       cudaFree(workspace_);
     if (arena_)
@@ -262,6 +270,58 @@ private:
     return p;
   }
 
+  /// True if buffer \p id is a weight (directly or through aliases).
+  static bool isWeight(const Manifest &m, int id) {
+    for (size_t hops = 0; id >= 0 && hops <= m.buffers.size(); ++hops) {
+      const BufferDesc &b = m.buffer(id);
+      if (b.storage == Storage::kWeight)
+        return true;
+      if (b.storage != Storage::kAlias)
+        return false;
+      id = b.of;
+    }
+    return false;
+  }
+
+  /// The copies of B that gemm \p g's tiles want (wantedBCopies), made on
+  /// the device, when B is a weight: \p out holds them with their data set
+  /// (empty when B is not a weight or no tile wants one). A copy of the
+  /// same weight, shift and row length made for an earlier step is reused.
+  /// Errors: FUSERT_CUDA_ERROR.
+  Status weightBCopies(const fusert_model &model, const GemmDesc &g,
+                       std::vector<GemmBCopy> &out) {
+    out.clear();
+    if (!isWeight(model.manifest, g.b))
+      return Status();
+    const size_t elem = fusert_dtype_size(g.dtype);
+    const int64_t rows = g.transB ? g.n : g.k, ld = denseLdB(g);
+    const char *src = static_cast<const char *>(model.at(g.b));
+    for (GemmBCopy c : wantedBCopies(g, gemmTiles(g))) {
+      const char *from = src + static_cast<size_t>(c.shift) * elem;
+      const int64_t width = ld - c.shift; // elements of each row copied
+      for (const PaddedWeight &p : padded_)
+        if (p.src == from && p.width == width && p.ld == c.ld && p.rows == rows &&
+            p.elem == elem)
+          c.data = p.data;
+      if (!c.data) {
+        const size_t bytes = static_cast<size_t>(rows * c.ld) * elem;
+        void *dst = nullptr;
+        FUSERT_RETURN_IF_ERROR(cudaStatus(
+            cudaMalloc(&dst, bytes), strCat("allocating a ", bytes, "-byte copy of gemm B")));
+        padded_.push_back(PaddedWeight{from, width, c.ld, rows, elem, dst});
+        FUSERT_RETURN_IF_ERROR(cudaStatus(cudaMemset(dst, 0, bytes), "clearing a copy of gemm B"));
+        FUSERT_RETURN_IF_ERROR(cudaStatus(
+            cudaMemcpy2D(dst, static_cast<size_t>(c.ld) * elem, from,
+                         static_cast<size_t>(ld) * elem, static_cast<size_t>(width) * elem,
+                         static_cast<size_t>(rows), cudaMemcpyDeviceToDevice),
+            "copying gemm B"));
+        c.data = dst;
+      }
+      out.push_back(c);
+    }
+    return Status();
+  }
+
   void destroyEvents() {
     for (cudaEvent_t e : events_)
       if (e)
@@ -311,9 +371,13 @@ private:
         if (s.kind != StepKind::kGemm)
           continue;
         steps_[i].gemm = std::make_unique<GemmPlan>();
+        std::vector<GemmBCopy> copies;
+        FUSERT_RETURN_IF_ERROR(weightBCopies(model, s.gemm, copies)
+                                   .withContext(strCat("step ", i, " '", s.name, "'")));
         FUSERT_RETURN_IF_ERROR(
             steps_[i]
-                .gemm->init(lt_, s.gemm, gemmPointers(model, s.gemm), kGemmWorkspaceBytes)
+                .gemm->init(lt_, s.gemm, gemmPointers(model, s.gemm), kGemmWorkspaceBytes,
+                            copies)
                 .withContext(strCat("step ", i, " '", s.name, "'")));
       }
     }
@@ -347,6 +411,15 @@ private:
 #ifdef FUSERT_HAVE_CUDNN
   cudnnHandle_t cudnn_ = nullptr;
 #endif
+  /// A copy of a weight B (weightBCopies): `rows` rows of `width` elements
+  /// from `src` (row pitch the dense one), written `ld` elements apart.
+  struct PaddedWeight {
+    const char *src;
+    int64_t width, ld, rows;
+    size_t elem;
+    void *data; ///< owned: freed with the executor
+  };
+  std::vector<PaddedWeight> padded_;
   std::vector<StepState> steps_;
   bool useGraph_ = false;
   cudaGraphExec_t graphExec_ = nullptr;

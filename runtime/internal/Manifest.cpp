@@ -222,6 +222,9 @@ Status parseGemm(const Json &j, const std::string &where, GemmDesc &g) {
   FUSERT_RETURN_IF_ERROR(getString(j, "epilogue", where, epilogue, false));
   FUSERT_RETURN_IF_ERROR(parseEpilogue(epilogue, g.epilogue).withContext(where));
   FUSERT_RETURN_IF_ERROR(getDType(j, "dtype", where, g.dtype));
+  g.dDtype = g.dtype;
+  if (lookup(j, "d_dtype"))
+    FUSERT_RETURN_IF_ERROR(getDType(j, "d_dtype", where, g.dDtype));
   FUSERT_RETURN_IF_ERROR(getString(j, "compute", where, compute, false));
   if (compute != "f32" && compute != "tf32")
     return invalidArgument(where, ": unknown compute '", compute,
@@ -334,6 +337,12 @@ Status checkGemm(const Manifest &m, const std::string &where,
       g.dtype != FUSERT_BF16 && g.dtype != FUSERT_F64)
     return invalidArgument(where, ": gemm dtype ", fusert_dtype_name(g.dtype),
                            " unsupported (f32, f16, bf16, f64)");
+  if (g.dDtype != g.dtype &&
+      !(g.dDtype == FUSERT_F32 && (g.dtype == FUSERT_F16 || g.dtype == FUSERT_BF16)))
+    return invalidArgument(where, ": d_dtype ", fusert_dtype_name(g.dDtype),
+                           " with dtype ", fusert_dtype_name(g.dtype),
+                           " unsupported (d_dtype is the dtype, or f32 for an "
+                           "f16 or bf16 gemm)");
   if (g.batch > 1 && g.strideD < g.m * g.n)
     return invalidArgument(where, ": stride_d ", g.strideD,
                            " makes output matrices overlap (m*n = ",
@@ -343,10 +352,10 @@ Status checkGemm(const Manifest &m, const std::string &where,
   FUSERT_RETURN_IF_ERROR(checkOperand(
       m, where, "b", g.b, g.dtype, span(g.k, g.n, g.batch, g.strideB)));
   FUSERT_RETURN_IF_ERROR(checkOperand(
-      m, where, "d", g.d, g.dtype, span(g.m, g.n, g.batch, g.strideD)));
+      m, where, "d", g.d, g.dDtype, span(g.m, g.n, g.batch, g.strideD)));
   if (g.c >= 0)
     FUSERT_RETURN_IF_ERROR(checkOperand(
-        m, where, "c", g.c, g.dtype, span(g.m, g.n, g.batch, g.strideC)));
+        m, where, "c", g.c, g.dDtype, span(g.m, g.n, g.batch, g.strideC)));
   bool wantsBias = g.epilogue == Epilogue::kBias ||
                    g.epilogue == Epilogue::kReluBias ||
                    g.epilogue == Epilogue::kGeluBias;
@@ -355,6 +364,10 @@ Status checkGemm(const Manifest &m, const std::string &where,
   if (!wantsBias && g.bias >= 0)
     return invalidArgument(where,
                            ": 'bias' given but the epilogue adds no bias");
+  if (g.bias >= 0 && g.dDtype != g.dtype)
+    return invalidArgument(where, ": a bias epilogue with d_dtype ",
+                           fusert_dtype_name(g.dDtype), " (cuBLASLt would read the ",
+                           fusert_dtype_name(g.dtype), " bias as d_dtype)");
   if (g.bias >= 0)
     FUSERT_RETURN_IF_ERROR(
         checkOperand(m, where, "bias", g.bias, g.dtype, g.n));

@@ -51,6 +51,9 @@ enum class Epilogue { kNone, kBias, kRelu, kReluBias, kGelu, kGeluBias };
 
 /// Fields of a "gemm" step: D[m,n] = alpha * op(A) * op(B) + beta * C, all
 /// row-major, batched with element strides; buffer ids are -1 when absent.
+/// A, B and the bias are `dtype`; C and D are `dDtype` ("d_dtype": absent =
+/// dtype; f32 for an f16/bf16 GEMM, which then writes its f32 result
+/// unrounded).
 struct GemmDesc {
   int a = -1, b = -1, c = -1, d = -1, bias = -1;
   int64_t m = 0, n = 0, k = 0, batch = 1;
@@ -59,6 +62,7 @@ struct GemmDesc {
   double alpha = 1.0, beta = 0.0;
   Epilogue epilogue = Epilogue::kNone;
   fusert_dtype dtype = FUSERT_F32;
+  fusert_dtype dDtype = FUSERT_F32; ///< "d_dtype" (== dtype when absent)
   bool tf32 = false; ///< "compute": "tf32"
 };
 

@@ -330,6 +330,62 @@ TEST(ArtifactWriter, SmallGraphNoNvccWritesSourcesAndCommand) {
   std::cout << "small graph: " << sum.memorySummary << "\n";
 }
 
+/// A bf16 LM head [64,32] x [32,33] whose Cast to f32 the cuda target folds
+/// into the gemm: the manifest's gemm step records "d_dtype": "f32", its D
+/// is the f32 graph output, no kernel casts, and the runtime's parser reads
+/// the step back with an f32 D.
+TEST(ArtifactWriter, FoldedOutputCastRecordsDDtype) {
+  auto c = std::make_unique<Compiled>();
+  c->graph = std::make_unique<ir::Graph>();
+  ir::Graph &g = *c->graph;
+  g.setName("head");
+  ir::Value *x = g.addInput("x", ir::TensorType::fromShape(ir::DType::kBF16, {64, 32}));
+  std::vector<double> wv(32 * 33);
+  for (size_t i = 0; i < wv.size(); ++i) wv[i] = 0.125 * static_cast<double>(i % 9) - 0.5;
+  ir::Value *w = g.addConstant("w", ir::Tensor::fromDoubles(ir::DType::kBF16, {32, 33}, wv));
+  ir::Node *mm = g.addNode("MatMul", {x, w}, {"m"}, {}, "mm");
+  mm->output(0)->setType(ir::TensorType::fromShape(ir::DType::kBF16, {64, 33}));
+  ir::Node *cast = g.addNode("Cast", {mm->output(0)}, {"y"}, {{"to", ir::Attribute(int64_t{1})}}, "cast");
+  cast->output(0)->setType(f32({64, 33}));
+  g.markOutput(cast->output(0));
+  ASSERT_TRUE(runPipeline(g, c->ctx).ok());
+  TempDir tmp;
+  ArtifactOptions opts;
+  opts.runNvcc = false;
+  fs::path out = tmp.path() / "out";
+  absl::Status st = writeArtifact(g, c->ctx.fusionPlan, c->ctx.target, opts, out.string());
+  ASSERT_TRUE(st.ok()) << st;
+  validateArtifact(out, /*expectLibrary=*/false);
+  Json m = Json::parse(readFile(out / "manifest.json"));
+  int gemms = 0, kernels = 0;
+  for (const Json &s : m["steps"]) {
+    if (s["kind"] == "kernel") ++kernels;
+    if (s["kind"] != "gemm") continue;
+    ++gemms;
+    EXPECT_EQ(s["dtype"], "bf16");
+    EXPECT_EQ(s["d_dtype"], "f32");
+    for (const Json &b : m["buffers"])
+      if (b["id"] == s["d"]) {
+        EXPECT_EQ(b["dtype"], "f32");
+        EXPECT_EQ(b["name"], "y");
+      }
+  }
+  EXPECT_EQ(gemms, 1);
+  EXPECT_EQ(kernels, 0) << m["steps"].dump();
+#ifdef FUSEC_TEST_HAVE_RUNTIME_CORE
+  rt::Manifest parsed;
+  ASSERT_TRUE(rt::parseManifest(readFile(out / "manifest.json"), parsed).ok());
+  bool found = false;
+  for (const rt::StepDesc &s : parsed.steps)
+    if (s.kind == rt::StepKind::kGemm) {
+      found = true;
+      EXPECT_EQ(s.gemm.dtype, FUSERT_BF16);
+      EXPECT_EQ(s.gemm.dDtype, FUSERT_F32);
+    }
+  EXPECT_TRUE(found);
+#endif
+}
+
 TEST(ArtifactWriter, SmallGraphBuildsWithNvcc) {
   if (!haveNvcc()) GTEST_SKIP() << "nvcc not found";
   auto c = compileSmall();

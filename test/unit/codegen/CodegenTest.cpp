@@ -24,13 +24,13 @@ struct Lowered {
   std::vector<WorkItem> items;
 };
 
-Lowered lower(const std::string &text) {
+Lowered lower(const std::string &text, const LoweringOptions &opts = {}) {
   Lowered l;
   auto f = parseAndFuse(text);
   EXPECT_TRUE(f.ok()) << f.status();
   if (!f.ok()) return l;
   l.fused = std::move(*f);
-  auto items = lowerGraph(*l.fused->graph, passes::kernelNames(l.fused->ctx.fusionPlan), {});
+  auto items = lowerGraph(*l.fused->graph, passes::kernelNames(l.fused->ctx.fusionPlan), opts);
   EXPECT_TRUE(items.ok()) << items.status();
   if (items.ok()) l.items = std::move(*items);
   return l;
@@ -218,17 +218,147 @@ TEST(LoweringTest, GemmExactGeluNeedsEpilogueKernel) {
   EXPECT_EQ(l.items[1].buffers[1]->name(), "y");
 }
 
-TEST(LoweringTest, BatchedMatMulBroadcastStrides) {
+/// A batch of A matrices times one shared B is one GEMM over all the rows.
+TEST(LoweringTest, SharedBBatchedMatMulIsOneGemmOfAllRows) {
   Lowered l = lower(R"(graph @bmm(%a: f32[2,3,8,16], %b: f32[16,4]) -> (%y) {
   %y = "MatMul"(%a, %b) : f32[2,3,8,4]
   return %y
 })");
   ASSERT_EQ(l.items.size(), 1u);
   const GemmParams &g = l.items[0].gemm;
+  EXPECT_EQ(g.batch, 1);
+  EXPECT_EQ(g.m, 2 * 3 * 8);
+  EXPECT_EQ(g.n, 4);
+  EXPECT_EQ(g.k, 16);
+  EXPECT_EQ(g.strideA, 48 * 16);
+  EXPECT_EQ(g.strideD, 48 * 4);
+  EXPECT_EQ(g.epilogue.spec.dims[0].extent, 48);
+}
+
+/// B batched too (or A broadcast over B's batch): stays a strided batch.
+TEST(LoweringTest, BatchedMatMulBroadcastStrides) {
+  Lowered l = lower(R"(graph @bmm(%a: f32[8,16], %b: f32[6,16,4]) -> (%y) {
+  %y = "MatMul"(%a, %b) : f32[6,8,4]
+  return %y
+})");
+  ASSERT_EQ(l.items.size(), 1u);
+  const GemmParams &g = l.items[0].gemm;
   EXPECT_EQ(g.batch, 6);
-  EXPECT_EQ(g.strideA, 8 * 16);
-  EXPECT_EQ(g.strideB, 0);
+  EXPECT_EQ(g.strideA, 0);
+  EXPECT_EQ(g.strideB, 16 * 4);
   EXPECT_EQ(g.strideD, 8 * 4);
+  Lowered both = lower(R"(graph @bmm(%a: f32[6,8,16], %b: f32[6,16,4]) -> (%y) {
+  %y = "MatMul"(%a, %b) : f32[6,8,4]
+  return %y
+})");
+  ASSERT_EQ(both.items.size(), 1u);
+  EXPECT_EQ(both.items[0].gemm.batch, 6);
+  EXPECT_EQ(both.items[0].gemm.m, 8);
+}
+
+constexpr const char *kHeadWithCast = R"(graph @head(%x: bf16[4,8,32], %w: bf16[32,33]) -> (%y) {
+  %m = "MatMul"(%x, %w) : bf16[4,8,33]
+  %y = "Cast"(%m) {to = 1} : f32[4,8,33]
+  return %y
+})";
+
+/// The CUDA target's options fold the output Cast: one GEMM writing f32.
+TEST(LoweringTest, OutputCastFoldsIntoGemmWhenTheTargetAllows) {
+  Lowered l = lower(kHeadWithCast, cudaLoweringOptions(false));
+  ASSERT_EQ(l.items.size(), 1u);
+  const GemmParams &g = l.items[0].gemm;
+  EXPECT_EQ(l.items[0].kind, WorkItem::Kind::kGemm);
+  EXPECT_EQ(g.dtype, ir::DType::kBF16);
+  EXPECT_EQ(g.dDtype, ir::DType::kF32);
+  EXPECT_EQ(g.d->name(), "y");
+  EXPECT_EQ(g.m, 32);
+  EXPECT_EQ(std::string(codegen::cublasLtEpilogue(g.epilogue).value()), "none");
+}
+
+/// Without the option (the cpu and nki backends), the Cast is a kernel.
+TEST(LoweringTest, OutputCastStaysAKernelWithoutTheOption) {
+  Lowered l = lower(kHeadWithCast);
+  ASSERT_EQ(l.items.size(), 2u);
+  EXPECT_EQ(l.items[0].gemm.dDtype, ir::DType::kBF16);
+  EXPECT_EQ(l.items[0].gemm.d->name(), "m");
+  EXPECT_EQ(l.items[1].kind, WorkItem::Kind::kKernel);
+}
+
+/// The lowering's own check (not only fusion's): a group {MatMul, Cast}
+/// whose GEMM result is read elsewhere too keeps the GEMM's bf16 result.
+TEST(LoweringTest, NoFoldWhenTheCastInputHasAnotherConsumer) {
+  auto f = parseAndFuse(R"(graph @two(%x: bf16[64,32], %w: bf16[32,33]) -> (%y, %r) {
+  %m = "MatMul"(%x, %w) : bf16[64,33]
+  %y = "Cast"(%m) {to = 1} : f32[64,33]
+  %r = "Relu"(%m) : bf16[64,33]
+  return %y, %r
+})", /*fuse=*/false);
+  ASSERT_TRUE(f.ok()) << f.status();
+  const ir::Graph &g = *(*f)->graph;
+  std::vector<const ir::Node *> members;
+  for (const ir::Node *n : g.nodes())
+    if (n->kind() == ir::OpKind::kMatMul || n->kind() == ir::OpKind::kCast) members.push_back(n);
+  ASSERT_EQ(members.size(), 2u);
+  auto items = program::lowerGroupItems(g, members, program::GraphIndex(g), cudaLoweringOptions(false));
+  ASSERT_TRUE(items.ok()) << items.status();
+  ASSERT_EQ(items->size(), 2u);
+  EXPECT_EQ((*items)[0].gemm.dDtype, ir::DType::kBF16);
+  EXPECT_EQ((*items)[0].gemm.d->name(), "m");
+  EXPECT_EQ((*items)[1].kind, WorkItem::Kind::kKernel);
+}
+
+/// A bias epilogue would read the bias as f32 with an f32 D: no fold; the
+/// GEMM writes its bf16 result and a kernel adds the bias and casts.
+TEST(LoweringTest, NoFoldWithABiasEpilogue) {
+  Lowered l = lower(R"(graph @bias(%x: bf16[64,32], %w: bf16[32,33], %b: bf16[33]) -> (%y) {
+  %m = "MatMul"(%x, %w) : bf16[64,33]
+  %a = "Add"(%m, %b) : bf16[64,33]
+  %y = "Cast"(%a) {to = 1} : f32[64,33]
+  return %y
+})", cudaLoweringOptions(false));
+  ASSERT_EQ(l.items.size(), 2u);
+  EXPECT_EQ(l.items[0].gemm.dDtype, ir::DType::kBF16);
+  EXPECT_EQ(l.items[0].gemm.d->name(), "m");
+  EXPECT_EQ(l.items[1].kind, WorkItem::Kind::kKernel);
+}
+
+/// tanh GELU then the Cast: the gelu epilogue runs in f32 and D is f32.
+TEST(LoweringTest, FoldAfterAnActivationEpilogue) {
+  Lowered l = lower(R"(graph @gelu(%x: f16[64,32], %w: f16[32,40]) -> (%y) {
+  %m = "MatMul"(%x, %w) : f16[64,40]
+  %g = "Gelu"(%m) {approximate = "tanh"} : f16[64,40]
+  %y = "Cast"(%g) {to = 1} : f32[64,40]
+  return %y
+})", cudaLoweringOptions(false));
+  ASSERT_EQ(l.items.size(), 1u);
+  EXPECT_EQ(l.items[0].gemm.dDtype, ir::DType::kF32);
+  EXPECT_EQ(std::string(codegen::cublasLtEpilogue(l.items[0].gemm.epilogue).value()), "gelu");
+}
+
+/// Why a Cast is not folded, as foldableOutputCast() says it.
+TEST(LoweringTest, FoldableOutputCastReasons) {
+  auto f = parseAndFuse(R"(graph @c(%x: f32[4,8], %h: bf16[4,8]) -> (%y, %z, %u) {
+  %y = "Cast"(%x) {to = 16} : bf16[4,8]
+  %z = "Cast"(%h) {to = 1} : f32[4,8]
+  %u = "Cast"(%h) {to = 10} : f16[4,8]
+  return %y, %z, %u
+})", /*fuse=*/false);
+  ASSERT_TRUE(f.ok()) << f.status();
+  std::vector<const ir::Node *> casts;
+  for (const ir::Node *n : (*f)->graph->nodes()) casts.push_back(n);
+  ASSERT_EQ(casts.size(), 3u);
+  GemmParams bf16;
+  bf16.dtype = bf16.dDtype = ir::DType::kBF16;
+  GemmParams f32;
+  const LoweringOptions on = cudaLoweringOptions(false), off;
+  EXPECT_TRUE(program::foldableOutputCast(bf16, *casts[1], on).ok());
+  auto why = [](const absl::Status &st) { return std::string(st.message()); };
+  EXPECT_TRUE(absl::StrContains(why(program::foldableOutputCast(bf16, *casts[1], off)), "the target"));
+  EXPECT_TRUE(absl::StrContains(why(program::foldableOutputCast(f32, *casts[1], on)), "dtype is f32"));
+  EXPECT_TRUE(absl::StrContains(why(program::foldableOutputCast(bf16, *casts[2], on)), "not f32"));
+  GemmParams withC = bf16;
+  withC.c = casts[0]->output(0);
+  EXPECT_TRUE(absl::StrContains(why(program::foldableOutputCast(withC, *casts[1], on)), "beta * C"));
 }
 
 TEST(LoweringTest, UnstridableBatchFallsBackToGeneratedKernel) {

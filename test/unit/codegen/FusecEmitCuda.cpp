@@ -58,7 +58,7 @@ int main(int argc, char **argv) {
   const ir::Graph &g = *(*fused)->graph;
   const passes::FusionPlan &plan = (*fused)->ctx.fusionPlan;
   if (spec) {
-    auto items = program::lowerGraph(g, passes::kernelNames(plan), {});
+    auto items = program::lowerGraph(g, passes::kernelNames(plan), codegen::cudaLoweringOptions(false));
     if (!items.ok()) {
       std::cerr << "error: " << items.status().message() << "\n";
       return 1;
@@ -71,7 +71,8 @@ int main(int argc, char **argv) {
                   << " stride_a=" << p.strideA << " stride_b=" << p.strideB << " trans_a=" << p.transA
                   << " trans_b=" << p.transB << " alpha=" << p.alpha << " beta=" << p.beta
                   << " epilogue=" << codegen::cublasLtEpilogue(p.epilogue).value_or("?") << " d=%" << p.d->name()
-                  << (p.bias ? " bias=%" + p.bias->name() : "") << "\n";
+                  << (p.bias ? " bias=%" + p.bias->name() : "") << " dtype=" << ir::dtypeName(p.dtype)
+                  << " d_dtype=" << ir::dtypeName(p.dDtype) << "\n";
       } else if (it.kind == codegen::WorkItem::Kind::kConv) {
         std::cout << "conv y=%" << it.conv.y->name() << "\n";
       } else {
@@ -101,8 +102,11 @@ int main(int argc, char **argv) {
           std::cout << ")\n";
           break;
         case codegen::Step::Kind::kGemm:
-          std::cout << "gemm " << codegen::cublasLtEpilogue(s.gemm.epilogue).value_or("?") << " -> %"
-                    << s.gemm.d->name() << "\n";
+          std::cout << "gemm " << codegen::cublasLtEpilogue(s.gemm.epilogue).value_or("?")
+                    << (s.gemm.dDtype != s.gemm.dtype
+                            ? std::string(" d_dtype=") + ir::dtypeName(s.gemm.dDtype)
+                            : std::string())
+                    << " -> %" << s.gemm.d->name() << "\n";
           break;
         case codegen::Step::Kind::kConv: std::cout << "conv -> %" << s.conv.y->name() << "\n"; break;
         case codegen::Step::Kind::kCopy: std::cout << "copy\n"; break;

@@ -217,6 +217,7 @@ TEST(NkiGemm, Bf16WithExactAlphaBeta) {
   p.alpha = 1.0 / 3.0;
   p.beta = 0.1;
   p.dtype = ir::DType::kBF16;
+  p.dDtype = ir::DType::kBF16;
   p.epilogue = program::GemmEpilogue::identity(p.m, p.n);
   auto text = printNkiGemm(p, trn2(), "k", {});
   ASSERT_TRUE(text.ok()) << text.status();

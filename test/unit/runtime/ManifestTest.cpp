@@ -232,6 +232,64 @@ TEST(ManifestTest, RejectsGemmBiasMismatch) {
   expectInvalid(j, "'bias' needs 20 elements");
 }
 
+/// A bf16 gemm whose D is f32 ("d_dtype", a folded output Cast).
+Json halfGemmF32D() {
+  return Json::parse(R"({
+    "format": "fusec-artifact", "version": 1, "model": "t", "target": "cuda",
+    "arch": "sm_90", "library": "libmodel.so",
+    "weights": {"file": "weights.bin", "bytes": 112},
+    "arena_bytes": 0,
+    "buffers": [
+      {"id": 0, "name": "a", "dtype": "bf16", "shape": [4, 8], "bytes": 64,
+       "storage": "weight", "offset": 0},
+      {"id": 1, "name": "b", "dtype": "bf16", "shape": [8, 3], "bytes": 48,
+       "storage": "weight", "offset": 64},
+      {"id": 2, "name": "d", "dtype": "f32", "shape": [4, 3], "bytes": 48,
+       "storage": "output", "index": 0},
+      {"id": 3, "name": "bias", "dtype": "bf16", "shape": [3], "bytes": 6,
+       "storage": "weight", "offset": 0}
+    ],
+    "inputs": [],
+    "outputs": [{"name": "d", "dtype": "f32", "shape": [4, 3], "buffer": 2}],
+    "steps": [
+      {"kind": "gemm", "name": "head", "a": 0, "b": 1, "d": 2, "m": 4, "n": 3,
+       "k": 8, "trans_b": false, "dtype": "bf16", "d_dtype": "f32"}
+    ]
+  })");
+}
+
+TEST(ManifestTest, GemmDDtype) {
+  Manifest m;
+  Status s = parse(halfGemmF32D(), m);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(m.steps[0].gemm.dtype, FUSERT_BF16);
+  EXPECT_EQ(m.steps[0].gemm.dDtype, FUSERT_F32);
+  // Without d_dtype, D is the gemm's dtype.
+  Json j = validManifest();
+  ASSERT_TRUE(parse(j, m).ok());
+  EXPECT_EQ(m.steps[2].gemm.dDtype, FUSERT_F32);
+  j = halfGemmF32D();
+  j["steps"][0].erase("d_dtype");
+  expectInvalid(j, "'d' buffer 2 has dtype f32, expected bf16");
+  j = halfGemmF32D();
+  j["steps"][0]["d_dtype"] = "f8";
+  expectInvalid(j, "steps[0] 'head': unknown dtype 'f8'");
+  j = halfGemmF32D();
+  j["steps"][0]["d_dtype"] = 32;
+  expectInvalid(j, "d_dtype");
+  j = halfGemmF32D();
+  j["steps"][0]["d_dtype"] = "f16";
+  expectInvalid(j, "d_dtype f16 with dtype bf16 unsupported");
+  j = halfGemmF32D();
+  j["steps"][0]["dtype"] = "f32";  // checked before the operands' dtypes
+  j["steps"][0]["d_dtype"] = "bf16";
+  expectInvalid(j, "d_dtype bf16 with dtype f32 unsupported");
+  j = halfGemmF32D();
+  j["steps"][0]["epilogue"] = "bias";
+  j["steps"][0]["bias"] = 3;
+  expectInvalid(j, "a bias epilogue with d_dtype f32");
+}
+
 TEST(ManifestTest, RejectsCopyOutOfRange) {
   Json j = validManifest();
   j["steps"][3]["bytes"] = 4004;

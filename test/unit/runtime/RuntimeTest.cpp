@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -19,6 +20,8 @@
 
 #include <unistd.h>
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -319,6 +322,164 @@ TEST_F(RuntimeTest, GemmTransABroadcastBWithCAndReluBias) {
                            true, false, 0.5f, 2.0f, true),
              1e-5f);
 }
+
+// --- f16/bf16 GEMMs with f32 or half D and odd n (GemmTiling.h). ---
+
+/// The f16/bf16 bits of \p v (round to nearest even).
+uint16_t halfBits(float v, fusert_dtype t) {
+  if (t == FUSERT_BF16) {
+    const __nv_bfloat16_raw r = __float2bfloat16(v);
+    return r.x;
+  }
+  const __half_raw r = __float2half(v);
+  return r.x;
+}
+
+float halfValue(uint16_t bits, fusert_dtype t) {
+  if (t == FUSERT_BF16) {
+    __nv_bfloat16_raw r;
+    r.x = bits;
+    return __bfloat162float(__nv_bfloat16(r));
+  }
+  __half_raw r;
+  r.x = bits;
+  return __half2float(__half(r));
+}
+
+Json typedBuffer(int id, const std::string &name, std::vector<int64_t> shape,
+                 fusert_dtype t, const std::string &storage, int64_t indexOrOffset) {
+  Json b = buffer(id, name, shape, storage, indexOrOffset);
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  b["dtype"] = fusert_dtype_name(t);
+  b["bytes"] = n * static_cast<int64_t>(fusert_dtype_size(t));
+  return b;
+}
+
+struct HalfGemmCase {
+  fusert_dtype dtype;   ///< of A and B
+  bool f32D;            ///< "d_dtype": "f32" (a folded output Cast)
+  int64_t m, n, k;
+  bool transB;
+  bool weightB;         ///< B a weight (the runtime may copy it) or an input
+};
+
+std::string halfGemmName(const ::testing::TestParamInfo<HalfGemmCase> &info) {
+  const HalfGemmCase &c = info.param;
+  return std::string(fusert_dtype_name(c.dtype)) + (c.f32D ? "_f32d" : "_halfd") + "_m" +
+         std::to_string(c.m) + "_n" + std::to_string(c.n) + "_k" + std::to_string(c.k) +
+         (c.transB ? "_tb" : "") + (c.weightB ? "_wb" : "_ib");
+}
+
+class RuntimeHalfGemmTest : public RuntimeTest,
+                            public ::testing::WithParamInterface<HalfGemmCase> {};
+
+/// D = A B (or A B^T) with A, B in f16/bf16 and D in f32 or the same half
+/// type: every element of a poisoned D is written, and matches an f64
+/// reference over the rounded inputs. The n values (1, 7, 33, 50257) leave
+/// D's rows unaligned, so the step runs as row-class tiles where it can.
+TEST_P(RuntimeHalfGemmTest, MatchesReference) {
+  REQUIRE_CUDA_DEVICE();
+  const HalfGemmCase &c = GetParam();
+  const fusert_dtype dT = c.f32D ? FUSERT_F32 : c.dtype;
+  const size_t e = 2, eD = fusert_dtype_size(dT);
+  std::vector<uint16_t> a(static_cast<size_t>(c.m * c.k)), b(static_cast<size_t>(c.k * c.n));
+  std::vector<float> av(a.size()), bv(b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    a[i] = halfBits(0.125f * static_cast<float>(static_cast<int>((i * 7) % 13) - 6), c.dtype);
+    av[i] = halfValue(a[i], c.dtype);
+  }
+  for (size_t i = 0; i < b.size(); ++i) {
+    b[i] = halfBits(0.0625f * static_cast<float>(static_cast<int>((i * 5) % 11) - 5), c.dtype);
+    bv[i] = halfValue(b[i], c.dtype);
+  }
+  std::vector<char> weights(b.size() * e);
+  std::memcpy(weights.data(), b.data(), weights.size());
+  const std::vector<int64_t> aShape = {c.m, c.k}, dShape = {c.m, c.n};
+  const std::vector<int64_t> bShape = c.transB ? std::vector<int64_t>{c.n, c.k}
+                                               : std::vector<int64_t>{c.k, c.n};
+  Json man = skeleton(c.weightB ? weights.size() : 0, 0);
+  man.erase("library");
+  if (!c.weightB)
+    man.erase("weights");
+  man["buffers"] = {typedBuffer(0, "a", aShape, c.dtype, "input", 0),
+                    typedBuffer(1, "b", bShape, c.dtype, c.weightB ? "weight" : "input",
+                                c.weightB ? 0 : 1),
+                    typedBuffer(2, "d", dShape, dT, "output", 0)};
+  Json aT = tensor("a", aShape, 0), bT = tensor("b", bShape, 1), dTensor = tensor("d", dShape, 2);
+  aT["dtype"] = bT["dtype"] = fusert_dtype_name(c.dtype);
+  dTensor["dtype"] = fusert_dtype_name(dT);
+  man["inputs"] = c.weightB ? Json::array({aT}) : Json::array({aT, bT});
+  man["outputs"] = {dTensor};
+  Json step = {{"kind", "gemm"}, {"name", "head"}, {"a", 0}, {"b", 1}, {"d", 2},
+               {"m", c.m}, {"n", c.n}, {"k", c.k}, {"trans_a", false},
+               {"trans_b", c.transB}, {"alpha", 1.0}, {"beta", 0.0},
+               {"dtype", fusert_dtype_name(c.dtype)}};
+  if (c.f32D)
+    step["d_dtype"] = "f32";
+  man["steps"] = {step};
+  write(man, c.weightB ? weights : std::vector<char>(), /*withLibrary=*/false);
+  if (!c.weightB)
+    fs::remove(dir_ / "weights.bin");
+  ASSERT_EQ(load(), FUSERT_OK) << fusert_last_error();
+
+  void *da = nullptr, *db = nullptr, *dd = nullptr;
+  const size_t dBytes = static_cast<size_t>(c.m * c.n) * eD;
+  ASSERT_EQ(cudaMalloc(&da, a.size() * e), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&db, b.size() * e), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&dd, dBytes), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(da, a.data(), a.size() * e, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(db, b.data(), b.size() * e, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemset(dd, 0xFF, dBytes), cudaSuccess); // NaN in every dtype
+  fusert_tensor ins[2] = {{"a", c.dtype, 2, aShape.data(), da},
+                          {"b", c.dtype, 2, bShape.data(), db}};
+  fusert_tensor out{"d", dT, 2, dShape.data(), dd};
+  ASSERT_EQ(fusert_run(model_, ins, c.weightB ? 1 : 2, &out, 1, nullptr), FUSERT_OK)
+      << fusert_last_error();
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  std::vector<char> got(dBytes);
+  ASSERT_EQ(cudaMemcpy(got.data(), dd, dBytes, cudaMemcpyDeviceToHost), cudaSuccess);
+  cudaFree(da);
+  cudaFree(db);
+  cudaFree(dd);
+
+  // Products of these inputs are exact in f32; sums of k of them round
+  // once per add at most: 1e-5 relative covers f32 D, a half ulp the rest.
+  const float tol = c.f32D ? 1e-5f : (c.dtype == FUSERT_BF16 ? 8e-3f : 1e-3f);
+  for (int64_t i = 0; i < c.m; ++i)
+    for (int64_t j = 0; j < c.n; ++j) {
+      double acc = 0;
+      for (int64_t l = 0; l < c.k; ++l)
+        acc += static_cast<double>(av[i * c.k + l]) *
+               bv[c.transB ? j * c.k + l : l * c.n + j];
+      const size_t at = static_cast<size_t>(i * c.n + j);
+      float v;
+      if (c.f32D) {
+        std::memcpy(&v, got.data() + at * 4, 4);
+      } else {
+        uint16_t h;
+        std::memcpy(&h, got.data() + at * 2, 2);
+        v = halfValue(h, dT);
+      }
+      ASSERT_NEAR(v, acc, tol * (1.0 + std::fabs(acc))) << "d[" << i << "," << j << "]";
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    OddN, RuntimeHalfGemmTest,
+    ::testing::Values(HalfGemmCase{FUSERT_BF16, true, 512, 50257, 32, false, true},
+                      HalfGemmCase{FUSERT_BF16, true, 512, 50257, 32, true, true},
+                      HalfGemmCase{FUSERT_F16, true, 300, 50257, 24, false, false},
+                      HalfGemmCase{FUSERT_BF16, true, 1031, 1, 40, false, true},
+                      HalfGemmCase{FUSERT_BF16, true, 1031, 7, 40, false, true},
+                      HalfGemmCase{FUSERT_F16, true, 1031, 33, 40, false, true},
+                      HalfGemmCase{FUSERT_F16, true, 1031, 33, 40, true, false},
+                      HalfGemmCase{FUSERT_BF16, true, 257, 33, 17, false, true},
+                      HalfGemmCase{FUSERT_BF16, false, 1031, 33, 40, false, true},
+                      HalfGemmCase{FUSERT_F16, false, 600, 50257, 16, false, true},
+                      HalfGemmCase{FUSERT_BF16, true, 8, 64, 16, false, true}),
+    halfGemmName);
 
 // fusert_fill_arena (what fusec-run does before its checked run): a poisoned
 // arena does not change a correct run, and an intermediate that no step
