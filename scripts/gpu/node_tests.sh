@@ -4,7 +4,7 @@
 # compiled with fusec -o and run on the H200 by the GPU script").
 #
 # On the device tool, after scripts/gpu/stage.sh here (carry [".gpu"]):
-#   bash scripts/gpu/node_tests.sh [--jobs J] [--precision fp32|bf16|both] [--filter F]
+#   bash scripts/gpu/node_tests.sh [--jobs J] [--precision fp32|bf16|both] [--filter F] [--seconds S]
 # Writes the node tests of the installed onnx package with
 # test/conformance/generate_node_tests.py (the device has pip onnx), keeps
 # those that pass the reference interpreter (fusec-node-tests), compiles each
@@ -13,17 +13,20 @@
 # tolerances, bf16 (--precision bf16) at the model tolerance 0.05/0.05.
 # Prints, per precision, the tests refused or failing and the totals
 # ("compiled: C of R reference-passing tests (...); P PASS fusec-run");
+# with --seconds S, tests not started S seconds after the start (split
+# evenly between the precisions) are left out and counted.
 # the same lines go to $OUT/node-tests-<precision>.txt (OUT: ./gpu-out).
 set -uo pipefail
 source "$(dirname "$0")/env.sh"
 cd "$FUSEC_ROOT" || exit 1
-jobs=$(( $(nproc) > 4 ? $(nproc) - 2 : 2 )) precision=fp32 filter=
+jobs=$(( $(nproc) > 4 ? $(nproc) - 2 : 2 )) precision=fp32 filter= seconds=
 while [ $# -gt 0 ]; do
   case $1 in
     --jobs) jobs=$2; shift 2 ;;
     --precision) precision=$2; shift 2 ;;
     --filter) filter=$2; shift 2 ;;
-    *) echo "usage: $0 [--jobs J] [--precision fp32|bf16|both] [--filter F]" >&2; exit 2 ;;
+    --seconds) seconds=$2; shift 2 ;;
+    *) echo "usage: $0 [--jobs J] [--precision fp32|bf16|both] [--filter F] [--seconds S]" >&2; exit 2 ;;
   esac
 done
 OUT=${OUT:-$FUSEC_ROOT/gpu-out}
@@ -42,6 +45,8 @@ for p in "${precisions[@]}"; do
   target=cuda-nvcc
   [ "$p" = bf16 ] && target=cuda-nvcc-bf16
   echo "== node tests, $p ($target, $jobs jobs)"
-  JOBS=$jobs bash test/conformance/compile_node_tests.sh "$FUSEC_BIN" "$root" "$filter" "$target" |
+  deadline=
+  [ -n "$seconds" ] && deadline=$(( $(date +%s) + seconds / ${#precisions[@]} ))
+  DEADLINE=$deadline JOBS=$jobs bash test/conformance/compile_node_tests.sh "$FUSEC_BIN" "$root" "$filter" "$target" |
     tee "$OUT/node-tests-$p.txt" | tail -40
 done

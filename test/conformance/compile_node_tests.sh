@@ -14,7 +14,9 @@
 # runs with fusec-run against the test's data). Prints one line per test
 # that fails and the totals; a failed run prints its error's first line.
 # JOBS (environment, default 1) tests are compiled at once; the lines of
-# failing tests are printed in name order whatever JOBS is.
+# failing tests are printed in name order whatever JOBS is. DEADLINE
+# (environment, seconds since the epoch): tests not started by then are
+# left out and counted as "not run (time)".
 set -u
 bin=$1 root=$2 filter=${3:-} target=${4:-cuda}
 jobs=${JOBS:-1}
@@ -31,6 +33,10 @@ trap 'rm -rf "$work"' EXIT
 # test; prints "OK", "RAN", "REFUSED name: why" or "RUNFAIL name: why".
 one_test() {
   local t=$1 out run_args=()
+  if [ -n "${DEADLINE:-}" ] && [ "$(date +%s)" -ge "$DEADLINE" ]; then
+    echo "LATE $t"
+    return
+  fi
   out=$(mktemp -d "$work/out.XXXXXX")
   local args=()
   case $target in
@@ -60,14 +66,17 @@ one_test() {
   rm -rf "$out"
 }
 export -f one_test
-export bin root target work
+export bin root target work DEADLINE
 
 xargs -P "$jobs" -I{} bash -c 'one_test "$1"' _ {} < "$work/passed" | sort -k2 > "$work/results"
 total=$(wc -l < "$work/passed")
 ran=$(grep -c '^RAN ' "$work/results")
 runfail=$(grep -c '^RUNFAIL ' "$work/results")
+late=$(grep -c '^LATE ' "$work/results")
 ok=$(( $(grep -c '^OK ' "$work/results") + ran + runfail ))
+total=$((total - late))
 grep -E '^(REFUSED|RUNFAIL) ' "$work/results"
+[ "$late" -gt 0 ] && echo "not run (time): $late tests (DEADLINE reached)"
 if [ "$target" = cuda ]; then
   echo "compiled: $ok of $total reference-passing tests ($target)"
 else
