@@ -9,6 +9,10 @@
 # build-gpu/bin; FUSEC_BIN names the folder used.
 FUSEC_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 export FUSEC_ROOT
+# Staged binaries and libraries over 1 MB travel xz-compressed (stage.sh).
+for z in "$FUSEC_ROOT"/.gpu/lib/*.xz "$FUSEC_ROOT"/.gpu/bin/*.xz; do
+  [ -f "$z" ] && [ ! -f "${z%.xz}" ] && xz -dk "$z"
+done
 if [ -x "$FUSEC_ROOT/.gpu/bin/fusec" ]; then
   FUSEC_BIN=$FUSEC_ROOT/.gpu/bin
 else
@@ -37,9 +41,6 @@ if [ -z "${FUSEC_CUDA_LIBDIRS:-}" ]; then
   export FUSEC_CUDA_LIBDIRS
 fi
 # Libraries that travel compressed (stage.sh): unpack them once.
-for z in "$FUSEC_ROOT"/.gpu/lib/*.xz; do
-  [ -f "$z" ] && [ ! -f "${z%.xz}" ] && xz -dk "$z"
-done
 export LD_LIBRARY_PATH="$FUSEC_ROOT/.gpu/lib:$FUSEC_ROOT/build-gpu/lib:${FUSEC_CUDA_LIBDIRS}${LD_LIBRARY_PATH:-}"
 for d in /usr/local/cuda/bin /usr/local/cuda-13*/bin; do
   [ -d "$d" ] && case ":$PATH:" in *":$d:"*) ;; *) PATH="$d:$PATH" ;; esac

@@ -105,6 +105,12 @@ for b in .gpu/bin/*; do
     rm -f "$b"
   fi
 done
+# Binaries and libraries over 1 MB travel xz-compressed too (test binaries
+# and the fuzz harnesses shrink ~4x); env.sh unpacks them on the device.
+for b in .gpu/bin/* .gpu/lib/*; do
+  case $b in *.xz) continue ;; esac
+  [ -f "$b" ] && [ "$(stat -c %s "$b")" -gt 1048576 ] && xz -T2 -f "$b"
+done
 # What was staged: HEAD, plus "+dirty" when tracked files differ from it.
 echo "$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- 2>/dev/null || echo +dirty)" \
   > .gpu/COMMIT
