@@ -19,7 +19,9 @@
 //   RotaryEmbedding (com.microsoft: input, position_ids, cos, sin; ai.onnx
 //       opset 23: X, cos, sin, position_ids?) the spec's rotation, halves or
 //       interleaved pairs, partial rotary_embedding_dim, 3-D (B,S,hidden) or
-//       4-D (B,N,S,H) inputs; position_ids of shape [1] is a start offset
+//       4-D (B,N,S,H) inputs; position_ids of shape [1] is a start offset;
+//       written as x * C + x[partner] * S (rotationTables) so that it is one
+//       elementwise kernel
 //   MultiHeadAttention(query, key?, value?, bias?, key_padding_mask?,
 //       attention_bias?): Q·Kᵀ * scale (+ masks) -> Softmax -> ·V, with
 //       query/key/value as (B,S,D), packed QKV (B,S,N,3,H), packed KV
@@ -45,6 +47,7 @@
 
 #include <cmath>
 #include <limits>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -231,41 +234,63 @@ absl::StatusOr<std::vector<Node *>> expandNorm(const NodeSpec &spec, ExpansionBu
 
 // --- rotary embedding -----------------------------------------------------
 
-/// Rotates the first \p rot channels of \p x4's last axis (size \p head) by
-/// \p cos / \p sin (broadcastable to x4[..., :rot/2]): halves (x1, x2) or
-/// interleaved pairs become (x1 cos - x2 sin, x1 sin + x2 cos). The last
-/// node defines spec output 0 when \p last.
-Value *rotate(ExpansionBuilder &b, Value *x4, Value *cos, Value *sin, int64_t rot, int64_t head,
-              bool interleaved, bool last) {
-  const int64_t half = rot / 2;
-  Value *xr = rot == head ? x4 : slice(b, x4, 3, 0, rot);
-  Value *x1, *x2;
-  if (interleaved) {
-    x1 = slice(b, xr, 3, 0, rot, 2);
-    x2 = slice(b, xr, 3, 1, rot, 2);
-  } else {
-    std::vector<Value *> halves = b.ops("Split", {xr, b.ints({half, half})}, 2, axisAttr(3));
-    x1 = halves[0];
-    x2 = halves[1];
+/// The rotation as one elementwise expression over the head axis, which
+/// fuses into one kernel (Split/Concat would each be a kernel of their own):
+///   y = x * C + x[partner] * S
+/// with, per lane i of the head (size \p head, the first \p rot rotated):
+///   halves:      partner i+h / i-h, C = cos[i mod h], S = -sin / +sin
+///   interleaved: partner i^1,       C = cos[i / 2],   S = -sin / +sin
+///   pass lanes:  partner i,         C = 1,            S = 0
+/// (h = rot / 2), which is (x1 cos - x2 sin, x1 sin + x2 cos) exactly: the
+/// sign flip and the added zero products are exact.
+struct Rotation {
+  int64_t rot = 0, head = 0;
+  bool interleaved = false;
+};
+
+/// C and S of Rotation over the caches' last axis: \p cos / \p sin of rank
+/// \p rank with last dim rot / 2 -> last dim head. For constant caches (the
+/// usual case) const-fold makes them constants.
+std::pair<Value *, Value *> rotationTables(ExpansionBuilder &b, const Rotation &r, Value *cos,
+                                           Value *sin, int64_t rank, DType dt) {
+  const int64_t half = r.rot / 2;
+  std::vector<int64_t> lanes, sign(static_cast<size_t>(r.head), 0);
+  for (int64_t i = 0; i < r.head; ++i) {
+    if (i >= r.rot) {
+      lanes.push_back(half);  // the padded 1 (cos) / 0 (sin)
+      continue;
+    }
+    const bool first = r.interleaved ? i % 2 == 0 : i < half;
+    lanes.push_back(r.interleaved ? i / 2 : i % half);
+    sign[static_cast<size_t>(i)] = first ? -1 : 1;
   }
-  Value *real = b.op("Sub", {b.op("Mul", {x1, cos}), b.op("Mul", {x2, sin})});
-  Value *imag = b.op("Add", {b.op("Mul", {x1, sin}), b.op("Mul", {x2, cos})});
-  auto final = [&](const std::string &opType, std::vector<Value *> in, ir::AttributeMap attrs) {
-    return last ? b.named(opType, std::move(in), {0}, std::move(attrs))->output(0)
-                : b.op(opType, std::move(in), std::move(attrs));
-  };
-  if (!interleaved && rot == head) return final("Concat", {real, imag}, axisAttr(3));
-  Value *rotated;
-  if (interleaved) {
-    Value *pairs = b.op("Concat", {b.op("Unsqueeze", {real, b.ints({4})}),
-                                   b.op("Unsqueeze", {imag, b.ints({4})})},
-                        axisAttr(4));
-    if (rot == head) return final("Reshape", {pairs, b.ints({0, 0, 0, -1})}, {});
-    rotated = b.op("Reshape", {pairs, b.ints({0, 0, 0, -1})});
-  } else {
-    rotated = b.op("Concat", {real, imag}, axisAttr(3));
+  if (r.rot < r.head) {
+    std::vector<int64_t> pads(static_cast<size_t>(2 * rank), 0);
+    pads[static_cast<size_t>(2 * rank - 1)] = 1;
+    cos = b.op("Pad", {cos, b.ints(pads), b.scalar(dt, 1.0)});
+    sin = b.op("Pad", {sin, b.ints(pads), b.scalar(dt, 0.0)});
   }
-  return final("Concat", {rotated, slice(b, x4, 3, rot, head)}, axisAttr(3));
+  Value *idx = b.ints(lanes);
+  Value *c = b.op("Gather", {cos, idx}, axisAttr(rank - 1));
+  std::vector<double> signs(sign.begin(), sign.end());
+  Value *sv = b.constant(ir::Tensor::fromDoubles(dt, {r.head}, signs), "_sign");
+  Value *sn = b.op("Mul", {b.op("Gather", {sin, idx}, axisAttr(rank - 1)), sv});
+  return {c, sn};
+}
+
+/// Rotation of \p x4 (head on axis 3) by \p c / \p s, rotationTables'
+/// results brought to broadcast against x4. The last node defines spec
+/// output 0 when \p last.
+Value *rotate(ExpansionBuilder &b, const Rotation &r, Value *x4, Value *c, Value *s, bool last) {
+  std::vector<int64_t> partner;
+  for (int64_t i = 0; i < r.head; ++i) {
+    if (i >= r.rot) partner.push_back(i);
+    else if (r.interleaved) partner.push_back(i ^ 1);
+    else partner.push_back(i < r.rot / 2 ? i + r.rot / 2 : i - r.rot / 2);
+  }
+  Value *xp = b.op("Gather", {x4, b.ints(partner)}, axisAttr(3));
+  std::vector<Value *> in = {b.op("Mul", {x4, c}), b.op("Mul", {xp, s})};
+  return last ? b.named("Add", std::move(in), {0})->output(0) : b.op("Add", std::move(in));
 }
 
 /// The positions 0..S-1 (+ \p start, a 1-element tensor, when given) as a
@@ -343,18 +368,30 @@ absl::StatusOr<std::vector<Node *>> expandRotary(const NodeSpec &spec, Expansion
   // (B, N, S, H); cos/sin are brought to broadcast over the head axis.
   const bool bsnh = rank == 3;
   const int64_t seqAxis = bsnh ? 1 : 2;
+  const Rotation r{rot, head, interleaved != 0};
+  const int64_t cacheRank = rankOf(cos);
+  if (cacheRank < 2 || rankOf(sin) != cacheRank)
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": cos_cache and sin_cache must have one known rank (2 or 3)"));
+  std::tie(cos, sin) = rotationTables(b, r, cos, sin, cacheRank, x->type().dtype);
   Value *c, *s;
   if (pid) {
     const int64_t pr = rankOf(pid);
     if (pr == 2) {
-      c = b.op("Gather", {cos, pid});  // [B, S, rot/2]
+      if (cacheRank != 2)
+        return absl::InvalidArgumentError(
+            absl::StrCat(what, ": with position_ids, cos_cache and sin_cache must be 2-D"));
+      c = b.op("Gather", {cos, pid});  // [B, S, head]
       s = b.op("Gather", {sin, pid});
       std::vector<int64_t> ax = {bsnh ? 2 : 1};
       c = b.op("Unsqueeze", {c, b.ints(ax)});
       s = b.op("Unsqueeze", {s, b.ints(ax)});
     } else if (contrib && pr == 1) {
+      if (cacheRank != 2)
+        return absl::InvalidArgumentError(
+            absl::StrCat(what, ": cos_cache and sin_cache must be 2-D"));
       Value *pos = positions(b, x, seqAxis, pid);  // [S]
-      c = b.op("Gather", {cos, pos});               // [S, rot/2]
+      c = b.op("Gather", {cos, pos});               // [S, head]
       s = b.op("Gather", {sin, pos});
       if (bsnh) {
         c = b.op("Unsqueeze", {c, b.ints({1})});
@@ -366,7 +403,7 @@ absl::StatusOr<std::vector<Node *>> expandRotary(const NodeSpec &spec, Expansion
           ", has rank ", pr));
     }
   } else {
-    if (rankOf(cos) != 3 || rankOf(sin) != 3)
+    if (cacheRank != 3)
       return absl::InvalidArgumentError(absl::StrCat(
           what, ": without position_ids, cos_cache and sin_cache must be 3-D (B, S, rotary_dim / 2)"));
     std::vector<int64_t> ax = {bsnh ? 2 : 1};
@@ -374,11 +411,11 @@ absl::StatusOr<std::vector<Node *>> expandRotary(const NodeSpec &spec, Expansion
     s = b.op("Unsqueeze", {sin, b.ints(ax)});
   }
   if (!bsnh) {
-    rotate(b, x, c, s, rot, head, interleaved != 0, true);
+    rotate(b, r, x, c, s, true);
     return b.done();
   }
   Value *x4 = b.op("Reshape", {x, b.ints({0, 0, heads, head})});
-  Value *y4 = rotate(b, x4, c, s, rot, head, interleaved != 0, false);
+  Value *y4 = rotate(b, r, x4, c, s, false);
   return b.finish("Reshape", {y4, b.ints({0, 0, heads * head})});
 }
 
@@ -636,11 +673,13 @@ absl::StatusOr<std::vector<Node *>> expandGqa(const NodeSpec &spec, ExpansionBui
     if (rankOf(cosCache) != 2 || half <= 0 || staticDim(sinCache, 1) != half || 2 * half > head)
       return absl::InvalidArgumentError(absl::StrCat(
           what, ": cos_cache/sin_cache must be (max_sequence_length, rotary_dim / 2) with rotary_dim <= head size"));
+    const Rotation r{2 * half, head, interleaved != 0};
+    std::tie(cosCache, sinCache) = rotationTables(b, r, cosCache, sinCache, 2, dt);
     Value *pos = positions(b, q4, 1, nullptr);
-    Value *c = b.op("Unsqueeze", {b.op("Gather", {cosCache, pos}), b.ints({1})});  // (S, 1, R/2)
+    Value *c = b.op("Unsqueeze", {b.op("Gather", {cosCache, pos}), b.ints({1})});  // (S, 1, H)
     Value *s = b.op("Unsqueeze", {b.op("Gather", {sinCache, pos}), b.ints({1})});
-    q4 = rotate(b, q4, c, s, 2 * half, head, interleaved != 0, false);
-    k4 = rotate(b, k4, c, s, 2 * half, head, interleaved != 0, false);
+    q4 = rotate(b, r, q4, c, s, false);
+    k4 = rotate(b, r, k4, c, s, false);
   }
   Value *qT = b.op("Transpose", {q4}, perm({0, 2, 1, 3}));  // (B, N, S, H)
   auto bnsh = [&](Value *x, size_t out) {
