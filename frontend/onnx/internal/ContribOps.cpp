@@ -737,10 +737,13 @@ absl::StatusOr<std::vector<Node *>> expandMatMulNBits(const NodeSpec &spec, Expa
   FUSEC_ASSIGN_OR_RETURN(int64_t bits, intAttr(spec, "bits", 4));
   FUSEC_ASSIGN_OR_RETURN(int64_t block, intAttr(spec, "block_size", 0));
   FUSEC_ASSIGN_OR_RETURN(int64_t prepacked, intAttr(spec, "weight_prepacked", 0));
-  if (K <= 0 || N <= 0 || block < 16 || (block & (block - 1)) != 0)
+  // block_size up to 2^16 keeps every product below in range.
+  if (K <= 0 || N <= 0 || block < 16 || block > (int64_t{1} << 16) || (block & (block - 1)) != 0)
     return absl::InvalidArgumentError(absl::StrCat(
-        what, ": attributes K and N must be > 0 and block_size a power of two >= 16 (K=", K,
-        ", N=", N, ", block_size=", block, ")"));
+        what, ": attributes K and N must be > 0 and block_size a power of two in [16, 65536] (K=",
+        K, ", N=", N, ", block_size=", block, ")"));
+  if (!ir::isFloat(dt))
+    return absl::InvalidArgumentError(absl::StrCat(what, ": A must be a float tensor"));
   if (bits != 2 && bits != 4 && bits != 8)
     return unsupported(absl::StrCat(what, ": bits=", bits, " is not supported (2, 4 or 8)"));
   if (prepacked != 0)
@@ -757,9 +760,11 @@ absl::StatusOr<std::vector<Node *>> expandMatMulNBits(const NodeSpec &spec, Expa
   if (optionalInput(spec, 3)) {
     FUSEC_ASSIGN_OR_RETURN(zp, constantInput(spec, 3, "zero_points"));
   }
+  FUSEC_RETURN_IF_ERROR(ir::checkTensorSize(dt, {K, N}, "MatMulNBits weight"));
   const int64_t blocks = (K + block - 1) / block, blob = block * bits / 8;
   const int64_t perByte = 8 / bits, mask = (int64_t{1} << bits) - 1;
-  FUSEC_RETURN_IF_ERROR(ir::checkTensorSize(dt, {K, N}, "MatMulNBits weight"));
+  if (!ir::isFloat(sc->dtype()))
+    return absl::InvalidArgumentError(absl::StrCat(what, ": scales must be a float tensor"));
   ir::Tensor w(dt, {K, N});
   if (qb->dtype() != DType::kU8)
     return absl::InvalidArgumentError(absl::StrCat(what, ": B must be uint8"));
