@@ -92,7 +92,9 @@ absl::Status checkOutputs(const NodeSpec &spec, size_t n) {
   return absl::OkStatus();
 }
 
-/// Static dim \p axis of \p v (negative counts from the back), or -1.
+/// Static dim \p axis of \p v (negative counts from the back), or -1. Only
+/// for the node's inputs: values the expansion adds are typed after it
+/// returns.
 int64_t staticDim(const Value *v, int64_t axis) {
   const ir::TensorType &t = v->type();
   if (!t.rankKnown) return -1;
@@ -131,14 +133,19 @@ Value *dimOf(ExpansionBuilder &b, Value *x, int64_t axis) {
 }
 
 /// 1 / sqrt(mean(x^2 over axes [axis, rank)) + eps), keepdims, in f32: the
-/// inv_std_var output of ONNX Runtime's RMS norms. Defines spec output
-/// \p outIndex.
+/// inv_std_var output of ONNX Runtime's RMS norms. \p rank (of x) is read
+/// only for a non-negative \p axis. Defines spec output \p outIndex.
 void rmsInvStdVar(ExpansionBuilder &b, Value *x, int64_t axis, int64_t rank, double eps,
                   int outIndex) {
   if (x->type().dtype != DType::kF32)
     x = b.op("Cast", {x}, {{"to", Attribute(static_cast<int64_t>(DType::kF32))}});
+  // A negative axis names the trailing axes without the rank: [axis, -1].
   std::vector<int64_t> axes;
-  for (int64_t a = axis < 0 ? axis + rank : axis; a < rank; ++a) axes.push_back(a);
+  if (axis < 0) {
+    for (int64_t a = axis; a < 0; ++a) axes.push_back(a);
+  } else {
+    for (int64_t a = axis; a < rank; ++a) axes.push_back(a);
+  }
   Value *ms = b.op("ReduceMean", {b.op("Mul", {x, x}), b.ints(axes)},
                    {{"keepdims", Attribute(int64_t{1})}});
   Value *sd = b.op("Sqrt", {b.op("Add", {ms, b.scalar(DType::kF32, eps)})});
@@ -187,9 +194,10 @@ absl::StatusOr<std::vector<Node *>> expandNorm(const NodeSpec &spec, ExpansionBu
     FUSEC_ASSIGN_OR_RETURN(double eps, floatAttr(spec, "epsilon", 1e-5));
     FUSEC_ASSIGN_OR_RETURN(int64_t stash, intAttr(spec, "stash_type", 1));
     if (wants(spec, 1)) {
-      if (rankOf(x) < 0)
+      if (axis >= 0 && rankOf(x) < 0)
         return absl::InvalidArgumentError(
-            "SimplifiedLayerNormalization's inv_std_var needs an input of known rank");
+            "SimplifiedLayerNormalization's inv_std_var with a non-negative axis needs an input of "
+            "known rank");
       rmsInvStdVar(b, x, axis, rankOf(x), eps, 1);
     }
     b.named("RMSNormalization", {x, scale}, {0},
@@ -221,12 +229,7 @@ absl::StatusOr<std::vector<Node *>> expandNorm(const NodeSpec &spec, ExpansionBu
         "SkipSimplifiedLayerNormalization: output 1 (mean) is not produced (an RMS norm "
         "computes no mean); leave it out");
   Value *s = skipSum(spec, b, x, skip, optionalInput(spec, 3));
-  if (wants(spec, 2)) {
-    if (rankOf(s) < 0)
-      return absl::InvalidArgumentError(
-          "SkipSimplifiedLayerNormalization's inv_std_var needs an input of known rank");
-    rmsInvStdVar(b, s, -1, rankOf(x), eps, 2);
-  }
+  if (wants(spec, 2)) rmsInvStdVar(b, s, -1, -1, eps, 2);
   ir::AttributeMap rms = attrs;
   b.named("RMSNormalization", {s, gamma}, {0}, rms);
   return b.done();
@@ -331,7 +334,8 @@ absl::StatusOr<std::vector<Node *>> expandRotary(const NodeSpec &spec, Expansion
   const int64_t rank = rankOf(x);
   if (rank != 3 && rank != 4)
     return absl::InvalidArgumentError(
-        absl::StrCat(what, ": input 0 must be 3-D (B, S, hidden) or 4-D (B, N, S, H), has rank ", rank));
+        absl::StrCat(what, ": input 0 must be 3-D (B, S, hidden) or 4-D (B, N, S, H), has ",
+                     rank < 0 ? std::string("an unknown rank") : absl::StrCat("rank ", rank)));
   const int64_t cosHalf = staticDim(cos, -1);
   if (cosHalf <= 0 || staticDim(sin, -1) != cosHalf)
     return absl::InvalidArgumentError(absl::StrCat(
@@ -446,6 +450,9 @@ absl::StatusOr<std::vector<Node *>> expandMha(const NodeSpec &spec, ExpansionBui
   const std::string what = "MultiHeadAttention";
   FUSEC_RETURN_IF_ERROR(checkOutputs(spec, 4));
   FUSEC_ASSIGN_OR_RETURN(Value * q, requiredInput(spec, 0));
+  // q, k, v are rebound to expansion values below, which have no types yet:
+  // shapes are read from the inputs.
+  const Value *query = q;
   const DType dt = q->type().dtype;
   Value *k = optionalInput(spec, 1), *v = optionalInput(spec, 2), *bias = optionalInput(spec, 3);
   Value *kpm = optionalInput(spec, 4), *ab = optionalInput(spec, 5);
@@ -558,8 +565,8 @@ absl::StatusOr<std::vector<Node *>> expandMha(const NodeSpec &spec, ExpansionBui
     Value *zero = b.constant(ir::Tensor::scalarInt(kpm->type().dtype, 0));
     if (mr == 2) {
       keep = b.op("Greater", {kpm, zero});  // (B, L)
-    } else if (mr == 1 && staticDim(kpm, 0) >= 0 && staticDim(q, 0) >= 0 &&
-               staticDim(kpm, 0) != staticDim(q, 0)) {
+    } else if (mr == 1 && staticDim(kpm, 0) >= 0 && staticDim(query, 0) >= 0 &&
+               staticDim(kpm, 0) != staticDim(query, 0)) {
       return unsupported(absl::StrCat(
           what, ": input 4 (key_padding_mask) of shape (3 * batch_size + 2) is not supported"));
     } else if (mr == 1) {
@@ -631,6 +638,7 @@ absl::StatusOr<std::vector<Node *>> expandGqa(const NodeSpec &spec, ExpansionBui
     return unsupported(absl::StrCat(what, ": softcap together with attention_bias is not supported"));
   if (rankOf(q) != 3) return absl::InvalidArgumentError(absl::StrCat(what, ": query must be 3-D"));
   const int64_t d = staticDim(q, 2);
+  const int64_t sq = staticDim(q, 1);  // read before q is rebound to an untyped split
   int64_t head;
   if (!k && !v) {
     if (d <= 0 || d % (heads + 2 * kvHeads) != 0)
@@ -655,7 +663,6 @@ absl::StatusOr<std::vector<Node *>> expandGqa(const NodeSpec &spec, ExpansionBui
   }
   // Without a past, the key sequence is the query's and total_sequence_length
   // must equal it (one known value is checked here).
-  const int64_t sq = staticDim(q, 1);
   if (total->isConstant() && total->constant()->numElements() == 1 && sq > 0 &&
       total->constant()->getInt(0) != sq)
     return unsupported(absl::StrCat(
