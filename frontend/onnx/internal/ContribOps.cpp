@@ -63,13 +63,11 @@ using ir::Graph;
 using ir::Node;
 using ir::Value;
 
+/// The mapped com.microsoft ops, in the order docs/CONTRIB_OPS.md lists them.
 constexpr const char *kMapped[] = {
-    "Gelu",          "FastGelu",
-    "BiasGelu",      "QuickGelu",
-    "SkipLayerNormalization", "SkipSimplifiedLayerNormalization",
-    "SimplifiedLayerNormalization", "RotaryEmbedding",
-    "MultiHeadAttention", "GroupQueryAttention",
-    "MatMulNBits"};
+    "Gelu", "FastGelu", "BiasGelu", "QuickGelu", "SkipLayerNormalization",
+    "SkipSimplifiedLayerNormalization", "SimplifiedLayerNormalization", "RotaryEmbedding",
+    "MultiHeadAttention", "GroupQueryAttention", "MatMulNBits"};
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
@@ -78,6 +76,7 @@ bool wants(const NodeSpec &spec, size_t i) {
   return i < spec.outputs.size() && !(i < spec.outputOmitted.size() && spec.outputOmitted[i]);
 }
 
+/// A form of a mapped op that the mapping does not cover.
 absl::Status unsupported(const std::string &what) {
   return absl::UnimplementedError(what);
 }
