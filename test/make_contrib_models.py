@@ -206,6 +206,15 @@ def mha_cases():
            ["y"], num_heads=2)
     c.out("y")
     yield c
+    c = Case("mha_mask3d")
+    m3 = np.ones((2, 3, 4), dtype=np.int32)
+    m3[0, 1, 2:] = 0
+    m3[1, :, 3] = 0
+    c.node("MultiHeadAttention", [c.inp("q", c.rand(2, 3, 8)), c.inp("k", c.rand(2, 4, 8)),
+                                  c.inp("v", c.rand(2, 4, 8)), "", c.inp("m", m3)],
+           ["y"], num_heads=2, mask_filter_value=-1e4)
+    c.out("y")
+    yield c
     # ONNX Runtime's CPU provider has no packed QKV: the expected output is that of the same
     # attention with Q, K and V passed separately.
     c = Case("mha_packed_qkv")
@@ -221,6 +230,38 @@ def mha_cases():
     c = Case("mha_bnsh_kv_s1")
     c.node("MultiHeadAttention", [c.inp("q", c.rand(1, 1, 6)), c.inp("k", c.rand(1, 2, 4, 3)),
                                   c.inp("v", c.rand(1, 2, 4, 3))], ["y"], num_heads=2)
+    c.out("y")
+    yield c
+
+
+def attention_cases():
+    # com.microsoft Attention (the form ONNX Runtime's BERT / GPT-2 fusion writes by default).
+    c = Case("attention_mask2d_bias")
+    d_in, n, h = 10, 2, 4
+    c.node("Attention", [c.inp("x", c.rand(2, 3, d_in)), c.init("w", c.rand(d_in, 3 * n * h, scale=0.3)),
+                         c.init("b", c.rand(3 * n * h, scale=0.1)),
+                         c.inp("mask", np.array([[1, 1, 0], [1, 1, 1]], dtype=np.int32))],
+           ["y"], num_heads=n)
+    c.out("y")
+    yield c
+    c = Case("attention_causal_present_b1")
+    c.node("Attention", [c.inp("x", c.rand(1, 4, 6)), c.init("w", c.rand(6, 24, scale=0.3)),
+                         c.init("b", c.rand(24, scale=0.1))],
+           ["y", "present"], num_heads=2, unidirectional=1)
+    c.out("y", "present")
+    yield c
+    c = Case("attention_lengths_qkv_sizes_bias")
+    c.node("Attention", [c.inp("x", c.rand(2, 3, 8)), c.init("w", c.rand(8, 8 + 8 + 12, scale=0.3)),
+                         c.init("b", c.rand(28, scale=0.1)), c.inp("len", np.array([2, 3], dtype=np.int32)),
+                         "", c.inp("ab", c.rand(2, 2, 3, 3))],
+           ["y"], num_heads=2, qkv_hidden_sizes=[8, 8, 12])
+    c.out("y")
+    yield c
+    c = Case("attention_mask3d_s1")
+    c.node("Attention", [c.inp("x", c.rand(2, 1, 6)), c.init("w", c.rand(6, 18, scale=0.3)),
+                         c.init("b", c.rand(18, scale=0.1)),
+                         c.inp("mask", np.array([[[1]], [[1]]], dtype=np.int32))],
+           ["y"], num_heads=3)
     c.out("y")
     yield c
 
@@ -359,7 +400,7 @@ def main(out_dir, mode=""):
     os.makedirs(out_dir, exist_ok=True)
     if mode == "--models-only":
         # Models without expected outputs (no onnxruntime needed): the lit tests' inputs.
-        for gen in (gelu_cases, norm_cases, rotary_cases, mha_cases, gqa_cases, nbits_cases, f16_cases,
+        for gen in (gelu_cases, norm_cases, rotary_cases, mha_cases, attention_cases, gqa_cases, nbits_cases, f16_cases,
                     refusal_models):
             for c in gen():
                 onnx.save(c.model(), os.path.join(out_dir, c.name + ".onnx"))
@@ -369,7 +410,7 @@ def main(out_dir, mode=""):
     manifest = {}
     so = ort.SessionOptions()
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    for gen in (gelu_cases, norm_cases, rotary_cases, mha_cases, gqa_cases, nbits_cases, f16_cases):
+    for gen in (gelu_cases, norm_cases, rotary_cases, mha_cases, attention_cases, gqa_cases, nbits_cases, f16_cases):
         for c in gen():
             d = os.path.join(out_dir, c.name)
             data = os.path.join(d, "test_data_set_0")

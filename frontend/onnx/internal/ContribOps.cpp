@@ -28,6 +28,10 @@
 //       (B,L,N,2,H) or BNSH key/value; key_padding_mask (B) lengths or (B,L)
 //       adds mask_filter_value on padding keys, unidirectional a causal
 //       -inf mask; present_key/present_value without a past are K/V in BNSH
+//   Attention(input, weights, bias?, mask_index?, -, attention_bias?): the
+//       packed projection MatMul(input, weights) + bias split by
+//       qkv_hidden_sizes, then as MultiHeadAttention; present (no past) is
+//       K and V stacked (2, B, N, L, H)
 //   GroupQueryAttention (prompt / prefill without past_key/past_value):
 //       optional packed QKV, do_rotary (positions 0..S-1 from cos/sin_cache),
 //       the GQA head repeat of K/V, scale, softcap, causal / local_window_size
@@ -67,7 +71,7 @@ using ir::Value;
 constexpr const char *kMapped[] = {
     "Gelu", "FastGelu", "BiasGelu", "QuickGelu", "SkipLayerNormalization",
     "SkipSimplifiedLayerNormalization", "SimplifiedLayerNormalization", "RotaryEmbedding",
-    "MultiHeadAttention", "GroupQueryAttention", "MatMulNBits"};
+    "MultiHeadAttention", "GroupQueryAttention", "MatMulNBits", "Attention"};
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
@@ -445,6 +449,83 @@ void attentionTail(ExpansionBuilder &b, Value *scores, Value *v4, int64_t heads,
 
 ir::AttributeMap perm(std::vector<int64_t> p) { return {{"perm", Attribute(std::move(p))}}; }
 
+/// Multi-head attention once Q, K and V are laid out per head: the MatMul /
+/// Softmax / MatMul an exporter writes (which the attention rewrite fuses).
+struct MhaParts {
+  std::string what;
+  Value *q4 = nullptr;                 ///< (B, S, N, H)
+  Value *k4 = nullptr, *v4 = nullptr;  ///< (B, L, N, H / Hv), or (B, N, L, ·) when kvBnsh
+  bool kvBnsh = false;
+  int64_t heads = 0, hv = 0;
+  double scale = 1.0, filter = -10000.0;
+  bool causal = false;
+  Value *mask = nullptr;  ///< (B) lengths, (B, L) or (B, S, L) 0/1; mask_filter_value on 0
+  size_t maskInput = 0;   ///< for messages
+  const char *maskName = "";
+  int64_t batch = -1;     ///< static B, -1 if unknown
+  Value *bias = nullptr;  ///< added to the scaled scores (attention_bias)
+  int presentK = -1, presentV = -1;  ///< spec outputs defined as K / V in BNSH
+  bool bnshKV = false;    ///< build K and V in BNSH for the caller
+};
+
+/// Adds the attention of \p p, defining spec output 0 as (B, S, N * Hv).
+/// \returns K and V in BNSH when p.bnshKV or present outputs asked for them
+/// (else nullptr).
+absl::StatusOr<std::pair<Value *, Value *>> mhaCore(ExpansionBuilder &b, DType dt,
+                                                    const MhaParts &p) {
+  const std::string &what = p.what;
+  Value *qT = b.op("Transpose", {p.q4}, perm({0, 2, 1, 3}));  // (B, N, S, H)
+  auto toBnsh = [&](Value *x, int out) {
+    return out >= 0 ? b.named("Transpose", {x}, {out}, perm({0, 2, 1, 3}))->output(0)
+                    : b.op("Transpose", {x}, perm({0, 2, 1, 3}));
+  };
+  Value *kB = nullptr, *vB = nullptr;
+  if (p.kvBnsh) {
+    kB = p.k4;
+    vB = p.v4;
+    if (p.presentK >= 0) b.named("Identity", {kB}, {p.presentK});
+    if (p.presentV >= 0) b.named("Identity", {vB}, {p.presentV});
+  } else {
+    if (p.presentK >= 0 || p.bnshKV) kB = toBnsh(p.k4, p.presentK);
+    vB = toBnsh(p.v4, p.presentV);
+  }
+  Value *kT = kB ? b.op("Transpose", {kB}, perm({0, 1, 3, 2}))
+                 : b.op("Transpose", {p.k4}, perm({0, 2, 3, 1}));  // (B, N, H, L)
+  Value *scores = b.op("Mul", {b.op("MatMul", {qT, kT}), b.scalar(dt, p.scale)});
+  // Sizes S and L as run-time dims (folded once bound).
+  Value *sq = dimOf(b, qT, 2), *sk = dimOf(b, kT, 3);
+  if (Value *m = p.mask) {
+    const int64_t mr = rankOf(m);
+    Value *keep;
+    std::vector<int64_t> unsq = {1, 2};
+    Value *zero = b.constant(ir::Tensor::scalarInt(m->type().dtype, 0));
+    if (mr == 2 || mr == 3) {
+      keep = b.op("Greater", {m, zero});  // (B, L) or (B, S, L)
+      if (mr == 3) unsq = {1};
+    } else if (mr == 1 && staticDim(m, 0) >= 0 && p.batch >= 0 && staticDim(m, 0) != p.batch) {
+      return unsupported(absl::StrCat(what, ": input ", p.maskInput, " (", p.maskName,
+                                      ") of shape (", staticDim(m, 0),
+                                      ") other than (batch_size) key lengths is not supported"));
+    } else if (mr == 1) {
+      // (B) key lengths: key j is valid when j < length[b].
+      Value *l = b.op("Reshape", {sk, b.ints({})});
+      Value *idx = b.op("Range", {b.constant(ir::Tensor::scalarInt(DType::kI64, 0)), l,
+                                  b.constant(ir::Tensor::scalarInt(DType::kI64, 1))});
+      Value *len = b.op("Cast", {m}, {{"to", Attribute(static_cast<int64_t>(DType::kI64))}});
+      keep = b.op("Less", {idx, b.op("Unsqueeze", {len, b.ints({1})})});  // (B, L)
+    } else {
+      return unsupported(absl::StrCat(what, ": input ", p.maskInput, " (", p.maskName, ") of rank ",
+                                      mr, " is not supported (only (B) lengths, (B, L), (B, S, L))"));
+    }
+    Value *add = b.op("Where", {keep, b.scalar(dt, 0.0), b.scalar(dt, p.filter)});
+    scores = b.op("Add", {scores, b.op("Unsqueeze", {add, b.ints(unsq)})});
+  }
+  if (p.bias) scores = b.op("Add", {scores, p.bias});
+  if (p.causal) scores = b.op("Add", {scores, triMask(b, dt, sq, sk, 1, true)});
+  attentionTail(b, scores, vB, p.heads, p.hv);
+  return std::make_pair(kB, vB);
+}
+
 absl::StatusOr<std::vector<Node *>> expandMha(const NodeSpec &spec, ExpansionBuilder &b) {
   const std::string what = "MultiHeadAttention";
   FUSEC_RETURN_IF_ERROR(checkOutputs(spec, 4));
@@ -545,46 +626,96 @@ absl::StatusOr<std::vector<Node *>> expandMha(const NodeSpec &spec, ExpansionBui
     return absl::InvalidArgumentError(absl::StrCat(what, ": query must be of rank 3 or 5"));
   }
   if (scale == 0.0) scale = 1.0 / std::sqrt(static_cast<double>(head));
+  MhaParts parts;
+  parts.what = what;
+  parts.q4 = q4;
+  parts.k4 = k4;
+  parts.v4 = v4;
+  parts.kvBnsh = kvBnsh;
+  parts.heads = heads;
+  parts.hv = hv;
+  parts.scale = scale;
+  parts.filter = filter;
+  parts.causal = unidirectional != 0;
+  parts.mask = kpm;
+  parts.maskInput = 4;
+  parts.maskName = "key_padding_mask";
+  parts.batch = staticDim(query, 0);
+  parts.bias = ab;
+  parts.presentK = wants(spec, 1) ? 1 : -1;
+  parts.presentV = wants(spec, 2) ? 2 : -1;
+  FUSEC_RETURN_IF_ERROR(mhaCore(b, dt, parts).status());
+  return b.done();
+}
 
-  Value *qT = b.op("Transpose", {q4}, perm({0, 2, 1, 3}));  // (B, N, S, H)
-  Value *kB = kvBnsh ? k4 : nullptr, *vB = kvBnsh ? v4 : nullptr;
-  if (wants(spec, 1) && !kB) kB = b.named("Transpose", {k4}, {1}, perm({0, 2, 1, 3}))->output(0);
-  else if (wants(spec, 1)) b.named("Identity", {kB}, {1});
-  if (!vB) vB = wants(spec, 2) ? b.named("Transpose", {v4}, {2}, perm({0, 2, 1, 3}))->output(0)
-                               : b.op("Transpose", {v4}, perm({0, 2, 1, 3}));
-  else if (wants(spec, 2)) b.named("Identity", {vB}, {2});
-  Value *kT = kB ? b.op("Transpose", {kB}, perm({0, 1, 3, 2}))
-                 : b.op("Transpose", {k4}, perm({0, 2, 3, 1}));  // (B, N, H, L)
-  Value *scores = b.op("Mul", {b.op("MatMul", {qT, kT}), b.scalar(dt, scale)});
-  // Sizes S and L as run-time dims (folded once bound).
-  Value *sq = dimOf(b, qT, 2), *sk = dimOf(b, kT, 3);
-  if (kpm) {
-    const int64_t mr = rankOf(kpm);
-    Value *keep;
-    Value *zero = b.constant(ir::Tensor::scalarInt(kpm->type().dtype, 0));
-    if (mr == 2) {
-      keep = b.op("Greater", {kpm, zero});  // (B, L)
-    } else if (mr == 1 && staticDim(kpm, 0) >= 0 && staticDim(query, 0) >= 0 &&
-               staticDim(kpm, 0) != staticDim(query, 0)) {
-      return unsupported(absl::StrCat(
-          what, ": input 4 (key_padding_mask) of shape (3 * batch_size + 2) is not supported"));
-    } else if (mr == 1) {
-      // (B) key lengths: key j is valid when j < length[b].
-      Value *l = b.op("Reshape", {sk, b.ints({})});
-      Value *idx = b.op("Range", {b.constant(ir::Tensor::scalarInt(DType::kI64, 0)), l,
-                                  b.constant(ir::Tensor::scalarInt(DType::kI64, 1))});
-      Value *len = b.op("Cast", {kpm}, {{"to", Attribute(static_cast<int64_t>(DType::kI64))}});
-      keep = b.op("Less", {idx, b.op("Unsqueeze", {len, b.ints({1})})});  // (B, L)
-    } else {
-      return unsupported(absl::StrCat(what, ": input 4 (key_padding_mask) of rank ", mr,
-                                      " is not supported (only (B) lengths and (B, L))"));
-    }
-    Value *add = b.op("Where", {keep, b.scalar(dt, 0.0), b.scalar(dt, filter)});
-    scores = b.op("Add", {scores, b.op("Unsqueeze", {add, b.ints({1, 2})})});
+absl::StatusOr<std::vector<Node *>> expandAttention(const NodeSpec &spec, ExpansionBuilder &b) {
+  const std::string what = "Attention";
+  FUSEC_RETURN_IF_ERROR(checkOutputs(spec, 2));
+  FUSEC_ASSIGN_OR_RETURN(Value * x, requiredInput(spec, 0));
+  FUSEC_ASSIGN_OR_RETURN(Value * w, requiredInput(spec, 1));
+  const DType dt = x->type().dtype;
+  Value *bias = optionalInput(spec, 2), *mask = optionalInput(spec, 3), *ab = optionalInput(spec, 5);
+  if (optionalInput(spec, 4) || optionalInput(spec, 6))
+    return unsupported(absl::StrCat(what, ": inputs 4/6 (past, past_sequence_length) are not "
+                                    "supported: fusec maps attention without a past KV cache"));
+  FUSEC_ASSIGN_OR_RETURN(int64_t heads, intAttr(spec, "num_heads", 0));
+  FUSEC_ASSIGN_OR_RETURN(int64_t unidirectional, intAttr(spec, "unidirectional", 0));
+  FUSEC_ASSIGN_OR_RETURN(double scale, floatAttr(spec, "scale", 0.0));
+  FUSEC_ASSIGN_OR_RETURN(double filter, floatAttr(spec, "mask_filter_value", -10000.0));
+  FUSEC_ASSIGN_OR_RETURN(int64_t rotary, intAttr(spec, "do_rotary", 0));
+  FUSEC_ASSIGN_OR_RETURN(int64_t share, intAttr(spec, "past_present_share_buffer", 0));
+  if (rotary != 0) return unsupported(absl::StrCat(what, ": do_rotary=1 is not supported"));
+  if (share != 0)
+    return unsupported(absl::StrCat(what, ": past_present_share_buffer=1 is not supported"));
+  if (heads <= 0) return absl::InvalidArgumentError(absl::StrCat(what, ": num_heads must be > 0"));
+  if (rankOf(x) != 3 || rankOf(w) != 2)
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": input must be (B, S, input_hidden) and weights 2-D"));
+  const int64_t total = staticDim(w, 1);
+  std::vector<int64_t> sizes;
+  if (auto it = spec.attrs.find("qkv_hidden_sizes"); it != spec.attrs.end()) {
+    if (it->second.kind() != Attribute::Kind::kInts || it->second.ints().size() != 3)
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": qkv_hidden_sizes must be a list of 3 ints"));
+    sizes = it->second.ints();
+  } else if (total > 0 && total % 3 == 0) {
+    sizes = {total / 3, total / 3, total / 3};
   }
-  if (ab) scores = b.op("Add", {scores, ab});
-  if (unidirectional != 0) scores = b.op("Add", {scores, triMask(b, dt, sq, sk, 1, true)});
-  attentionTail(b, scores, vB, heads, hv);
+  if (sizes.size() != 3 || total != sizes[0] + sizes[1] + sizes[2] || sizes[0] != sizes[1] ||
+      sizes[0] <= 0 || sizes[2] <= 0 || sizes[0] % heads != 0 || sizes[2] % heads != 0)
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": weights (input_hidden, Dq + Dk + Dv) need a static last dim, Dq = Dk and each a "
+              "multiple of num_heads"));
+  const int64_t head = sizes[0] / heads, hv = sizes[2] / heads;
+  Value *qkv = b.op("MatMul", {x, w});
+  if (bias) qkv = b.op("Add", {qkv, bias});
+  std::vector<Value *> parts3 = b.ops("Split", {qkv, b.ints(sizes)}, 3, axisAttr(2));
+  if (scale == 0.0) scale = 1.0 / std::sqrt(static_cast<double>(head));
+  MhaParts parts;
+  parts.what = what;
+  parts.q4 = b.op("Reshape", {parts3[0], b.ints({0, 0, heads, head})});
+  parts.k4 = b.op("Reshape", {parts3[1], b.ints({0, 0, heads, head})});
+  parts.v4 = b.op("Reshape", {parts3[2], b.ints({0, 0, heads, hv})});
+  parts.heads = heads;
+  parts.hv = hv;
+  parts.scale = scale;
+  parts.filter = filter;
+  parts.causal = unidirectional != 0;
+  parts.mask = mask;
+  parts.maskInput = 3;
+  parts.maskName = "mask_index";
+  parts.batch = staticDim(x, 0);
+  parts.bias = ab;
+  parts.bnshKV = wants(spec, 1);
+  FUSEC_ASSIGN_OR_RETURN(auto kv, mhaCore(b, dt, parts));
+  if (wants(spec, 1)) {
+    // present: K and V stacked, (2, B, N, L, H).
+    if (head != hv)
+      return unsupported(absl::StrCat(what, ": output 1 (present) with different K and V head sizes"));
+    b.named("Concat",
+            {b.op("Unsqueeze", {kv.first, b.ints({0})}), b.op("Unsqueeze", {kv.second, b.ints({0})})},
+            {1}, axisAttr(0));
+  }
   return b.done();
 }
 
@@ -841,6 +972,7 @@ absl::StatusOr<std::vector<ir::Node *>> expandContribOp(const NodeSpec &spec,
     return expandNorm(spec, b);
   if (op == "RotaryEmbedding") return expandRotary(spec, b);
   if (op == "MultiHeadAttention") return expandMha(spec, b);
+  if (op == "Attention") return expandAttention(spec, b);
   if (op == "GroupQueryAttention") return expandGqa(spec, b);
   if (op == "MatMulNBits") return expandMatMulNBits(spec, b);
   return absl::InternalError(absl::StrCat("no mapping for com.microsoft ", op));
