@@ -318,7 +318,8 @@ def nbits_case(name, a_shape, k, n, bits, block, zp="packed", bias=False):
     blocks = (k + block - 1) // block
     q = c.rng.integers(0, 2**bits, size=(n, blocks, block))
     ins = [c.inp("a", c.rand(*a_shape)), c.init("w", pack(q, bits)),
-           c.init("scales", (c.rng.uniform(0.01, 0.1, size=(n * blocks,))).astype(np.float32))]
+           # Weights of about the same size for every bit width.
+           c.init("scales", (c.rng.uniform(0.01, 0.1, size=(n * blocks,)) / 2**(bits - 4)).astype(np.float32))]
     if zp == "packed":
         z = c.rng.integers(0, 2**bits, size=(n, blocks))
         per = 8 // bits
