@@ -351,7 +351,9 @@ def refusal_models():
     c.node("EmbedLayerNormalization", [x], ["e"])
     c.node("Gelu", [x], ["g"])
     c.node("QOrderedGelu", ["g"], ["y"])
-    c.out("e", "y")
+    # A mapped op in a form its mapping refuses is listed in the same report.
+    c.node("MultiHeadAttention", [x, x, x], ["a", "", "", "qk"], num_heads=2)
+    c.out("e", "y", "a", "qk")
     yield c
     c = Case("gqa_past")
     ins = [c.inp("q", c.rand(1, 1, 32)), c.inp("k", c.rand(1, 1, 16)), c.inp("v", c.rand(1, 1, 16)),

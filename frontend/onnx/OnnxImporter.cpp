@@ -389,7 +389,14 @@ absl::Status Importer::checkSupported() {
     std::string why;
     if (!info && isOnnxDomain(n.domain()) && acceptsOnnxOp(n.op_type(), opset_, &why))
       continue;  // expanded into table ops while importing
-    if (isMappedContribNode(n)) continue;  // mapped onto table ops (ContribOps.h)
+    if (isMappedContribNode(n)) {  // mapped onto table ops (ContribOps.h)
+      std::string refused = internal::refusedContribForm(n.op_type(), [&](bool output, int k) {
+        return output ? k < n.output_size() && !n.output(k).empty()
+                      : k < n.input_size() && !n.input(k).empty();
+      });
+      if (!refused.empty()) problems.push_back(absl::StrCat(line, " (", printable(refused), ")"));
+      continue;
+    }
     if (!info) {
       if (n.domain() == internal::kContribDomain) why = contribRefusal();
       problems.push_back(why.empty() ? line : absl::StrCat(line, " (", printable(why), ")"));

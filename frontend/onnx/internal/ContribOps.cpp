@@ -75,6 +75,40 @@ constexpr const char *kMapped[] = {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
+/// Optional inputs / outputs that a mapping refuses whenever the node uses
+/// them, whatever their types: checked before the model is imported (so the
+/// unsupported-op report lists every such node at once) and again by the
+/// expansion.
+struct PresenceRefusal {
+  const char *op;
+  bool output;
+  int index;
+  const char *name;
+  const char *why;
+};
+constexpr const char *kNoPast = "fusec maps attention without a past KV cache (prompt / prefill)";
+constexpr PresenceRefusal kRefused[] = {
+    {"SkipSimplifiedLayerNormalization", true, 1, "mean", "an RMS norm computes no mean"},
+    {"MultiHeadAttention", false, 6, "past_key", kNoPast},
+    {"MultiHeadAttention", false, 7, "past_value", kNoPast},
+    {"MultiHeadAttention", false, 8, "past_sequence_length", kNoPast},
+    {"MultiHeadAttention", false, 9, "cache_indirection", kNoPast},
+    {"MultiHeadAttention", true, 3, "qk", "the scores are not materialised"},
+    {"Attention", false, 4, "past", kNoPast},
+    {"Attention", false, 6, "past_sequence_length", kNoPast},
+    {"GroupQueryAttention", false, 3, "past_key", kNoPast},
+    {"GroupQueryAttention", false, 4, "past_value", kNoPast},
+    {"GroupQueryAttention", false, 9, "position_ids", "prompt positions are 0..S-1"},
+    {"GroupQueryAttention", false, 11, "head_sink", "not mapped"},
+    {"GroupQueryAttention", false, 12, "k_scale", "a quantised KV cache is not mapped"},
+    {"GroupQueryAttention", false, 13, "v_scale", "a quantised KV cache is not mapped"},
+    {"GroupQueryAttention", false, 14, "q_norm_weight", "not mapped"},
+    {"GroupQueryAttention", false, 15, "k_norm_weight", "not mapped"},
+    {"GroupQueryAttention", false, 16, "query_seqlens", "chunked prefill needs a past KV cache"},
+    {"GroupQueryAttention", true, 3, "output_qk", "the scores are not materialised"},
+    {"MatMulNBits", false, 4, "g_idx", "deprecated, not mapped"},
+};
+
 /// True if the model asked for output \p i (present and not left out).
 bool wants(const NodeSpec &spec, size_t i) {
   return i < spec.outputs.size() && !(i < spec.outputOmitted.size() && spec.outputOmitted[i]);
@@ -83,6 +117,16 @@ bool wants(const NodeSpec &spec, size_t i) {
 /// A form of a mapped op that the mapping does not cover.
 absl::Status unsupported(const std::string &what) {
   return absl::UnimplementedError(what);
+}
+
+/// The expansion's side of kRefused.
+absl::Status checkRefusedForms(const NodeSpec &spec) {
+  std::string why = refusedContribForm(spec.opType, [&](bool output, int i) {
+    const size_t k = static_cast<size_t>(i);
+    return output ? wants(spec, k) : optionalInput(spec, k) != nullptr;
+  });
+  if (why.empty()) return absl::OkStatus();
+  return unsupported(absl::StrCat(spec.opType, ": ", why));
 }
 
 /// At most \p n outputs.
@@ -227,10 +271,6 @@ absl::StatusOr<std::vector<Node *>> expandNorm(const NodeSpec &spec, ExpansionBu
     return b.done();
   }
   // SkipSimplifiedLayerNormalization
-  if (wants(spec, 1))
-    return unsupported(
-        "SkipSimplifiedLayerNormalization: output 1 (mean) is not produced (an RMS norm "
-        "computes no mean); leave it out");
   Value *s = skipSum(spec, b, x, skip, optionalInput(spec, 3));
   if (wants(spec, 2)) rmsInvStdVar(b, s, -1, -1, eps, 2);
   ir::AttributeMap rms = attrs;
@@ -536,14 +576,6 @@ absl::StatusOr<std::vector<Node *>> expandMha(const NodeSpec &spec, ExpansionBui
   const DType dt = q->type().dtype;
   Value *k = optionalInput(spec, 1), *v = optionalInput(spec, 2), *bias = optionalInput(spec, 3);
   Value *kpm = optionalInput(spec, 4), *ab = optionalInput(spec, 5);
-  const char *inputNames[] = {"past_key", "past_value", "past_sequence_length", "cache_indirection"};
-  for (size_t i = 6; i < 10; ++i)
-    if (optionalInput(spec, i))
-      return unsupported(absl::StrCat(what, ": input ", i, " (", inputNames[i - 6],
-                                      ") is not supported: fusec maps attention without a past "
-                                      "KV cache"));
-  if (wants(spec, 3))
-    return unsupported(absl::StrCat(what, ": output 3 (qk) is not supported"));
   FUSEC_ASSIGN_OR_RETURN(int64_t heads, intAttr(spec, "num_heads", 0));
   FUSEC_ASSIGN_OR_RETURN(int64_t unidirectional, intAttr(spec, "unidirectional", 0));
   FUSEC_ASSIGN_OR_RETURN(double scale, floatAttr(spec, "scale", 0.0));
@@ -655,9 +687,6 @@ absl::StatusOr<std::vector<Node *>> expandAttention(const NodeSpec &spec, Expans
   FUSEC_ASSIGN_OR_RETURN(Value * w, requiredInput(spec, 1));
   const DType dt = x->type().dtype;
   Value *bias = optionalInput(spec, 2), *mask = optionalInput(spec, 3), *ab = optionalInput(spec, 5);
-  if (optionalInput(spec, 4) || optionalInput(spec, 6))
-    return unsupported(absl::StrCat(what, ": inputs 4/6 (past, past_sequence_length) are not "
-                                    "supported: fusec maps attention without a past KV cache"));
   FUSEC_ASSIGN_OR_RETURN(int64_t heads, intAttr(spec, "num_heads", 0));
   FUSEC_ASSIGN_OR_RETURN(int64_t unidirectional, intAttr(spec, "unidirectional", 0));
   FUSEC_ASSIGN_OR_RETURN(double scale, floatAttr(spec, "scale", 0.0));
@@ -725,17 +754,7 @@ absl::StatusOr<std::vector<Node *>> expandGqa(const NodeSpec &spec, ExpansionBui
   FUSEC_ASSIGN_OR_RETURN(Value * q, requiredInput(spec, 0));
   const DType dt = q->type().dtype;
   Value *k = optionalInput(spec, 1), *v = optionalInput(spec, 2);
-  if (optionalInput(spec, 3) || optionalInput(spec, 4))
-    return unsupported(absl::StrCat(
-        what, ": inputs 3/4 (past_key/past_value) are not supported: fusec maps the prompt "
-              "(prefill) form without a past KV cache, not decoding steps"));
-  const char *names[] = {"position_ids", "attention_bias", "head_sink", "k_scale", "v_scale",
-                         "q_norm_weight", "k_norm_weight", "query_seqlens"};
   Value *ab = optionalInput(spec, 10);
-  for (size_t i = 9; i < 17; ++i)
-    if (i != 10 && optionalInput(spec, i))
-      return unsupported(absl::StrCat(what, ": input ", i, " (", names[i - 9], ") is not supported"));
-  if (wants(spec, 3)) return unsupported(absl::StrCat(what, ": output 3 (output_qk) is not supported"));
   FUSEC_ASSIGN_OR_RETURN(Value * seqlensK, requiredInput(spec, 5));
   FUSEC_ASSIGN_OR_RETURN(Value * total, requiredInput(spec, 6));
   FUSEC_ASSIGN_OR_RETURN(int64_t heads, intAttr(spec, "num_heads", 0));
@@ -886,8 +905,6 @@ absl::StatusOr<std::vector<Node *>> expandMatMulNBits(const NodeSpec &spec, Expa
   if (prepacked != 0)
     return unsupported(absl::StrCat(what, ": weight_prepacked=", prepacked,
                                     " (an execution provider's layout) is not supported"));
-  if (optionalInput(spec, 4))
-    return unsupported(absl::StrCat(what, ": input 4 (g_idx, deprecated) is not supported"));
   if (staticDim(a, -1) >= 0 && staticDim(a, -1) != K)
     return absl::InvalidArgumentError(
         absl::StrCat(what, ": A's last dim ", staticDim(a, -1), " != K ", K));
@@ -962,9 +979,19 @@ bool isMappedContribOp(std::string_view opType) {
 
 std::string mappedContribOps() { return absl::StrJoin(kMapped, ", "); }
 
+std::string refusedContribForm(std::string_view opType,
+                               const std::function<bool(bool output, int index)> &present) {
+  for (const PresenceRefusal &r : kRefused)
+    if (opType == r.op && present(r.output, r.index))
+      return absl::StrCat(r.output ? "output " : "input ", r.index, " (", r.name,
+                          ") is not supported: ", r.why);
+  return "";
+}
+
 absl::StatusOr<std::vector<ir::Node *>> expandContribOp(const NodeSpec &spec,
                                                         ExpansionBuilder &b) {
   const std::string &op = spec.opType;
+  FUSEC_RETURN_IF_ERROR(checkRefusedForms(spec));
   if (op == "Gelu" || op == "FastGelu" || op == "BiasGelu" || op == "QuickGelu")
     return expandGelu(spec, b);
   if (op == "SkipLayerNormalization" || op == "SkipSimplifiedLayerNormalization" ||

@@ -35,6 +35,14 @@ bool isMappedContribOp(std::string_view opType);
 /// The mapped com.microsoft ops, comma-separated (for error messages).
 std::string mappedContribOps();
 
+/// The first optional input or output of mapped contrib op \p opType that
+/// its mapping refuses whenever it is used ("input 3 (past_key) is not
+/// supported: ..."), or "" if none; \p present(output, index) says whether
+/// the node uses that input / output. The importer asks this before importing
+/// (so every such node is reported at once); expandContribOp asks it too.
+std::string refusedContribForm(std::string_view opType,
+                               const std::function<bool(bool output, int index)> &present);
+
 /// Adds \p spec (a com.microsoft node whose op isMappedContribOp, or an
 /// ai.onnx RotaryEmbedding / SimplifiedLayerNormalization) as
 /// op-table nodes through \p b (which adds them to its graph); the spec's outputs keep their names.
