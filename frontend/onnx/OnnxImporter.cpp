@@ -21,6 +21,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "frontend/onnx/internal/ContribOps.h"
 #include "frontend/onnx/internal/FunctionExpansion.h"
 #include "frontend/onnx/internal/FunctionInline.h"
 #include "frontend/onnx/internal/OnnxFunctions.h"
@@ -194,6 +195,18 @@ bool acceptsOnnxOp(const std::string &opType, int64_t opset, std::string *why, i
   return true;
 }
 
+/// True if \p n is an ONNX Runtime contrib op that the importer maps onto
+/// table ops (ContribOps.h).
+bool isMappedContribNode(const onnx::NodeProto &n) {
+  return n.domain() == internal::kContribDomain && internal::isMappedContribOp(n.op_type());
+}
+
+/// Why an unmapped com.microsoft op is refused, for the unsupported-op report.
+std::string contribRefusal() {
+  return absl::StrCat("an ONNX Runtime contrib op fusec does not map; it maps ",
+                      internal::mappedContribOps());
+}
+
 /// The TypeProto of \p v (elem_type 0 and no shape where unknown), for the
 /// ONNX library's context-dependent function builders.
 onnx::TypeProto typeProtoOf(const ir::Value *v) {
@@ -333,8 +346,11 @@ void Importer::collectUnsupportedInSubgraphs(const onnx::NodeProto &n, const std
         const ir::OpInfo *info =
             isOnnxDomain(inner.domain()) ? ir::lookupOp(inner.op_type()) : nullptr;
         std::string why;
-        bool expanded = !info && isOnnxDomain(inner.domain()) &&
-                        acceptsOnnxOp(inner.op_type(), opset_, &why);
+        bool expanded = !info && ((isOnnxDomain(inner.domain()) &&
+                                   acceptsOnnxOp(inner.op_type(), opset_, &why)) ||
+                                  isMappedContribNode(inner));
+        if (!info && !expanded && inner.domain() == internal::kContribDomain)
+          why = contribRefusal();
         if ((!info && !expanded) || (info && isInternalOp(*info)))
           problems.push_back(absl::StrCat("  node '", innerPath, "' op ", quotedName(inner.op_type()),
                                           " domain ", quotedName(domainName(inner.domain())),
@@ -373,7 +389,16 @@ absl::Status Importer::checkSupported() {
     std::string why;
     if (!info && isOnnxDomain(n.domain()) && acceptsOnnxOp(n.op_type(), opset_, &why))
       continue;  // expanded into table ops while importing
+    if (isMappedContribNode(n)) {  // mapped onto table ops (ContribOps.h)
+      std::string refused = internal::refusedContribForm(n.op_type(), [&](bool output, int k) {
+        return output ? k < n.output_size() && !n.output(k).empty()
+                      : k < n.input_size() && !n.input(k).empty();
+      });
+      if (!refused.empty()) problems.push_back(absl::StrCat(line, " (", printable(refused), ")"));
+      continue;
+    }
     if (!info) {
+      if (n.domain() == internal::kContribDomain) why = contribRefusal();
       problems.push_back(why.empty() ? line : absl::StrCat(line, " (", printable(why), ")"));
       // The ops inside an If/Loop/Scan body are reported too, all at once.
       collectUnsupportedInSubgraphs(n, printable(nodeNames_[i]), problems);
@@ -613,7 +638,8 @@ absl::Status Importer::importNode(const onnx::NodeProto &n, const std::string &n
   if (depth > 0) {
     // Nodes of a function body were not seen by checkSupported().
     std::string why;
-    if (!isOnnxDomain(n.domain()) || !acceptsOnnxOp(n.op_type(), opset, &why))
+    if (!isMappedContribNode(n) &&
+        (!isOnnxDomain(n.domain()) || !acceptsOnnxOp(n.op_type(), opset, &why)))
       return absl::UnimplementedError(absl::StrCat(
           "op ", quotedName(n.op_type()), " domain ", quotedName(domainName(n.domain())),
           " is not supported", why.empty() ? "" : absl::StrCat(" (", printable(why), ")")));
@@ -648,7 +674,9 @@ absl::Status Importer::importNode(const onnx::NodeProto &n, const std::string &n
     if (out.empty()) {
       // An omitted optional output in the middle still needs a value.
       out = graph_->uniqueName(absl::StrCat(name, "_unused", i));
+      spec.outputOmitted.push_back(true);
     } else {
+      spec.outputOmitted.push_back(false);
       FUSEC_RETURN_IF_ERROR(checkNewValueName(out, "output"));
       if (!seen.insert(out).second)
         return absl::InvalidArgumentError(absl::StrCat("output ", quotedName(out), " is listed twice"));
@@ -781,6 +809,7 @@ absl::StatusOr<std::unique_ptr<ir::Graph>> importOnnxModelFromBytes(const std::s
 }
 
 bool importerSupportsOp(const std::string &domain, const std::string &opType, int64_t opset) {
+  if (domain == internal::kContribDomain) return internal::isMappedContribOp(opType);
   return isOnnxDomain(domain) && acceptsOnnxOp(opType, opset, nullptr);
 }
 

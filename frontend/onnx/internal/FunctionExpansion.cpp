@@ -1,6 +1,6 @@
 //===- FunctionExpansion.cpp - ONNX function ops as op-table ops ----------===//
 //
-// ONNX gives these two ops no function body (ONNX functions are expanded
+// ONNX gives these ops no function body (ONNX functions are expanded
 // from the library's bodies instead: OnnxFunctions.h), so they are written
 // here from the op's formula in the spec (https://onnx.ai/onnx/operators/);
 // constants take the input's dtype, so f16/bf16 models stay in their
@@ -13,6 +13,10 @@
 //                            (x - mean) / Sqrt(var + epsilon) * scale[c] + B[c] over the
 //                            spatial axes [2, rank), var = E[(x - mean)^2]
 //
+// RotaryEmbedding (opset 23) and SimplifiedLayerNormalization (ONNX Runtime's,
+// in the default domain) are written by ContribOps.cpp, with the contrib
+// ops of the same name.
+//
 // Reductions are written in their opset-18 form (axes as input 1).
 //
 //===----------------------------------------------------------------------===//
@@ -22,6 +26,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "frontend/onnx/internal/ContribOps.h"
+#include "frontend/onnx/internal/ExpansionBuilder.h"
 #include "support/Status.h"
 
 namespace fusec::frontend::internal {
@@ -33,75 +39,24 @@ using ir::Graph;
 using ir::Node;
 using ir::Value;
 
-constexpr std::string_view kExpanded[] = {"LpNormalization", "InstanceNormalization"};
+// RotaryEmbedding (ai.onnx opset 23, whose ONNX body is context-dependent and
+// not built by the linked onnx library) and SimplifiedLayerNormalization (not
+// an ONNX op: ONNX Runtime registers it in the default domain, and its
+// transformer optimiser writes it there) share the contrib ops' mappings
+// (ContribOps.h).
+constexpr std::string_view kExpanded[] = {"LpNormalization", "InstanceNormalization",
+                                          "RotaryEmbedding", "SimplifiedLayerNormalization"};
 
-/// Builds the nodes of one expansion; the last node gets the spec's output.
-class Builder {
- public:
-  Builder(Graph &graph, NodeSpec &spec,
-          const std::function<std::string(const std::string &)> &uniqueNodeName)
-      : graph_(graph), spec_(spec), uniqueNodeName_(uniqueNodeName) {}
-
-  /// A scalar constant of \p dtype.
-  Value *scalar(DType dtype, double v) {
-    return graph_.addConstant(valueName("_c"), ir::Tensor::scalarDouble(dtype, v));
-  }
-  Value *ints(const std::vector<int64_t> &v) {
-    return graph_.addConstant(valueName("_axes"), ir::Tensor::vectorI64(v));
-  }
-  /// Adds an intermediate node \p op; \returns its (first) output.
-  Value *op(const std::string &opType, std::vector<Value *> inputs, ir::AttributeMap attrs = {}) {
-    Node *n = graph_.addNode(opType, std::move(inputs), {valueName("_" + opType)},
-                             std::move(attrs), uniqueNodeName_(absl::StrCat(spec_.name, "/", opType)));
-    added_.push_back(n);
-    return n->output(0);
-  }
-  /// Adds the final node, which defines the spec's outputs.
-  std::vector<Node *> finish(const std::string &opType, std::vector<Value *> inputs,
-                             ir::AttributeMap attrs = {}) {
-    Node *n = graph_.addNode(opType, std::move(inputs), spec_.outputs, std::move(attrs),
-                             spec_.name);
-    added_.push_back(n);
-    return added_;
-  }
-
- private:
-  std::string valueName(const std::string &suffix) {
-    std::string base = spec_.outputs.empty() ? spec_.name : spec_.outputs[0];
-    return graph_.uniqueName(absl::StrCat(base, suffix));
-  }
-  Graph &graph_;
-  NodeSpec &spec_;
-  const std::function<std::string(const std::string &)> &uniqueNodeName_;
-  std::vector<Node *> added_;
-};
-
-absl::StatusOr<double> floatAttr(const NodeSpec &spec, const char *name, double dflt) {
-  auto it = spec.attrs.find(name);
-  if (it == spec.attrs.end()) return dflt;
-  if (it->second.kind() == Attribute::Kind::kFloat) return it->second.f();
-  return absl::InvalidArgumentError(absl::StrCat("attribute '", name, "' must be a float"));
-}
-
-absl::StatusOr<int64_t> intAttr(const NodeSpec &spec, const char *name, int64_t dflt) {
-  auto it = spec.attrs.find(name);
-  if (it == spec.attrs.end()) return dflt;
-  if (it->second.kind() == Attribute::Kind::kInt) return it->second.i();
-  return absl::InvalidArgumentError(absl::StrCat("attribute '", name, "' must be an int"));
-}
+using Builder = ExpansionBuilder;
 
 /// Input \p i, which must be present and have a known dtype.
-absl::StatusOr<Value *> input(const NodeSpec &spec, size_t i) {
-  if (i >= spec.inputs.size() || spec.inputs[i] == nullptr)
-    return absl::InvalidArgumentError(absl::StrCat("input ", i, " is missing"));
-  if (spec.inputs[i]->type().dtype == DType::kUndefined)
-    return absl::InvalidArgumentError(absl::StrCat("input ", i, " has no known dtype"));
-  return spec.inputs[i];
-}
+absl::StatusOr<Value *> input(const NodeSpec &spec, size_t i) { return requiredInput(spec, i); }
 
 absl::StatusOr<std::vector<Node *>> expand(Graph &graph, NodeSpec &spec, int64_t opset,
                                            Builder &b) {
   const std::string &op = spec.opType;
+  if (op == "RotaryEmbedding" || op == "SimplifiedLayerNormalization")
+    return expandContribOp(spec, b);
   if (spec.outputs.size() != 1)
     return absl::InvalidArgumentError(absl::StrCat(op, " expects one output"));
   FUSEC_ASSIGN_OR_RETURN(Value * x, input(spec, 0));

@@ -35,6 +35,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "frontend/onnx/internal/ContribOps.h"
 #include "frontend/onnx/internal/FunctionExpansion.h"
 #include "ir/OpTable.h"
 #include "support/Status.h"
@@ -125,7 +126,12 @@ absl::StatusOr<std::vector<Node *>> upgrade(
     Graph &graph, NodeSpec spec, int64_t opset,
     const std::function<std::string(const std::string &)> &uniqueNodeName) {
   const std::string &op = spec.opType;
-  if (!spec.domain.empty() && spec.domain != "ai.onnx") return std::vector<Node *>{addSpec(graph, spec)};
+  if (!spec.domain.empty() && spec.domain != "ai.onnx") {
+    // ONNX Runtime contrib ops become table ops (ContribOps.cpp).
+    if (spec.domain == kContribDomain && isMappedContribOp(op))
+      return expandContribNode(graph, std::move(spec), uniqueNodeName);
+    return std::vector<Node *>{addSpec(graph, spec)};
+  }
   // Function ops the table lacks become table ops (FunctionExpansion.cpp).
   if (!ir::lookupOp(op) && isExpandedFunctionOp(op))
     return expandFunctionOp(graph, std::move(spec), opset, uniqueNodeName);

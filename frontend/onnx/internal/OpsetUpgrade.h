@@ -27,6 +27,9 @@ struct NodeSpec {
   std::string name;    ///< location; never empty (the importer generates one)
   std::vector<ir::Value *> inputs;  ///< null = omitted optional input
   std::vector<std::string> outputs;
+  /// Per output: true when the model left it out (an empty name before a
+  /// later output); outputs[i] is then a placeholder no node reads.
+  std::vector<bool> outputOmitted;
   ir::AttributeMap attrs;
 };
 
