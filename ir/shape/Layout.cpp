@@ -73,9 +73,10 @@ absl::StatusOr<TensorType> Inferrer::reshape() {
   std::vector<std::string> inSyms;
   int inUnknown = 0;
   for (const Dim &d : x.shape) {
-    if (d.isStatic())
-      inProd *= d.value;
-    else if (d.isSymbolic())
+    if (d.isStatic()) {
+      if (__builtin_mul_overflow(inProd, d.value, &inProd))
+        return error(absl::StrCat("Reshape input ", x.str(), " has more than 2^63 elements"));
+    } else if (d.isSymbolic())
       inSyms.push_back(d.symbol);
     else
       ++inUnknown;
@@ -86,7 +87,8 @@ absl::StatusOr<TensorType> Inferrer::reshape() {
     if (i == inferIdx) continue;
     const Dim &d = out[i];
     if (d.isStatic()) {
-      outProd *= d.value;
+      if (__builtin_mul_overflow(outProd, d.value, &outProd))
+        return error("Reshape shape has more than 2^63 elements");
     } else if (d.isSymbolic()) {
       auto it = std::find(inSyms.begin(), inSyms.end(), d.symbol);
       if (it != inSyms.end())

@@ -231,6 +231,18 @@ TEST(ShapeInference, Reshape) {
             "error:");
   EXPECT_EQ(inferType("%x: f32[2,3], %sh: i64[3]", "%out = \"Reshape\"(%x, %sh)"),
             "f32[?,?,?]");
+  // A target shape whose element count overflows int64 (found by fuzzing:
+  // 15 * INT64_MAX) is an error, not undefined behaviour.
+  EXPECT_EQ(inferType("%x: f32[2,3]",
+                      "%sh = constant i64[3] dense<[15, 9223372036854775807, -1]>\n"
+                      "%out = \"Reshape\"(%x, %sh)")
+                .substr(0, 6),
+            "error:");
+  EXPECT_EQ(inferType("%x: f32[2,3]",
+                      "%sh = constant i64[2] dense<[4294967296, 4294967296]>\n"
+                      "%out = \"Reshape\"(%x, %sh)")
+                .substr(0, 6),
+            "error:");
 }
 
 TEST(ShapeInference, ReshapeOfShapeDerivedValueIsSymbolic) {
