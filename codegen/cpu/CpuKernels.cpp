@@ -92,7 +92,7 @@ absl::Status checkCpuKernel(const KernelSpec &s) {
           return bad(absl::StrCat("unknown unary op ", e.op));
         break;
       case ExprKind::kBinary:
-        if (e.op < 0 || e.op > static_cast<int>(program::BinaryOp::kXor) || e.operands.size() != 2)
+        if (e.op < 0 || e.op > static_cast<int>(program::BinaryOp::kShr) || e.operands.size() != 2)
           return bad(absl::StrCat("unknown binary op ", e.op));
         break;
       case ExprKind::kSelect:
