@@ -272,8 +272,7 @@ OpRule opRule(const ir::Node &n) {
     case OpKind::kGatherND:
       r.partialData = true;
       break;
-    case OpKind::kOneHot:  // a compare and a select per output element; depth is metadata
-      r.flops = 2 * out;
+    case OpKind::kOneHot:  // index arithmetic (a compare-select of two values), as layout ops; depth is metadata
       break;
     case OpKind::kScatterND:
     case OpKind::kScatterElements:

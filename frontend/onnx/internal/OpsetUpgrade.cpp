@@ -24,7 +24,6 @@
 //                                  type); 1 and 11 are what fusec computes,
 //                                  others are refused (Unimplemented)
 //   Hardmax                        opset 13: as Softmax (2-D coercion before)
-//   TopK                           opset 10: `k` attribute -> input 1 (i64[1])
 //   Dropout                        opset 12: `ratio` attribute -> input 1
 //                                  (the interpreter treats Dropout as
 //                                  identity; kept for fidelity)
@@ -161,19 +160,6 @@ absl::StatusOr<std::vector<Node *>> upgrade(
           "Range with stash_type ", it->second.i(),
           " (accumulation in the input's 16-bit type) is not supported; fusec computes Range "
           "exactly, as stash_type 1 (f32) or 11 (f64)"));
-  } else if (op == "TopK") {
-    auto it = spec.attrs.find("k");
-    if (opset < 10 && it != spec.attrs.end()) {
-      if (it->second.kind() != Attribute::Kind::kInt)
-        return absl::InvalidArgumentError("attribute 'k' must be an int");
-      if (spec.inputs.size() > 1 && spec.inputs[1] != nullptr)
-        return absl::InvalidArgumentError("has both the attribute 'k' and input 1");
-      Value *c = graph.addConstant(derivedValueName(graph, spec, "_k"),
-                                   ir::Tensor::vectorI64({it->second.i()}));
-      spec.inputs.resize(std::max<size_t>(spec.inputs.size(), 2), nullptr);
-      spec.inputs[1] = c;
-      spec.attrs.erase(it);
-    }
   } else if (op == "Dropout") {
     auto it = spec.attrs.find("ratio");
     if (opset < 12 && it != spec.attrs.end()) {
