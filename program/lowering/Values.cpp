@@ -374,7 +374,19 @@ absl::StatusOr<int> GroupLowering::elementwiseAt(const Node &n, int result,
       const int inRange = bin(BinaryOp::kAnd, bin(BinaryOp::kGe, s, c(0, t)),
                               bin(BinaryOp::kLt, s, c(static_cast<double>(width), t)));
       const int count = bin(BinaryOp::kMin, bin(BinaryOp::kMax, s, c(0, t)), c(63, t));
-      if (left) return spec_.select(inRange, bin(BinaryOp::kShl, a, count), c(0, t));
+      if (left) {
+        // Wrapped to the width here, not only by the store: a consumer in
+        // the same kernel reads the value ONNX computes in T.
+        int r = bin(BinaryOp::kShl, a, count);
+        if (width < 64) {
+          const bool isUnsigned = outDt == DType::kU8 || outDt == DType::kU16 || outDt == DType::kU32;
+          const int modulus = spec_.constI(int64_t{1} << width, ScalarType::kI64);
+          const int half = spec_.constI(int64_t{1} << (width - 1), ScalarType::kI64);
+          r = isUnsigned ? bin(BinaryOp::kMod, r, modulus)
+                         : bin(BinaryOp::kSub, bin(BinaryOp::kMod, bin(BinaryOp::kAdd, r, half), modulus), half);
+        }
+        return spec_.select(inRange, r, c(0, t));
+      }
       return spec_.select(inRange, bin(BinaryOp::kShr, a, count),
                           spec_.select(bin(BinaryOp::kLt, a, c(0, t)), c(-1, t), c(0, t)));
     }

@@ -352,10 +352,11 @@ inline std::vector<Case> corpus() {
   %g = "ScatterND"(%d, %ni, %u2) {reduction = "min"} : f32[4,5,6] loc("min_negative")
   return %a, %b, %c, %f, %g
 })"});
-  // BitShift: u8 left (truncated to 8 bits) and right; i32 with negative
-  // values and counts below 0, at the width and above it (-1 / 0 results).
-  cs.push_back({"bitshift", R"(graph @bitshift(%x: u8[2,5], %s: u8[2,5], %y: i32[7], %t: i32[7]) -> (%a, %b, %c, %e) {
-  %big = constant u8[5] dense<[200, 255, 1, 128, 7]>
+  // BitShift: u8 left (truncated to 8 bits, also inside a fused chain:
+  // (x << 4) >> 4 keeps the low nibble) and right; i32 with negative values
+  // and counts below 0, at the width and above it (-1 / 0 results).
+  cs.push_back({"bitshift", R"(graph @bitshift(%x: u8[2,5], %s: u8[2,5], %y: i32[7], %t: i32[7]) -> (%a, %b, %c, %e, %n) {
+  %big = constant u8[5] dense<[200, 250, 1, 128, 7]>
   %xb = "Add"(%x, %big) : u8[2,5]
   %sh = constant u8[5] dense<[1, 5, 6, 0, 3]>
   %sb = "Add"(%s, %sh) : u8[2,5]
@@ -367,7 +368,10 @@ inline std::vector<Case> corpus() {
   %tc = "Add"(%t, %cnt) : i32[7]
   %c = "BitShift"(%yv, %tc) {direction = "LEFT"} : i32[7] loc("i32_left")
   %e = "BitShift"(%yv, %tc) {direction = "RIGHT"} : i32[7] loc("i32_right")
-  return %a, %b, %c, %e
+  %four = constant u8[1] dense<[4]>
+  %hi = "BitShift"(%xb, %four) {direction = "LEFT"} : u8[2,5]
+  %n = "BitShift"(%hi, %four) {direction = "RIGHT"} : u8[2,5] loc("low_nibble")
+  return %a, %b, %c, %e, %n
 })"});
   // Resize: YOLO-style 2x nearest upsample (asymmetric, floor) into a
   // Concat; linear (half_pixel) and cubic (A = -0.5, exclude_outside) at a
