@@ -7,8 +7,9 @@
 //  - TopK: one row per point of the input without its axis, the reduced dim
 //    over the axis. The k results come from k selection passes: pass r
 //    takes the largest (smallest) value among the elements after pick r-1
-//    in the order (value descending / ascending, then index ascending),
-//    then the lowest index holding that value. 2k reductions in 2k stages.
+//    in the order (value descending / ascending, then index ascending; NaN
+//    above every number, as the reference's sort), then the lowest index
+//    holding that value. 2k stages of reductions.
 //  - ScatterElements / ScatterND: the domain is the output (data's shape)
 //    plus one reduced dim over the updates that can land on an output
 //    element (updates.shape[axis] / the index tuples). An element reduces
@@ -81,26 +82,52 @@ absl::Status GroupLowering::lowerTopK(const Node &n, const std::vector<const Val
                                                : std::numeric_limits<int64_t>::max(), t);
   const int jl = spec_.cast(j, ScalarType::kI64);
   const BinaryOp better = largest ? BinaryOp::kGt : BinaryOp::kLt;
+  // NaN orders above every number (first for largest, last for smallest),
+  // NaNs among themselves by index, as the reference's sort.
+  const bool fl = isFloatCompute(t);
+  const int isNan = fl ? un(UnaryOp::kIsNaN, x) : spec_.constB(false);
+  const int num = fl ? un(UnaryOp::kNot, isNan) : spec_.constB(true);
   const int valuesBuf = std::count(outputs.begin(), outputs.end(), n.output(0)) ? bufferFor(n.output(0), true) : -1;
   const int indicesBuf = std::count(outputs.begin(), outputs.end(), n.output(1)) ? bufferFor(n.output(1), true) : -1;
-  int prevV = -1, prevI = -1;
+  auto any = [&](int cond) {
+    const int r = spec_.reduceResult(spec_.addReduction(
+        ReduceKind::kMax, spec_.select(cond, spec_.constI(1, ScalarType::kI64), spec_.constI(0, ScalarType::kI64))));
+    return bin(BinaryOp::kGt, r, spec_.constI(0, ScalarType::kI64));
+  };
+  int prevV = -1, prevI = -1, prevNan = spec_.constB(false);
   for (int64_t r = 0; r < k; ++r) {
-    // Available: after the previous pick in the order (value, then index).
+    // Available: after the previous pick in the order (class, value, index).
     int avail = spec_.constB(true);
-    if (r > 0)
-      avail = bin(BinaryOp::kOr, bin(better, prevV, x),
-                  bin(BinaryOp::kAnd, bin(BinaryOp::kEq, x, prevV), bin(BinaryOp::kGt, jl, prevI)));
+    if (r > 0) {
+      const int afterIndex = bin(BinaryOp::kGt, jl, prevI);
+      const int afterValue = bin(BinaryOp::kOr, bin(better, prevV, x),
+                                 bin(BinaryOp::kAnd, bin(BinaryOp::kEq, x, prevV), afterIndex));
+      if (!fl) avail = afterValue;
+      else if (largest)
+        avail = spec_.select(prevNan, bin(BinaryOp::kOr, num, bin(BinaryOp::kAnd, isNan, afterIndex)),
+                             bin(BinaryOp::kAnd, num, afterValue));
+      else
+        avail = spec_.select(prevNan, bin(BinaryOp::kAnd, isNan, afterIndex),
+                             bin(BinaryOp::kOr, isNan, afterValue));
+    }
     const int v = spec_.reduceResult(spec_.addReduction(largest ? ReduceKind::kMax : ReduceKind::kMin,
-                                                        spec_.select(avail, x, worst)));
-    const int at = bin(BinaryOp::kAnd, avail, bin(BinaryOp::kEq, x, v));
+                                                        spec_.select(bin(BinaryOp::kAnd, avail, num), x, worst)));
+    int pickNan = spec_.constB(false);
+    if (fl) pickNan = largest ? any(bin(BinaryOp::kAnd, avail, isNan))
+                              : un(UnaryOp::kNot, any(bin(BinaryOp::kAnd, avail, num)));
+    const int at = bin(BinaryOp::kAnd, avail,
+                       fl ? spec_.select(pickNan, isNan, bin(BinaryOp::kAnd, num, bin(BinaryOp::kEq, x, v)))
+                          : bin(BinaryOp::kEq, x, v));
     const int i = spec_.reduceResult(spec_.addReduction(
         ReduceKind::kMin, spec_.select(at, jl, spec_.constI(len, ScalarType::kI64))));
     std::vector<int> oi = row;
     oi.insert(oi.begin() + axis, spec_.constI(r));
-    if (valuesBuf >= 0) spec_.addStore(valuesBuf, oi, spec_.cast(v, computeTypeOf(dt)));
+    const int value = fl ? spec_.select(pickNan, spec_.constF(std::numeric_limits<double>::quiet_NaN(), t), v) : v;
+    if (valuesBuf >= 0) spec_.addStore(valuesBuf, oi, spec_.cast(value, computeTypeOf(dt)));
     if (indicesBuf >= 0) spec_.addStore(indicesBuf, oi, i);
     prevV = v;
     prevI = i;
+    prevNan = pickNan;
   }
   return absl::OkStatus();
 }

@@ -2,8 +2,9 @@
 """Writes the models of select-ops.test into argv[1]:
 
 new_ops.onnx (+ test_data_set_0 with onnx.reference's outputs): TopK of
-detection scores (k = 10 of 1000, with ties), smallest along a middle axis; Einsum in the forms
-exporters write (a batched attention "bhqd,bhkd->bhqk", a shared weight
+detection scores (k = 10 of 1000, with ties), smallest along a middle axis,
+rows with NaN and -inf (largest and smallest); Einsum in the forms exporters
+write (a batched attention "bhqd,bhkd->bhqk", a shared weight
 "bij,jk->bik", a batch diagonal "...ii->...i", an implicit inner product,
 an outer product "i,j->ij", a full sum "ij->"); OneHot of class ids;
 ScatterND writing a KV-cache slice; ScatterElements with reduction add;
@@ -55,6 +56,9 @@ nodes = [
     h.make_node("TopK", ["scores", "k10"], ["top_v", "top_i"], name="top_scores"),
     const("k2", np.array([2], np.int64)),
     h.make_node("TopK", ["x3", "k2"], ["small_v", "small_i"], name="smallest_mid", axis=1, largest=0),
+    const("k4", np.array([4], np.int64)),
+    h.make_node("TopK", ["nans", "k4"], ["nan_big_v", "nan_big_i"], name="nan_largest"),
+    h.make_node("TopK", ["nans", "k4"], ["nan_small_v", "nan_small_i"], name="nan_smallest", largest=0),
     h.make_node("Einsum", ["q", "kk"], ["att"], name="attention_scores", equation="bhqd,bhkd->bhqk"),
     h.make_node("Einsum", ["x3", "w"], ["proj"], name="shared_weight", equation="bij,jk->bik"),
     h.make_node("Einsum", ["sq"], ["diag"], name="batch_diag", equation="...ii->...i"),
@@ -75,12 +79,14 @@ ins = [V("scores", T.FLOAT, [2, 1000]), V("x3", T.FLOAT, [2, 5, 3]), V("q", T.FL
        V("va", T.FLOAT, [5]), V("vb", T.FLOAT, [5]), V("vc", T.FLOAT, [3]), V("cls", T.INT64, [4]),
        V("cache", T.FLOAT, [1, 2, 6, 4]), V("pos", T.INT64, [1, 2, 1, 3]), V("newkv", T.FLOAT, [1, 2, 1, 4]),
        V("hist", T.FLOAT, [2, 5]), V("bins", T.INT64, [2, 7]), V("ones", T.FLOAT, [2, 7]),
-       V("bytes", T.UINT8, [8]), V("shifts", T.UINT8, [8])]
+       V("bytes", T.UINT8, [8]), V("shifts", T.UINT8, [8]), V("nans", T.FLOAT, [2, 6])]
 outs = [V("top_v", T.FLOAT, None), V("top_i", T.INT64, None), V("small_v", T.FLOAT, None),
         V("small_i", T.INT64, None), V("att", T.FLOAT, None), V("proj", T.FLOAT, None),
         V("diag", T.FLOAT, None), V("dot", T.FLOAT, None), V("outer", T.FLOAT, None),
         V("total", T.FLOAT, None), V("onehot", T.FLOAT, None), V("cache_out", T.FLOAT, None),
-        V("hist_out", T.FLOAT, None), V("hard", T.FLOAT, None), V("shifted", T.UINT8, None)]
+        V("hist_out", T.FLOAT, None), V("hard", T.FLOAT, None), V("shifted", T.UINT8, None),
+        V("nan_big_v", T.FLOAT, None), V("nan_big_i", T.INT64, None), V("nan_small_v", T.FLOAT, None),
+        V("nan_small_i", T.INT64, None)]
 m = save("new_ops", nodes, ins, outs)
 scores = rng.random((2, 1000)).astype(np.float32)
 scores[0, 500:520] = 2.0  # ties among the top 10
@@ -99,6 +105,8 @@ feeds = {
     "ones": np.ones((2, 7), np.float32),
     "bytes": np.array([255, 128, 7, 0, 200, 1, 64, 33], np.uint8),
     "shifts": np.array([0, 7, 1, 3, 4, 8, 6, 2], np.uint8),
+    # NaN orders above every number (numpy's sort): first for largest, last for smallest.
+    "nans": np.array([[1, np.nan, 2, np.nan, -np.inf, 2], [np.nan, 0, 5, -1, np.nan, np.nan]], np.float32),
 }
 data(m, feeds, "test_data_set_0")
 
