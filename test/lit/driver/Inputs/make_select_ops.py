@@ -3,7 +3,7 @@
 
 new_ops.onnx (+ test_data_set_0 with onnx.reference's outputs): TopK of
 detection scores (k = 10 of 1000, with ties), smallest along a middle axis,
-rows with NaN and -inf (largest and smallest); Einsum in the forms exporters
+rows with NaN and -inf (largest and smallest, and their Hardmax); Einsum in the forms exporters
 write (a batched attention "bhqd,bhkd->bhqk", a shared weight
 "bij,jk->bik", a batch diagonal "...ii->...i", an implicit inner product,
 an outer product "i,j->ij", a full sum "ij->"); OneHot of class ids;
@@ -72,6 +72,7 @@ nodes = [
     h.make_node("ScatterElements", ["hist", "bins", "ones"], ["hist_out"], name="histogram", axis=1,
                 reduction="add"),
     h.make_node("Hardmax", ["x3"], ["hard"], name="hardmax", axis=-1),
+    h.make_node("Hardmax", ["nans"], ["hard_nan"], name="hardmax_nan"),
     h.make_node("BitShift", ["bytes", "shifts"], ["shifted"], name="unpack", direction="RIGHT"),
 ]
 ins = [V("scores", T.FLOAT, [2, 1000]), V("x3", T.FLOAT, [2, 5, 3]), V("q", T.FLOAT, [1, 2, 7, 8]),
@@ -86,7 +87,7 @@ outs = [V("top_v", T.FLOAT, None), V("top_i", T.INT64, None), V("small_v", T.FLO
         V("total", T.FLOAT, None), V("onehot", T.FLOAT, None), V("cache_out", T.FLOAT, None),
         V("hist_out", T.FLOAT, None), V("hard", T.FLOAT, None), V("shifted", T.UINT8, None),
         V("nan_big_v", T.FLOAT, None), V("nan_big_i", T.INT64, None), V("nan_small_v", T.FLOAT, None),
-        V("nan_small_i", T.INT64, None)]
+        V("nan_small_i", T.INT64, None), V("hard_nan", T.FLOAT, None)]
 m = save("new_ops", nodes, ins, outs)
 scores = rng.random((2, 1000)).astype(np.float32)
 scores[0, 500:520] = 2.0  # ties among the top 10
