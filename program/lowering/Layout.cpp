@@ -112,6 +112,11 @@ absl::StatusOr<int> GroupLowering::layoutAt(const Node &n, const std::vector<int
       int64_t axis = n.attrI("axis");
       if (axis < -rank || axis >= rank) return unimplemented(n, "axis out of range");
       if (axis < 0) axis += rank;
+      // depth is metadata: the kernel's extent along the axis, so a depth
+      // tensor known only at run time (which the kernel would not read) is refused.
+      if (!n.input(1)->isConstant())
+        return unimplemented(n, "depth (input 1) is not a constant; fusec compiles OneHot with the "
+                                "depth known at compile time");
       const int64_t depth = os[axis];
       std::vector<int> ii(idx.begin(), idx.end());
       ii.erase(ii.begin() + axis);
