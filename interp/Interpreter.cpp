@@ -40,12 +40,12 @@ Family familyOf(ir::OpKind kind) {
     case K::kClip: case K::kAdd: case K::kSub: case K::kMul: case K::kDiv: case K::kPow:
     case K::kMod: case K::kMax: case K::kMin: case K::kSum: case K::kMean: case K::kEqual:
     case K::kLess: case K::kLessOrEqual: case K::kGreater: case K::kGreaterOrEqual: case K::kAnd:
-    case K::kOr: case K::kXor: case K::kWhere: case K::kPRelu:
+    case K::kOr: case K::kXor: case K::kWhere: case K::kPRelu: case K::kBitShift:
       return Family::kElementwise;
     case K::kSoftmax: case K::kLogSoftmax: case K::kLayerNormalization: case K::kRMSNormalization:
     case K::kReduceMean: case K::kReduceSum: case K::kReduceMax: case K::kReduceMin:
     case K::kReduceProd: case K::kReduceSumSquare: case K::kReduceL2: case K::kArgMax:
-    case K::kArgMin: case K::kCumSum:
+    case K::kArgMin: case K::kCumSum: case K::kTopK: case K::kHardmax:
       return Family::kReduction;
     case K::kMatMul: case K::kGemm: case K::kConv: case K::kConvTranspose:
     case K::kBatchNormalization: case K::kMaxPool:
@@ -56,7 +56,8 @@ Family familyOf(ir::OpKind kind) {
       return Family::kLayout;
     case K::kGather: case K::kGatherElements: case K::kGatherND: case K::kExpand: case K::kTile:
     case K::kTrilu: case K::kPad: case K::kShape: case K::kSize: case K::kConstantOfShape:
-    case K::kRange: case K::kConstant:
+    case K::kRange: case K::kConstant: case K::kOneHot: case K::kScatterND:
+    case K::kScatterElements:
       return Family::kMovement;
     case K::kResize:
       return Family::kResize;

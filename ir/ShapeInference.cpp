@@ -302,6 +302,8 @@ std::optional<Elems> Inferrer::trackNode(const Node &n, int depth) {
     case OpKind::kGatherND: case OpKind::kExpand: case OpKind::kTile: case OpKind::kTrilu:
     case OpKind::kPad: case OpKind::kRange: case OpKind::kFusedAttention:
     case OpKind::kPRelu: case OpKind::kCumSum: case OpKind::kResize: case OpKind::kConvTranspose:
+    case OpKind::kTopK: case OpKind::kHardmax: case OpKind::kOneHot: case OpKind::kScatterND:
+    case OpKind::kScatterElements: case OpKind::kBitShift:
     case OpKind::kUnregistered:
       return std::nullopt;
   }
@@ -381,6 +383,7 @@ absl::StatusOr<std::vector<TensorType>> Inferrer::run() {
       return same(x.dtype);
     case OpKind::kSoftmax:
     case OpKind::kLogSoftmax:
+    case OpKind::kHardmax:
       if (x.rankKnown) FUSEC_RETURN_IF_ERROR(normAxis(node_.attrI("axis"), x.rank()).status());
       return same(x.dtype);
     case OpKind::kNot: case OpKind::kIsNaN: case OpKind::kIsInf:
@@ -437,6 +440,35 @@ absl::StatusOr<std::vector<TensorType>> Inferrer::run() {
       return same(x.dtype);
     }
     case OpKind::kResize: return one(resize());
+    case OpKind::kTopK: return topK();
+    case OpKind::kOneHot: return one(oneHot());
+    case OpKind::kScatterND: return one(scatterND());
+    case OpKind::kScatterElements: {
+      // data, indices and updates of one rank; indices and updates of one shape.
+      const TensorType idx = inType(1), upd = inType(2);
+      if (x.rankKnown && x.rank() == 0) return error("ScatterElements data must have rank >= 1");
+      if (x.rankKnown && idx.rankKnown && x.rank() != idx.rank())
+        return error(absl::StrCat("indices rank ", idx.rank(), " != data rank ", x.rank()));
+      if (idx.rankKnown && upd.rankKnown) {
+        if (idx.rank() != upd.rank())
+          return error(absl::StrCat("updates ", upd.str(), " and indices ", idx.str(),
+                                    " differ in shape"));
+        for (int64_t i = 0; i < idx.rank(); ++i)
+          FUSEC_RETURN_IF_ERROR(mergeEqual(idx.shape[i], upd.shape[i], "ScatterElements "
+                                           "updates/indices dim").status());
+      }
+      if (x.rankKnown) FUSEC_RETURN_IF_ERROR(normAxis(node_.attrI("axis"), x.rank()).status());
+      FUSEC_RETURN_IF_ERROR(scatterReduction());
+      return same(x.dtype);
+    }
+    case OpKind::kBitShift: {
+      const std::string dir = node_.getString("direction", "");
+      if (dir != "LEFT" && dir != "RIGHT")
+        return error(absl::StrCat("BitShift direction must be LEFT or RIGHT, got '", dir, "'"));
+      if (ir::isFloat(x.dtype))
+        return error(absl::StrCat("BitShift takes integers, not ", dtypeName(x.dtype)));
+      return elementwiseNary(x.dtype);
+    }
     case OpKind::kConvTranspose: return one(convTranspose());
     case OpKind::kMatMul: return one(matmul());
     case OpKind::kGemm: return one(gemm());

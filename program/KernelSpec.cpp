@@ -46,7 +46,8 @@ const char *unaryOpName(UnaryOp op) {
 const char *binaryOpName(BinaryOp op) {
   static const char *const kNames[] = {"add", "sub", "mul", "div", "mod", "fmod",
                                        "pow", "max", "min", "eq",  "ne",  "lt",
-                                       "le",  "gt",  "ge",  "and", "or",  "xor"};
+                                       "le",  "gt",  "ge",  "and", "or",  "xor",
+                                       "shl", "shr"};
   return kNames[static_cast<int>(op)];
 }
 

@@ -73,6 +73,7 @@ enum class UnaryOp {
 enum class BinaryOp {
   kAdd, kSub, kMul, kDiv /* integers truncate */, kMod /* sign of divisor */, kFmod,
   kPow, kMax, kMin, kEq, kNe, kLt, kLe, kGt, kGe, kAnd, kOr, kXor,
+  kShl, kShr,  ///< integers only: a << b, a >> b (arithmetic); b must lie in [0, 63]
 };
 const char *unaryOpName(UnaryOp op);
 const char *binaryOpName(BinaryOp op);

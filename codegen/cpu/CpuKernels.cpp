@@ -92,7 +92,7 @@ absl::Status checkCpuKernel(const KernelSpec &s) {
           return bad(absl::StrCat("unknown unary op ", e.op));
         break;
       case ExprKind::kBinary:
-        if (e.op < 0 || e.op > static_cast<int>(program::BinaryOp::kXor) || e.operands.size() != 2)
+        if (e.op < 0 || e.op > static_cast<int>(program::BinaryOp::kShr) || e.operands.size() != 2)
           return bad(absl::StrCat("unknown binary op ", e.op));
         break;
       case ExprKind::kSelect:
@@ -291,7 +291,14 @@ struct KernelEmitter {
                             : (isMax ? B.CreateICmpSGT(bv, av) : B.CreateICmpSLT(bv, av));
     llvm::Value *eq = f ? B.CreateFCmpOEQ(bv, av) : B.CreateICmpEQ(bv, av);
     llvm::Value *tie = B.CreateAnd(eq, rd.selectLastIndex ? B.CreateICmpSGT(bi, ai) : B.CreateICmpSLT(bi, ai));
-    llvm::Value *take = B.CreateOr(B.CreateICmpSLT(ai, zero), B.CreateOr(better, tie));
+    llvm::Value *byValue = B.CreateOr(better, tie);
+    if (f) {
+      // NaN is the extreme of either kind and the first NaN wins (the reference, numpy).
+      llvm::Value *an = B.CreateFCmpUNO(av, av), *bn = B.CreateFCmpUNO(bv, bv);
+      llvm::Value *byNan = B.CreateSelect(an, B.CreateAnd(bn, B.CreateICmpSLT(bi, ai)), bn);
+      byValue = B.CreateSelect(B.CreateOr(an, bn), byNan, byValue);
+    }
+    llvm::Value *take = B.CreateOr(B.CreateICmpSLT(ai, zero), byValue);
     return B.CreateAnd(B.CreateICmpSGE(bi, zero), take);
   }
 

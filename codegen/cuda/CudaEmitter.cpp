@@ -178,6 +178,9 @@ template <bool IsMax, bool Last, class T>
 __device__ __forceinline__ bool argBetter(T av, long long ai, T bv, long long bi) {
   if (bi < 0) return false;
   if (ai < 0) return true;
+  // NaN is the extreme of either kind and the first NaN wins (the reference, numpy).
+  const bool an = av != av, bn = bv != bv;
+  if (an || bn) return an ? bn && bi < ai : true;
   if (IsMax ? bv > av : bv < av) return true;
   if (bv == av) return Last ? bi > ai : bi < ai;
   return false;

@@ -142,6 +142,8 @@ class ExprPrinter {
           case BinaryOp::kAnd: return infix("&&");
           case BinaryOp::kOr: return infix("||");
           case BinaryOp::kXor: return infix("!=");
+          case BinaryOp::kShl: return infix("<<");
+          case BinaryOp::kShr: return infix(">>");
           default:
             return absl::StrCat("fx::", binaryOpName(bo), "(", a, ", ", b, ")");
         }

@@ -66,6 +66,7 @@ const char *aluOf(BinaryOp op) {
     case BinaryOp::kAnd: return "nl.logical_and";
     case BinaryOp::kOr: return "nl.logical_or";
     case BinaryOp::kXor: return "nl.logical_xor";
+    case BinaryOp::kShl: case BinaryOp::kShr: return nullptr;  // not printed: the group is refused
   }
   return nullptr;
 }
@@ -89,6 +90,10 @@ absl::Status checkOps(const KernelSpec &spec) {
           "unary '", program::unaryOpName(op),
           "' is not lowered for nki yet"));
     }
+    if (e.kind == ExprKind::kBinary && !aluOf(static_cast<BinaryOp>(e.op)))
+      return absl::UnimplementedError(absl::StrCat(
+          "binary '", program::binaryOpName(static_cast<BinaryOp>(e.op)),
+          "' is not lowered for nki yet"));
   }
   for (const program::BufferDesc &b : spec.buffers)
     if (nlDType(b.dtype).empty())

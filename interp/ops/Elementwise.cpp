@@ -362,6 +362,34 @@ Result prelu(const KernelArgs &args) {
   });
 }
 
+/// BitShift (opset 11; signed types and out-of-range counts as opset 28):
+/// x << y or x >> y per element with multidirectional broadcasting. A right
+/// shift of a signed type is arithmetic; a count below 0 or at least the
+/// width gives 0, or -1 for a right shift of a negative signed value.
+Result bitShift(const KernelArgs &args) {
+  const Tensor *x, *y;
+  FUSEC_RETURN_IF_ERROR(binaryOperands(args, Operands::kNumeric, &x, &y));
+  const DType dt = x->dtype();
+  if (!ir::isInteger(dt)) return invalidArg("BitShift takes integers, got ", ir::dtypeName(dt));
+  const std::string dir = args.node.getString("direction", "");
+  if (dir != "LEFT" && dir != "RIGHT")
+    return invalidArg("direction must be LEFT or RIGHT, got '", dir, "'");
+  const bool left = dir == "LEFT";
+  const int64_t width = 8 * ir::dtypeSize(dt);
+  const bool isSigned = dt == DType::kI8 || dt == DType::kI16 || dt == DType::kI32 || dt == DType::kI64;
+  const uint64_t mask = width == 64 ? ~uint64_t{0} : (uint64_t{1} << width) - 1;
+  return binaryLoop(*x, *y, dt, [&](Tensor &o, int64_t i, int64_t a, int64_t b) {
+    const int64_t v = x->getInt(a), s = y->getInt(b);  // u64 counts >= 2^63 read negative: out of range
+    const uint64_t u = static_cast<uint64_t>(v) & mask;
+    int64_t r;
+    if (s < 0 || s >= width) r = !left && isSigned && v < 0 ? -1 : 0;
+    else if (left) r = static_cast<int64_t>(u << s);  // setInt wraps to the width
+    else if (isSigned) r = v < 0 ? ~(~v >> s) : v >> s;  // arithmetic, without relying on >> of negatives
+    else r = static_cast<int64_t>(u >> s);
+    o.setInt(i, r);
+  });
+}
+
 /// Where: cond ? x : y with three-way broadcasting; copies element bytes, so
 /// every dtype (strings included) is supported exactly.
 Result where(const KernelArgs &args) {
@@ -551,6 +579,7 @@ void registerElementwiseKernels(KernelTable &t) {
   };
   t[slot(K::kWhere)] = where;
   t[slot(K::kPRelu)] = prelu;
+  t[slot(K::kBitShift)] = bitShift;
 }
 
 }  // namespace fusec::interp

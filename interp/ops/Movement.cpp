@@ -142,6 +142,182 @@ Result gatherND(const KernelArgs &a) {
 }
 
 //===----------------------------------------------------------------------===//
+// OneHot, ScatterND, ScatterElements.
+//===----------------------------------------------------------------------===//
+
+/// OneHot (opset 11): out has indices' shape with a new axis of length depth
+/// at `axis`; out[..i..] = values[1] where indices[..] (truncated to an
+/// integer, negative ones counting from depth) equals i, else values[0].
+/// Indices outside [-depth, depth) give a row of values[0].
+Result oneHot(const KernelArgs &a) {
+  FUSEC_ASSIGN_OR_RETURN(const Tensor *ind, required(a, 0, "indices"));
+  FUSEC_ASSIGN_OR_RETURN(const Tensor *depthT, required(a, 1, "depth"));
+  FUSEC_ASSIGN_OR_RETURN(const Tensor *vals, required(a, 2, "values"));
+  if (depthT->numElements() != 1) return invalid("depth must hold one element");
+  if (vals->numElements() != 2)
+    return invalid(absl::StrCat("values must hold two elements (off, on), got ", shapeStr(vals->shape())));
+  const bool floatIdx = ir::isFloat(ind->dtype());
+  if (!floatIdx && !ir::isInteger(ind->dtype()))
+    return invalid(absl::StrCat("indices must be numeric, got ", ir::dtypeName(ind->dtype())));
+  const int64_t depth = ir::isFloat(depthT->dtype()) ? static_cast<int64_t>(depthT->getDouble(0))
+                                                     : depthT->getInt(0);
+  if (depth < 1) return invalid(absl::StrCat("depth ", depth, " must be at least 1"));
+  const int64_t r = ind->rank() + 1;
+  FUSEC_ASSIGN_OR_RETURN(int64_t axis, normAxis(a.node.attrI("axis"), r));
+  Shape out = ind->shape();
+  out.insert(out.begin() + axis, depth);
+  const Shape indStrides = ir::rowMajorStrides(ind->shape());
+  FUSEC_ASSIGN_OR_RETURN(Tensor t, buildByIndex(*vals, out, [&](const std::vector<int64_t> &i) {
+                           int64_t k = 0;
+                           for (int64_t d = 0, e = 0; d < r; ++d)
+                             if (d != axis) k += i[d] * indStrides[e++];
+                           int64_t v = floatIdx ? static_cast<int64_t>(ind->getDouble(k)) : ind->getInt(k);
+                           if (v < 0) v += depth;
+                           return v == i[axis] ? int64_t{1} : int64_t{0};
+                         }));
+  return one(std::move(t));
+}
+
+/// The scatter ops' reduction: none, add, mul, max or min.
+enum class ScatterReduction { kNone, kAdd, kMul, kMax, kMin };
+
+absl::StatusOr<ScatterReduction> scatterReduction(const ir::Node &n) {
+  const std::string r = n.attrS("reduction");
+  if (r == "none") return ScatterReduction::kNone;
+  if (r == "add") return ScatterReduction::kAdd;
+  if (r == "mul") return ScatterReduction::kMul;
+  if (r == "max") return ScatterReduction::kMax;
+  if (r == "min") return ScatterReduction::kMin;
+  return invalid(absl::StrCat("reduction must be none, add, mul, max or min, got '", r, "'"));
+}
+
+/// out[dst] = reduce(out[dst], upd[src]) in the dtype of out (floats in
+/// double, rounded once; integers wrap); none copies the element.
+class ScatterCombiner {
+ public:
+  ScatterCombiner(ScatterReduction red, const Tensor &upd, Tensor &out)
+      : red_(red), upd_(upd), out_(out), copy_(upd, out), isFloat_(ir::isFloat(out.dtype())) {}
+  void operator()(int64_t dst, int64_t src) {
+    if (red_ == ScatterReduction::kNone) {
+      copy_(dst, src);
+      return;
+    }
+    if (isFloat_) {
+      const double o = out_.getDouble(dst), u = upd_.getDouble(src);
+      out_.setDouble(dst, combine(o, u));
+    } else {
+      const int64_t o = out_.getInt(dst), u = upd_.getInt(src);
+      // add and mul wrap (two's complement, through uint64).
+      const uint64_t uo = static_cast<uint64_t>(o), uu = static_cast<uint64_t>(u);
+      out_.setInt(dst, red_ == ScatterReduction::kAdd   ? static_cast<int64_t>(uo + uu)
+                       : red_ == ScatterReduction::kMul ? static_cast<int64_t>(uo * uu)
+                                                        : combine(o, u));
+    }
+  }
+
+ private:
+  template <typename T>
+  T combine(T o, T u) const {
+    switch (red_) {
+      case ScatterReduction::kAdd: return o + u;
+      case ScatterReduction::kMul: return o * u;
+      case ScatterReduction::kMax: return std::max(o, u);
+      case ScatterReduction::kMin: return std::min(o, u);
+      case ScatterReduction::kNone: break;
+    }
+    return u;
+  }
+  ScatterReduction red_;
+  const Tensor &upd_;
+  Tensor &out_;
+  ElemCopier copy_;
+  bool isFloat_;
+};
+
+/// Checks that a reduced scatter's dtype is numeric (none moves any dtype).
+absl::Status checkScatterDType(ScatterReduction red, DType dt) {
+  if (red != ScatterReduction::kNone && !ir::isFloat(dt) && !ir::isInteger(dt))
+    return invalid(absl::StrCat("a scatter with a reduction needs numbers, got ", ir::dtypeName(dt)));
+  return absl::OkStatus();
+}
+
+/// ScatterND (opset 18): out = data, then for each index tuple n of
+/// indices (its last dim m indexes data's first m dims; negative indices
+/// count from the end) the slice out[idx_n, ...] is reduced with
+/// updates[n, ...], in the order of the tuples.
+Result scatterND(const KernelArgs &a) {
+  FUSEC_ASSIGN_OR_RETURN(const Tensor *data, required(a, 0, "data"));
+  FUSEC_ASSIGN_OR_RETURN(const Tensor *indT, required(a, 1, "indices"));
+  FUSEC_ASSIGN_OR_RETURN(const Tensor *upd, required(a, 2, "updates"));
+  FUSEC_ASSIGN_OR_RETURN(ScatterReduction red, scatterReduction(a.node));
+  if (upd->dtype() != data->dtype()) return invalid("updates and data differ in dtype");
+  FUSEC_RETURN_IF_ERROR(checkScatterDType(red, data->dtype()));
+  const Shape &ds = data->shape(), &is = indT->shape(), &us = upd->shape();
+  const int64_t r = data->rank(), q = indT->rank();
+  if (r < 1 || q < 1) return invalid("ScatterND data and indices must have rank >= 1");
+  const int64_t m = is[q - 1];
+  if (m > r) return invalid(absl::StrCat("indices last dim ", m, " exceeds the data rank ", r));
+  Shape want(is.begin(), is.end() - 1);
+  want.insert(want.end(), ds.begin() + m, ds.end());
+  if (us != want)
+    return invalid(absl::StrCat("updates shape ", shapeStr(us), " must be ", shapeStr(want)));
+  FUSEC_ASSIGN_OR_RETURN(std::vector<int64_t> ind, readIndices(*indT));
+  const int64_t tuples = ir::numElements(Shape(is.begin(), is.end() - 1));
+  const Shape strides = ir::rowMajorStrides(ds);
+  const int64_t slice = ir::numElements(Shape(ds.begin() + m, ds.end()));
+  Tensor out = *data;
+  ScatterCombiner combine(red, *upd, out);
+  for (int64_t t = 0; t < tuples; ++t) {
+    int64_t base = 0;
+    for (int64_t j = 0; j < m; ++j) {
+      FUSEC_ASSIGN_OR_RETURN(int64_t v, fixIndex(ind[t * m + j], ds[j], j));
+      base += v * strides[j];
+    }
+    for (int64_t e = 0; e < slice; ++e) combine(base + e, t * slice + e);
+  }
+  return one(std::move(out));
+}
+
+/// ScatterElements (opset 18): out = data, then for each position p of
+/// indices, out[p with p[axis] = indices[p]] is reduced with updates[p], in
+/// row-major order of p.
+Result scatterElements(const KernelArgs &a) {
+  FUSEC_ASSIGN_OR_RETURN(const Tensor *data, required(a, 0, "data"));
+  FUSEC_ASSIGN_OR_RETURN(const Tensor *indT, required(a, 1, "indices"));
+  FUSEC_ASSIGN_OR_RETURN(const Tensor *upd, required(a, 2, "updates"));
+  FUSEC_ASSIGN_OR_RETURN(ScatterReduction red, scatterReduction(a.node));
+  if (upd->dtype() != data->dtype()) return invalid("updates and data differ in dtype");
+  FUSEC_RETURN_IF_ERROR(checkScatterDType(red, data->dtype()));
+  const int64_t r = data->rank();
+  if (r == 0) return invalid("ScatterElements data must have rank >= 1");
+  if (indT->rank() != r || upd->shape() != indT->shape())
+    return invalid(absl::StrCat("indices ", shapeStr(indT->shape()), " and updates ",
+                                shapeStr(upd->shape()), " must have one shape of data's rank ", r));
+  FUSEC_ASSIGN_OR_RETURN(int64_t axis, normAxis(a.node.attrI("axis"), r));
+  const Shape &ds = data->shape(), &is = indT->shape();
+  for (int64_t d = 0; d < r; ++d)
+    if (d != axis && is[d] > ds[d])
+      return invalid(absl::StrCat("indices shape ", shapeStr(is), " exceeds data shape ", shapeStr(ds),
+                                  " on axis ", d));
+  FUSEC_ASSIGN_OR_RETURN(std::vector<int64_t> ind, readIndices(*indT));
+  const Shape strides = ir::rowMajorStrides(ds);
+  Tensor out = *data;
+  ScatterCombiner combine(red, *upd, out);
+  std::vector<int64_t> p(r, 0);
+  for (int64_t k = 0; k < indT->numElements(); ++k) {
+    FUSEC_ASSIGN_OR_RETURN(int64_t v, fixIndex(ind[k], ds[axis], axis));
+    int64_t dst = 0;
+    for (int64_t d = 0; d < r; ++d) dst += (d == axis ? v : p[d]) * strides[d];
+    combine(dst, k);
+    for (int64_t d = r - 1; d >= 0; --d) {
+      if (++p[d] < is[d]) break;
+      p[d] = 0;
+    }
+  }
+  return one(std::move(out));
+}
+
+//===----------------------------------------------------------------------===//
 // Expand, Tile, Trilu, Pad.
 //===----------------------------------------------------------------------===//
 
@@ -453,6 +629,9 @@ void registerMovementKernels(KernelTable &table) {
   set(OpKind::kGather, gather);
   set(OpKind::kGatherElements, gatherElementsOp);
   set(OpKind::kGatherND, gatherND);
+  set(OpKind::kOneHot, oneHot);
+  set(OpKind::kScatterND, scatterND);
+  set(OpKind::kScatterElements, scatterElements);
   set(OpKind::kExpand, expand);
   set(OpKind::kTile, tile);
   set(OpKind::kTrilu, trilu);

@@ -11,6 +11,7 @@
 // for floats) for max / min, and NaN for the mean of floats.
 //
 //===----------------------------------------------------------------------===//
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -224,6 +225,93 @@ Result argExtreme(const KernelArgs &args, bool isMax) {
 }
 
 //===----------------------------------------------------------------------===//
+// TopK, Hardmax
+//===----------------------------------------------------------------------===//
+
+/// TopK (opset 11; the importer turns opset 1's k attribute into input 1):
+/// the k largest (largest = 1) or smallest elements along axis, sorted, ties
+/// broken by the lower index; NaN orders above every number (as numpy's
+/// sort). sorted = 0 leaves the order unspecified; it is sorted here too.
+/// Outputs Values (x's dtype) and Indices (i64).
+Result topK(const KernelArgs &args) {
+  FUSEC_ASSIGN_OR_RETURN(const Tensor *x, requireInput(args, 0));
+  FUSEC_ASSIGN_OR_RETURN(const Tensor *kT, requireInput(args, 1));
+  if (!ir::isFloat(x->dtype()) && !ir::isInteger(x->dtype()))
+    return invalidArg("input has unsupported dtype ", ir::dtypeName(x->dtype()));
+  if (x->rank() == 0) return invalidArg("TopK input must have rank >= 1");
+  if (kT->numElements() != 1 || !ir::isInteger(kT->dtype()))
+    return invalidArg("K must be an integer tensor of one element, got ", ir::dtypeName(kT->dtype()),
+                      " ", shapeStr(kT->shape()));
+  FUSEC_ASSIGN_OR_RETURN(int64_t axis, normalizeAxis(args.node.attrI("axis"), x->rank()));
+  const int64_t k = kT->getInt(0);
+  AxisSplit sp = splitAt(x->shape(), axis);
+  if (k < 0 || k > sp.len)
+    return invalidArg("k = ", k, " is outside [0, ", sp.len, "] (the length of axis ", axis, ")");
+  const bool largest = args.node.attrI("largest") != 0;
+  ir::Shape outShape = x->shape();
+  outShape[axis] = k;
+  Tensor values(x->dtype(), outShape), indices(DType::kI64, outShape);
+  const bool isF = ir::isFloat(x->dtype()), isU64 = x->dtype() == DType::kU64;
+  // a before b in the output order.
+  auto before = [&](int64_t a, int64_t b) {
+    if (isF) {
+      const double va = x->getDouble(a), vb = x->getDouble(b);
+      const bool na = std::isnan(va), nb = std::isnan(vb);
+      if (na || nb) return largest ? na && !nb : nb && !na;
+      return largest ? va > vb : va < vb;
+    }
+    if (isU64) {
+      const uint64_t va = static_cast<uint64_t>(x->getInt(a)), vb = static_cast<uint64_t>(x->getInt(b));
+      return largest ? va > vb : va < vb;
+    }
+    const int64_t va = x->getInt(a), vb = x->getInt(b);
+    return largest ? va > vb : va < vb;
+  };
+  std::vector<int64_t> order(sp.len);
+  for (int64_t o = 0; o < sp.outer; ++o) {
+    for (int64_t in = 0; in < sp.inner; ++in) {
+      const int64_t base = o * sp.len * sp.inner + in;
+      for (int64_t j = 0; j < sp.len; ++j) order[j] = j;
+      std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+        return before(base + a * sp.inner, base + b * sp.inner);
+      });
+      for (int64_t r = 0; r < k; ++r) {
+        const int64_t dst = o * k * sp.inner + r * sp.inner + in, src = base + order[r] * sp.inner;
+        if (isF) values.setDouble(dst, x->getDouble(src)); else values.setInt(dst, x->getInt(src));
+        indices.setInt(dst, order[r]);
+      }
+    }
+  }
+  return std::vector<Tensor>{std::move(values), std::move(indices)};
+}
+
+/// Hardmax (opset 13, one axis): 1 at the first maximum of each row along
+/// axis (NaN counts as the maximum, as ArgMax), 0 elsewhere.
+Result hardmax(const KernelArgs &args) {
+  FUSEC_ASSIGN_OR_RETURN(const Tensor *x, requireInput(args, 0));
+  if (!ir::isFloat(x->dtype()))
+    return invalidArg("input has unsupported dtype ", ir::dtypeName(x->dtype()));
+  if (x->rank() == 0) return invalidArg("Hardmax input must have rank >= 1");
+  FUSEC_ASSIGN_OR_RETURN(int64_t axis, normalizeAxis(args.node.attrI("axis"), x->rank()));
+  AxisSplit sp = splitAt(x->shape(), axis);
+  Tensor out(x->dtype(), x->shape());  // zero-filled
+  for (int64_t o = 0; o < sp.outer; ++o) {
+    for (int64_t in = 0; in < sp.inner; ++in) {
+      if (sp.len == 0) continue;
+      const int64_t base = o * sp.len * sp.inner + in;
+      int64_t best = 0;
+      for (int64_t j = 1; j < sp.len; ++j) {
+        const double v = x->getDouble(base + j * sp.inner), bv = x->getDouble(base + best * sp.inner);
+        if (std::isnan(bv)) break;
+        if (std::isnan(v) || v > bv) best = j;
+      }
+      out.setDouble(base + best * sp.inner, 1.0);
+    }
+  }
+  return std::vector<Tensor>{std::move(out)};
+}
+
+//===----------------------------------------------------------------------===//
 // Softmax / LogSoftmax
 //===----------------------------------------------------------------------===//
 
@@ -408,6 +496,8 @@ void registerReductionKernels(KernelTable &t) {
   t[slot(K::kLayerNormalization)] = layerNorm;
   t[slot(K::kRMSNormalization)] = rmsNorm;
   t[slot(K::kCumSum)] = cumSum;
+  t[slot(K::kTopK)] = topK;
+  t[slot(K::kHardmax)] = hardmax;
 }
 
 }  // namespace fusec::interp

@@ -92,7 +92,8 @@ absl::Status checkConstantOperands(const Node &n) {
   auto inType = [&](int i) { return n.input(i) ? n.input(i)->type() : TensorType::unranked(DType::kUndefined); };
   switch (n.kind()) {
     case OpKind::kGather:
-    case OpKind::kGatherElements: {
+    case OpKind::kGatherElements:
+    case OpKind::kScatterElements: {
       const Tensor *idx = constant(1);
       const TensorType x = inType(0);
       if (!idx || !x.rankKnown || x.rank() == 0 || !isInteger(idx->dtype())) return absl::OkStatus();
@@ -102,11 +103,13 @@ absl::Status checkConstantOperands(const Node &n) {
       if (!x.shape[axis].isStatic()) return absl::OkStatus();
       return checkIndices(n, *idx, x.shape[axis].value, absl::StrCat("data axis ", axis).c_str());
     }
-    case OpKind::kGatherND: {
+    case OpKind::kGatherND:
+    case OpKind::kScatterND: {
       const Tensor *idx = constant(1);
       const TensorType x = inType(0);
       if (!idx || !x.rankKnown || idx->rank() < 1 || !isInteger(idx->dtype())) return absl::OkStatus();
-      const int64_t b = n.attrI("batch_dims"), m = idx->shape().back();
+      const int64_t b = n.kind() == OpKind::kGatherND ? n.attrI("batch_dims") : 0;
+      const int64_t m = idx->shape().back();
       if (b < 0 || m < 1 || b + m > x.rank()) return absl::OkStatus();  // the rule reports it
       for (int64_t i = 0; i < idx->numElements(); ++i) {
         const Dim &d = x.shape[b + i % m];
@@ -185,6 +188,7 @@ absl::Status checkConstantOperands(const Node &n) {
     case OpKind::kSize: case OpKind::kConstantOfShape: case OpKind::kRange: case OpKind::kConstant:
     case OpKind::kFusedAttention: case OpKind::kUnregistered:
     case OpKind::kPRelu: case OpKind::kConvTranspose: case OpKind::kCumSum: case OpKind::kResize:
+    case OpKind::kTopK: case OpKind::kHardmax: case OpKind::kOneHot: case OpKind::kBitShift:
       return absl::OkStatus();
   }
   return absl::OkStatus();  // not reached: the switch covers every OpKind

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <optional>
 
@@ -414,6 +415,83 @@ absl::StatusOr<TensorType> Inferrer::gatherND() {
   Dims out(idx.shape.begin(), idx.shape.end() - 1);
   out.insert(out.end(), x.shape.begin() + b + last.value, x.shape.end());
   return TensorType(x.dtype, out);
+}
+
+absl::StatusOr<std::vector<TensorType>> Inferrer::topK() {
+  TensorType values = inType(0);
+  if (values.rankKnown) {
+    if (values.rank() == 0) return error("TopK input must have rank >= 1");
+    FUSEC_ASSIGN_OR_RETURN(int64_t axis, normAxis(node_.attrI("axis"), values.rank()));
+    Dim k = Dim::unknown();
+    if (auto d = data(1); d && d->size() == 1) {
+      const Elem &e = (*d)[0];
+      if (e.isInt()) {
+        if (e.v < 0) return error(absl::StrCat("k = ", e.v, " is negative"));
+        const Dim &len = values.shape[axis];
+        if (len.isStatic() && e.v > len.value)
+          return error(absl::StrCat("k = ", e.v, " exceeds the length ", len.value, " of axis ", axis));
+        k = Dim(e.v);
+      } else if (e.kind == Elem::kSym) {
+        k = Dim::symbolic(e.sym);
+      }
+    }
+    values.shape[axis] = k;
+  }
+  TensorType indices = values;
+  indices.dtype = DType::kI64;
+  return std::vector<TensorType>{values, indices};
+}
+
+absl::StatusOr<TensorType> Inferrer::oneHot() {
+  const TensorType idx = inType(0), vals = inType(2);
+  if (vals.rankKnown && vals.isStatic() && numElements(vals.staticShape()) != 2)
+    return error(absl::StrCat("values must hold two elements (off, on), got ", vals.str()));
+  if (!idx.rankKnown) return TensorType::unranked(vals.dtype);
+  const int64_t r = idx.rank() + 1;
+  FUSEC_ASSIGN_OR_RETURN(int64_t axis, normAxis(node_.attrI("axis"), r));
+  Dim depth = Dim::unknown();
+  if (has(1) && in(1)->isConstant() && in(1)->constant()->numElements() == 1) {
+    const Tensor &t = *in(1)->constant();
+    const double d = isFloat(t.dtype()) ? std::trunc(t.getDouble(0)) : static_cast<double>(t.getInt(0));
+    if (!(d >= 1)) return error(absl::StrCat("depth ", d, " must be at least 1"));
+    depth = Dim(static_cast<int64_t>(d));
+  } else if (auto d = data(1); d && d->size() == 1 && (*d)[0].kind == Elem::kSym) {
+    depth = Dim::symbolic((*d)[0].sym);
+  }
+  Dims out = idx.shape;
+  out.insert(out.begin() + axis, depth);
+  return TensorType(vals.dtype, out);
+}
+
+absl::Status Inferrer::scatterReduction() const {
+  const std::string r = node_.attrS("reduction");
+  if (r != "none" && r != "add" && r != "mul" && r != "max" && r != "min")
+    return error(absl::StrCat("reduction must be none, add, mul, max or min, got '", r, "'"));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<TensorType> Inferrer::scatterND() {
+  const TensorType x = inType(0), idx = inType(1), upd = inType(2);
+  FUSEC_RETURN_IF_ERROR(scatterReduction());
+  if (!x.rankKnown || !idx.rankKnown) return x;
+  const int64_t r = x.rank(), q = idx.rank();
+  if (r < 1 || q < 1) return error("ScatterND data and indices must have rank >= 1");
+  const Dim &last = idx.shape[q - 1];
+  if (!last.isStatic()) return x;
+  if (last.value > r)
+    return error(absl::StrCat("indices.shape[-1] = ", last.value, " exceeds the data rank ", r));
+  if (upd.rankKnown) {
+    const int64_t want = q - 1 + r - last.value;
+    if (upd.rank() != want)
+      return error(absl::StrCat("updates ", upd.str(), " must have rank ", want,
+                                " (indices.shape[:-1] + data.shape[", last.value, ":])"));
+    for (int64_t i = 0; i < q - 1; ++i)
+      FUSEC_RETURN_IF_ERROR(mergeEqual(upd.shape[i], idx.shape[i], "ScatterND updates dim").status());
+    for (int64_t i = last.value; i < r; ++i)
+      FUSEC_RETURN_IF_ERROR(
+          mergeEqual(upd.shape[q - 1 + i - last.value], x.shape[i], "ScatterND updates dim").status());
+  }
+  return x;
 }
 
 absl::StatusOr<TensorType> Inferrer::expand() {

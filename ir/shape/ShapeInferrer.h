@@ -109,6 +109,17 @@ class Inferrer {
   absl::StatusOr<TensorType> pad();
   absl::StatusOr<TensorType> resize();
   absl::StatusOr<TensorType> convTranspose();
+  /// TopK: Values (x's dtype) and Indices (i64), x's shape with the axis of
+  /// length k (input 1: static, a symbol tracked from Shape data, or unknown).
+  absl::StatusOr<std::vector<TensorType>> topK();
+  /// OneHot: indices' shape with a new axis of length depth (input 1, a
+  /// constant; unknown otherwise) at `axis`, in values' (input 2) dtype.
+  absl::StatusOr<TensorType> oneHot();
+  /// ScatterND: data's type, after checking indices' last dim against data's
+  /// rank and updates' shape (indices.shape[:-1] + data.shape[k:]).
+  absl::StatusOr<TensorType> scatterND();
+  /// The scatter ops' reduction attribute: none, add, mul, max or min.
+  absl::Status scatterReduction() const;
   absl::StatusOr<TensorType> shape();
   absl::StatusOr<TensorType> constantOfShape();
   absl::StatusOr<TensorType> range();

@@ -135,6 +135,7 @@ OpRule opRule(const ir::Node &n) {
     case OpKind::kOr:
     case OpKind::kXor:
     case OpKind::kWhere:
+    case OpKind::kBitShift:
       r.flops = out;
       break;
     case OpKind::kMax:
@@ -187,6 +188,9 @@ OpRule opRule(const ir::Node &n) {
     case OpKind::kLogSoftmax:
       r.flops = 5 * in;
       break;
+    case OpKind::kHardmax:  // the row's argmax (a compare per element), then a compare-select
+      r.flops = 2 * in;
+      break;
     case OpKind::kLayerNormalization:
       r.flops = 8 * in;
       break;
@@ -217,6 +221,17 @@ OpRule opRule(const ir::Node &n) {
     case OpKind::kArgMin:
       r.flops = in;
       break;
+    case OpKind::kTopK: {
+      // A selection: each of the k results is found by a pass over its row
+      // (a compare for the value, one for the index), 2*k per input element
+      // = 2 * len per output element; k is metadata. Both outputs count as
+      // written.
+      const int64_t rank = x && x->type().rankKnown ? x->type().rank() : 0;
+      int64_t axis = n.attrI("axis");
+      if (axis < 0) axis += rank;
+      r.flops = rank > 0 && axis >= 0 && axis < rank ? 2 * dim(x, axis) * out : 0;
+      break;
+    }
 
     // Pooling.
     case OpKind::kMaxPool:
@@ -256,6 +271,13 @@ OpRule opRule(const ir::Node &n) {
     case OpKind::kGatherElements:
     case OpKind::kGatherND:
       r.partialData = true;
+      break;
+    case OpKind::kOneHot:  // index arithmetic (a compare-select of two values), as layout ops; depth is metadata
+      break;
+    case OpKind::kScatterND:
+    case OpKind::kScatterElements:
+      // reduction none: data movement; add/mul/max/min: one op per update element.
+      r.flops = n.attrS("reduction") == "none" ? 0 : elems(n.input(2));
       break;
 
     // Shape and constant generators.

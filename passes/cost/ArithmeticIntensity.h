@@ -22,6 +22,9 @@
 //   Softmax, LogSoftmax  5 per element (max, subtract, exp, sum, divide/log)
 //   LayerNormalization   8 per element; RMSNormalization 4 per element
 //   PRelu        2 per element (compare, multiply); CumSum 1 per input element
+//   TopK         2 * (axis length) per output element (k selection passes);
+//                Hardmax 2 per element; BitShift 1; OneHot 0 (layout);
+//                ScatterND / ScatterElements 1 per update element (0 for none)
 //   Resize       nearest 0 (a gather: reads min(data, output) like Gather);
 //                linear / cubic 2 per tap per output element, 2^k / 4^k taps
 //                over the k resized axes (antialias's wider window not counted)

@@ -54,13 +54,15 @@ std::optional<int64_t> rowStartAxis(const ir::Node &node) {
   switch (node.kind()) {
     case OpKind::kSoftmax:
     case OpKind::kLogSoftmax:
+    case OpKind::kHardmax:
     case OpKind::kLayerNormalization:
     case OpKind::kRMSNormalization: {
       int64_t axis = node.getInt("axis", -1);
       if (axis < 0) axis += rank;
       if (axis < 0 || axis >= rank) return std::nullopt;
       // Softmax reduces one axis; it is a row reduction only on the last one.
-      if ((node.kind() == OpKind::kSoftmax || node.kind() == OpKind::kLogSoftmax) &&
+      if ((node.kind() == OpKind::kSoftmax || node.kind() == OpKind::kLogSoftmax ||
+           node.kind() == OpKind::kHardmax) &&
           axis != rank - 1)
         return std::nullopt;
       return axis;
@@ -107,6 +109,7 @@ std::optional<int64_t> rowStartAxis(const ir::Node &node) {
     case OpKind::kConstantOfShape: case OpKind::kRange: case OpKind::kConstant:
     case OpKind::kFusedAttention: case OpKind::kUnregistered:
     case OpKind::kPRelu: case OpKind::kCumSum: case OpKind::kResize: case OpKind::kConvTranspose:
+    case OpKind::kTopK: case OpKind::kOneHot: case OpKind::kScatterND: case OpKind::kScatterElements: case OpKind::kBitShift:
       return std::nullopt;
   }
   return std::nullopt;  // an OpKind out of range
@@ -187,6 +190,7 @@ Role roleOf(const ir::Node &node) {
     case OpKind::kGlobalAveragePool: case OpKind::kGlobalMaxPool: case OpKind::kShape:
     case OpKind::kSize: case OpKind::kConstantOfShape: case OpKind::kRange: case OpKind::kConstant:
     case OpKind::kFusedAttention: case OpKind::kPRelu: case OpKind::kCumSum:
+    case OpKind::kTopK: case OpKind::kHardmax: case OpKind::kOneHot: case OpKind::kScatterND: case OpKind::kScatterElements: case OpKind::kBitShift:
       break;
   }
   if (!node.op()) return Role::kOpaque;

@@ -121,6 +121,14 @@ class GroupLowering {
   /// CumSum (its own kernel): the domain is the output plus one reduced dim
   /// over the scanned axis (Orchestration.cpp).
   absl::Status lowerCumSum(const Node &n);
+  /// TopK (its own kernel): rows over the input without its axis, the
+  /// reduced dim over the axis, k selection passes; stores the outputs
+  /// among \p outputs (Select.cpp). Errors: Unimplemented for a run-time k
+  /// or k above the kernel's limit, naming the node.
+  absl::Status lowerTopK(const Node &n, const std::vector<const Value *> &outputs);
+  /// ScatterND / ScatterElements (their own kernel): the domain is the
+  /// output plus one reduced dim over the candidate updates (Select.cpp).
+  absl::Status lowerScatter(const Node &n);
   /// Lowers, without recursion, the operands of \p v at \p idx that valueAt
   /// would reach through elementwise members and views, in the order it
   /// would reach them (the expressions come out identical); valueAt(v, idx)

@@ -104,6 +104,33 @@ absl::StatusOr<int> GroupLowering::layoutAt(const Node &n, const std::vector<int
       sub.insert(sub.end(), idx.begin() + (q - 1), idx.end());
       return valueAt(n.input(0), sub);
     }
+    case OpKind::kOneHot: {
+      // values[indices[idx without axis] == idx[axis]] (negative indices count
+      // from depth; out-of-range ones match nothing): values is read at 0 / 1.
+      FUSEC_ASSIGN_OR_RETURN(Shape vs, staticShape(n.input(2)));
+      if (prod(vs) != 2) return unimplemented(n, "values must hold two elements");
+      int64_t axis = n.attrI("axis");
+      if (axis < -rank || axis >= rank) return unimplemented(n, "axis out of range");
+      if (axis < 0) axis += rank;
+      // depth is metadata: the kernel's extent along the axis, so a depth
+      // tensor known only at run time (which the kernel would not read) is refused.
+      if (!n.input(1)->isConstant())
+        return unimplemented(n, "depth (input 1) is not a constant; fusec compiles OneHot with the "
+                                "depth known at compile time");
+      const int64_t depth = os[axis];
+      std::vector<int> ii(idx.begin(), idx.end());
+      ii.erase(ii.begin() + axis);
+      FUSEC_ASSIGN_OR_RETURN(int iv, valueAt(n.input(0), ii));
+      // Float indices truncate toward zero (a cast), as ONNX Runtime and the reference.
+      int k = spec_.cast(iv, ScalarType::kI64);
+      k = spec_.select(bin(BinaryOp::kLt, k, spec_.constI(0, ScalarType::kI64)),
+                       bin(BinaryOp::kAdd, k, spec_.constI(depth, ScalarType::kI64)), k);
+      const int hit = bin(BinaryOp::kEq, k, spec_.cast(idx[axis], ScalarType::kI64));
+      auto valueIdx = [&](int64_t e) { return spec_.delinearize(spec_.constI(e), vs); };
+      FUSEC_ASSIGN_OR_RETURN(int off, valueAt(n.input(2), valueIdx(0)));
+      FUSEC_ASSIGN_OR_RETURN(int on, valueAt(n.input(2), valueIdx(1)));
+      return spec_.select(hit, on, off);
+    }
     case OpKind::kExpand:
       return bcastInput(n, 0, idx, os);
     case OpKind::kTile: {
@@ -240,6 +267,8 @@ absl::StatusOr<int> GroupLowering::layoutAt(const Node &n, const std::vector<int
     case OpKind::kGlobalAveragePool: case OpKind::kGlobalMaxPool: case OpKind::kSplit:
     case OpKind::kConstant: case OpKind::kFusedAttention: case OpKind::kUnregistered:
     case OpKind::kPRelu: case OpKind::kConvTranspose: case OpKind::kCumSum: case OpKind::kResize:
+    case OpKind::kTopK: case OpKind::kHardmax: case OpKind::kScatterND: case OpKind::kScatterElements:
+    case OpKind::kBitShift:
       return unimplemented(n, "no index map for this op");
   }
   return unimplemented(n, "no index map for this op");  // an OpKind out of range

@@ -29,8 +29,8 @@ enum class ScalarLowering {
   kResample,     ///< resizeAt: a weighted window of taps per resized axis (Resize.cpp)
   kTransposedConv,  ///< convTransposeAt: a guarded reduction over channels and taps (Pooling.cpp)
   kOwnKernel,    ///< never inside a fused expression: a library call (Conv), an attention
-                 ///< spec (FusedAttention), a multi-output kernel (Split), a scan
-                 ///< (CumSum) or data (Constant)
+                 ///< spec (FusedAttention), a multi-output kernel (Split, TopK), a scan
+                 ///< (CumSum), a scatter (ScatterND, ScatterElements) or data (Constant)
 };
 
 namespace ops {
@@ -82,12 +82,14 @@ inline constexpr ScalarLowering Or = ScalarLowering::kElementwise;
 inline constexpr ScalarLowering Xor = ScalarLowering::kElementwise;
 inline constexpr ScalarLowering Where = ScalarLowering::kElementwise;
 inline constexpr ScalarLowering PRelu = ScalarLowering::kElementwise;
+inline constexpr ScalarLowering BitShift = ScalarLowering::kElementwise;
 inline constexpr ScalarLowering MatMul = ScalarLowering::kMatMul;
 inline constexpr ScalarLowering Gemm = ScalarLowering::kMatMul;
 inline constexpr ScalarLowering Conv = ScalarLowering::kOwnKernel;
 inline constexpr ScalarLowering ConvTranspose = ScalarLowering::kTransposedConv;
 inline constexpr ScalarLowering Softmax = ScalarLowering::kReduction;
 inline constexpr ScalarLowering LogSoftmax = ScalarLowering::kReduction;
+inline constexpr ScalarLowering Hardmax = ScalarLowering::kReduction;
 inline constexpr ScalarLowering LayerNormalization = ScalarLowering::kReduction;
 inline constexpr ScalarLowering RMSNormalization = ScalarLowering::kReduction;
 inline constexpr ScalarLowering BatchNormalization = ScalarLowering::kElementwise;
@@ -100,6 +102,7 @@ inline constexpr ScalarLowering ReduceSumSquare = ScalarLowering::kReduction;
 inline constexpr ScalarLowering ReduceL2 = ScalarLowering::kReduction;
 inline constexpr ScalarLowering ArgMax = ScalarLowering::kReduction;
 inline constexpr ScalarLowering ArgMin = ScalarLowering::kReduction;
+inline constexpr ScalarLowering TopK = ScalarLowering::kOwnKernel;  // k selection passes (Orchestration.cpp)
 inline constexpr ScalarLowering MaxPool = ScalarLowering::kPool;
 inline constexpr ScalarLowering AveragePool = ScalarLowering::kPool;
 inline constexpr ScalarLowering GlobalAveragePool = ScalarLowering::kReduction;
@@ -119,6 +122,9 @@ inline constexpr ScalarLowering Expand = ScalarLowering::kLayout;
 inline constexpr ScalarLowering Tile = ScalarLowering::kLayout;
 inline constexpr ScalarLowering Trilu = ScalarLowering::kLayout;
 inline constexpr ScalarLowering Pad = ScalarLowering::kLayout;
+inline constexpr ScalarLowering OneHot = ScalarLowering::kLayout;
+inline constexpr ScalarLowering ScatterND = ScalarLowering::kOwnKernel;        // Orchestration.cpp
+inline constexpr ScalarLowering ScatterElements = ScalarLowering::kOwnKernel;  // Orchestration.cpp
 inline constexpr ScalarLowering CumSum = ScalarLowering::kOwnKernel;  // a scan (Orchestration.cpp)
 inline constexpr ScalarLowering Resize = ScalarLowering::kResample;
 inline constexpr ScalarLowering Shape = ScalarLowering::kLayout;

@@ -97,6 +97,8 @@ bool isViewNode(const Node &node) {
     case OpKind::kConstantOfShape: case OpKind::kRange: case OpKind::kConstant:
     case OpKind::kFusedAttention: case OpKind::kUnregistered:
     case OpKind::kPRelu: case OpKind::kConvTranspose: case OpKind::kCumSum: case OpKind::kResize:
+    case OpKind::kTopK: case OpKind::kHardmax: case OpKind::kOneHot: case OpKind::kScatterND:
+    case OpKind::kScatterElements: case OpKind::kBitShift:
       return false;
   }
   return false;  // an OpKind out of range
@@ -242,6 +244,19 @@ absl::StatusOr<WorkItem> GroupLowering::run(const std::set<const Value *> &exter
 
   if (order_.size() == 1 && order_[0]->kind() == OpKind::kCumSum) {
     FUSEC_RETURN_IF_ERROR(lowerCumSum(*order_[0]));
+    item.spec = std::move(spec_);
+    item.buffers = bufferValues_;
+    return item;
+  }
+  if (order_.size() == 1 && order_[0]->kind() == OpKind::kTopK) {
+    FUSEC_RETURN_IF_ERROR(lowerTopK(*order_[0], outputs));
+    item.spec = std::move(spec_);
+    item.buffers = bufferValues_;
+    return item;
+  }
+  if (order_.size() == 1 && (order_[0]->kind() == OpKind::kScatterND ||
+                             order_[0]->kind() == OpKind::kScatterElements)) {
+    FUSEC_RETURN_IF_ERROR(lowerScatter(*order_[0]));
     item.spec = std::move(spec_);
     item.buffers = bufferValues_;
     return item;

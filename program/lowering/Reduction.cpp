@@ -23,7 +23,8 @@ absl::StatusOr<ReduceAxes> reductionAxes(const Node &n, int64_t rank) {
   };
   switch (n.kind()) {
     case OpKind::kSoftmax:
-    case OpKind::kLogSoftmax: {
+    case OpKind::kLogSoftmax:
+    case OpKind::kHardmax: {
       FUSEC_ASSIGN_OR_RETURN(int64_t a, norm(n.getInt("axis", -1)));
       r.axes = {a};
       break;
@@ -67,6 +68,8 @@ absl::StatusOr<ReduceAxes> reductionAxes(const Node &n, int64_t rank) {
     case OpKind::kPad: case OpKind::kShape: case OpKind::kSize: case OpKind::kConstantOfShape:
     case OpKind::kRange: case OpKind::kConstant: case OpKind::kFusedAttention:
     case OpKind::kPRelu: case OpKind::kConvTranspose: case OpKind::kCumSum: case OpKind::kResize:
+    case OpKind::kTopK: case OpKind::kOneHot: case OpKind::kScatterND: case OpKind::kScatterElements:
+    case OpKind::kBitShift:
     case OpKind::kUnregistered: {  // Reduce*
       r.keepDims = n.getInt("keepdims", 1) != 0;
       std::vector<int64_t> axes;
@@ -129,6 +132,7 @@ absl::StatusOr<int> GroupLowering::reductionAt(const Node &n, int result,
   if (!anchor_) return absl::InternalError("codegen: reduction outside a reduction kernel");
   const bool elementLevel = n.output(result)->type().numElements() == prod(s) &&
                             (n.kind() == OpKind::kSoftmax || n.kind() == OpKind::kLogSoftmax ||
+                             n.kind() == OpKind::kHardmax ||
                              ((n.kind() == OpKind::kLayerNormalization ||
                                n.kind() == OpKind::kRMSNormalization) && result == 0));
   // The kept coordinates of the requested point.
@@ -200,6 +204,14 @@ absl::StatusOr<int> GroupLowering::reductionAt(const Node &n, int result,
       FUSEC_ASSIGN_OR_RETURN(int scale, bcastInput(n, 1, idx, os));
       return bin(BinaryOp::kMul, bin(BinaryOp::kMul, toF(x), reds[0]), toF(scale));
     }
+    case OpKind::kHardmax: {
+      // 1 at the row's first maximum (its argmax; ties: the lower index), else 0.
+      if (reds.empty())
+        reds = {spec_.reduceResult(spec_.addReduction(ReduceKind::kArgMax, toF(xr)))};
+      const int64_t axis = ra.axes[0];
+      return spec_.select(bin(BinaryOp::kEq, spec_.cast(idx[axis], ScalarType::kI64), reds[0]),
+                          c(1, xt), c(0, xt));
+    }
     case OpKind::kArgMax:
     case OpKind::kArgMin: {
       if (reds.empty())
@@ -230,7 +242,9 @@ absl::StatusOr<int> GroupLowering::reductionAt(const Node &n, int result,
     case OpKind::kExpand: case OpKind::kTile: case OpKind::kTrilu: case OpKind::kPad:
     case OpKind::kShape: case OpKind::kSize: case OpKind::kConstantOfShape: case OpKind::kRange:
     case OpKind::kConstant: case OpKind::kFusedAttention: case OpKind::kUnregistered:
-    case OpKind::kPRelu: case OpKind::kConvTranspose: case OpKind::kCumSum: case OpKind::kResize: {
+    case OpKind::kPRelu: case OpKind::kConvTranspose: case OpKind::kCumSum: case OpKind::kResize:
+    case OpKind::kTopK: case OpKind::kOneHot: case OpKind::kScatterND: case OpKind::kScatterElements:
+    case OpKind::kBitShift: {
       if (reds.empty()) {
         int r;
         switch (n.kind()) {
@@ -287,6 +301,8 @@ absl::StatusOr<int> GroupLowering::reductionAt(const Node &n, int result,
           case OpKind::kSize: case OpKind::kConstantOfShape: case OpKind::kRange:
           case OpKind::kConstant: case OpKind::kFusedAttention: case OpKind::kUnregistered:
           case OpKind::kPRelu: case OpKind::kConvTranspose: case OpKind::kCumSum: case OpKind::kResize:
+          case OpKind::kTopK: case OpKind::kHardmax: case OpKind::kOneHot: case OpKind::kScatterND:
+          case OpKind::kScatterElements: case OpKind::kBitShift:
             return unimplemented(n, "unknown reduction");
         }
         reds = {r};

@@ -88,7 +88,7 @@ int GroupLowering::leadingInputs(const Node &n, int result) {
     case OpKind::kAdd: case OpKind::kSub: case OpKind::kMul: case OpKind::kDiv: case OpKind::kMod:
     case OpKind::kEqual: case OpKind::kLess: case OpKind::kLessOrEqual: case OpKind::kGreater:
     case OpKind::kGreaterOrEqual: case OpKind::kAnd: case OpKind::kOr: case OpKind::kXor:
-    case OpKind::kPRelu:
+    case OpKind::kPRelu: case OpKind::kBitShift:
       return 2;
     case OpKind::kDropout: return result == 0 ? 1 : 0;
     default: return n.numInputs() > 0 ? 1 : 0;  // unary ops, Clip, Pow, BatchNormalization
@@ -354,6 +354,42 @@ absl::StatusOr<int> GroupLowering::elementwiseAt(const Node &n, int result,
       }
       return a;
     }
+    case OpKind::kBitShift: {
+      // Integers in i64: a left shift is truncated to the width on store; a
+      // right shift of the sign-extended (signed) or zero-extended
+      // (unsigned) value is the arithmetic shift. A count outside
+      // [0, width) gives 0, or -1 for a right shift of a negative value
+      // (ONNX BitShift-28); the shifted count is clamped to [0, 63] so that
+      // both select arms are defined.
+      FUSEC_ASSIGN_OR_RETURN(int a, in(0));
+      FUSEC_ASSIGN_OR_RETURN(int s, in(1));
+      const ScalarType t = typeOf(a);
+      if (t != ScalarType::kI64) return unimplemented(n, "BitShift of a non-integer tensor");
+      const bool left = n.getString("direction", "") == "LEFT";
+      if (!left && outDt == DType::kU64)
+        return unimplemented(n, "a right shift of u64: kernels compute integers in i64, whose "
+                                "right shift is arithmetic");
+      const int64_t width = 8 * ir::dtypeSize(outDt);
+      s = spec_.cast(s, t);
+      const int inRange = bin(BinaryOp::kAnd, bin(BinaryOp::kGe, s, c(0, t)),
+                              bin(BinaryOp::kLt, s, c(static_cast<double>(width), t)));
+      const int count = bin(BinaryOp::kMin, bin(BinaryOp::kMax, s, c(0, t)), c(63, t));
+      if (left) {
+        // Wrapped to the width here, not only by the store: a consumer in
+        // the same kernel reads the value ONNX computes in T.
+        int r = bin(BinaryOp::kShl, a, count);
+        if (width < 64) {
+          const bool isUnsigned = outDt == DType::kU8 || outDt == DType::kU16 || outDt == DType::kU32;
+          const int modulus = spec_.constI(int64_t{1} << width, ScalarType::kI64);
+          const int half = spec_.constI(int64_t{1} << (width - 1), ScalarType::kI64);
+          r = isUnsigned ? bin(BinaryOp::kMod, r, modulus)
+                         : bin(BinaryOp::kSub, bin(BinaryOp::kMod, bin(BinaryOp::kAdd, r, half), modulus), half);
+        }
+        return spec_.select(inRange, r, c(0, t));
+      }
+      return spec_.select(inRange, bin(BinaryOp::kShr, a, count),
+                          spec_.select(bin(BinaryOp::kLt, a, c(0, t)), c(-1, t), c(0, t)));
+    }
     case OpKind::kAdd: return binaryOp(BinaryOp::kAdd);
     case OpKind::kSub: return binaryOp(BinaryOp::kSub);
     case OpKind::kMul: return binaryOp(BinaryOp::kMul);
@@ -436,7 +472,8 @@ absl::StatusOr<int> GroupLowering::elementwiseAt(const Node &n, int result,
     case OpKind::kExpand: case OpKind::kTile: case OpKind::kTrilu: case OpKind::kPad:
     case OpKind::kShape: case OpKind::kSize: case OpKind::kConstantOfShape: case OpKind::kRange:
     case OpKind::kConstant: case OpKind::kFusedAttention: case OpKind::kUnregistered:
-    case OpKind::kCumSum: case OpKind::kResize:
+    case OpKind::kCumSum: case OpKind::kResize: case OpKind::kTopK: case OpKind::kHardmax:
+    case OpKind::kOneHot: case OpKind::kScatterND: case OpKind::kScatterElements:
       return unimplemented(n, "elementwise op without a scalar definition");
   }
   return unimplemented(n, "elementwise op without a scalar definition");  // OpKind out of range

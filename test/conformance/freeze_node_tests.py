@@ -6,10 +6,10 @@ operands agree; otherwise they are dropped).
 
   freeze_node_tests.py SRC_ROOT DST_ROOT [FILTER...]
 
-fusec compiles ahead of time: Resize's roi / scales / sizes and CumSum's
-axis must be constants, so `fusec -o` refuses the node tests that feed
-them as inputs. Their frozen copies exercise the compiled kernels on the
-same data and expected outputs (test/conformance/compile_node_tests.sh
+fusec compiles ahead of time: Resize's roi / scales / sizes, CumSum's
+axis, TopK's k and OneHot's depth must be constants, so `fusec -o` refuses
+the node tests that feed them as inputs. Their frozen copies exercise the
+compiled kernels on the same data and expected outputs (test/conformance/compile_node_tests.sh
 DST_ROOT ... cpu, or cuda-nvcc on the GPU machine).
 """
 import os
@@ -20,7 +20,7 @@ import onnx
 from onnx import numpy_helper
 
 # op type -> input positions read at compile time (ir/Ops.def Operands()).
-METADATA = {"Resize": (1, 2, 3), "CumSum": (1,)}
+METADATA = {"Resize": (1, 2, 3), "CumSum": (1,), "TopK": (1,), "OneHot": (1,)}
 
 
 def freeze(src, dst):

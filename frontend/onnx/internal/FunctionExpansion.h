@@ -1,7 +1,7 @@
 //===- FunctionExpansion.h - ONNX function ops as op-table ops --*- C++ -*-===//
 //
 // Ops that ONNX does not define as functions but that are exact compositions
-// of op-table ops (LpNormalization, InstanceNormalization) are expanded while
+// of op-table ops (LpNormalization, InstanceNormalization, Einsum) are expanded while
 // the model is imported, so that shape inference, the interpreter, fusion and
 // every backend see only table ops. ONNX function ops are expanded from the
 // ONNX library's bodies instead (OnnxFunctions.h). Private to the frontend.

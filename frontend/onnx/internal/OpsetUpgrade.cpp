@@ -23,6 +23,7 @@
 //   Range                          opset 27: `stash_type` (f16/bf16 accumulation
 //                                  type); 1 and 11 are what fusec computes,
 //                                  others are refused (Unimplemented)
+//   Hardmax                        opset 13: as Softmax (2-D coercion before)
 //   Dropout                        opset 12: `ratio` attribute -> input 1
 //                                  (the interpreter treats Dropout as
 //                                  identity; kept for fidelity)
@@ -148,7 +149,7 @@ absl::StatusOr<std::vector<Node *>> upgrade(
     bool hasSplit = spec.inputs.size() > 1 && spec.inputs[1] != nullptr;
     if (!hasSplit && !spec.attrs.count("num_outputs"))
       spec.attrs["num_outputs"] = Attribute(static_cast<int64_t>(spec.outputs.size()));
-  } else if (op == "Softmax" || op == "LogSoftmax") {
+  } else if (op == "Softmax" || op == "LogSoftmax" || op == "Hardmax") {
     if (opset < 13) return upgradeCoercingSoftmax(graph, std::move(spec), uniqueNodeName);
     if (!spec.attrs.count("axis")) spec.attrs["axis"] = Attribute(int64_t{-1});
   } else if (op == "Range") {

@@ -280,6 +280,99 @@ inline std::vector<Case> corpus() {
   %b = "CumSum"(%y, %ax) {reverse = 1} : f32[2,4096]
   return %a, %b
 })"});
+  // TopK: the last axis (k = 5 of 37), a middle axis of i64 values in
+  // {0, 1, 2} (ties: the lower index first) smallest and largest, a full
+  // sort (k = the axis length), batch 1 with k = 1 over a long row, and a
+  // Values output fused into its consumer's kernel while Indices is unused.
+  cs.push_back({"topk", R"(graph @topk(%x: f32[3,37], %m: i64[2,9,5], %u: f32[1,1000]) -> (%v0, %i0, %v1, %i1, %v2, %i2, %i3, %w) {
+  %k5 = constant i64[1] dense<[5]>
+  %v0, %i0 = "TopK"(%x, %k5) : f32[3,5], i64[3,5] loc("last_largest")
+  %k3 = constant i64[1] dense<[3]>
+  %v1, %i1 = "TopK"(%m, %k3) {axis = 1, largest = 0} : i64[2,3,5], i64[2,3,5] loc("ties_middle_smallest")
+  %k9 = constant i64[1] dense<[9]>
+  %v2, %i2 = "TopK"(%m, %k9) {axis = -2, sorted = 0} : i64[2,9,5], i64[2,9,5] loc("full_sort_ties")
+  %k1 = constant i64[1] dense<[1]>
+  %v3, %i3 = "TopK"(%u, %k1) : f32[1,1], i64[1,1] loc("batch1_long")
+  %v4, %i4 = "TopK"(%x, %k3) {axis = 0} : f32[3,37], i64[3,37] loc("first_axis")
+  %w = "Exp"(%v4) : f32[3,37]
+  return %v0, %i0, %v1, %i1, %v2, %i2, %i3, %w
+})"});
+  // Hardmax: the last axis with an elementwise prologue, a middle axis, and
+  // integer-valued rows with ties (the first maximum wins).
+  cs.push_back({"hardmax", R"(graph @hardmax(%x: f32[4,7], %m: f32[2,3,5], %t: i64[3,6]) -> (%a, %b, %c) {
+  %e = "Exp"(%x) : f32[4,7]
+  %a = "Hardmax"(%e) : f32[4,7] loc("last")
+  %h = "Hardmax"(%m) {axis = 1} : f32[2,3,5] loc("middle")
+  %b = "Mul"(%h, %m) : f32[2,3,5]
+  %tf = "Cast"(%t) {to = 1} : f32[3,6]
+  %c = "Hardmax"(%tf) : f32[3,6] loc("ties")
+  return %a, %b, %c
+})"});
+  // OneHot: depth 5 on the last axis, a new first axis with negative and
+  // out-of-range indices, float indices (truncated) into i64 values, fused
+  // with a consumer.
+  cs.push_back({"onehot", R"(graph @onehot(%i: i64[2,3], %f: f32[4], %r: f32[5,4]) -> (%a, %b, %c) {
+  %d5 = constant i64[] dense<[5]>
+  %v = constant f32[2] dense<[0.5, 3.0]>
+  %a = "OneHot"(%i, %d5, %v) : f32[2,3,5] loc("last")
+  %off = constant i64[4] dense<[-1, -5, 4, 6]>
+  %j = "Sub"(%i, %i) : i64[2,3]
+  %n0 = "ReduceSum"(%j) {keepdims = 0} : i64[]
+  %n = "Add"(%off, %n0) : i64[4]
+  %oh = "OneHot"(%n, %d5, %v) {axis = 0} : f32[5,4] loc("first_negative")
+  %b = "Add"(%oh, %r) : f32[5,4]
+  %d3 = constant f32[1] dense<[3.0]>
+  %vi = constant i64[2] dense<[-1, 1]>
+  %c = "OneHot"(%f, %d3, %vi) {axis = 1} : i64[4,3] loc("float_indices")
+  return %a, %b, %c
+})"});
+  // ScatterElements: duplicate indices (values in {0, 1, 2}) with every
+  // reduction, indices smaller than data on a non-scatter axis, negative
+  // constant indices, and i64 data.
+  cs.push_back({"scatter_elements", R"(graph @scatterel(%d: f32[4,6], %i: i64[4,3], %u: f32[4,3], %d3: f32[2,5,3], %i3: i64[2,2,3], %u3: f32[2,2,3], %di: i64[3,4], %ii: i64[3,2], %ui: i64[3,2]) -> (%a, %b, %c, %e, %f, %g, %h) {
+  %a = "ScatterElements"(%d, %i, %u) {axis = 1} : f32[4,6] loc("none_duplicates")
+  %b = "ScatterElements"(%d, %i, %u) {axis = -1, reduction = "add"} : f32[4,6] loc("add")
+  %c = "ScatterElements"(%d3, %i3, %u3) {axis = 1, reduction = "mul"} : f32[2,5,3] loc("mul_partial")
+  %e = "ScatterElements"(%d3, %i3, %u3) {axis = 2, reduction = "max"} : f32[2,5,3] loc("max")
+  %f = "ScatterElements"(%d3, %i3, %u3) {axis = 1, reduction = "min"} : f32[2,5,3] loc("min")
+  %ni = constant i64[1,2] dense<[-1, -6]>
+  %nu = constant f32[1,2] dense<[7.0, 8.0]>
+  %g = "ScatterElements"(%d, %ni, %nu) {axis = 1} : f32[4,6] loc("negative")
+  %h = "ScatterElements"(%di, %ii, %ui) {axis = 1, reduction = "add"} : i64[3,4] loc("int_add")
+  return %a, %b, %c, %e, %f, %g, %h
+})"});
+  // ScatterND: slices at duplicate leading indices (none, add), pairs of
+  // indices (mul), element indices (max), negative constant indices (min).
+  cs.push_back({"scatter_nd", R"(graph @scatternd(%d: f32[4,5,6], %i: i64[3,1], %u: f32[3,5,6], %i2: i64[2,2], %u2: f32[2,6], %e: i64[3,3], %u3: f32[3]) -> (%a, %b, %c, %f, %g) {
+  %a = "ScatterND"(%d, %i, %u) : f32[4,5,6] loc("none_duplicates")
+  %b = "ScatterND"(%d, %i, %u) {reduction = "add"} : f32[4,5,6] loc("add")
+  %c = "ScatterND"(%d, %i2, %u2) {reduction = "mul"} : f32[4,5,6] loc("mul_pairs")
+  %f = "ScatterND"(%d, %e, %u3) {reduction = "max"} : f32[4,5,6] loc("max_elements")
+  %ni = constant i64[2,2] dense<[-1, -2, 0, -5]>
+  %g = "ScatterND"(%d, %ni, %u2) {reduction = "min"} : f32[4,5,6] loc("min_negative")
+  return %a, %b, %c, %f, %g
+})"});
+  // BitShift: u8 left (truncated to 8 bits, also inside a fused chain:
+  // (x << 4) >> 4 keeps the low nibble) and right; i32 with negative values
+  // and counts below 0, at the width and above it (-1 / 0 results).
+  cs.push_back({"bitshift", R"(graph @bitshift(%x: u8[2,5], %s: u8[2,5], %y: i32[7], %t: i32[7]) -> (%a, %b, %c, %e, %n) {
+  %big = constant u8[5] dense<[200, 250, 1, 128, 7]>
+  %xb = "Add"(%x, %big) : u8[2,5]
+  %sh = constant u8[5] dense<[1, 5, 6, 0, 3]>
+  %sb = "Add"(%s, %sh) : u8[2,5]
+  %a = "BitShift"(%xb, %sb) {direction = "LEFT"} : u8[2,5] loc("u8_left")
+  %b = "BitShift"(%xb, %sb) {direction = "RIGHT"} : u8[2,5] loc("u8_right")
+  %vals = constant i32[7] dense<[-128, -1, 5, 1000, 7, -9, 3]>
+  %yv = "Sub"(%vals, %y) : i32[7]
+  %cnt = constant i32[7] dense<[0, 29, 30, -3, 40, 5, -1]>
+  %tc = "Add"(%t, %cnt) : i32[7]
+  %c = "BitShift"(%yv, %tc) {direction = "LEFT"} : i32[7] loc("i32_left")
+  %e = "BitShift"(%yv, %tc) {direction = "RIGHT"} : i32[7] loc("i32_right")
+  %four = constant u8[1] dense<[4]>
+  %hi = "BitShift"(%xb, %four) {direction = "LEFT"} : u8[2,5]
+  %n = "BitShift"(%hi, %four) {direction = "RIGHT"} : u8[2,5] loc("low_nibble")
+  return %a, %b, %c, %e, %n
+})"});
   // Resize: YOLO-style 2x nearest upsample (asymmetric, floor) into a
   // Concat; linear (half_pixel) and cubic (A = -0.5, exclude_outside) at a
   // non-integral scale; sizes with axes and align_corners; nearest with

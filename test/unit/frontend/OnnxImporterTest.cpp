@@ -497,7 +497,7 @@ TEST(OnnxImporterTest, AllUnsupportedOpsInOneError) {
   addNode(m, "NonZero", {"x"}, {"nz"}, "find_nonzero");
   addNode(m, "Relu", {"x"}, {"r"}, "fine");
   addNode(m, "FusedGelu", {"r"}, {"g"}, "ms_gelu", "com.microsoft");
-  addNode(m, "Hardmax", {"r"}, {"h"});  // unnamed: gets "Hardmax_3"
+  addNode(m, "TfIdfVectorizer", {"r"}, {"h"});  // unnamed: gets "TfIdfVectorizer_3"
   addNode(m, "QuickGelu", {"r"}, {"q"}, "ms_quick", "com.microsoft");  // mapped: not reported
   addOutput(m, "nz", {1, "?"}, onnx::TensorProto::INT64);
   addOutput(m, "g", {4});
@@ -511,7 +511,8 @@ TEST(OnnxImporterTest, AllUnsupportedOpsInOneError) {
   EXPECT_THAT(msg, HasSubstr("  node 'find_nonzero' op 'NonZero' domain 'ai.onnx' opset 17\n"));
   EXPECT_THAT(msg, HasSubstr("  node 'ms_gelu' op 'FusedGelu' domain 'com.microsoft' opset 1 (an "
                              "ONNX Runtime contrib op fusec does not map; it maps Gelu, FastGelu"));
-  EXPECT_THAT(msg, HasSubstr("  node 'Hardmax_3' op 'Hardmax' domain 'ai.onnx' opset 17"));
+  EXPECT_THAT(msg,
+              HasSubstr("  node 'TfIdfVectorizer_3' op 'TfIdfVectorizer' domain 'ai.onnx' opset 17"));
   EXPECT_THAT(msg, Not(HasSubstr("'fine'")));
   EXPECT_THAT(msg, Not(HasSubstr("'ms_quick'")));
 }

@@ -369,5 +369,30 @@ TEST(ElementwiseTest, BroadcastOverSizeLimitIsAnError) {
   EXPECT_NE(m.status().message().find("size limit"), std::string::npos) << m.status();
 }
 
+
+TEST(ElementwiseTest, BitShiftWidthsSignsAndCounts) {
+  // Unsigned: bits leave the width; a count >= the width gives 0.
+  expectInts(run1("BitShift", {it(DType::kU8, {4}, {200, 1, 255, 16}), it(DType::kU8, {4}, {1, 7, 8, 2})},
+                  {{"direction", S("LEFT")}}),
+             DType::kU8, {4}, {144, 128, 0, 64});
+  expectInts(run1("BitShift", {it(DType::kU8, {4}, {200, 1, 255, 16}), it(DType::kU8, {1}, {3})},
+                  {{"direction", S("RIGHT")}}),
+             DType::kU8, {4}, {25, 0, 31, 2});
+  expectInts(run1("BitShift", {it(DType::kU32, {2}, {0xffffffff, 3}), it(DType::kU32, {2}, {4, 31})},
+                  {{"direction", S("RIGHT")}}),
+             DType::kU32, {2}, {0x0fffffff, 0});
+  // Signed (opset 28): arithmetic right shift; out-of-range counts give the sign fill.
+  expectInts(run1("BitShift", {it(DType::kI8, {5}, {-128, -1, 5, 64, -9}), it(DType::kI8, {5}, {1, 9, -1, 1, 2})},
+                  {{"direction", S("LEFT")}}),
+             DType::kI8, {5}, {0, 0, 0, -128, -36});
+  expectInts(run1("BitShift", {it(DType::kI32, {4}, {-9, -1, 1000, -5}), it(DType::kI32, {4}, {2, 40, 3, -2})},
+                  {{"direction", S("RIGHT")}}),
+             DType::kI32, {4}, {-3, -1, 125, -1});
+  EXPECT_EQ(code("BitShift", {f32({1}, {1}), f32({1}, {1})}, {{"direction", S("LEFT")}}),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(code("BitShift", {i64({1}, {1}), i64({1}, {1})}, {{"direction", S("UP")}}),
+            absl::StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace fusec::interp

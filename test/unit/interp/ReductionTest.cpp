@@ -260,5 +260,56 @@ TEST(ReductionTest, CumSumAxesDtypesAndEdges) {
   EXPECT_EQ(code("CumSum", {f32({}, {1}), i64({}, {0})}), StatusCode::kInvalidArgument);
 }
 
+
+TEST(ReductionTest, TopKOrdersAndTies) {
+  // Ties: the lower index first, largest and smallest; k = 0 and k = len.
+  Tensor x = f32({2, 5}, {3, 1, 3, 2, 1, -1, 4, 4, 0, 4});
+  auto r = run("TopK", {x, i64({1}, {3})}, {}, 2);
+  ASSERT_TRUE(r.ok()) << r.status();
+  expectNear((*r)[0], DType::kF32, {2, 3}, {3, 3, 2, 4, 4, 4});
+  expectInts((*r)[1], DType::kI64, {2, 3}, {0, 2, 3, 1, 2, 4});
+  r = run("TopK", {x, i64({1}, {2})}, {{"largest", I(0)}}, 2);
+  ASSERT_TRUE(r.ok()) << r.status();
+  expectNear((*r)[0], DType::kF32, {2, 2}, {1, 1, -1, 0});
+  expectInts((*r)[1], DType::kI64, {2, 2}, {1, 4, 0, 3});
+  r = run("TopK", {x, i64({1}, {0})}, {}, 2);
+  ASSERT_TRUE(r.ok()) << r.status();
+  expectNear((*r)[0], DType::kF32, {2, 0}, {});
+  // Axis 0, sorted = 0 (sorted anyway), i64 values.
+  r = run("TopK", {i64({3, 2}, {5, -7, 5, 9, 6, -7}), i64({1}, {3})}, {{"axis", I(0)}, {"sorted", I(0)}}, 2);
+  ASSERT_TRUE(r.ok()) << r.status();
+  expectInts((*r)[0], DType::kI64, {3, 2}, {6, 9, 5, -7, 5, -7});
+  expectInts((*r)[1], DType::kI64, {3, 2}, {2, 1, 0, 0, 1, 2});
+  // NaN orders above every number (numpy's sort).
+  r = run("TopK", {f32({3}, {1, kNaN, 2}), i64({1}, {2})}, {}, 2);
+  ASSERT_TRUE(r.ok()) << r.status();
+  expectInts((*r)[1], DType::kI64, {2}, {1, 2});
+  // Empty batch.
+  r = run("TopK", {f32({0, 4}, {}), i64({1}, {2})}, {}, 2);
+  ASSERT_TRUE(r.ok()) << r.status();
+  expectNear((*r)[0], DType::kF32, {0, 2}, {});
+}
+
+TEST(ReductionTest, TopKErrors) {
+  Tensor x = f32({2, 3}, {1, 2, 3, 4, 5, 6});
+  EXPECT_EQ(run("TopK", {x, i64({1}, {4})}, {}, 2).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(run("TopK", {x, i64({1}, {-1})}, {}, 2).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(run("TopK", {x, i64({2}, {1, 1})}, {}, 2).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(run("TopK", {x, i64({1}, {1})}, {{"axis", I(2)}}, 2).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(run("TopK", {f32({}, {1}), i64({1}, {1})}, {}, 2).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(ReductionTest, HardmaxAxesTiesAndEdges) {
+  expectNear(run1("Hardmax", {f32({2, 3}, {1, 3, 3, -1, -2, -5})}), DType::kF32, {2, 3}, {0, 1, 0, 1, 0, 0});
+  expectNear(run1("Hardmax", {f32({2, 2}, {1, 3, 2, 0})}, {{"axis", I(0)}}), DType::kF32, {2, 2},
+             {0, 1, 1, 0});
+  expectNear(run1("Hardmax", {f32({3}, {1, kNaN, 2})}), DType::kF32, {3}, {0, 1, 0});
+  expectNear(run1("Hardmax", {f32({2, 0}, {})}), DType::kF32, {2, 0}, {});
+  expectNear(run1("Hardmax", {f32({1, 1}, {-kInf})}), DType::kF32, {1, 1}, {1});
+  EXPECT_EQ(code("Hardmax", {f32({2}, {1, 2})}, {{"axis", I(1)}}), StatusCode::kInvalidArgument);
+  EXPECT_EQ(code("Hardmax", {i64({2}, {1, 2})}), StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace fusec::interp

@@ -117,6 +117,60 @@ TEST(ShapeInference, NormsAndReductions) {
             "f32[?]");
 }
 
+TEST(ShapeInference, TopKHardmaxOneHotScattersBitShift) {
+  const char *k3 = "%k = constant i64[1] dense<[3]>\n";
+  EXPECT_EQ(inferType("%x: f32[b,100]", std::string(k3) + "%out, %i = \"TopK\"(%x, %k)"), "f32[b,3]");
+  EXPECT_EQ(inferType("%x: f32[b,100]", std::string(k3) + "%out, %i = \"TopK\"(%x, %k) {axis = 0}", "i"),
+            "i64[3,100]");
+  EXPECT_EQ(inferType("%x: f32[4,100], %k: i64[1]", "%out, %i = \"TopK\"(%x, %k)"), "f32[4,?]");
+  // k from Shape data keeps its symbol.
+  EXPECT_EQ(inferType("%x: f32[n,s]",
+                      "%sh = \"Shape\"(%x) {start = 1}\n%out, %i = \"TopK\"(%x, %sh) {axis = 1}"),
+            "f32[n,s]");
+  EXPECT_EQ(inferType("%x: f32[4,2]", std::string(k3) + "%out, %i = \"TopK\"(%x, %k)").substr(0, 6),
+            "error:");
+  EXPECT_EQ(inferType("%x: f32[]", std::string(k3) + "%out, %i = \"TopK\"(%x, %k)").substr(0, 6), "error:");
+  EXPECT_EQ(inferType("%x: f32[b,7]", "%out = \"Hardmax\"(%x) {axis = 1}"), "f32[b,7]");
+  EXPECT_EQ(inferType("%x: f32[b,7]", "%out = \"Hardmax\"(%x) {axis = 2}").substr(0, 6), "error:");
+  const char *oh = "%d = constant i64[] dense<[10]>\n%v = constant f32[2] dense<[0.0, 1.0]>\n";
+  EXPECT_EQ(inferType("%i: i64[b,s]", std::string(oh) + "%out = \"OneHot\"(%i, %d, %v)"), "f32[b,s,10]");
+  EXPECT_EQ(inferType("%i: i64[b,s]", std::string(oh) + "%out = \"OneHot\"(%i, %d, %v) {axis = 0}"),
+            "f32[10,b,s]");
+  EXPECT_EQ(inferType("%i: i64[b], %d: i64[]", "%v = constant f32[2] dense<[0.0, 1.0]>\n"
+                                               "%out = \"OneHot\"(%i, %d, %v)"),
+            "f32[b,?]");
+  EXPECT_EQ(inferType("%i: i64[b], %v: f32[3]", "%d = constant i64[] dense<[4]>\n%out = \"OneHot\"(%i, %d, %v)")
+                .substr(0, 6),
+            "error:");
+  EXPECT_EQ(inferType("%d: f32[b,6,4], %i: i64[b,1,2], %u: f32[b,1,4]",
+                      "%out = \"ScatterND\"(%d, %i, %u)"),
+            "f32[b,6,4]");
+  EXPECT_EQ(inferType("%d: f32[8,6,4], %i: i64[2,1], %u: f32[2,6,5]", "%out = \"ScatterND\"(%d, %i, %u)")
+                .substr(0, 6),
+            "error:");
+  EXPECT_EQ(inferType("%d: f32[8,6], %i: i64[2,4], %u: f32[2,4]",
+                      "%out = \"ScatterElements\"(%d, %i, %u) {axis = 1, reduction = \"max\"}"),
+            "f32[8,6]");
+  EXPECT_EQ(inferType("%d: f32[8,6], %i: i64[2,4], %u: f32[2,4]",
+                      "%out = \"ScatterElements\"(%d, %i, %u) {reduction = \"sum\"}")
+                .substr(0, 6),
+            "error:");
+  EXPECT_EQ(inferType("%d: f32[8,6], %i: i64[2,4], %u: f32[2,3]", "%out = \"ScatterElements\"(%d, %i, %u)")
+                .substr(0, 6),
+            "error:");
+  // Constant indices are range-checked.
+  EXPECT_EQ(inferType("%d: f32[8,6], %u: f32[1,1]",
+                      "%i = constant i64[1,1] dense<[6]>\n%out = \"ScatterElements\"(%d, %i, %u) {axis = 1}")
+                .substr(0, 6),
+            "error:");
+  EXPECT_EQ(inferType("%x: u8[4], %y: u8[1]", "%out = \"BitShift\"(%x, %y) {direction = \"LEFT\"}"), "u8[4]");
+  EXPECT_EQ(inferType("%x: f32[4], %y: f32[1]", "%out = \"BitShift\"(%x, %y) {direction = \"LEFT\"}")
+                .substr(0, 6),
+            "error:");
+  EXPECT_EQ(inferType("%x: u8[4], %y: u8[1]", "%out = \"BitShift\"(%x, %y) {direction = \"UP\"}").substr(0, 6),
+            "error:");
+}
+
 TEST(ShapeInference, PRelu) {
   EXPECT_EQ(inferType("%x: f32[n,3,h,w], %s: f32[3,1,1]", "%out = \"PRelu\"(%x, %s)"), "f32[n,3,h,w]");
   EXPECT_EQ(inferType("%x: f32[n,8], %s: f32[1]", "%out = \"PRelu\"(%x, %s)"), "f32[n,8]");

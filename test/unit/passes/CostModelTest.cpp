@@ -264,6 +264,29 @@ TEST(OpCostTest, ConvTransposeCountsTapsPerInputElement) {
   EXPECT_EQ(c.bytesRead, (100 + 48 + 3) * 4);
 }
 
+TEST(OpCostTest, TopKHardmaxOneHotScatters) {
+  ir::Graph g;
+  auto *x = g.addInput("x", f32({4, 100}));
+  auto *k = g.addConstant("k", ir::Tensor::vectorI64({5}));
+  OpCost t = opCost(*add(g, "TopK", {x, k}, {f32({4, 5}), ty(DType::kI64, {4, 5})}));
+  EXPECT_EQ(t.flops, 2 * 100 * 20);  // 2 * (axis length) per output element
+  EXPECT_EQ(t.bytesRead, 400 * 4);   // k is metadata
+  EXPECT_EQ(opCost(*add(g, "Hardmax", {x}, {f32({4, 100})})).flops, 2 * 400);
+  auto *ids = g.addInput("ids", ty(DType::kI64, {8}));
+  auto *depth = g.addConstant("depth", ir::Tensor::vectorI64({10}));
+  auto *vals = g.addConstant("vals", ir::Tensor(DType::kF32, {2}));
+  OpCost oh = opCost(*add(g, "OneHot", {ids, depth, vals}, {f32({8, 10})}));
+  EXPECT_EQ(oh.flops, 0);  // index arithmetic, as the layout ops
+  EXPECT_EQ(oh.bytesRead, 8 * 8 + 2 * 4);
+  auto *idx = g.addInput("idx", ty(DType::kI64, {4, 3}));
+  auto *upd = g.addInput("upd", f32({4, 3}));
+  ir::Node *se = add(g, "ScatterElements", {x, idx, upd}, {f32({4, 100})});
+  EXPECT_EQ(opCost(*se).flops, 0);  // none: data movement
+  se->setAttr("reduction", ir::Attribute(std::string("add")));
+  EXPECT_EQ(opCost(*se).flops, 12);
+  EXPECT_EQ(opCost(*se).bytesRead, (400 + 12) * 4 + 12 * 8);
+}
+
 TEST(OpCostTest, GatherReadsOnlyTheRowsItUses) {
   ir::Graph g;
   auto *table = g.addConstant("table", ir::Tensor(DType::kF32, {100, 16}));

@@ -47,17 +47,17 @@ def unsupported():
     nodes = [
         helper.make_node("NonZero", ["x"], ["nz"], name="find"),
         helper.make_node("Relu", ["x"], ["r"], name="ok"),
-        helper.make_node("TopK", ["r", "k"], ["v", "i"], name="top"),
+        helper.make_node("TfIdfVectorizer", ["r"], ["v"], name="tfidf", mode="TF", min_gram_length=1,
+                         max_gram_length=1, max_skip_count=0, ngram_counts=[0], ngram_indexes=[0],
+                         pool_int64s=[1]),
         helper.make_node("FastGelu", ["r"], ["g"], name="fast", domain="com.microsoft"),
     ]
-    k = numpy_helper.from_array(np.array([2], dtype=np.int64), "k")
     g = helper.make_graph(
         nodes, "unsupported",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
         [helper.make_tensor_value_info("nz", TensorProto.INT64, [1, None]),
          helper.make_tensor_value_info("v", TensorProto.FLOAT, [2]),
-         helper.make_tensor_value_info("g", TensorProto.FLOAT, [4])],
-        [k])
+         helper.make_tensor_value_info("g", TensorProto.FLOAT, [4])])
     save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17),
                                              helper.make_opsetid("com.microsoft", 1)]),
          "unsupported.onnx")

@@ -1,0 +1,96 @@
+//===- ScatterTest.cpp - Tests of OneHot, ScatterND, ScatterElements -------===//
+//
+// interp/ops/Movement.cpp: OneHot (axes, negative and out-of-range indices,
+// float indices, empty), ScatterElements and ScatterND with every reduction,
+// duplicate and negative indices, empty updates, and the errors for bad
+// inputs.
+//
+//===----------------------------------------------------------------------===//
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "test/unit/interp/KernelTestUtil.h"
+
+namespace fusec::interp {
+namespace {
+
+using namespace fusec::interp::testing;
+using absl::StatusCode;
+
+TEST(ScatterTest, OneHotAxesNegativeAndOutOfRange) {
+  Tensor vals = f32({2}, {0, 1});
+  expectNear(run1("OneHot", {i64({3}, {0, 2, -1}), f32({1}, {3}), vals}), DType::kF32, {3, 3},
+             {1, 0, 0, 0, 0, 1, 0, 0, 1});
+  expectNear(run1("OneHot", {i64({2}, {1, 5}), i64({}, {3}), f32({2}, {-2, 7})}, {{"axis", I(0)}}),
+             DType::kF32, {3, 2}, {-2, -2, 7, -2, -2, -2});
+  // Float indices truncate; i64 values; empty indices.
+  expectInts(run1("OneHot", {f32({2}, {1.7, -0.5}), f32({}, {2.9}), i64({2}, {4, 9})}), DType::kI64, {2, 2},
+             {4, 9, 9, 4});
+  expectNear(run1("OneHot", {i64({0}, {}), i64({}, {4}), vals}), DType::kF32, {0, 4}, {});
+  EXPECT_EQ(code("OneHot", {i64({2}, {0, 1}), i64({}, {0}), vals}), StatusCode::kInvalidArgument);
+  EXPECT_EQ(code("OneHot", {i64({2}, {0, 1}), i64({}, {2}), f32({3}, {0, 1, 2})}),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(code("OneHot", {i64({2}, {0, 1}), i64({}, {2}), vals}, {{"axis", I(2)}}),
+            StatusCode::kInvalidArgument);
+}
+
+TEST(ScatterTest, ScatterElementsReductions) {
+  Tensor data = f32({2, 3}, {1, 2, 3, 4, 5, 6});
+  Tensor ind = i64({2, 2}, {2, 2, 0, -3});
+  Tensor upd = f32({2, 2}, {10, 20, 30, 40});
+  // Duplicates: none keeps the last write; add / mul / max / min combine in order.
+  expectNear(run1("ScatterElements", {data, ind, upd}, {{"axis", I(1)}}), DType::kF32, {2, 3},
+             {1, 2, 20, 40, 5, 6});
+  expectNear(run1("ScatterElements", {data, ind, upd}, {{"axis", I(1)}, {"reduction", S("add")}}),
+             DType::kF32, {2, 3}, {1, 2, 33, 74, 5, 6});
+  expectNear(run1("ScatterElements", {data, ind, upd}, {{"axis", I(1)}, {"reduction", S("mul")}}),
+             DType::kF32, {2, 3}, {1, 2, 600, 4800, 5, 6});
+  expectNear(run1("ScatterElements", {data, i64({1, 2}, {0, 0}), f32({1, 2}, {-5, 0.5})},
+                  {{"axis", I(1)}, {"reduction", S("max")}}),
+             DType::kF32, {2, 3}, {1, 2, 3, 4, 5, 6});
+  expectNear(run1("ScatterElements", {data, i64({1, 2}, {1, 0}), f32({1, 2}, {-5, 0.5})},
+                  {{"axis", I(0)}, {"reduction", S("min")}}),
+             DType::kF32, {2, 3}, {1, 0.5, 3, -5, 5, 6});
+  // Empty updates: a copy; integers wrap.
+  expectNear(run1("ScatterElements", {data, i64({0, 3}, {}), f32({0, 3}, {})}), DType::kF32, {2, 3},
+             {1, 2, 3, 4, 5, 6});
+  expectInts(run1("ScatterElements", {i64({2}, {1, 2}), i64({2}, {1, 1}), i64({2}, {3, 4})},
+                  {{"reduction", S("add")}}),
+             DType::kI64, {2}, {1, 9});
+  EXPECT_EQ(code("ScatterElements", {data, i64({1, 1}, {3}), f32({1, 1}, {0})}, {{"axis", I(1)}}),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(code("ScatterElements", {data, ind, upd}, {{"reduction", S("sum")}}),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(code("ScatterElements", {data, ind, f32({2, 1}, {1, 2})}), StatusCode::kInvalidArgument);
+}
+
+TEST(ScatterTest, ScatterNDSlicesElementsAndReductions) {
+  Tensor data = f32({3, 2}, {1, 2, 3, 4, 5, 6});
+  // Row slices, duplicate index 0 (last write wins / added in order).
+  Tensor ind = i64({2, 1}, {0, 0});
+  Tensor upd = f32({2, 2}, {10, 20, 30, 40});
+  expectNear(run1("ScatterND", {data, ind, upd}), DType::kF32, {3, 2}, {30, 40, 3, 4, 5, 6});
+  expectNear(run1("ScatterND", {data, ind, upd}, {{"reduction", S("add")}}), DType::kF32, {3, 2},
+             {41, 62, 3, 4, 5, 6});
+  // Element indices, negative ones; max and min.
+  Tensor el = i64({2, 2}, {-1, 1, 1, 0});
+  expectNear(run1("ScatterND", {data, el, f32({2}, {0, 9})}, {{"reduction", S("max")}}), DType::kF32, {3, 2},
+             {1, 2, 9, 4, 5, 6});
+  expectNear(run1("ScatterND", {data, el, f32({2}, {0, 9})}, {{"reduction", S("min")}}), DType::kF32, {3, 2},
+             {1, 2, 3, 4, 5, 0});
+  expectNear(run1("ScatterND", {data, el, f32({2}, {2, 0.5})}, {{"reduction", S("mul")}}), DType::kF32,
+             {3, 2}, {1, 2, 1.5, 4, 5, 12});
+  // No tuples: a copy.
+  expectNear(run1("ScatterND", {data, i64({0, 1}, {}), f32({0, 2}, {})}), DType::kF32, {3, 2},
+             {1, 2, 3, 4, 5, 6});
+  EXPECT_EQ(code("ScatterND", {data, i64({1, 1}, {3}), f32({1, 2}, {0, 0})}),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(code("ScatterND", {data, ind, f32({2, 3}, {0, 0, 0, 0, 0, 0})}),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(code("ScatterND", {data, i64({1, 3}, {0, 0, 0}), f32({1}, {0})}),
+            StatusCode::kInvalidArgument);
+}
+
+
+}  // namespace
+}  // namespace fusec::interp
