@@ -50,8 +50,8 @@ struct CpuTarget {
   int64_t inlineWork = 16384;
 };
 
-/// The target for LLVM CPU name \p cpu ("" = the host: getHostCPUName() and
-/// getHostCPUFeatures()). Errors: InvalidArgument for a name LLVM does not
+/// The target for LLVM CPU name \p cpu ("", "native" or the host's own
+/// name = the host: getHostCPUName() and getHostCPUFeatures()). Errors: InvalidArgument for a name LLVM does not
 /// know for the host's architecture (the message lists a few valid ones).
 absl::StatusOr<CpuTarget> resolveCpuTarget(const std::string &cpu);
 
