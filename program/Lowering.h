@@ -40,16 +40,22 @@ inline constexpr const char *kKernelAttr = "fusec.kernel";
 /// The spec's domain is [m, n] (dims 0, 1, extents M and N). Buffer 0 is
 /// the f32 accumulator alpha*op(A)*op(B) + beta*C, shape [M, N]; buffer 1
 /// (present iff the GEMM has a bias) is the per-column bias [N] in the
-/// GEMM's dtype, read at [n]. `value` is the f32 result for (m, n);
-/// -1 means the accumulator unchanged. No stores, no reductions.
+/// GEMM's dtype, read at [n]. Any further buffers are the inputs of a
+/// generated epilogue (GemmParams::epilogueInputs, in order; only where
+/// LoweringOptions::generatedGemmEpilogue), read at any index expression of
+/// (m, n). `value` is the f32 result for (m, n); -1 means the accumulator
+/// unchanged. No stores, no reductions.
 struct GemmEpilogue {
   KernelSpec spec;
   int value = -1;
+  bool bias = false;  ///< buffer 1 is the GEMM's bias
 
   /// The epilogue's spec for an M x N GEMM (no expression yet).
   static GemmEpilogue identity(int64_t m, int64_t n);
   bool empty() const { return value < 0; }
-  bool hasBias() const { return spec.buffers.size() > 1; }
+  bool hasBias() const { return bias; }
+  /// Buffers past the accumulator and the bias (GemmParams::epilogueInputs).
+  int numInputs() const { return static_cast<int>(spec.buffers.size()) - (bias ? 2 : 1); }
   /// The accumulator element (buffer 0 at [m, n]).
   int accumulator();
   /// Adds buffer 1 (bias of \p dtype) and returns its load at [n].
@@ -75,6 +81,9 @@ struct GemmParams {
   const ir::Value *b = nullptr;
   const ir::Value *c = nullptr;     ///< optional, dense [batch?, m, n]
   const ir::Value *bias = nullptr;  ///< optional per-column vector [n]
+  /// The epilogue's further buffers (GemmEpilogue), read-only; empty unless
+  /// LoweringOptions::generatedGemmEpilogue folded a kernel into it.
+  std::vector<const ir::Value *> epilogueInputs;
   const ir::Value *d = nullptr;
   int64_t m = 0, n = 0, k = 0, batch = 1;
   int64_t strideA = 0, strideB = 0, strideC = 0, strideD = 0;  ///< elements; 0 broadcasts
@@ -122,6 +131,12 @@ struct LoweringOptions {
   /// only without C and without a bias (both would have to be f32 too),
   /// see foldableOutputCast().
   bool foldGemmOutputCast = false;
+  /// The backend emits a GEMM's epilogue as a generated loop over each
+  /// output tile (cpu), so any elementwise chain after the GEMM (bias, erf
+  /// GELU, residual Add, ...) folds into GemmParams::epilogue instead of
+  /// running as a kernel of its own. Off: only the library's epilogues
+  /// (bias, Relu, tanh GELU; cuBLASLt).
+  bool generatedGemmEpilogue = false;
 };
 
 /// Lowers every fused group. \p kernelNames are the fusion plan's kernel

@@ -196,6 +196,7 @@ class Planner {
         std::vector<const Value *> v = {s.gemm.a, s.gemm.b};
         if (s.gemm.c) v.push_back(s.gemm.c);
         if (s.gemm.bias) v.push_back(s.gemm.bias);
+        v.insert(v.end(), s.gemm.epilogueInputs.begin(), s.gemm.epilogueInputs.end());
         v.push_back(s.gemm.d);
         return v;
       }

@@ -101,6 +101,7 @@ class CpuBackend final : public Backend {
                                      const BackendOptions &opts) const override {
     FUSEC_ASSIGN_OR_RETURN(cpu::CpuTarget target, cpu::resolveCpuTarget(opts.arch));
     program::LoweringOptions lo;
+    lo.generatedGemmEpilogue = true;  // addGemm emits the epilogue over each output tile
     FUSEC_ASSIGN_OR_RETURN(program::Program prog, program::buildProgram(graph, kernelNames, lo));
     cpu::CpuModuleBuilder mb(target, opts.modelName.empty() ? std::string("model") : opts.modelName);
     std::vector<std::string> symbols(prog.kernels.size());

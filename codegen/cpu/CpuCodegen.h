@@ -50,8 +50,8 @@ struct CpuTarget {
   int64_t inlineWork = 16384;
 };
 
-/// The target for LLVM CPU name \p cpu ("" = the host: getHostCPUName() and
-/// getHostCPUFeatures()). Errors: InvalidArgument for a name LLVM does not
+/// The target for LLVM CPU name \p cpu ("", "native" or the host's own
+/// name = the host: getHostCPUName() and getHostCPUFeatures()). Errors: InvalidArgument for a name LLVM does not
 /// know for the host's architecture (the message lists a few valid ones).
 absl::StatusOr<CpuTarget> resolveCpuTarget(const std::string &cpu);
 
@@ -68,7 +68,8 @@ absl::Status checkCpuGemm(const program::GemmParams &gemm);
 absl::Status checkCpuConv(const program::ConvParams &conv);
 
 /// The buffers of the kernel step that replaces a gemm step, in order:
-/// a, b, c (when present), bias (when present), d.
+/// a, b, c (when present), bias (when present), the epilogue's inputs
+/// (GemmParams::epilogueInputs), d.
 std::vector<const ir::Value *> gemmStepBuffers(const program::GemmParams &gemm);
 /// ... and of a conv step: x, w, bias (when present), y.
 std::vector<const ir::Value *> convStepBuffers(const program::ConvParams &conv);

@@ -68,7 +68,10 @@ absl::StatusOr<CpuTarget> resolveCpuTarget(const std::string &cpu) {
   std::string err;
   const llvm::Target *target = llvm::TargetRegistry::lookupTarget(t.triple, err);
   if (!target) return absl::InternalError(absl::StrCat("cpu: no LLVM target for the host (", t.triple, "): ", err));
-  const bool host = cpu.empty() || cpu == "native";
+  // The host's own name is the host too: the artifact writer hands back the
+  // name resolveArch() gave, and the name alone can lack what the host has
+  // (LLVM 14 calls a Zen 4 "znver3", whose table has no AVX-512).
+  const bool host = cpu.empty() || cpu == "native" || cpu == llvm::sys::getHostCPUName();
   t.cpu = host ? std::string(llvm::sys::getHostCPUName()) : cpu;
   // An empty CPU name creates the subtarget without a diagnostic; then the
   // name is checked against the target's processor table.

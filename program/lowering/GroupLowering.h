@@ -208,6 +208,15 @@ absl::StatusOr<ConvParams> convFor(const Node &n);
 /// \returns the final Value on success, null when a member is left over.
 const Value *matchGemmEpilogue(const Node &anchor, const std::vector<const Node *> &rest,
                                GemmParams &g, const LoweringOptions &opts);
+/// Folds \p kernel, a generated pointwise kernel of one store that reads the
+/// GEMM's result \p acc at the point it writes, into g.epilogue (after what
+/// g.epilogue already computes): its other buffers become
+/// g.epilogueInputs, its output g.d. \returns false, \p g unchanged, when
+/// the kernel is not of that form (a reduction, a guard, \p acc read at
+/// another point, an output of another dtype, an empty GEMM, a batched
+/// GEMM other than row blocks of A times one B (folded into M), a domain
+/// whose trailing dims do not make up N).
+bool foldIntoGemmEpilogue(const WorkItem &kernel, const Value *acc, GemmParams &g);
 
 }  // namespace fusec::program::lowering
 

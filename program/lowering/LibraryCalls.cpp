@@ -202,6 +202,112 @@ const Value *matchGemmEpilogue(const Node &anchor, const std::vector<const Node 
   return i == rest.size() ? cur : nullptr;
 }
 
+namespace {
+
+/// Whether \p idx (one expr per dim of a buffer shaped like the domain of
+/// \p s) is the domain point itself: index(d), or 0 for a dim of extent 1.
+bool isDomainPoint(const KernelSpec &s, const std::vector<int> &idx) {
+  if (idx.size() != s.dims.size()) return false;
+  for (size_t d = 0; d < idx.size(); ++d) {
+    const Expr &e = s.exprs[idx[d]];
+    const bool isIndex = e.kind == ExprKind::kIndex && e.ival == static_cast<int64_t>(d);
+    int64_t v = -1;
+    if (!isIndex && !(s.dims[d].extent == 1 && s.isConst(idx[d], &v) && v == 0)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool foldIntoGemmEpilogue(const WorkItem &kernel, const Value *acc, GemmParams &gemm) {
+  const KernelSpec &k = kernel.spec;
+  if (kernel.kind != WorkItem::Kind::kKernel || k.kind != SpecKind::kPointwise || !k.reductions.empty() ||
+      k.stores.size() != 1 || kernel.buffers.size() != k.buffers.size() || gemm.m <= 0 || gemm.n <= 0)
+    return false;
+  GemmParams g = gemm;
+  // A batch of row-major A blocks times one shared B (a MatMul of
+  // [..., m, k] by [k, n]) is one GEMM of batch * m rows.
+  if (g.batch > 1 && g.strideB == 0 && !g.transA && g.strideA == g.m * g.k && g.strideD == g.m * g.n &&
+      !g.c && g.epilogue.empty()) {
+    g.m *= g.batch;
+    g.batch = 1;
+    g.strideA = g.m * g.k;
+    g.strideD = g.m * g.n;
+    g.epilogue = GemmEpilogue::identity(g.m, g.n);
+  }
+  if (g.batch != 1) return false;
+  const Store &st = k.stores[0];
+  std::vector<int64_t> ext;
+  for (const LoopDim &d : k.dims) {
+    if (d.reduced) return false;
+    ext.push_back(d.extent);
+  }
+  // The domain is [M, N] row-major: its trailing dims from `split` on make up N.
+  size_t split = ext.size();
+  int64_t inner = 1;
+  while (split > 0 && inner < g.n) inner *= ext[--split];
+  if (inner != g.n || prod(Shape(ext.begin(), ext.begin() + split)) != g.m) return false;
+  if (st.guard >= 0 || k.buffers[st.buffer].shape != ext || !isDomainPoint(k, st.index) ||
+      k.buffers[st.buffer].dtype != g.dDtype)
+    return false;
+
+  GemmEpilogue e = g.epilogue;
+  KernelSpec &E = e.spec;
+  const int accValue = e.current();
+  std::vector<int> dimOf(ext.size());
+  {
+    const std::vector<int> mi = E.delinearize(E.index(0), std::vector<int64_t>(ext.begin(), ext.begin() + split));
+    const std::vector<int> ni = E.delinearize(E.index(1), std::vector<int64_t>(ext.begin() + split, ext.end()));
+    std::copy(mi.begin(), mi.end(), dimOf.begin());
+    std::copy(ni.begin(), ni.end(), dimOf.begin() + split);
+  }
+  std::vector<int> map(k.exprs.size(), -1), bufOf(k.buffers.size(), -1);
+  std::vector<const Value *> inputs = g.epilogueInputs;
+  for (size_t i = 0; i < k.exprs.size(); ++i) {
+    const Expr &x = k.exprs[i];
+    std::vector<int> ops;
+    for (int o : x.operands) ops.push_back(map[o]);
+    switch (x.kind) {
+      case ExprKind::kConst:
+        map[i] = x.type == ScalarType::kF32 || x.type == ScalarType::kF64 ? E.constF(x.fval, x.type)
+                                                                          : E.constI(x.ival, x.type);
+        break;
+      case ExprKind::kIndex: map[i] = dimOf[x.ival]; break;
+      case ExprKind::kLoad: {
+        const int b = static_cast<int>(x.ival);
+        // acc itself, or a view of it (same elements in the same order).
+        const Value *root = kernel.buffers[b];
+        while (root != acc && root->producer() && isViewNode(*root->producer()) && root->producer()->input(0))
+          root = root->producer()->input(0);
+        if (root == acc) {
+          if (x.guard >= 0 || k.buffers[b].shape != ext || !isDomainPoint(k, x.operands)) return false;
+          map[i] = accValue;
+          break;
+        }
+        if (k.buffers[b].written) return false;
+        if (bufOf[b] < 0) {
+          bufOf[b] = E.addBuffer(k.buffers[b].dtype, k.buffers[b].shape, false);
+          inputs.push_back(kernel.buffers[b]);
+        }
+        map[i] = E.load(bufOf[b], ops, x.guard >= 0 ? map[x.guard] : -1);
+        break;
+      }
+      case ExprKind::kUnary: map[i] = E.unary(static_cast<UnaryOp>(x.op), ops[0]); break;
+      case ExprKind::kBinary: map[i] = E.binary(static_cast<BinaryOp>(x.op), ops[0], ops[1]); break;
+      case ExprKind::kSelect: map[i] = E.select(ops[0], ops[1], ops[2]); break;
+      case ExprKind::kCast: map[i] = E.cast(ops[0], x.type); break;
+      case ExprKind::kReduceResult: return false;
+    }
+  }
+  e.value = E.cast(map[st.value], ScalarType::kF32);
+  g.epilogue = std::move(e);
+  g.epilogueInputs = std::move(inputs);
+  g.d = kernel.buffers[st.buffer];
+  gemm = std::move(g);
+  return true;
+}
+
+
 }  // namespace fusec::program::lowering
 
 namespace fusec::program {

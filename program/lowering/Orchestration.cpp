@@ -47,6 +47,7 @@ int GemmEpilogue::accumulator() {
 
 int GemmEpilogue::addBias(DType dtype) {
   const int b = hasBias() ? 1 : spec.addBuffer(dtype, {spec.dims[1].extent}, false);
+  bias = true;
   return spec.load(b, {spec.index(1)});
 }
 
@@ -418,6 +419,13 @@ absl::StatusOr<std::vector<WorkItem>> lowerGroup(
   if (!item.ok())
     return name.empty() ? item.status() : withContext(item.status(), absl::StrCat("kernel ", name));
   item->name = name;
+  if (opts.generatedGemmEpilogue && contraction && !items.empty() && items.back().kind == WorkItem::Kind::kGemm) {
+    GemmParams folded = items.back().gemm;
+    if (foldIntoGemmEpilogue(*item, contraction->output(0), folded)) {
+      items.back().gemm = folded;
+      return items;
+    }
+  }
   if (!item->spec.stores.empty()) items.push_back(std::move(*item));
   return items;
 }

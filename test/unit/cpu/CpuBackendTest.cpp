@@ -279,6 +279,69 @@ TEST(CpuRun, GemmWithEpilogues) {
 })", "bf16");
 }
 
+/// Steps of the cpu artifact of \p text (compiled with the cpu pipeline).
+int cpuStepCount(const std::string &text) {
+  auto g = ir::parseGraph(text);
+  EXPECT_TRUE(g.ok()) << g.status();
+  if (!g.ok() || !ir::inferShapes(**g).ok()) return -1;
+  TempDir tmp;
+  absl::Status st = compileCpu(**g, (tmp.path / "out").string());
+  EXPECT_TRUE(st.ok()) << st;
+  std::ifstream f(tmp.path / "out" / "manifest.json");
+  return st.ok() ? static_cast<int>(nlohmann::json::parse(f)["steps"].size()) : -1;
+}
+
+/// An elementwise chain after a GEMM that no library epilogue covers (erf
+/// GELU, a residual Add) is the GEMM's generated epilogue, run over each
+/// output tile (LoweringOptions::generatedGemmEpilogue): one step. Shapes
+/// at the boundaries: N not a multiple of the vector width, M = 1, leading
+/// batch dims folded into M, a 3-D residual, N past one column tile. (An
+/// empty GEMM with an epilogue is refused before and after this change:
+/// "graph output is not written by any step".)
+TEST(CpuRun, GemmGeneratedEpilogues) {
+  const std::string erfGeluResidual = R"(graph @g(%x: f32[2,3,19], %w: f32[19,13], %b: f32[13], %r: f32[2,3,13]) -> (%y) {
+  %m = "MatMul"(%x, %w) : f32[2,3,13]
+  %a = "Add"(%m, %b) : f32[2,3,13]
+  %h = "Gelu"(%a) {approximate = "none"} : f32[2,3,13]
+  %y = "Add"(%h, %r) : f32[2,3,13]
+  return %y
+})";
+  expectMatches("gemm_erf_gelu_residual", erfGeluResidual);
+  EXPECT_EQ(cpuStepCount(erfGeluResidual), 1);
+  const std::string oneRow = R"(graph @g(%x: f32[1,40], %w: f32[40,9], %b: f32[9], %s: f32[9]) -> (%y) {
+  %m = "MatMul"(%x, %w) : f32[1,9]
+  %a = "Add"(%m, %b) : f32[1,9]
+  %e = "Erf"(%a) : f32[1,9]
+  %y = "Mul"(%e, %s) : f32[1,9]
+  return %y
+})";
+  expectMatches("gemm_one_row", oneRow);
+  EXPECT_EQ(cpuStepCount(oneRow), 1);
+  // A Gemm node's own bias, then a chain reading a column vector and a scalar.
+  expectMatches("gemm_node_bias_chain", R"(graph @g(%x: f32[6,5], %w: f32[7,5], %c: f32[7], %s: f32[6,1]) -> (%y) {
+  %m = "Gemm"(%x, %w, %c) {transB = 1} : f32[6,7]
+  %t = "Tanh"(%m) : f32[6,7]
+  %y = "Mul"(%t, %s) : f32[6,7]
+  return %y
+})");
+  // Long rows: tiles of 256 columns with a remainder.
+  expectMatches("gemm_wide_residual", R"(graph @g(%x: f32[5,8], %w: f32[8,600], %r: f32[5,600]) -> (%y) {
+  %m = "MatMul"(%x, %w) : f32[5,600]
+  %s = "Sigmoid"(%m) : f32[5,600]
+  %y = "Sub"(%s, %r) : f32[5,600]
+  return %y
+})");
+  // An intermediate that is also a graph output: two stores, not folded.
+  const std::string twoOutputs = R"(graph @g(%x: f32[4,6], %w: f32[6,10], %b: f32[10]) -> (%a, %y) {
+  %m = "MatMul"(%x, %w) : f32[4,10]
+  %a = "Add"(%m, %b) : f32[4,10]
+  %y = "Gelu"(%a) {approximate = "none"} : f32[4,10]
+  return %a, %y
+})";
+  expectMatches("gemm_intermediate_output", twoOutputs);
+  expectMatches("gemm_epilogue_bf16", erfGeluResidual, "bf16");
+}
+
 TEST(CpuRun, Convolutions) {
   expectMatches("conv_pad_stride", R"(graph @g(%x: f32[2,3,9,8], %w: f32[4,3,3,3], %b: f32[4]) -> (%y) {
   %y = "Conv"(%x, %w, %b) {pads = [1, 1, 1, 1], strides = [2, 2]} : f32[2,4,5,4]
