@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include <dlfcn.h>
+#include <link.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -88,6 +89,15 @@ Status loadLibrary(fusert_model &model) {
     if (!sym)
       return notFound("step ", i, " '", s.name, "': symbol '", s.symbol, "' not found in ",
                       m.library);
+    // dlsym on the library's handle also finds the libraries it depends on
+    // (libc's "abort", "printf"): a kernel symbol must be defined by the
+    // artifact's library itself.
+    Dl_info info{};
+    struct link_map *own = nullptr;
+    if (!dladdr(sym, &info) || dlinfo(model.library, RTLD_DI_LINKMAP, &own) != 0 || !own ||
+        !info.dli_fname || !own->l_name || std::strcmp(info.dli_fname, own->l_name) != 0)
+      return invalidArgument("step ", i, " '", s.name, "': symbol '", s.symbol,
+                             "' is not defined by ", m.library);
     model.symbols[i] = sym;
   }
   return Status();

@@ -527,8 +527,23 @@ absl::Status Importer::importInitializersAndInputs() {
   }
   for (const auto &in : graphProto_.input()) {
     // An input with an initializer is a constant: fusec compiles the model
-    // with its weights, it does not let callers override them.
-    if (initNames.contains(in.name())) continue;
+    // with its weights, it does not let callers override them (README.md,
+    // "Using it"). Its declared type must still agree with the initializer.
+    if (initNames.contains(in.name())) {
+      if (!in.has_type()) continue;
+      FUSEC_ASSIGN_OR_RETURN(TensorType declared, typeFromValueInfo(in, "graph input"));
+      const ir::Tensor *init = graph_->findValue(in.name())->constant();
+      bool agrees = init && declared.dtype == init->dtype() &&
+                    (!declared.rankKnown ||
+                     declared.rank() == static_cast<int64_t>(init->shape().size()));
+      for (int64_t i = 0; agrees && declared.rankKnown && i < declared.rank(); ++i)
+        agrees = !declared.shape[i].isStatic() || declared.shape[i].value == init->shape()[i];
+      if (!agrees)
+        return absl::InvalidArgumentError(absl::StrCat(
+            "graph input ", quotedName(in.name()), " is declared ", declared.str(),
+            " but its initializer is ", TensorType::fromShape(init->dtype(), init->shape()).str()));
+      continue;
+    }
     FUSEC_RETURN_IF_ERROR(checkNewValueName(in.name(), "graph input"));
     FUSEC_ASSIGN_OR_RETURN(TensorType t, typeFromValueInfo(in, "graph input"));
     graph_->addInput(in.name(), std::move(t));

@@ -343,8 +343,13 @@ Result slice(const KernelArgs &a) {
       s = std::clamp<int64_t>(s, 0, dim);
       e = std::clamp<int64_t>(e, 0, dim);
       count = e > s ? (e - s - 1) / st + 1 : 0;
+    } else if (dim == 0) {
+      count = 0;
     } else {
-      s = std::clamp<int64_t>(s, -1, dim - 1);
+      // The spec clamps starts to [0, dim-1] for negative steps: a start
+      // before the axis (INT64_MIN) still selects element 0, as ONNX
+      // Runtime and shape inference have it.
+      s = std::clamp<int64_t>(s, 0, dim - 1);
       e = std::clamp<int64_t>(e, -1, dim - 1);
       count = s > e ? (s - e - 1) / (-st) + 1 : 0;
     }

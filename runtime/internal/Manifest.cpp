@@ -442,14 +442,38 @@ Status checkTensors(const Manifest &m, const std::vector<TensorDesc> &list,
   return Status();
 }
 
+/// The artifact's own files (library, weights) are plain names in its
+/// folder: no path separator, not "." or "..", no control characters; a
+/// manifest cannot make the loader open or dlopen a file elsewhere.
+Status checkPlainFileName(const char *field, const std::string &name) {
+  if (name.empty())
+    return Status();
+  bool plain = name != "." && name != ".." && name.find('/') == std::string::npos &&
+               name.find('\\') == std::string::npos;
+  for (unsigned char c : name)
+    plain = plain && c >= 0x20 && c != 0x7f;
+  if (!plain)
+    return invalidArgument("manifest: ", field,
+                           " must be a file name inside the artifact folder (no '/', not '.' or "
+                           "'..', no control characters)");
+  return Status();
+}
+
 Status checkBuffers(const Manifest &m) {
   for (size_t i = 0; i < m.buffers.size(); ++i) {
     const BufferDesc &b = m.buffers[i];
     std::string where = entry("buffers", i, b.name);
     if (m.bufferIndex(b.id) != static_cast<int>(i))
       return invalidArgument(where, ": duplicate buffer id ", b.id);
-    uint64_t want =
-        static_cast<uint64_t>(numElements(b.shape)) * fusert_dtype_size(b.dtype);
+    // The element count and the byte size are checked for overflow: a
+    // shape whose product wraps could otherwise match a small `bytes`.
+    const int64_t elements = numElements(b.shape);
+    const uint64_t elemBytes = fusert_dtype_size(b.dtype);
+    if (elements == INT64_MAX || elemBytes == 0 ||
+        static_cast<uint64_t>(elements) > (uint64_t{1} << 62) / elemBytes)
+      return invalidArgument(where, ": shape ", shapeStr(b.shape),
+                             " has too many elements (more than 2^62 bytes)");
+    uint64_t want = static_cast<uint64_t>(elements) * elemBytes;
     if (b.bytes != want)
       return invalidArgument(where, ": bytes ", b.bytes, " != ", want,
                              " for ", fusert_dtype_name(b.dtype),
@@ -557,8 +581,12 @@ bool parseDType(const std::string &name, fusert_dtype &out) {
 
 int64_t numElements(const std::vector<int64_t> &shape) {
   int64_t n = 1;
-  for (int64_t d : shape)
-    n *= d;
+  for (int64_t d : shape) {
+    if (d < 0)
+      return INT64_MAX;
+    if (__builtin_mul_overflow(n, d, &n))
+      return INT64_MAX;  // saturates: no such buffer fits any check below
+  }
   return n;
 }
 
@@ -624,10 +652,12 @@ Status parseManifest(const std::string &text, Manifest &out) {
   getString(j, "target", top, out.target, false);
   getString(j, "arch", top, out.arch, false);
   FUSERT_RETURN_IF_ERROR(getString(j, "library", top, out.library, false));
+  FUSERT_RETURN_IF_ERROR(checkPlainFileName("library", out.library));
   if (const Json *w = lookup(j, "weights")) {
     if (!w->is_object())
       return mistyped(top, "weights", "an object", *w);
     FUSERT_RETURN_IF_ERROR(getString(*w, "file", "weights", out.weightsFile));
+    FUSERT_RETURN_IF_ERROR(checkPlainFileName("weights.file", out.weightsFile));
     FUSERT_RETURN_IF_ERROR(
         getNonNegative(*w, "bytes", "weights", out.weightsBytes));
   }

@@ -412,6 +412,15 @@ absl::StatusOr<bool> runChecked(Session &sess, const std::string &artifactDir,
     FUSEC_RETURN_IF_ERROR(sess.mem->upload(slot.data, t->data(), slot.bytes, absl::StrCat("'", slot.name, "'")));
   }
 
+  if (inputs.size() > sess.inputs.size()) {
+    // More data than inputs: typically a graph input with an initializer,
+    // which fusec compiles as a constant (README.md, "Using it").
+    std::fprintf(stderr,
+                 "fusec-run: note: the data has %zu input files, the artifact takes %zu inputs; "
+                 "input_%zu.pb and later are not used (a graph input with an initializer is "
+                 "compiled as a constant)\n",
+                 inputs.size(), sess.inputs.size(), sess.inputs.size());
+  }
   FUSEC_RETURN_IF_ERROR(sess.mem->configure(sess.model));
   if (poison) {  // unwritten elements become NaN (GpuRun.h)
     for (TensorSlot &slot : sess.outputs)

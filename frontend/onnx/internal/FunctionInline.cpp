@@ -19,6 +19,10 @@ bool isOnnxDomain(const std::string &d) { return d.empty() || d == "ai.onnx"; }
 std::string domainKey(const std::string &d) { return isOnnxDomain(d) ? "" : d; }
 
 constexpr int kMaxDepth = 64;
+/// Nodes that inlining local functions may add to a model: the depth limit
+/// alone does not bound the size (40 functions each calling the next twice
+/// are 2^40 nodes from a 3 KB file).
+constexpr int kMaxInlinedNodes = 1 << 18;
 
 /// FunctionProto.attribute_proto (field 11, IR version 9: attributes with
 /// default values). Debian's onnx.proto (1.12) predates the field, so the
@@ -51,6 +55,7 @@ class Inliner {
     if (functions_.empty()) return absl::OkStatus();
     onnx::GraphProto *g = model_.mutable_graph();
     google::protobuf::RepeatedPtrField<onnx::NodeProto> out;
+    maxNodes_ = static_cast<size_t>(g->node_size()) + kMaxInlinedNodes;
     for (const auto &n : g->node()) FUSEC_RETURN_IF_ERROR(expand(n, 0, out));
     g->mutable_node()->Swap(&out);
     return absl::OkStatus();
@@ -91,6 +96,10 @@ class Inliner {
     if (depth >= kMaxDepth)
       return absl::InvalidArgumentError(
           absl::StrCat(where, " nests deeper than ", kMaxDepth, " calls (recursive functions?)"));
+    if (static_cast<size_t>(out.size()) >= maxNodes_)
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, ": inlining the model's local functions adds more than ", kMaxInlinedNodes,
+          " nodes (functions that call each other several times grow exponentially)"));
     for (const auto &os : f->opset_import())
       if (isOnnxDomain(os.domain()) && modelOpset_ && os.version() != modelOpset_)
         return absl::InvalidArgumentError(absl::StrCat(
@@ -115,6 +124,7 @@ class Inliner {
   onnx::ModelProto &model_;
   std::map<std::pair<std::string, std::string>, const onnx::FunctionProto *> functions_;
   int64_t modelOpset_ = 0;
+  size_t maxNodes_ = 0;
   absl::flat_hash_set<std::string> used_;
   absl::flat_hash_set<std::string> usedNodes_;
 };

@@ -130,9 +130,12 @@ class FileDescriptor {
 
 std::string shapeStr(const ir::Shape &s) { return absl::StrCat("[", absl::StrJoin(s, ","), "]"); }
 
-/// Reads the bytes named by \p proto's external_data entries.
+/// Reads the bytes named by \p proto's external_data entries: exactly
+/// \p want bytes (the tensor's size), checked before anything is allocated,
+/// so a huge or sparse file (or a huge `length`) costs nothing.
 absl::StatusOr<std::string> readExternalData(const onnx::TensorProto &proto,
-                                             const std::string &baseDir) {
+                                             const std::string &baseDir, int64_t want,
+                                             const std::string &tensorDesc) {
   std::string location;
   int64_t offset = 0, length = -1;
   for (const auto &kv : proto.external_data()) {
@@ -178,6 +181,9 @@ absl::StatusOr<std::string> readExternalData(const onnx::TensorProto &proto,
     return absl::InvalidArgumentError(absl::StrCat(
         "external data offset ", offset, " + length ", length, " is beyond the end of ",
         q(location), " (", size, " bytes)"));
+  if (length != want)
+    return absl::InvalidArgumentError(absl::StrCat("external data has ", length, " bytes, but ",
+                                                   tensorDesc, " needs ", want));
   std::string bytes(static_cast<size_t>(length), '\0');
   int64_t done = 0;
   while (done < length) {
@@ -230,12 +236,15 @@ absl::StatusOr<ir::Tensor> convert(const onnx::TensorProto &proto, const std::st
   if (external || proto.has_raw_data()) {
     if (dt == DType::kString)
       return absl::InvalidArgumentError("string tensors cannot use raw or external data");
+    const int64_t want = n * ir::dtypeSize(dt);
     std::string externalBytes;
     if (external) {
-      FUSEC_ASSIGN_OR_RETURN(externalBytes, readExternalData(proto, baseDir));
+      FUSEC_ASSIGN_OR_RETURN(externalBytes,
+                             readExternalData(proto, baseDir, want,
+                                              absl::StrCat("shape ", shapeStr(shape), " of ",
+                                                           ir::dtypeName(dt))));
     }
     const std::string &raw = external ? externalBytes : proto.raw_data();
-    int64_t want = n * ir::dtypeSize(dt);
     if (static_cast<int64_t>(raw.size()) != want)
       return absl::InvalidArgumentError(absl::StrCat(
           external ? "external data" : "raw_data", " has ", raw.size(), " bytes, but shape ",

@@ -364,6 +364,53 @@ TEST(ImporterFormsTest, RecursiveLocalFunctionIsAnErrorNotACrash) {
   EXPECT_THAT(messageOf(g.status()), HasSubstr("nests deeper than 64"));
 }
 
+TEST(ImporterFormsTest, ExponentiallyGrowingLocalFunctionsAreAnErrorNotAnOutOfMemory) {
+  // F0 is Relu; F(i) calls F(i-1) twice, chained: 2^40 nodes from a small
+  // file once inlined. The importer stops at its node limit, naming a call.
+  TempDir dir;
+  auto m = makeModel(17);
+  m.set_ir_version(9);
+  auto *os = m.add_opset_import();
+  os->set_domain("custom");
+  os->set_version(1);
+  constexpr int kLevels = 40;
+  for (int i = 0; i <= kLevels; ++i) {
+    onnx::FunctionProto f;
+    f.set_name(absl::StrCat("F", i));
+    f.set_domain("custom");
+    f.add_input("X");
+    f.add_output("Y");
+    auto *os2 = f.add_opset_import();
+    os2->set_domain("");
+    os2->set_version(17);
+    auto *os3 = f.add_opset_import();
+    os3->set_domain("custom");
+    os3->set_version(1);
+    if (i == 0) {
+      auto *n = f.add_node();
+      n->set_op_type("Relu");
+      n->add_input("X");
+      n->add_output("Y");
+    } else {
+      for (int c = 0; c < 2; ++c) {
+        auto *n = f.add_node();
+        n->set_op_type(absl::StrCat("F", i - 1));
+        n->set_domain("custom");
+        n->add_input(c == 0 ? "X" : "T");
+        n->add_output(c == 0 ? "T" : "Y");
+      }
+    }
+    *m.add_functions() = f;
+  }
+  addInput(m, "x", {4});
+  addNode(m, absl::StrCat("F", kLevels), {"x"}, {"y"}, "call", "custom");
+  addOutput(m, "y", {4});
+  auto g = importOnnxModel(writeModel(m, dir.file("model.onnx")));
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument) << g.status();
+  EXPECT_THAT(messageOf(g.status()), HasSubstr("inlining the model's local functions adds more than"));
+}
+
 //===----------------------------------------------------------------------===//
 // External data: the opened file itself is checked
 //===----------------------------------------------------------------------===//

@@ -136,6 +136,25 @@ TEST(OnnxImporterTest, InitializerListedAsInputIsConstant) {
   EXPECT_TRUE((*g)->findValue("b")->isConstant());
 }
 
+TEST(OnnxImporterTest, InitializerListedAsInputMustAgreeWithItsDeclaredType) {
+  TempDir dir;
+  for (std::vector<int64_t> declared : {std::vector<int64_t>{2, 4}, std::vector<int64_t>{9},
+                                        std::vector<int64_t>{3, 3, 1}}) {
+    auto m = makeModel(13);
+    addInput(m, "x", {3, 3});
+    addInput(m, "b", declared);
+    addFloatInit(m, "b", {3, 3}, std::vector<float>(9, 1.0f));
+    addNode(m, "Add", {"x", "b"}, {"y"}, "add");
+    addOutput(m, "y", {3, 3});
+    auto g = importOnnxModel(writeModel(m, dir.file("model.onnx")));
+    ASSERT_FALSE(g.ok());
+    EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument) << g.status();
+    EXPECT_THAT(std::string(g.status().message()),
+                HasSubstr("graph input 'b' is declared f32["));
+    EXPECT_THAT(std::string(g.status().message()), HasSubstr("but its initializer is f32[3,3]"));
+  }
+}
+
 TEST(OnnxImporterTest, ConstantNodesBecomeConstants) {
   TempDir dir;
   auto m = makeModel(17);
@@ -306,6 +325,23 @@ TEST(OnnxImporterTest, ExternalDataRangeBeyondFile) {
     ASSERT_FALSE(g.ok());
     EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument) << g.status();
     EXPECT_THAT(std::string(g.status().message()), HasSubstr("beyond the end"));
+  }
+}
+
+TEST(OnnxImporterTest, ExternalDataOfTheWrongSizeIsRefusedBeforeReading) {
+  // A sparse 64 GiB file (or a huge `length`) for a tensor of 6 floats: the
+  // size is compared with the tensor's before any allocation (this aborted
+  // on std::bad_alloc before).
+  TempDir dir;
+  {
+    std::ofstream f(dir.file("w.bin"), std::ios::binary);
+  }
+  fs::resize_file(dir.file("w.bin"), uintmax_t{64} << 30);
+  for (int64_t len : {int64_t{-1}, int64_t{16} << 30, int64_t{20}}) {
+    auto g = importOnnxModel(writeModel(externalModel("w.bin", 0, len), dir.file("model.onnx")));
+    ASSERT_FALSE(g.ok()) << len;
+    EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument) << g.status();
+    EXPECT_THAT(std::string(g.status().message()), HasSubstr("needs 24")) << g.status();
   }
 }
 

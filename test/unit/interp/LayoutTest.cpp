@@ -163,6 +163,14 @@ TEST(LayoutTest, SliceNegativeStepsAndClamping) {
   Tensor w = run1("Slice", {iota({5}), vec({3}), vec({-100}), std::nullopt,
                             vec({std::numeric_limits<int64_t>::min()})});
   EXPECT_EQ(w.toDoubles(), (std::vector<double>{3}));
+  // Starts before the axis with a negative step clamp to 0 (the spec's
+  // [0, dim-1]; ONNX Runtime and shape inference agree): one element.
+  const int64_t kMin = std::numeric_limits<int64_t>::min();
+  Tensor m = run1("Slice", {iota({2, 4}), vec({kMin}), vec({kMin}), vec({1}), vec({kMin})});
+  EXPECT_EQ(m.shape(), (ir::Shape{2, 1}));
+  EXPECT_EQ(m.toDoubles(), (std::vector<double>{0, 4}));
+  Tensor z = run1("Slice", {iota({0}), vec({kMin}), vec({kMin}), std::nullopt, vec({-1})});
+  EXPECT_EQ(z.shape(), (ir::Shape{0}));
   expectError(run("Slice", {iota({5}), vec({0}), vec({5}), vec({0}), vec({0})}), "is 0");
   expectError(run("Slice", {iota({5}), vec({0}), vec({5}), vec({1})}), "out of range");
 }

@@ -385,6 +385,39 @@ TEST_F(CpuRuntimeTest, MissingSymbol) {
   expectLoadError(m, art_.weights, FUSERT_NOT_FOUND, "symbol 'fusert_cpu_test_nope' not found");
 }
 
+TEST_F(CpuRuntimeTest, SymbolOfAnotherLibraryIsRefused) {
+  // dlsym through the library's handle also finds libc's functions.
+  for (const char *sym : {"abort", "printf"}) {
+    Json m = art_.manifest;
+    m["steps"][1]["symbol"] = sym;
+    expectLoadError(m, art_.weights, FUSERT_INVALID_ARGUMENT, "is not defined by libmodel.so");
+  }
+}
+
+TEST_F(CpuRuntimeTest, FilesOutsideTheArtifactFolderAreRefused) {
+  for (const char *lib : {"../other/libmodel.so", "/lib/x86_64-linux-gnu/libc.so.6", ".."}) {
+    Json m = art_.manifest;
+    m["library"] = lib;
+    expectLoadError(m, art_.weights, FUSERT_INVALID_ARGUMENT,
+                    "library must be a file name inside the artifact folder");
+  }
+  Json m = art_.manifest;
+  m["weights"]["file"] = "../../../etc/passwd";
+  expectLoadError(m, art_.weights, FUSERT_INVALID_ARGUMENT,
+                  "weights.file must be a file name inside the artifact folder");
+}
+
+TEST_F(CpuRuntimeTest, ShapeWhoseElementCountWrapsIsRefused) {
+  // (2^32+1)(2^32-1)(2^32+1)(2^32-1) wraps to 1 modulo 2^64: the product is
+  // checked for overflow, not compared modulo 2^64.
+  Json m = art_.manifest;
+  std::vector<int64_t> shape = {(int64_t{1} << 32) + 1, (int64_t{1} << 32) - 1,
+                                (int64_t{1} << 32) + 1, (int64_t{1} << 32) - 1};
+  for (int64_t d : m["buffers"][0]["shape"].get<std::vector<int64_t>>()) shape.push_back(d);
+  m["buffers"][0]["shape"] = shape;
+  expectLoadError(m, art_.weights, FUSERT_INVALID_ARGUMENT, "has too many elements");
+}
+
 TEST_F(CpuRuntimeTest, MissingLibrary) {
   write(art_.manifest, art_.weights, /*withLibrary=*/false);
   EXPECT_EQ(load(), FUSERT_NOT_FOUND);
