@@ -102,8 +102,9 @@ FlagSpec choiceFlag(const char *name, const char *valueName, std::string &out,
 FlagSpec shapeFlag(ShapeMap &shapes) {
   return {
       "shape", "NAME=DIMS",
-      "bind input NAME to static dims, e.g. input_ids=2x24 (repeatable, once per input); a "
-      "symbolic dim bound here is bound in every input that uses the same symbol",
+      "bind graph input NAME (an input's name, not a dim symbol) to static dims, e.g. "
+      "input_ids=2x24 (repeatable, once per input); the symbols of its dims are then bound in "
+      "every other input that uses them",
       [&shapes](const std::string &v) {
         std::string name;
         std::vector<int64_t> dims;
