@@ -138,8 +138,8 @@ TEST(OnnxImporterTest, InitializerListedAsInputIsConstant) {
 
 TEST(OnnxImporterTest, InitializerListedAsInputMustAgreeWithItsDeclaredType) {
   TempDir dir;
-  for (std::vector<int64_t> declared : {std::vector<int64_t>{2, 4}, std::vector<int64_t>{9},
-                                        std::vector<int64_t>{3, 3, 1}}) {
+  for (const std::vector<D> &declared :
+       {std::vector<D>{2, 4}, std::vector<D>{9}, std::vector<D>{3, 3, 1}}) {
     auto m = makeModel(13);
     addInput(m, "x", {3, 3});
     addInput(m, "b", declared);
