@@ -376,7 +376,7 @@ def refusal_models():
 
 
 def as_f16(c):
-    """Case \p c with its f32 inputs and initializers in f16 (models optimised for ONNX Runtime
+    """Case c with its f32 inputs and initializers in f16 (models optimised for ONNX Runtime
     often are), named <case>_f16."""
     c.name += "_f16"
     c.inputs = [(n, a.astype(np.float16) if a.dtype == np.float32 else a) for n, a in c.inputs]

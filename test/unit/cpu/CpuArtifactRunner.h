@@ -172,7 +172,6 @@ inline absl::StatusOr<std::vector<ir::Tensor>> runCpuArtifact(const std::string 
     const Json &outs = m["outputs"];
     for (size_t k = 0; k < outs.size(); ++k) {
       const Json &b = bufs[outs[k]["buffer"].get<int>()];
-      std::optional<ir::DType> dt;
       const std::string dts = outs[k]["dtype"];
       static const std::map<std::string, ir::DType> kNames = {
           {"f32", ir::DType::kF32}, {"f16", ir::DType::kF16}, {"bf16", ir::DType::kBF16}, {"f64", ir::DType::kF64},
