@@ -370,10 +370,16 @@ absl::StatusOr<TensorType> Inferrer::slice() {
       continue;
     }
     int64_t len = d.value;
-    if (s < 0) s += len;
-    if (e < 0) e += len;
+    if (s < 0) s = s < -len ? -1 : s + len;
+    if (e < 0) e = e < -len ? -1 : e + len;
+    // A step longer than the axis selects at most one element; clamping it
+    // (as the interpreter does) keeps the arithmetic below free of
+    // overflow for steps of +-INT64_MAX and INT64_MIN.
+    step = std::clamp<int64_t>(step, -std::max<int64_t>(len, 1), std::max<int64_t>(len, 1));
     int64_t count;
-    if (step > 0) {
+    if (len == 0) {
+      count = 0;
+    } else if (step > 0) {
       s = std::clamp<int64_t>(s, 0, len);
       e = std::clamp<int64_t>(e, 0, len);
       count = e > s ? (e - s + step - 1) / step : 0;

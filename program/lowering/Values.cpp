@@ -394,8 +394,22 @@ absl::StatusOr<int> GroupLowering::elementwiseAt(const Node &n, int result,
     case OpKind::kSub: return binaryOp(BinaryOp::kSub);
     case OpKind::kMul: return binaryOp(BinaryOp::kMul);
     case OpKind::kDiv: return binaryOp(BinaryOp::kDiv);
-    case OpKind::kMod:
-      return binaryOp(n.getInt("fmod", 0) || isFloatCompute(ot) ? BinaryOp::kFmod : BinaryOp::kMod);
+    case OpKind::kMod: {
+      if (n.getInt("fmod", 0) || !isFloatCompute(ot))
+        return binaryOp(n.getInt("fmod", 0) ? BinaryOp::kFmod : BinaryOp::kMod);
+      // fmod = 0 on floats (allowed since the onnx 1.23 node tests; numpy's
+      // mod): the result takes the divisor's sign. r = fmod(a, b), then
+      // r + b where r is non-zero and its sign differs from b's; built from
+      // kFmod so every backend runs it (mod(-3, inf) = inf, as numpy).
+      FUSEC_ASSIGN_OR_RETURN(int a, in(0));
+      FUSEC_ASSIGN_OR_RETURN(int b, in(1));
+      if (typeOf(a) != typeOf(b)) b = spec_.cast(b, typeOf(a));
+      const ScalarType t = typeOf(a);
+      const int r = bin(BinaryOp::kFmod, a, b);
+      const int signsDiffer = bin(BinaryOp::kXor, bin(BinaryOp::kLt, r, c(0, t)), bin(BinaryOp::kLt, b, c(0, t)));
+      const int fix = bin(BinaryOp::kAnd, bin(BinaryOp::kNe, r, c(0, t)), signsDiffer);
+      return spec_.select(fix, bin(BinaryOp::kAdd, r, b), r);
+    }
     case OpKind::kPow: {
       FUSEC_ASSIGN_OR_RETURN(int a, in(0));
       // Small integer constant exponents become multiplications.

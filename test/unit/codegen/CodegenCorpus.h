@@ -258,6 +258,13 @@ inline std::vector<Case> corpus() {
   %z = "PRelu"(%b, %one) : f32[2,3,5,7] loc("prelu_scalar")
   return %y, %z
 })"});
+  // Mod on floats: fmod = 0 takes the divisor's sign (numpy's mod, the onnx
+  // 1.23 node tests), fmod = 1 the dividend's (C's fmod); mixed signs.
+  cs.push_back({"mod_float", R"(graph @mod_float(%x: f32[3,37], %y: f32[3,37]) -> (%a, %b) {
+  %a = "Mod"(%x, %y) : f32[3,37] loc("mod_floor")
+  %b = "Mod"(%x, %y) {fmod = 1} : f32[3,37] loc("mod_fmod")
+  return %a, %b
+})"});
   // CumSum: last and first axes, exclusive / reverse, int64 (position ids
   // from an attention mask, as BLOOM and OPT exports compute them), a
   // middle axis, batch 1 with an odd length, and a long row.

@@ -1,6 +1,7 @@
 //===- ShapeInferenceTest.cpp - Shape inference of the tricky ops ---------===//
 #include "ir/ShapeInference.h"
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "ir/OpTable.h"
 #include "ir/Parser.h"
@@ -297,6 +298,24 @@ TEST(ShapeInference, Reshape) {
                       "%out = \"Reshape\"(%x, %sh)")
                 .substr(0, 6),
             "error:");
+}
+
+TEST(ShapeInference, SliceWithStepsOfExtremeMagnitude) {
+  // Steps of +-INT64_MAX / INT64_MIN select one element (they overflowed
+  // the count before); starts before the axis clamp to 0 for negative steps.
+  const std::string x = "%x: f32[2,4]";
+  auto slice = [&](const char *s, const char *e, const char *st) {
+    return inferType(x, absl::StrCat("%s = constant i64[1] dense<[", s, "]>\n%e = constant i64[1] dense<[", e,
+                                     "]>\n%a = constant i64[1] dense<[1]>\n%t = constant i64[1] dense<[", st,
+                                     "]>\n%out = \"Slice\"(%x, %s, %e, %a, %t)"));
+  };
+  const char *kMax = "9223372036854775807", *kMin = "-9223372036854775808";
+  EXPECT_EQ(slice("0", kMax, kMax), "f32[2,1]");
+  EXPECT_EQ(slice("-1", kMin, kMin), "f32[2,1]");
+  EXPECT_EQ(slice(kMax, kMin, kMin), "f32[2,1]");
+  EXPECT_EQ(slice(kMin, kMax, kMax), "f32[2,1]");
+  EXPECT_EQ(slice(kMin, kMin, kMin), "f32[2,1]");
+  EXPECT_EQ(slice("1", "3", "1"), "f32[2,2]");
 }
 
 TEST(ShapeInference, ReshapeOfShapeDerivedValueIsSymbolic) {
