@@ -80,6 +80,11 @@ Status loadLibrary(fusert_model &model) {
     const char *err = dlerror();
     return invalidArgument("cannot load ", path, ": ", err ? err : "dlopen failed");
   }
+  // The library's own entry in the loader's list: kernel symbols must be
+  // defined there (see below).
+  struct link_map *own = nullptr;
+  if (dlinfo(model.library, RTLD_DI_LINKMAP, &own) != 0 || !own || !own->l_name)
+    return invalidArgument("cannot inspect ", path, " after loading it");
   for (size_t i = 0; i < m.steps.size(); ++i) {
     const StepDesc &s = m.steps[i];
     if (s.kind != StepKind::kKernel)
@@ -93,9 +98,7 @@ Status loadLibrary(fusert_model &model) {
     // (libc's "abort", "printf"): a kernel symbol must be defined by the
     // artifact's library itself.
     Dl_info info{};
-    struct link_map *own = nullptr;
-    if (!dladdr(sym, &info) || dlinfo(model.library, RTLD_DI_LINKMAP, &own) != 0 || !own ||
-        !info.dli_fname || !own->l_name || std::strcmp(info.dli_fname, own->l_name) != 0)
+    if (!dladdr(sym, &info) || !info.dli_fname || std::strcmp(info.dli_fname, own->l_name) != 0)
       return invalidArgument("step ", i, " '", s.name, "': symbol '", s.symbol,
                              "' is not defined by ", m.library);
     model.symbols[i] = sym;
