@@ -61,6 +61,10 @@ struct BackendModule {
   /// their TensorE kernels), not only the kernel steps (CUDA: cuBLASLt and
   /// cuDNN run them); then a model of library calls only still needs it.
   bool libraryRunsLibraryCalls = false;
+  /// The library defines the manifest digest symbol with its placeholder
+  /// (runtime/ArtifactFormat.h) in `files` or `buildInput`, for the writer to
+  /// fill in; libfusert refuses a library that does not (cuda, cpu).
+  bool recordsManifestDigest = false;
   /// The build command, rendered for messages ("" when the backend has none).
   std::string buildCommand;
   /// What build() consumes besides `files`, kept in memory and never

@@ -34,6 +34,17 @@ inline constexpr const char *kStepGemm = "gemm";
 inline constexpr const char *kStepConv = "conv";
 inline constexpr const char *kStepCopy = "copy";
 
+/// The library's record of the manifest it was built for: a NUL-terminated
+/// string "fnv1a64:<16 hex>" (runtime/internal/ManifestDigest.h) defined by
+/// the library under this C symbol. A backend that builds a library defines
+/// it with the value kManifestDigestPlaceholder (the same length); the
+/// artifact writer substitutes the manifest's digest into the library's
+/// sources or object before building, and the loader compares it with the
+/// manifest it reads. So a manifest edited consistently (its checksums
+/// recomputed) no longer matches the compiled code that trusts it.
+inline constexpr const char *kManifestDigestSymbol = "fusec_manifest_digest";
+inline constexpr const char *kManifestDigestPlaceholder = "fnv1a64:@@manifest@@@@@@";
+
 }  // namespace fusec::artifact_format
 
 #endif  // FUSEC_RUNTIME_ARTIFACTFORMAT_H

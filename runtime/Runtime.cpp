@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "fusert/fusert.h"
+#include "runtime/ArtifactFormat.h"
 #include "runtime/internal/Checksum.h"
 #include "runtime/internal/Manifest.h"
 #include "runtime/internal/Model.h"
@@ -85,6 +86,25 @@ Status loadLibrary(fusert_model &model) {
   struct link_map *own = nullptr;
   if (dlinfo(model.library, RTLD_DI_LINKMAP, &own) != 0 || !own || !own->l_name)
     return invalidArgument("cannot inspect ", path, " after loading it");
+  // The library must have been built for this manifest: the kernels trust
+  // its buffer sizes, extents and workspace (ArtifactFormat.h).
+  {
+    const char *symbol = fusec::artifact_format::kManifestDigestSymbol;
+    dlerror();
+    const void *sym = dlsym(model.library, symbol);
+    Dl_info info{};
+    if (!sym || !dladdr(sym, &info) || !info.dli_fname || std::strcmp(info.dli_fname, own->l_name) != 0)
+      return invalidArgument(m.library, " records no manifest digest ('", symbol,
+                             "'): it was not built by this fusec for this artifact; recompile it");
+    const std::string recorded(static_cast<const char *>(sym),
+                               strnlen(static_cast<const char *>(sym), 24));
+    if (recorded != m.digest)
+      return invalidArgument(m.library, " was built for another manifest (it records ",
+                             fusec::artifact_checksum::isChecksumText(recorded) ? recorded
+                                                                                 : std::string("no valid digest"),
+                             ", this manifest's digest is ", m.digest,
+                             "): the manifest was edited or mixed with another artifact's; recompile it");
+  }
   for (size_t i = 0; i < m.steps.size(); ++i) {
     const StepDesc &s = m.steps[i];
     if (s.kind != StepKind::kKernel)

@@ -29,6 +29,7 @@
 #include "passes/fusion/FusionDump.h"
 #include "runtime/ArtifactFormat.h"
 #include "runtime/internal/Checksum.h"
+#include "runtime/internal/ManifestDigest.h"
 #include "support/Status.h"
 
 namespace fusec::artifact {
@@ -565,6 +566,26 @@ absl::Status writeArtifact(const ir::Graph &graph, const passes::FusionPlan &pla
                                                 "' is one the writer owns"));
   const std::string manifest = manifestJson(mem, kernelNames, modelName, backend->name(), arch,
                                             usesLibrary ? mod.library : std::string(), mod.manifestFields);
+  // The library records the digest of this manifest (ArtifactFormat.h): put
+  // it where the backend left the placeholder, in its sources or object.
+  {
+    const std::string digest = artifact_checksum::manifestDigest(
+        Json::parse(manifest, nullptr, /*allow_exceptions=*/false));
+    const std::string placeholder = artifact_format::kManifestDigestPlaceholder;
+    int found = 0;
+    auto substitute = [&](std::string &text) {
+      for (size_t at = text.find(placeholder); at != std::string::npos;
+           at = text.find(placeholder, at + placeholder.size())) {
+        text.replace(at, placeholder.size(), digest);
+        ++found;
+      }
+    };
+    for (auto &file : mod.files) substitute(file.second);
+    substitute(mod.buildInput);
+    if (mod.recordsManifestDigest && found == 0)
+      return absl::InternalError(absl::StrCat(backend->name(), ": the library defines ",
+                                              artifact_format::kManifestDigestSymbol, " nowhere"));
+  }
   const std::string fusionJson =
       opts.fusionJson.empty() ? passes::fusionPlanToJson(plan, target) : opts.fusionJson;
 

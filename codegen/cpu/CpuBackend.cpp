@@ -22,6 +22,7 @@
 #include "codegen/cpu/CpuCodegen.h"
 #include "passes/Pipeline.h"
 #include "program/Program.h"
+#include "runtime/ArtifactFormat.h"
 #include "support/Status.h"
 
 namespace fusec::codegen {
@@ -154,6 +155,8 @@ class CpuBackend final : public Backend {
         case Step::Kind::kCopy: break;
       }
     }
+    // The artifact writer substitutes the manifest's digest into the object.
+    mb.addConstantString(artifact_format::kManifestDigestSymbol, artifact_format::kManifestDigestPlaceholder);
     FUSEC_ASSIGN_OR_RETURN(cpu::CpuObject obj, mb.finish(/*wantIr=*/opts.emitIr));
     BackendModule out;
     out.steps = std::move(prog.steps);
@@ -161,6 +164,7 @@ class CpuBackend final : public Backend {
     out.numKernels = static_cast<int>(prog.kernels.size() + gemms.size() + convs.size());
     out.library = kLibrary;
     out.libraryRunsLibraryCalls = true;
+    out.recordsManifestDigest = true;
     out.buildInput = std::move(obj.object);
     if (opts.emitIr) out.files.emplace_back("model.ll", std::move(obj.ir));
     std::vector<std::string> feats;

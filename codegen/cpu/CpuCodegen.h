@@ -95,6 +95,9 @@ class CpuModuleBuilder {
   absl::Status addGemm(const program::GemmParams &gemm, const std::string &symbol);
   /// Adds \p symbol running \p conv; buffers as convStepBuffers().
   absl::Status addConv(const program::ConvParams &conv, const std::string &symbol);
+  /// Adds the exported constant \p symbol holding \p text and a NUL (the
+  /// manifest digest placeholder, runtime/ArtifactFormat.h).
+  void addConstantString(const std::string &symbol, const std::string &text);
   /// The unoptimised IR text so far (tests).
   std::string irText() const;
   /// Verifies, optimises (O3 for the target) and emits the object; \p wantIr

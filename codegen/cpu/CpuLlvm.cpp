@@ -131,6 +131,14 @@ std::string CpuModuleBuilder::irText() const {
   return os.str();
 }
 
+void CpuModuleBuilder::addConstantString(const std::string &symbol, const std::string &text) {
+  Impl &I = *impl_;
+  llvm::Constant *init = llvm::ConstantDataArray::getString(I.ctx, text, /*AddNull=*/true);
+  auto *g = new llvm::GlobalVariable(*I.mod, init->getType(), /*isConstant=*/true,
+                                     llvm::GlobalValue::ExternalLinkage, init, symbol);
+  g->setVisibility(llvm::GlobalValue::DefaultVisibility);
+}
+
 absl::StatusOr<CpuObject> CpuModuleBuilder::finish(bool wantIr) {
   Impl &I = *impl_;
   llvm::Module &M = *I.mod;

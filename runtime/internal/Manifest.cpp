@@ -11,6 +11,7 @@
 #include "runtime/ArtifactFormat.h"
 #include "runtime/cpu/CpuFeatures.h"
 #include "runtime/internal/Checksum.h"
+#include "runtime/internal/ManifestDigest.h"
 
 #include <fstream>
 #include <set>
@@ -636,6 +637,7 @@ Status parseManifest(const std::string &text, Manifest &out) {
   if (!j.is_object())
     return invalidArgument("manifest.json must hold a JSON object");
   const std::string top = "manifest";
+  out.digest = artifact_checksum::manifestDigest(j);
   std::string format;
   FUSERT_RETURN_IF_ERROR(getString(j, "format", top, format));
   static_assert(fusec::artifact_format::kVersion == FUSERT_ARTIFACT_VERSION, "artifact version");

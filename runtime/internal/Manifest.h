@@ -98,6 +98,9 @@ struct Manifest {
   /// text (runtime/internal/Checksum.h). Optional in format version 1
   /// (artifacts before checksums have none); the loader verifies every entry.
   std::vector<std::pair<std::string, std::string>> checksums;
+  /// manifestDigest() of the parsed manifest (runtime/internal/ManifestDigest.h):
+  /// what the library must record under kManifestDigestSymbol.
+  std::string digest;
   std::vector<BufferDesc> buffers; ///< in file order
   std::vector<TensorDesc> inputs, outputs;
   std::vector<StepDesc> steps;

@@ -23,6 +23,7 @@
 #include "codegen/artifact/ArtifactWriter.h"
 #include "codegen/cpu/CpuCodegen.h"
 #include "driver/Driver.h"
+#include "fusert/fusert.h"
 #include "gtest/gtest.h"
 #include "interp/Compare.h"
 #include "interp/Interpreter.h"
@@ -475,6 +476,20 @@ TEST(CpuArtifact, MlpLnGeluManifest) {
   EXPECT_TRUE(j["workspace_bytes_per_thread"].is_number_unsigned());
   EXPECT_FALSE(j["arch"].get<std::string>().empty());
   for (const auto &s : j["steps"]) EXPECT_TRUE(s["kind"] == "kernel" || s["kind"] == "copy") << s.dump();
+  // libmodel.so records the digest of this manifest; a consistent edit of the
+  // manifest (fewer workspace bytes: the kernels would write past it) is
+  // refused at load, a reformatted one loads.
+  fusert_model *model = nullptr;
+  std::ofstream(out / "manifest.json") << j.dump();
+  ASSERT_EQ(fusert_load(out.c_str(), &model), FUSERT_OK) << fusert_last_error();
+  fusert_unload(model);
+  model = nullptr;
+  j["workspace_bytes_per_thread"] = 0;
+  std::ofstream(out / "manifest.json") << j.dump(2);
+  EXPECT_EQ(fusert_load(out.c_str(), &model), FUSERT_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(fusert_last_error()).find("was built for another manifest"), std::string::npos)
+      << fusert_last_error();
+  EXPECT_EQ(model, nullptr);
 }
 
 /// Every shared model compiles for cpu and matches its expected outputs.

@@ -99,9 +99,9 @@ protected:
     std::ofstream(dir_ / "manifest.json") << manifest.dump(2);
     std::ofstream(dir_ / "weights.bin", std::ios::binary)
         .write(weights.data(), static_cast<std::streamsize>(weights.size()));
-    if (withLibrary)
-      fs::copy_file(kernelLibrary(), dir_ / "libmodel.so",
-                    fs::copy_options::overwrite_existing);
+    if (withLibrary) {
+      EXPECT_EQ(installLibrary(kernelLibrary(), (dir_ / "libmodel.so").string(), manifest), 1);
+    }
   }
 
   fusert_status load() { return fusert_load(dir_.c_str(), &model_); }

@@ -187,8 +187,9 @@ class CpuRuntimeTest : public ::testing::Test {
     std::ofstream(dir_ / "manifest.json") << manifest.dump(2);
     std::ofstream(dir_ / "weights.bin", std::ios::binary)
         .write(weights.data(), static_cast<std::streamsize>(weights.size()));
-    if (withLibrary)
-      fs::copy_file(kernelLibrary(), dir_ / "libmodel.so", fs::copy_options::overwrite_existing);
+    if (withLibrary) {
+      EXPECT_EQ(installLibrary(kernelLibrary(), (dir_ / "libmodel.so").string(), manifest), 1);
+    }
   }
   void writeWithChecksums(Json manifest, const std::vector<char> &weights) {
     write(manifest, weights);
@@ -509,6 +510,34 @@ TEST_F(CpuRuntimeTest, ChecksumMismatch) {
   f.close();
   EXPECT_EQ(load(), FUSERT_INVALID_ARGUMENT);
   EXPECT_THAT(fusert_last_error(), HasSubstr("weights.bin does not match the manifest's checksum"));
+}
+
+/// The library records the digest of the manifest it was built for
+/// (runtime/ArtifactFormat.h): a manifest edited consistently afterwards
+/// (its checksums recomputed, every range still valid) no longer loads,
+/// because the kernels trust its sizes; reformatting the JSON changes nothing.
+TEST_F(CpuRuntimeTest, ManifestEditedAfterTheBuildIsRefused) {
+  writeWithChecksums(art_.manifest, art_.weights);
+  ASSERT_EQ(load(), FUSERT_OK) << fusert_last_error();
+  Json m = nlohmann::json::parse(std::ifstream(dir_ / "manifest.json"));
+  std::ofstream(dir_ / "manifest.json") << m.dump();  // another layout, same content
+  ASSERT_EQ(load(), FUSERT_OK) << fusert_last_error();
+  for (const char *field : {"workspace_bytes_per_thread", "arena_bytes"}) {
+    Json edited = m;
+    edited[field] = edited[field].get<int64_t>() + 64;
+    std::ofstream(dir_ / "manifest.json") << edited.dump(2);
+    EXPECT_EQ(load(), FUSERT_INVALID_ARGUMENT) << field;
+    EXPECT_THAT(fusert_last_error(), HasSubstr("libmodel.so was built for another manifest")) << field;
+    EXPECT_EQ(model_, nullptr);
+  }
+  // A library whose digest was never filled in (the writer's placeholder).
+  std::ofstream(dir_ / "manifest.json") << m.dump(2);
+  fs::copy_file(kernelLibrary(), dir_ / "libmodel.so", fs::copy_options::overwrite_existing);
+  Json unchecked = m;
+  unchecked.erase("checksums");
+  std::ofstream(dir_ / "manifest.json") << unchecked.dump(2);
+  EXPECT_EQ(load(), FUSERT_INVALID_ARGUMENT);
+  EXPECT_THAT(fusert_last_error(), HasSubstr("it records no valid digest"));
 }
 
 TEST_F(CpuRuntimeTest, OnlyKernelAndCopyStepsAndKnownTargets) {

@@ -90,8 +90,7 @@ class FusecRunCpuTest : public ::testing::Test {
     std::ofstream(dir_ / "art" / "manifest.json") << manifest_.dump(2);
     std::ofstream(dir_ / "art" / "weights.bin", std::ios::binary)
         .write(weights_.data(), static_cast<std::streamsize>(weights_.size()));
-    fs::copy_file(FUSERT_CPU_TEST_KERNELS, dir_ / "art" / "libmodel.so",
-                  fs::copy_options::overwrite_existing);
+    installLibrary(FUSERT_CPU_TEST_KERNELS, (dir_ / "art" / "libmodel.so").string(), manifest_);
   }
   int fusecRun(const std::string &extra, std::string &out) {
     return runCommand("FUSERT_NUM_THREADS=2 " + std::string(FUSEC_RUN_BIN) + " " +

@@ -13,11 +13,36 @@
 #include <string>
 #include <vector>
 
+#include <fstream>
+#include <iterator>
+
 #include <nlohmann/json.hpp>
+
+#include "runtime/ArtifactFormat.h"
+#include "runtime/internal/ManifestDigest.h"
 
 namespace fusert_test {
 
 using Json = nlohmann::json;
+
+/// Copies the test kernel library \p from to \p to with the digest of
+/// \p manifest where it holds the placeholder, as the artifact writer does
+/// (runtime/ArtifactFormat.h kManifestDigestSymbol). \returns the number of
+/// places substituted (1 for the test libraries).
+inline int installLibrary(const std::string &from, const std::string &to, const Json &manifest) {
+  std::ifstream in(from, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string placeholder = fusec::artifact_format::kManifestDigestPlaceholder;
+  const std::string digest = fusec::artifact_checksum::manifestDigest(manifest);
+  int found = 0;
+  for (size_t at = bytes.find(placeholder); at != std::string::npos;
+       at = bytes.find(placeholder, at + placeholder.size())) {
+    bytes.replace(at, placeholder.size(), digest);
+    ++found;
+  }
+  std::ofstream(to, std::ios::binary | std::ios::trunc).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  return found;
+}
 
 /// Bytes of \p values as little-endian f32.
 inline std::vector<char> bytesOf(const std::vector<float> &values) {

@@ -149,3 +149,10 @@ int32_t fusert_cpu_test_half_scale(void *const *buffers, const fusert_cpu_contex
 int32_t fusert_cpu_test_fail(void *const *, const fusert_cpu_context *) { return 7; }
 
 }  // extern "C"
+
+// The manifest digest a generated library records (runtime/ArtifactFormat.h:
+// kManifestDigestSymbol, with kManifestDigestPlaceholder spelled out here);
+// the tests' installLibrary() substitutes the digest of the manifest they
+// write, as the artifact writer does.
+extern "C" __attribute__((visibility("default"))) const char fusec_manifest_digest[] =
+    "fnv1a64:@@manifest@@@@@@";

@@ -43,3 +43,10 @@ extern "C" int fusert_test_scale(void *const *buffers, cudaStream_t stream) {
       kTestElements);
   return static_cast<int>(cudaGetLastError());
 }
+
+// The manifest digest a generated library records (runtime/ArtifactFormat.h:
+// kManifestDigestSymbol, with kManifestDigestPlaceholder spelled out here);
+// the tests' installLibrary() substitutes the digest of the manifest they
+// write, as the artifact writer does.
+extern "C" __attribute__((visibility("default"))) const char fusec_manifest_digest[] =
+    "fnv1a64:@@manifest@@@@@@";
