@@ -20,10 +20,11 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
@@ -272,14 +273,21 @@ class CudaMemory final : public TensorMemory {
 #endif  // FUSEC_HAVE_CUDA_RUNTIME
 
 /// The "target" of the artifact's manifest.json ("" if it has none).
-std::string artifactTarget(const std::string &artifactDir) {
-  std::ifstream in(fs::path(artifactDir) / "manifest.json");
-  std::stringstream text;
-  text << in.rdbuf();
-  static const std::regex target("\"target\"\\s*:\\s*\"([A-Za-z0-9_]*)\"");
-  std::smatch m;
-  std::string t = text.str();
-  return std::regex_search(t, m, target) ? m[1].str() : "";
+/// Errors: InvalidArgument when manifest.json is not a JSON object (before
+/// anything looks for a device, so the message names the real problem).
+absl::StatusOr<std::string> artifactTarget(const std::string &artifactDir) {
+  const fs::path path = fs::path(artifactDir) / "manifest.json";
+  std::ifstream in(path);
+  nlohmann::json m = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (m.is_discarded() || !m.is_object())
+    return absl::InvalidArgumentError(absl::StrCat("cannot load artifact '", artifactDir, "': ",
+                                                   path.string(), " is not a JSON object"));
+  auto t = m.find("target");
+  if (t == m.end()) return std::string();
+  if (!t->is_string())
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot load artifact '", artifactDir, "': manifest: 'target' is not a string"));
+  return t->get<std::string>();
 }
 
 /// One input or output as the model describes it.
@@ -380,7 +388,8 @@ absl::StatusOr<std::unique_ptr<TensorMemory>> memoryFor(const std::string &targe
 absl::StatusOr<bool> runChecked(Session &sess, const std::string &artifactDir,
                                 const std::string &dataDir, int benchIters, double atol,
                                 double rtol, bool poison) {
-  FUSEC_ASSIGN_OR_RETURN(sess.mem, memoryFor(artifactTarget(artifactDir)));
+  FUSEC_ASSIGN_OR_RETURN(const std::string target, artifactTarget(artifactDir));
+  FUSEC_ASSIGN_OR_RETURN(sess.mem, memoryFor(target));
   FUSEC_ASSIGN_OR_RETURN(auto inputs, loadSeries(dataDir, "input"));
   FUSEC_ASSIGN_OR_RETURN(auto expected, loadSeries(dataDir, "output"));
   if (expected.empty())
