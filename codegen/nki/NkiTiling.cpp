@@ -127,6 +127,10 @@ absl::Status chooseRowChunk(const KernelSpec &spec, const Limits &lim, Tiling &t
       tiles += spec.expr(id).kind == ExprKind::kLoad ? 2 : 1;
   const int64_t bytesPerElem = 4 * (tiles + 1);  // per partition, per row element
   const int64_t budget = sbufBudgetBytes(lim);
+  if (t.cols == 0)
+    return absl::UnimplementedError(
+        "a reduction over an empty axis (0 elements; its result is the reduction's identity) is not "
+        "lowered for nki yet");
   t.freeTile = t.cols;
   if (bytesPerElem * t.cols <= budget && t.cols <= kMaxEngineFree) return absl::OkStatus();
   for (const program::Reduction &r : spec.reductions)

@@ -296,9 +296,8 @@ int cpuStepCount(const std::string &text) {
 /// GELU, a residual Add) is the GEMM's generated epilogue, run over each
 /// output tile (LoweringOptions::generatedGemmEpilogue): one step. Shapes
 /// at the boundaries: N not a multiple of the vector width, M = 1, leading
-/// batch dims folded into M, a 3-D residual, N past one column tile. (An
-/// empty GEMM with an epilogue is refused before and after this change:
-/// "graph output is not written by any step".)
+/// batch dims folded into M, a 3-D residual, N past one column tile. (Empty
+/// outputs: test/lit/driver/empty-tensors.test.)
 TEST(CpuRun, GemmGeneratedEpilogues) {
   const std::string erfGeluResidual = R"(graph @g(%x: f32[2,3,19], %w: f32[19,13], %b: f32[13], %r: f32[2,3,13]) -> (%y) {
   %m = "MatMul"(%x, %w) : f32[2,3,13]
