@@ -545,8 +545,12 @@ absl::StatusOr<TensorType> Inferrer::tile() {
     int64_t rep = (*reps)[i];
     if (rep < 0) return error("repeats must be non-negative");
     const Dim &d = x.shape[i];
+    int64_t extent = 0;
+    if (d.isStatic() && __builtin_mul_overflow(d.value, rep, &extent))
+      return error(absl::StrCat("dim ", i, " of the result (", d.value, " x repeats ", rep,
+                                ") overflows a 64-bit extent"));
     if (d.isStatic())
-      out.push_back(Dim(d.value * rep));
+      out.push_back(Dim(extent));
     else if (rep == 1)
       out.push_back(d);
     else if (rep == 0)

@@ -507,6 +507,12 @@ TEST(ShapeInference, LayoutOps) {
   EXPECT_EQ(inferType("%x: f32[b,3]",
                       "%r = constant i64[2] dense<[1, 2]>\n%out = \"Tile\"(%x, %r)"),
             "f32[b,6]");
+  // A repeat whose product with the dim overflows int64 is an error (it was
+  // signed overflow, then an unknown dim and a misleading --shape hint).
+  EXPECT_NE(inferType("%x: f32[2,3]",
+                      "%r = constant i64[2] dense<[4611686018427387904, 4]>\n%out = \"Tile\"(%x, %r)")
+                .find("overflows a 64-bit extent"),
+            std::string::npos);
   EXPECT_EQ(inferType("%x: f32[b,3]",
                       "%p = constant i64[4] dense<[0, 1, 0, 2]>\n%out = \"Pad\"(%x, %p)"),
             "f32[b,6]");
