@@ -2,6 +2,7 @@
 #include "frontend/onnx/internal/FunctionInline.h"
 
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -140,6 +141,18 @@ absl::StatusOr<std::vector<onnx::NodeProto>> instantiateFunctionBody(
     return absl::InvalidArgumentError(absl::StrCat(
         "the call has ", call.input_size(), " inputs and ", call.output_size(),
         " outputs; the function declares ", f.input_size(), " and ", f.output_size()));
+  // Every output the call uses must be computed by the body (else the
+  // caller's value would be "not defined by any node", far from the cause).
+  {
+    std::set<std::string> defined;
+    for (const auto &n : f.node())
+      for (const auto &o : n.output()) defined.insert(o);
+    for (int i = 0; i < call.output_size(); ++i)
+      if (!call.output(i).empty() && !defined.count(f.output(i)))
+        return absl::InvalidArgumentError(absl::StrCat(
+            "function '", f.domain(), ".", f.name(), "' does not compute its output ", i, " ('",
+            f.output(i), "'), which the call uses as '", call.output(i), "'"));
+  }
   // Formal -> actual value names; everything else in the body is renamed.
   std::map<std::string, std::string> rename;
   for (int i = 0; i < f.input_size(); ++i)

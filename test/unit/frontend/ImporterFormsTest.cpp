@@ -364,6 +364,28 @@ TEST(ImporterFormsTest, RecursiveLocalFunctionIsAnErrorNotACrash) {
   EXPECT_THAT(messageOf(g.status()), HasSubstr("nests deeper than 64"));
 }
 
+TEST(ImporterFormsTest, LocalFunctionThatDoesNotComputeAnOutputIsNamed) {
+  // custom.ScaledRelu declares a second output "Z" its body never computes;
+  // a call that uses it is an error naming the function and the output.
+  TempDir dir;
+  auto m = makeModel(17);
+  m.set_ir_version(9);
+  auto *os = m.add_opset_import();
+  os->set_domain("custom");
+  os->set_version(1);
+  onnx::FunctionProto f = scaledRelu(/*withDefault=*/true);
+  f.add_output("Z");
+  *m.add_functions() = f;
+  addInput(m, "x", {4});
+  addNode(m, "ScaledRelu", {"x"}, {"y", "z"}, "call", "custom");
+  addOutput(m, "y", {4});
+  addOutput(m, "z", {4});
+  auto g = importOnnxModel(writeModel(m, dir.file("model.onnx")));
+  ASSERT_FALSE(g.ok());
+  EXPECT_THAT(messageOf(g.status()),
+              HasSubstr("function 'custom.ScaledRelu' does not compute its output 1 ('Z'), which the call uses as 'z'"));
+}
+
 TEST(ImporterFormsTest, ExponentiallyGrowingLocalFunctionsAreAnErrorNotAnOutOfMemory) {
   // F0 is Relu; F(i) calls F(i-1) twice, chained: 2^40 nodes from a small
   // file once inlined. The importer stops at its node limit, naming a call.
