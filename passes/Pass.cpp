@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "ir/Tensor.h"
 #include "ir/Verifier.h"
 #include "support/Status.h"
 
@@ -36,9 +37,26 @@ absl::StatusOr<std::unique_ptr<Pass>> createPass(const std::string &name) {
 }
 
 absl::Status checkPassInput(const ir::Graph &graph) {
-  for (const ir::Node *n : graph.nodes())
+  // Static extents within the tensor size limit (ir/Tensor.h): the passes'
+  // byte and FLOP counts are int64 products of them.
+  auto sized = [](const ir::Value *v) -> absl::Status {
+    if (!v || !v->type().rankKnown) return absl::OkStatus();
+    ir::Shape dims;
+    for (const ir::Dim &d : v->type().shape)
+      if (d.isStatic()) dims.push_back(d.value);
+    absl::Status s = ir::checkTensorSize(v->type().dtype == ir::DType::kUndefined ? ir::DType::kU8 : v->type().dtype,
+                                         dims, "value");
+    if (s.ok()) return s;
+    return absl::InvalidArgumentError(absl::StrCat("'", v->name(), "': ", s.message()));
+  };
+  for (const ir::Value *v : graph.inputs())
+    FUSEC_RETURN_IF_ERROR_CTX(sized(v), "malformed IR (checked before every pass, also without the verifier)");
+  for (const ir::Node *n : graph.nodes()) {
     FUSEC_RETURN_IF_ERROR_CTX(ir::verifyNodeArity(*n),
                               "malformed IR (checked before every pass, also without the verifier)");
+    for (const ir::Value *v : n->outputs())
+      FUSEC_RETURN_IF_ERROR_CTX(sized(v), "malformed IR (checked before every pass, also without the verifier)");
+  }
   return absl::OkStatus();
 }
 
