@@ -18,6 +18,19 @@
 //                            by Reshape + Slice, sums by ReduceSum, contractions
 //                            by Transpose + Reshape + MatMul, outer products by Mul)
 //
+//   DepthToSpace(x[N,C,H,W]; blocksize b, mode DCR|CRD)
+//                            Reshape to [N,b,b,C/b^2,H,W] (DCR) or [N,C/b^2,b,b,H,W] (CRD),
+//                            Transpose [0,3,4,1,5,2] (DCR) or [0,1,4,2,5,3] (CRD),
+//                            Reshape to [N,C/b^2,H*b,W*b]
+//   SpaceToDepth(x[N,C,H,W]; blocksize b, mode DCR|CRD (opset 25))
+//                            Reshape to [N,C,H/b,b,W/b,b], Transpose [0,3,5,1,2,4] (DCR)
+//                            or [0,1,3,5,2,4] (CRD),
+//                            Reshape to [N,C*b^2,H/b,W/b]
+//                            (the target shapes are computed from Shape(x), so symbolic
+//                            dims stay symbolic until --shape binds them and they fold)
+//   EyeLike(x[R,C]; dtype, k)
+//                            Cast(Range(0,R)[:,None] + k == Range(0,C)[None,:], dtype)
+//
 // RotaryEmbedding (opset 23) and SimplifiedLayerNormalization (ONNX Runtime's,
 // in the default domain) are written by ContribOps.cpp, with the contrib
 // ops of the same name.
@@ -29,6 +42,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <climits>
 #include <cmath>
 #include <map>
 #include <set>
@@ -56,7 +70,7 @@ using ir::Value;
 // (ContribOps.h).
 constexpr std::string_view kExpanded[] = {"LpNormalization", "InstanceNormalization",
                                           "RotaryEmbedding", "SimplifiedLayerNormalization",
-                                          "Einsum"};
+                                          "Einsum", "DepthToSpace", "SpaceToDepth", "EyeLike"};
 
 using Builder = ExpansionBuilder;
 
@@ -439,6 +453,61 @@ absl::StatusOr<std::vector<Node *>> expand(Graph &graph, NodeSpec &spec, int64_t
   }
   FUSEC_ASSIGN_OR_RETURN(Value * x, input(spec, 0));
   const DType dt = x->type().dtype;
+
+  if (op == "DepthToSpace" || op == "SpaceToDepth") {
+    FUSEC_ASSIGN_OR_RETURN(int64_t bs, intAttr(spec, "blocksize", 0));
+    if (bs < 1 || bs > (int64_t{1} << 20))
+      return absl::InvalidArgumentError(absl::StrCat(op, " needs a blocksize in [1, 2^20], has ", bs));
+    FUSEC_ASSIGN_OR_RETURN(std::string mode, stringAttr(spec, "mode", "DCR"));
+    if (mode != "DCR" && mode != "CRD")
+      return absl::InvalidArgumentError(absl::StrCat(op, " mode must be DCR or CRD, is '", mode, "'"));
+    if (!x->type().rankKnown || x->type().rank() != 4)
+      return absl::InvalidArgumentError(absl::StrCat(op, " needs a 4-D input [N, C, H, W]"));
+    const ir::Dim &c = x->type().shape[1];
+    if (op == "DepthToSpace" && c.isStatic() && c.value % (bs * bs) != 0)
+      return absl::InvalidArgumentError(absl::StrCat("DepthToSpace: the channel count ", c.value,
+                                                     " is not a multiple of blocksize^2 = ", bs * bs));
+    for (int a : {2, 3})
+      if (op == "SpaceToDepth" && x->type().shape[a].isStatic() && x->type().shape[a].value % bs != 0)
+        return absl::InvalidArgumentError(absl::StrCat("SpaceToDepth: dim ", a, " (", x->type().shape[a].value,
+                                                       ") is not a multiple of the blocksize ", bs));
+    Value *shape = b.op("Shape", {x});
+    auto dim = [&](int64_t a) { return b.op("Slice", {shape, b.ints({a}), b.ints({a + 1})}); };
+    Value *n = dim(0), *ch = dim(1), *h = dim(2), *w = dim(3), *blk = b.ints({bs});
+    ir::AttributeMap cat = {{"axis", Attribute(int64_t{0})}};
+    if (op == "DepthToSpace") {
+      Value *cOut = b.op("Div", {ch, b.ints({bs * bs})});
+      const bool dcr = mode == "DCR";
+      Value *split = dcr ? b.op("Concat", {n, blk, blk, cOut, h, w}, cat) : b.op("Concat", {n, cOut, blk, blk, h, w}, cat);
+      Value *t = b.op("Transpose", {b.op("Reshape", {x, split})},
+                      {{"perm", Attribute(dcr ? std::vector<int64_t>{0, 3, 4, 1, 5, 2}
+                                              : std::vector<int64_t>{0, 1, 4, 2, 5, 3})}});
+      Value *out = b.op("Concat", {n, cOut, b.op("Mul", {h, blk}), b.op("Mul", {w, blk})}, cat);
+      return b.finish("Reshape", {t, out});
+    }
+    Value *hOut = b.op("Div", {h, blk}), *wOut = b.op("Div", {w, blk});
+    Value *split = b.op("Concat", {n, ch, hOut, blk, wOut, blk}, cat);
+    Value *t = b.op("Transpose", {b.op("Reshape", {x, split})},
+                    {{"perm", Attribute(mode == "DCR" ? std::vector<int64_t>{0, 3, 5, 1, 2, 4}
+                                                      : std::vector<int64_t>{0, 1, 3, 5, 2, 4})}});
+    Value *out = b.op("Concat", {n, b.op("Mul", {ch, b.ints({bs * bs})}), hOut, wOut}, cat);
+    return b.finish("Reshape", {t, out});
+  }
+  if (op == "EyeLike") {
+    FUSEC_ASSIGN_OR_RETURN(int64_t k, intAttr(spec, "k", 0));
+    FUSEC_ASSIGN_OR_RETURN(int64_t code, intAttr(spec, "dtype", static_cast<int64_t>(dt)));
+    if (code < INT32_MIN || code > INT32_MAX || !ir::dtypeFromOnnx(static_cast<int32_t>(code)))
+      return absl::InvalidArgumentError(absl::StrCat("EyeLike: unsupported dtype ", code));
+    if (!x->type().rankKnown || x->type().rank() != 2)
+      return absl::InvalidArgumentError("EyeLike needs a 2-D input");
+    Value *shape = b.op("Shape", {x});
+    auto extent = [&](int64_t a) { return b.op("Gather", {shape, b.scalar(DType::kI64, static_cast<double>(a))}); };
+    Value *zero = b.scalar(DType::kI64, 0), *one = b.scalar(DType::kI64, 1);
+    Value *rows = b.op("Range", {zero, extent(0), one}), *cols = b.op("Range", {zero, extent(1), one});
+    Value *diag = b.op("Add", {b.op("Unsqueeze", {rows, b.ints({1})}), b.scalar(DType::kI64, static_cast<double>(k))});
+    Value *eq = b.op("Equal", {diag, b.op("Unsqueeze", {cols, b.ints({0})})});
+    return b.finish("Cast", {eq}, {{"to", Attribute(code)}});
+  }
 
   if (op == "LpNormalization") {
     FUSEC_ASSIGN_OR_RETURN(int64_t axis, intAttr(spec, "axis", -1));
