@@ -15,6 +15,7 @@
 #include <climits>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -30,6 +31,7 @@
 #include "google/protobuf/io/coded_stream.h"
 #include "ir/ShapeInference.h"
 #include "ir/Verifier.h"
+#include "onnx/defs/schema.h"
 #include "onnx/onnx_pb.h"
 #include "support/Escape.h"
 #include "support/Status.h"
@@ -57,6 +59,13 @@ using ir::TensorType;
 /// from that version's own body (internal/OnnxFunctions.h).
 constexpr int64_t kMinOpset = 11;
 constexpr int64_t kMaxOpset = 28;
+/// Models of ai.onnx opsets 1 to 10 are read as opset 11 when every ai.onnx
+/// node's op has the same version at the model's opset as at opset 11 (the
+/// linked onnx library's schemas say so: OpSchemaRegistry::Schema(op,
+/// opset)->SinceVersion(); an op whose version did not change has the same
+/// semantics by ONNX's versioning rules); each node whose op changed in
+/// between is named (Importer::checkLegacyOpset).
+constexpr int64_t kMinLegacyOpset = 1;
 
 /// The ONNX IR versions fusec reads: 3 introduced opset_import (older files
 /// have no way to say which op semantics they mean); 14 is the newest the
@@ -265,6 +274,11 @@ class Importer {
   std::string dir_;
   std::unique_ptr<ir::Graph> graph_;
   int64_t opset_ = 0;
+  /// The model's ai.onnx opset when it is below kMinOpset (then opset_ is
+  /// kMinOpset); 0 otherwise.
+  int64_t legacyOpset_ = 0;
+  void checkLegacyOpset(const onnx::GraphProto &g, const std::string &path,
+                        std::vector<std::string> &problems, std::set<int> *flagged) const;
   std::map<std::string, int64_t> domainOpsets_;
   std::vector<std::string> nodeNames_;
   absl::flat_hash_set<std::string> usedNodeNames_;
@@ -304,10 +318,16 @@ absl::Status Importer::readOpsets() {
             "model has no opset_import for the ai.onnx domain but uses ai.onnx ops");
     return absl::OkStatus();
   }
+  if (opset_ >= kMinLegacyOpset && opset_ < kMinOpset) {
+    legacyOpset_ = opset_;  // read as opset 11 (checkLegacyOpset)
+    opset_ = kMinOpset;
+  }
   if (opset_ < kMinOpset || opset_ > kMaxOpset)
     return absl::UnimplementedError(absl::StrCat("ai.onnx opset ", opset_,
                                                  " is not supported (fusec supports opsets ",
-                                                 kMinOpset, " to ", kMaxOpset, ")"));
+                                                 kMinLegacyOpset, " to ", kMaxOpset, "; below ",
+                                                 kMinOpset, ", when no op changed up to opset ",
+                                                 kMinOpset, ")"));
   graph_->setOpset(opset_);
   graph_->setOnnxNodeCount(graphProto_.node_size());
   return absl::OkStatus();
@@ -367,15 +387,56 @@ std::string Importer::domainName(const std::string &domain) const {
   return isOnnxDomain(domain) ? "ai.onnx" : domain;
 }
 
+void Importer::checkLegacyOpset(const onnx::GraphProto &g, const std::string &path,
+                                std::vector<std::string> &problems, std::set<int> *flagged) const {
+  for (int i = 0; i < g.node_size(); ++i) {
+    const auto &n = g.node(i);
+    const std::string name = path.empty() ? nodeNames_[i]
+                                          : absl::StrCat(path, "/", n.name().empty()
+                                                                        ? absl::StrCat(n.op_type(), "_", i)
+                                                                        : n.name());
+    if (isOnnxDomain(n.domain())) {
+      const onnx::OpSchema *old =
+          onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(legacyOpset_), "");
+      const onnx::OpSchema *now = onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(kMinOpset), "");
+      std::string why;
+      if (!old)
+        why = absl::StrCat("not an op of ai.onnx opset ", legacyOpset_);
+      else if (!now || now->SinceVersion() != old->SinceVersion())
+        why = absl::StrCat(printable(n.op_type()), "-", old->SinceVersion(), " of opset ", legacyOpset_,
+                           now ? absl::StrCat(" changed in ", printable(n.op_type()), "-", now->SinceVersion())
+                               : std::string(" was removed"),
+                           ", and fusec reads models of opset ", legacyOpset_, " only where no op changed up to opset ",
+                           kMinOpset, "; convert the model (onnx.version_converter.convert_version(model, ", kMinOpset,
+                           ") or newer) or re-export it");
+      if (!why.empty()) {
+        problems.push_back(absl::StrCat("  node ", quotedName(name), " op ", quotedName(n.op_type()),
+                                        " domain 'ai.onnx' opset ", legacyOpset_, " (", why, ")"));
+        if (flagged) flagged->insert(i);
+      }
+    }
+    for (const auto &a : n.attribute()) {
+      if (a.has_g())
+        checkLegacyOpset(a.g(), absl::StrCat(printable(name), "/", printable(a.name())), problems, nullptr);
+      for (int b = 0; b < a.graphs_size(); ++b)
+        checkLegacyOpset(a.graphs(b), absl::StrCat(printable(name), "/", printable(a.name()), "[", b, "]"),
+                         problems, nullptr);
+    }
+  }
+}
+
 std::string Importer::opsetText(const std::string &domain) const {
-  if (isOnnxDomain(domain)) return absl::StrCat(opset_);
+  if (isOnnxDomain(domain)) return absl::StrCat(legacyOpset_ ? legacyOpset_ : opset_);
   auto it = domainOpsets_.find(domain);
   return it == domainOpsets_.end() ? std::string("?") : absl::StrCat(it->second);
 }
 
 absl::Status Importer::checkSupported() {
   std::vector<std::string> problems;
+  std::set<int> legacyRefused;  // reported once, not again below
+  if (legacyOpset_) checkLegacyOpset(graphProto_, "", problems, &legacyRefused);
   for (int i = 0; i < graphProto_.node_size(); ++i) {
+    if (legacyRefused.count(i)) continue;
     const auto &n = graphProto_.node(i);
     std::string line = absl::StrCat("  node ", quotedName(nodeNames_[i]), " op ", quotedName(n.op_type()),
                                     " domain ", quotedName(domainName(n.domain())), " opset ",

@@ -64,11 +64,25 @@ def unsupported():
 
 
 def opset9():
+    # Opset 9 is read as opset 11 where no op changed in between: Relu-6 did
+    # not; MaxPool-8 (MaxPool-10, -11), Flatten-9 and Gemm-9 (-11) did.
+    g = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["r"], name="r"),
+         helper.make_node("MaxPool", ["r"], ["p"], name="pool", kernel_shape=[2, 2]),
+         helper.make_node("Flatten", ["p"], ["f"], name="flat"),
+         helper.make_node("Gemm", ["f", "w"], ["y"], name="fc")], "old",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 4, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2])],
+        initializer=[helper.make_tensor("w", TensorProto.FLOAT, [4, 2], [0.5] * 8)])
+    save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 9)]), "opset9.onnx")
+
+
+def opset9_relu():
     g = helper.make_graph(
         [helper.make_node("Relu", ["x"], ["y"], name="r")], "old",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
-    save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 9)]), "opset9.onnx")
+    save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 9)]), "opset9_relu.onnx")
 
 
 def external():
@@ -148,6 +162,7 @@ if __name__ == "__main__":
     softmax11()
     unsupported()
     opset9()
+    opset9_relu()
     external()
     functions()
     functions_unsupported()
