@@ -54,9 +54,11 @@ using ir::Value;
 // an ONNX op: ONNX Runtime registers it in the default domain, and its
 // transformer optimiser writes it there) share the contrib ops' mappings
 // (ContribOps.h).
+// Attention (opsets 23-25, context-dependent body as well) is written there
+// too, next to the contrib attention mappings whose helpers it shares.
 constexpr std::string_view kExpanded[] = {"LpNormalization", "InstanceNormalization",
                                           "RotaryEmbedding", "SimplifiedLayerNormalization",
-                                          "Einsum"};
+                                          "Einsum", "Attention"};
 
 using Builder = ExpansionBuilder;
 
@@ -426,7 +428,7 @@ class EinsumExpander {
 absl::StatusOr<std::vector<Node *>> expand(Graph &graph, NodeSpec &spec, int64_t opset,
                                            Builder &b) {
   const std::string &op = spec.opType;
-  if (op == "RotaryEmbedding" || op == "SimplifiedLayerNormalization")
+  if (op == "RotaryEmbedding" || op == "SimplifiedLayerNormalization" || op == "Attention")
     return expandContribOp(spec, b);
   if (spec.outputs.size() != 1)
     return absl::InvalidArgumentError(absl::StrCat(op, " expects one output"));
