@@ -37,6 +37,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "frontend/onnx/internal/ContribOps.h"
+#include "frontend/onnx/internal/RecurrentOps.h"
 #include "frontend/onnx/internal/ExpansionBuilder.h"
 #include "support/Status.h"
 
@@ -55,10 +56,11 @@ using ir::Value;
 // transformer optimiser writes it there) share the contrib ops' mappings
 // (ContribOps.h).
 // Attention (opsets 23-25, context-dependent body as well) is written there
-// too, next to the contrib attention mappings whose helpers it shares.
+// too, next to the contrib attention mappings whose helpers it shares. LSTM,
+// GRU and RNN are unrolled over their static sequence length (RecurrentOps.h).
 constexpr std::string_view kExpanded[] = {"LpNormalization", "InstanceNormalization",
                                           "RotaryEmbedding", "SimplifiedLayerNormalization",
-                                          "Einsum", "Attention"};
+                                          "Einsum", "Attention", "LSTM", "GRU", "RNN"};
 
 using Builder = ExpansionBuilder;
 
@@ -430,6 +432,7 @@ absl::StatusOr<std::vector<Node *>> expand(Graph &graph, NodeSpec &spec, int64_t
   const std::string &op = spec.opType;
   if (op == "RotaryEmbedding" || op == "SimplifiedLayerNormalization" || op == "Attention")
     return expandContribOp(spec, b);
+  if (isRecurrentOp(op)) return expandRecurrentOp(spec, b);
   if (spec.outputs.size() != 1)
     return absl::InvalidArgumentError(absl::StrCat(op, " expects one output"));
   if (op == "Einsum") {
