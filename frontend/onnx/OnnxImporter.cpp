@@ -249,6 +249,8 @@ class Importer {
                           int depth);
   absl::Status expandLibraryFunction(const onnx::NodeProto &n, const std::string &name,
                                      int64_t opset, int depth);
+  absl::Status importConstantIf(const onnx::NodeProto &n, const std::string &name, int64_t opset,
+                                int depth);
   std::string freshValueName(const std::string &base);
   absl::Status importConstantNode(const onnx::NodeProto &node, const std::string &name);
   absl::Status importOutputs();
@@ -375,6 +377,12 @@ std::string Importer::opsetText(const std::string &domain) const {
 
 absl::Status Importer::checkSupported() {
   std::vector<std::string> problems;
+  // Values known while importing: initializers and Constant outputs.
+  absl::flat_hash_set<std::string> knownConstants;
+  for (const auto &init : graphProto_.initializer()) knownConstants.insert(init.name());
+  for (const auto &n : graphProto_.node())
+    if (isOnnxDomain(n.domain()) && n.op_type() == "Constant" && n.output_size() == 1)
+      knownConstants.insert(n.output(0));
   for (int i = 0; i < graphProto_.node_size(); ++i) {
     const auto &n = graphProto_.node(i);
     std::string line = absl::StrCat("  node ", quotedName(nodeNames_[i]), " op ", quotedName(n.op_type()),
@@ -395,6 +403,16 @@ absl::Status Importer::checkSupported() {
                       : k < n.input_size() && !n.input(k).empty();
       });
       if (!refused.empty()) problems.push_back(absl::StrCat(line, " (", printable(refused), ")"));
+      continue;
+    }
+    if (!info && isOnnxDomain(n.domain()) && n.op_type() == "If") {
+      // Inlined when its condition is known while importing (importConstantIf);
+      // the ops of both branches are checked either way.
+      if (n.input_size() < 1 || !knownConstants.contains(n.input(0)))
+        problems.push_back(absl::StrCat(
+            line, " (its condition is not a compile-time constant: fusec inlines an If only when "
+                  "its condition is an initializer or a Constant)"));
+      collectUnsupportedInSubgraphs(n, printable(nodeNames_[i]), problems);
       continue;
     }
     if (!info) {
@@ -620,6 +638,93 @@ std::string Importer::freshValueName(const std::string &base) {
   return s;
 }
 
+namespace {
+
+/// \p n with every input and output renamed through \p rename (names not in
+/// it are outer-scope references and stay), also inside its subgraphs.
+void renameValues(onnx::NodeProto &n, const absl::flat_hash_map<std::string, std::string> &rename) {
+  auto fix = [&](std::string *s) {
+    auto it = rename.find(*s);
+    if (it != rename.end()) *s = it->second;
+  };
+  for (auto &in : *n.mutable_input()) fix(&in);
+  for (auto &out : *n.mutable_output()) fix(&out);
+  for (auto &a : *n.mutable_attribute()) {
+    std::vector<onnx::GraphProto *> bodies;
+    if (a.has_g()) bodies.push_back(a.mutable_g());
+    for (auto &g : *a.mutable_graphs()) bodies.push_back(&g);
+    for (onnx::GraphProto *g : bodies) {
+      for (auto &inner : *g->mutable_node()) renameValues(inner, rename);
+      for (auto &o : *g->mutable_output()) fix(o.mutable_name());
+    }
+  }
+}
+
+}  // namespace
+
+// If (ONNX Operators.md "If"): when the condition is known while importing
+// (an initializer or a Constant), the taken branch's nodes are imported in
+// place of the If, its values renamed apart (outer-scope names resolve to
+// the enclosing graph), and the If's outputs become Identity of the
+// branch's outputs. Otherwise Unimplemented, naming the condition.
+absl::Status Importer::importConstantIf(const onnx::NodeProto &n, const std::string &name,
+                                        int64_t opset, int depth) {
+  if (depth >= kMaxFunctionDepth)
+    return absl::InvalidArgumentError(
+        absl::StrCat("If bodies nest deeper than ", kMaxFunctionDepth, " levels"));
+  ir::Value *c = n.input_size() > 0 ? graph_->findValue(n.input(0)) : nullptr;
+  if (!c) return absl::InvalidArgumentError("If needs its condition input");
+  if (!c->isConstant() || c->constant()->numElements() != 1)
+    return absl::UnimplementedError(absl::StrCat(
+        "If: the condition ", quotedName(n.input(0)),
+        " is not a compile-time constant of one element (fusec inlines an If only when its "
+        "condition is an initializer or a Constant)"));
+  const bool taken = c->constant()->getDouble(0) != 0.0;
+  const onnx::GraphProto *branch = nullptr;
+  for (const auto &a : n.attribute())
+    if (a.name() == (taken ? "then_branch" : "else_branch") && a.has_g()) branch = &a.g();
+  if (!branch)
+    return absl::InvalidArgumentError(
+        absl::StrCat("If has no ", taken ? "then_branch" : "else_branch", " graph"));
+  if (branch->output_size() != n.output_size())
+    return absl::InvalidArgumentError(absl::StrCat("If has ", n.output_size(), " outputs, its ",
+                                                   taken ? "then" : "else", " branch ",
+                                                   branch->output_size()));
+  absl::flat_hash_map<std::string, std::string> rename;
+  for (const auto &init : branch->initializer()) {
+    FUSEC_ASSIGN_OR_RETURN(ir::Tensor t, internal::tensorFromProto(init, dir_));
+    std::string fresh = freshValueName(absl::StrCat(name, "/", init.name()));
+    graph_->addConstant(fresh, std::move(t));
+    rename[init.name()] = fresh;
+  }
+  for (const auto &b : branch->node())
+    for (const auto &o : b.output())
+      if (!o.empty()) rename[o] = freshValueName(absl::StrCat(name, "/", o));
+  for (int i = 0; i < branch->node_size(); ++i) {
+    onnx::NodeProto b = branch->node(i);
+    renameValues(b, rename);
+    std::string bn = uniqueNodeName(
+        absl::StrCat(name, "/", b.name().empty() ? absl::StrCat(b.op_type(), "_", i) : b.name()));
+    b.set_name(bn);
+    FUSEC_RETURN_IF_ERROR_CTX(importNode(b, bn, opset, depth + 1), "in the ",
+                              taken ? "then" : "else", " branch of If ", quotedName(name),
+                              ": node ", quotedName(bn), " (", printable(b.op_type()), ")");
+  }
+  for (int i = 0; i < n.output_size(); ++i) {
+    if (n.output(i).empty()) continue;
+    const std::string &bo = branch->output(i).name();
+    auto it = rename.find(bo);
+    ir::Value *v = graph_->findValue(it == rename.end() ? bo : it->second);
+    if (!v)
+      return absl::InvalidArgumentError(
+          absl::StrCat("If branch output ", quotedName(bo), " is not defined"));
+    FUSEC_RETURN_IF_ERROR(checkNewValueName(n.output(i), "output"));
+    ir::Node *id = graph_->addNode("Identity", {v}, {n.output(i)}, {}, uniqueNodeName(name));
+    FUSEC_RETURN_IF_ERROR(ir::inferNodeTypes(*graph_, *id));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Importer::expandLibraryFunction(const onnx::NodeProto &n, const std::string &name,
                                              int64_t opset, int depth) {
   if (depth >= kMaxFunctionDepth)
@@ -650,6 +755,7 @@ absl::Status Importer::expandLibraryFunction(const onnx::NodeProto &n, const std
 absl::Status Importer::importNode(const onnx::NodeProto &n, const std::string &name,
                                   int64_t opset, int depth) {
   if (isOnnxDomain(n.domain()) && n.op_type() == "Constant") return importConstantNode(n, name);
+  if (isOnnxDomain(n.domain()) && n.op_type() == "If") return importConstantIf(n, name, opset, depth);
   if (depth > 0) {
     // Nodes of a function body were not seen by checkSupported().
     std::string why;
