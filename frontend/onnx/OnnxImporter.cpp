@@ -377,12 +377,14 @@ std::string Importer::opsetText(const std::string &domain) const {
 
 absl::Status Importer::checkSupported() {
   std::vector<std::string> problems;
-  // Values known while importing: initializers and Constant outputs.
-  absl::flat_hash_set<std::string> knownConstants;
-  for (const auto &init : graphProto_.initializer()) knownConstants.insert(init.name());
+  // Values known while importing (initializers, Constant outputs with a
+  // 'value' tensor), for the conditions of If nodes.
+  absl::flat_hash_map<std::string, const onnx::TensorProto *> knownConstants;
+  for (const auto &init : graphProto_.initializer()) knownConstants[init.name()] = &init;
   for (const auto &n : graphProto_.node())
     if (isOnnxDomain(n.domain()) && n.op_type() == "Constant" && n.output_size() == 1)
-      knownConstants.insert(n.output(0));
+      for (const auto &a : n.attribute())
+        if (a.name() == "value" && a.has_t()) knownConstants[n.output(0)] = &a.t();
   for (int i = 0; i < graphProto_.node_size(); ++i) {
     const auto &n = graphProto_.node(i);
     std::string line = absl::StrCat("  node ", quotedName(nodeNames_[i]), " op ", quotedName(n.op_type()),
@@ -406,13 +408,26 @@ absl::Status Importer::checkSupported() {
       continue;
     }
     if (!info && isOnnxDomain(n.domain()) && n.op_type() == "If") {
-      // Inlined when its condition is known while importing (importConstantIf);
-      // the ops of both branches are checked either way.
-      if (n.input_size() < 1 || !knownConstants.contains(n.input(0)))
+      // Inlined when its condition is known while importing (importConstantIf).
+      auto known = n.input_size() < 1 ? knownConstants.end() : knownConstants.find(n.input(0));
+      absl::StatusOr<ir::Tensor> cond =
+          known == knownConstants.end()
+              ? absl::StatusOr<ir::Tensor>(absl::NotFoundError(""))
+              : internal::tensorFromProto(*known->second, dir_);
+      if (!cond.ok() || cond->numElements() != 1) {
         problems.push_back(absl::StrCat(
             line, " (its condition is not a compile-time constant: fusec inlines an If only when "
                   "its condition is an initializer or a Constant)"));
-      collectUnsupportedInSubgraphs(n, printable(nodeNames_[i]), problems);
+        collectUnsupportedInSubgraphs(n, printable(nodeNames_[i]), problems);
+        continue;
+      }
+      // Only the branch taken is imported: only its ops must be supported.
+      onnx::NodeProto taken = n;
+      taken.clear_attribute();
+      const char *branch = cond->getDouble(0) != 0.0 ? "then_branch" : "else_branch";
+      for (const auto &a : n.attribute())
+        if (a.name() == branch) *taken.add_attribute() = a;
+      collectUnsupportedInSubgraphs(taken, printable(nodeNames_[i]), problems);
       continue;
     }
     if (!info) {

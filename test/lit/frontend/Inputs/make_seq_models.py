@@ -85,6 +85,22 @@ def lstm_models(out):
                           [helper.make_tensor_value_info("out", f, None)])
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)]),
               os.path.join(out, "if_lstm.onnx"))
+    # An If on a Constant condition: the then branch (which reads the outer
+    # X and a branch initializer) is inlined; the else branch's Unique is
+    # never imported.
+    one = helper.make_tensor("one", f, [1], [1.0])
+    add = helper.make_node("Add", ["X", "one"], ["Y"], name="inner_add")
+    then_g = helper.make_graph([add], "then", [], [helper.make_tensor_value_info("Y", f, None)],
+                               [one])
+    cond = helper.make_node("Constant", [], ["c"], name="cond",
+                            value=helper.make_tensor("cv", TensorProto.BOOL, [], [True]))
+    if_node = helper.make_node("If", ["c"], ["out"], name="the_if", then_branch=then_g,
+                               else_branch=else_g)
+    g = helper.make_graph([cond, if_node], "if_const",
+                          [helper.make_tensor_value_info("X", f, [5, 2, 4])],
+                          [helper.make_tensor_value_info("out", f, [5, 2, 4])])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)]),
+              os.path.join(out, "if_const.onnx"))
 
 
 if __name__ == "__main__":
