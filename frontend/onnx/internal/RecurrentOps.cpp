@@ -212,7 +212,7 @@ absl::StatusOr<std::vector<Node *>> Unroller::run() {
   if (T < 0)
     return absl::UnimplementedError(absl::StrCat(
         op, ": the sequence length (dim ", layout == 0 ? 0 : 1,
-        " of X) must be static: fusec unrolls recurrent ops (bind it with --shape)"));
+        " of X) must be static in the model: fusec unrolls recurrent ops while importing, before --shape binds dims"));
   if (T * dirs > kMaxUnrolledSteps)
     return absl::UnimplementedError(absl::StrCat(
         op, ": sequence length ", T, " x ", dirs, " direction(s) would unroll into ", T * dirs,
