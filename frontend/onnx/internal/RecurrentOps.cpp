@@ -127,8 +127,10 @@ class Unroller {
   absl::StatusOr<std::vector<Node *>> run();
 
  private:
-  Value *act(const Activation &a, Value *x) {
-    if (clip_ > 0.0) x = b_.op("Clip", {x, b_.scalar(dt_, -clip_), b_.scalar(dt_, clip_)});
+  /// Activation \p a of \p x, x clipped to [-clip, clip] first when
+  /// \p clipInput (the gate pre-activations; not LSTM's cell state).
+  Value *act(const Activation &a, Value *x, bool clipInput = true) {
+    if (clipInput && clip_ > 0.0) x = b_.op("Clip", {x, b_.scalar(dt_, -clip_), b_.scalar(dt_, clip_)});
     const std::string &n = a.name;
     if (n == "relu") return b_.op("Relu", {x});
     if (n == "tanh") return b_.op("Tanh", {x});
@@ -341,7 +343,7 @@ absl::StatusOr<std::vector<Node *>> Unroller::run() {
         cn = b_.op("Add", {b_.op("Mul", {ft, c}), b_.op("Mul", {it, ct})});
         if (po) go = b_.op("Add", {go, b_.op("Mul", {po, cn})});
         Value *ot = act(a[0], go);
-        hn = b_.op("Mul", {ot, act(a[2], cn)});
+        hn = b_.op("Mul", {ot, act(a[2], cn, /*clipInput=*/false)});
       }
       Value *y = hn;
       if (lens64) {
