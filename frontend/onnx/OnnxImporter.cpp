@@ -27,6 +27,7 @@
 #include "frontend/onnx/internal/OnnxFunctions.h"
 #include "frontend/onnx/internal/OnnxTensor.h"
 #include "frontend/onnx/internal/OpsetUpgrade.h"
+#include "frontend/onnx/internal/RecurrentOps.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "ir/ShapeInference.h"
 #include "ir/Verifier.h"
@@ -251,6 +252,17 @@ class Importer {
                                      int64_t opset, int depth);
   absl::Status importConstantIf(const onnx::NodeProto &n, const std::string &name, int64_t opset,
                                 int depth);
+  absl::Status importStaticScan(const onnx::NodeProto &n, const std::string &name, int64_t opset,
+                                int depth);
+  /// Imports the nodes of \p body (an If branch, a Scan iteration) with its
+  /// inputs bound to \p inputs and its own values renamed apart under
+  /// \p prefix (outer-scope names resolve to the enclosing graph); \returns
+  /// the values of its outputs. \p where names it in errors.
+  absl::StatusOr<std::vector<ir::Value *>> importBody(const onnx::GraphProto &body,
+                                                      const std::string &prefix,
+                                                      const std::vector<ir::Value *> &inputs,
+                                                      int64_t opset, int depth,
+                                                      const std::string &where);
   std::string freshValueName(const std::string &base);
   absl::Status importConstantNode(const onnx::NodeProto &node, const std::string &name);
   absl::Status importOutputs();
@@ -405,6 +417,11 @@ absl::Status Importer::checkSupported() {
                       : k < n.input_size() && !n.input(k).empty();
       });
       if (!refused.empty()) problems.push_back(absl::StrCat(line, " (", printable(refused), ")"));
+      continue;
+    }
+    if (!info && isOnnxDomain(n.domain()) && n.op_type() == "Scan" && opset_ >= 9) {
+      // Unrolled over a static scan length (importStaticScan).
+      collectUnsupportedInSubgraphs(n, printable(nodeNames_[i]), problems);
       continue;
     }
     if (!info && isOnnxDomain(n.domain()) && n.op_type() == "If") {
@@ -705,37 +722,166 @@ absl::Status Importer::importConstantIf(const onnx::NodeProto &n, const std::str
     return absl::InvalidArgumentError(absl::StrCat("If has ", n.output_size(), " outputs, its ",
                                                    taken ? "then" : "else", " branch ",
                                                    branch->output_size()));
+  FUSEC_ASSIGN_OR_RETURN(std::vector<ir::Value *> outs,
+                         importBody(*branch, name, {}, opset, depth,
+                                    absl::StrCat("the ", taken ? "then" : "else", " branch of If ",
+                                                 quotedName(name))));
+  for (int i = 0; i < n.output_size(); ++i) {
+    if (n.output(i).empty()) continue;
+    FUSEC_RETURN_IF_ERROR(checkNewValueName(n.output(i), "output"));
+    ir::Node *id = graph_->addNode("Identity", {outs[static_cast<size_t>(i)]}, {n.output(i)}, {},
+                                   uniqueNodeName(name));
+    FUSEC_RETURN_IF_ERROR(ir::inferNodeTypes(*graph_, *id));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<ir::Value *>> Importer::importBody(
+    const onnx::GraphProto &body, const std::string &prefix,
+    const std::vector<ir::Value *> &inputs, int64_t opset, int depth, const std::string &where) {
+  if (static_cast<int>(inputs.size()) != body.input_size())
+    return absl::InvalidArgumentError(absl::StrCat(where, " has ", body.input_size(),
+                                                   " inputs, ", inputs.size(), " are bound"));
   absl::flat_hash_map<std::string, std::string> rename;
-  for (const auto &init : branch->initializer()) {
+  for (size_t i = 0; i < inputs.size(); ++i) rename[body.input(static_cast<int>(i)).name()] = inputs[i]->name();
+  for (const auto &init : body.initializer()) {
     FUSEC_ASSIGN_OR_RETURN(ir::Tensor t, internal::tensorFromProto(init, dir_));
-    std::string fresh = freshValueName(absl::StrCat(name, "/", init.name()));
+    std::string fresh = freshValueName(absl::StrCat(prefix, "/", init.name()));
     graph_->addConstant(fresh, std::move(t));
     rename[init.name()] = fresh;
   }
-  for (const auto &b : branch->node())
+  for (const auto &b : body.node())
     for (const auto &o : b.output())
-      if (!o.empty()) rename[o] = freshValueName(absl::StrCat(name, "/", o));
-  for (int i = 0; i < branch->node_size(); ++i) {
-    onnx::NodeProto b = branch->node(i);
+      if (!o.empty()) rename[o] = freshValueName(absl::StrCat(prefix, "/", o));
+  for (int i = 0; i < body.node_size(); ++i) {
+    onnx::NodeProto b = body.node(i);
     renameValues(b, rename);
     std::string bn = uniqueNodeName(
-        absl::StrCat(name, "/", b.name().empty() ? absl::StrCat(b.op_type(), "_", i) : b.name()));
+        absl::StrCat(prefix, "/", b.name().empty() ? absl::StrCat(b.op_type(), "_", i) : b.name()));
     b.set_name(bn);
-    FUSEC_RETURN_IF_ERROR_CTX(importNode(b, bn, opset, depth + 1), "in the ",
-                              taken ? "then" : "else", " branch of If ", quotedName(name),
-                              ": node ", quotedName(bn), " (", printable(b.op_type()), ")");
+    FUSEC_RETURN_IF_ERROR_CTX(importNode(b, bn, opset, depth + 1), "in ", where, ": node ",
+                              quotedName(bn), " (", printable(b.op_type()), ")");
+  }
+  std::vector<ir::Value *> outs;
+  for (const auto &o : body.output()) {
+    auto it = rename.find(o.name());
+    ir::Value *v = graph_->findValue(it == rename.end() ? o.name() : it->second);
+    if (!v)
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": output ", quotedName(o.name()), " is not defined"));
+    outs.push_back(v);
+  }
+  return outs;
+}
+
+// Scan (opsets 9+, ONNX Operators.md "Scan") over a static scan length:
+// unrolled, iteration t binding the states and slice t (along
+// scan_input_axes, reversed by scan_input_directions) of each scan input to
+// the body's inputs; the final states and the stacked scan outputs
+// (scan_output_axes / scan_output_directions) become the node's outputs.
+absl::Status Importer::importStaticScan(const onnx::NodeProto &n, const std::string &name,
+                                        int64_t opset, int depth) {
+  auto err = [&](const std::string &why) {
+    return absl::UnimplementedError(absl::StrCat("Scan: ", why));
+  };
+  if (opset < 9) return err("opset 8's batched form is not supported");
+  if (depth >= kMaxFunctionDepth)
+    return absl::InvalidArgumentError(
+        absl::StrCat("Scan bodies nest deeper than ", kMaxFunctionDepth, " levels"));
+  const onnx::GraphProto *body = nullptr;
+  int64_t numScan = -1;
+  std::vector<int64_t> inAxes, inDirs, outAxes, outDirs;
+  for (const auto &a : n.attribute()) {
+    if (a.name() == "body" && a.has_g()) body = &a.g();
+    if (a.name() == "num_scan_inputs") numScan = a.i();
+    auto ints = [&](std::vector<int64_t> &v) { v.assign(a.ints().begin(), a.ints().end()); };
+    if (a.name() == "scan_input_axes") ints(inAxes);
+    if (a.name() == "scan_input_directions") ints(inDirs);
+    if (a.name() == "scan_output_axes") ints(outAxes);
+    if (a.name() == "scan_output_directions") ints(outDirs);
+  }
+  const int numIn = n.input_size();
+  if (!body || numScan < 1 || numScan > numIn)
+    return absl::InvalidArgumentError("Scan needs a body and 1 <= num_scan_inputs <= its inputs");
+  const int numState = numIn - static_cast<int>(numScan);
+  const int numScanOut = body->output_size() - numState;
+  if (numScanOut < 0 || n.output_size() != body->output_size())
+    return absl::InvalidArgumentError("Scan's outputs do not match its body's");
+  std::vector<ir::Value *> states, scans;
+  for (int i = 0; i < numIn; ++i) {
+    ir::Value *v = graph_->findValue(n.input(i));
+    if (!v) return absl::InvalidArgumentError(absl::StrCat("Scan input ", i, " is not defined"));
+    (i < numState ? states : scans).push_back(v);
+  }
+  int64_t T = -1;
+  std::vector<int64_t> axes;
+  for (size_t j = 0; j < scans.size(); ++j) {
+    const TensorType &t = scans[j]->type();
+    int64_t ax = j < inAxes.size() ? inAxes[j] : 0;
+    if (!t.rankKnown) return err("scan inputs need a known rank");
+    if (ax < 0) ax += t.rank();
+    if (ax < 0 || ax >= t.rank() || !t.shape[static_cast<size_t>(ax)].isStatic())
+      return err(absl::StrCat("the scan length (axis ", ax, " of input ", quotedName(scans[j]->name()),
+                              ") must be static in the model: fusec unrolls Scan while importing"));
+    const int64_t len = t.shape[static_cast<size_t>(ax)].value;
+    if (T >= 0 && len != T) return absl::InvalidArgumentError("Scan inputs differ in scan length");
+    T = len;
+    axes.push_back(ax);
+  }
+  if (T > internal::kMaxUnrolledSteps)
+    return err(absl::StrCat("scan length ", T, " is more than fusec's unrolling limit of ",
+                            internal::kMaxUnrolledSteps));
+  auto addNode = [&](const std::string &op, std::vector<ir::Value *> in, ir::AttributeMap attrs,
+                     const std::string &out) -> absl::StatusOr<ir::Value *> {
+    ir::Node *node = graph_->addNode(op, std::move(in), {out}, std::move(attrs),
+                                     uniqueNodeName(absl::StrCat(name, "/", op)));
+    FUSEC_RETURN_IF_ERROR(ir::inferNodeTypes(*graph_, *node));
+    return node->output(0);
+  };
+  std::vector<std::vector<ir::Value *>> scanOuts(static_cast<size_t>(numScanOut));
+  for (int64_t t = 0; t < T; ++t) {
+    std::vector<ir::Value *> bound = states;
+    for (size_t j = 0; j < scans.size(); ++j) {
+      const bool rev = j < inDirs.size() && inDirs[j] != 0;
+      ir::Value *idx = graph_->addConstant(freshValueName(absl::StrCat(name, "/t")),
+                                           ir::Tensor::scalarInt(ir::DType::kI64, rev ? T - 1 - t : t));
+      FUSEC_ASSIGN_OR_RETURN(ir::Value * slice,
+                             addNode("Gather", {scans[j], idx}, {{"axis", Attribute(axes[j])}},
+                                     freshValueName(absl::StrCat(name, "/slice"))));
+      bound.push_back(slice);
+    }
+    FUSEC_ASSIGN_OR_RETURN(std::vector<ir::Value *> outs,
+                           importBody(*body, absl::StrCat(name, "/", t), bound, opset, depth,
+                                      absl::StrCat("iteration ", t, " of Scan ", quotedName(name))));
+    states.assign(outs.begin(), outs.begin() + numState);
+    for (int k = 0; k < numScanOut; ++k) scanOuts[static_cast<size_t>(k)].push_back(outs[static_cast<size_t>(numState + k)]);
   }
   for (int i = 0; i < n.output_size(); ++i) {
     if (n.output(i).empty()) continue;
-    const std::string &bo = branch->output(i).name();
-    auto it = rename.find(bo);
-    ir::Value *v = graph_->findValue(it == rename.end() ? bo : it->second);
-    if (!v)
-      return absl::InvalidArgumentError(
-          absl::StrCat("If branch output ", quotedName(bo), " is not defined"));
     FUSEC_RETURN_IF_ERROR(checkNewValueName(n.output(i), "output"));
-    ir::Node *id = graph_->addNode("Identity", {v}, {n.output(i)}, {}, uniqueNodeName(name));
-    FUSEC_RETURN_IF_ERROR(ir::inferNodeTypes(*graph_, *id));
+    if (i < numState) {
+      FUSEC_RETURN_IF_ERROR(addNode("Identity", {states[static_cast<size_t>(i)]}, {}, n.output(i)).status());
+      continue;
+    }
+    const size_t k = static_cast<size_t>(i - numState);
+    const bool rev = k < outDirs.size() && outDirs[k] != 0;
+    int64_t ax = k < outAxes.size() ? outAxes[k] : 0;
+    if (T == 0) return err("a scan length of 0 is not supported");
+    const int64_t r = scanOuts[k][0]->type().rankKnown ? scanOuts[k][0]->type().rank() + 1 : -1;
+    if (ax < 0) {
+      if (r < 0) return err("scan outputs need a known rank");
+      ax += r;
+    }
+    std::vector<ir::Value *> parts;
+    for (int64_t t = 0; t < T; ++t) {
+      ir::Value *v = scanOuts[k][static_cast<size_t>(rev ? T - 1 - t : t)];
+      ir::Value *axv = graph_->addConstant(freshValueName(absl::StrCat(name, "/axes")),
+                                           ir::Tensor::vectorI64({ax}));
+      FUSEC_ASSIGN_OR_RETURN(ir::Value * u, addNode("Unsqueeze", {v, axv}, {},
+                                                    freshValueName(absl::StrCat(name, "/stack"))));
+      parts.push_back(u);
+    }
+    FUSEC_RETURN_IF_ERROR(addNode("Concat", parts, {{"axis", Attribute(ax)}}, n.output(i)).status());
   }
   return absl::OkStatus();
 }
@@ -771,6 +917,7 @@ absl::Status Importer::importNode(const onnx::NodeProto &n, const std::string &n
                                   int64_t opset, int depth) {
   if (isOnnxDomain(n.domain()) && n.op_type() == "Constant") return importConstantNode(n, name);
   if (isOnnxDomain(n.domain()) && n.op_type() == "If") return importConstantIf(n, name, opset, depth);
+  if (isOnnxDomain(n.domain()) && n.op_type() == "Scan") return importStaticScan(n, name, opset, depth);
   if (depth > 0) {
     // Nodes of a function body were not seen by checkSupported().
     std::string why;
@@ -946,6 +1093,9 @@ absl::StatusOr<std::unique_ptr<ir::Graph>> importOnnxModelFromBytes(const std::s
 
 bool importerSupportsOp(const std::string &domain, const std::string &opType, int64_t opset) {
   if (domain == internal::kContribDomain) return internal::isMappedContribOp(opType);
+  // Scan is unrolled over a static scan length (importStaticScan); If is
+  // inlined only on a constant condition, so it is not reported supported.
+  if (isOnnxDomain(domain) && opType == "Scan") return opset >= 9;
   return isOnnxDomain(domain) && acceptsOnnxOp(opType, opset, nullptr);
 }
 

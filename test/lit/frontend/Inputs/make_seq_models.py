@@ -102,6 +102,31 @@ def lstm_models(out):
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)]),
               os.path.join(out, "if_const.onnx"))
 
+    scan_models(out)
+
+
+def scan_models(out):
+    # A running sum over 3 rows (reversed input, states and a scan output),
+    # and the same over a symbolic length, which fusec cannot unroll.
+    f = TensorProto.FLOAT
+    add = helper.make_node("Add", ["s_in", "row"], ["s_out"])
+    ident = helper.make_node("Identity", ["s_out"], ["scan_out"])
+    body = helper.make_graph([add, ident], "body",
+                             [helper.make_tensor_value_info("s_in", f, [2]),
+                              helper.make_tensor_value_info("row", f, [2])],
+                             [helper.make_tensor_value_info("s_out", f, [2]),
+                              helper.make_tensor_value_info("scan_out", f, [2])])
+    for fname, n in [("scan_static.onnx", 3), ("scan_dynamic.onnx", "N")]:
+        scan = helper.make_node("Scan", ["init", "x"], ["final", "all"], name="the_scan", body=body,
+                                num_scan_inputs=1, scan_input_directions=[1])
+        g = helper.make_graph([scan], "scan",
+                              [helper.make_tensor_value_info("init", f, [2]),
+                               helper.make_tensor_value_info("x", f, [n, 2])],
+                              [helper.make_tensor_value_info("final", f, None),
+                               helper.make_tensor_value_info("all", f, None)])
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 16)]),
+                  os.path.join(out, fname))
+
 
 if __name__ == "__main__":
     main()
