@@ -940,7 +940,7 @@ absl::StatusOr<std::vector<Node *>> expandOnnxAttention(const NodeSpec &spec,
   FUSEC_ASSIGN_OR_RETURN(Value * q, requiredInput(spec, 0));
   FUSEC_ASSIGN_OR_RETURN(Value * k, requiredInput(spec, 1));
   FUSEC_ASSIGN_OR_RETURN(Value * v, requiredInput(spec, 2));
-  const Value *query = q, *key = k, *value = v;
+  const Value *query = q, *key = k;
   Value *mask = optionalInput(spec, 3), *pastK = optionalInput(spec, 4),
         *pastV = optionalInput(spec, 5), *nonpad = optionalInput(spec, 6);
   const DType dt = q->type().dtype;
@@ -1037,7 +1037,6 @@ absl::StatusOr<std::vector<Node *>> expandOnnxAttention(const NodeSpec &spec,
   }
   const int64_t Lnew = staticDim(key, seqAxis);
   const int64_t L = (P >= 0 && Lnew >= 0) ? P + Lnew : -1;
-  (void)value;
 
   // present_key / present_value: the cache in BNSH (before the GQA repeat).
   auto present = [&](Value *past, Value *cur, size_t out) -> Value * {
