@@ -390,6 +390,48 @@ F16_CASES = ["fast_gelu_bias_b1s1", "skip_layer_norm_2d_skip", "skip_simplified_
              "matmul_nbits_4bit_zp_bias"]
 
 
+def rnn_case(name, op, t, b, i, h, dirs=1, layout=0, lens=None, peep=False, init=True, **attrs):
+    # ai.onnx LSTM / GRU / RNN, which fusec unrolls at import (RecurrentOps.cpp); ONNX Runtime's
+    # CPU kernels are the oracle for the attributes the onnx node tests leave at their defaults.
+    g = {"LSTM": 4, "GRU": 3, "RNN": 1}[op]
+    c = Case(name, opset=14)
+    x = c.rand(*((b, t, i) if layout else (t, b, i)))
+    ins = [c.inp("x", x), c.init("w", c.rand(dirs, g * h, i, scale=0.5)),
+           c.init("r", c.rand(dirs, g * h, h, scale=0.5)), c.init("bias", c.rand(dirs, 2 * g * h, scale=0.3))]
+    ins.append(c.inp("lens", np.array(lens, dtype=np.int32)) if lens is not None else "")
+    state = (b, dirs, h) if layout else (dirs, b, h)
+    ins.append(c.inp("h0", c.rand(*state)) if init else "")
+    outs = ["y", "y_h"]
+    if op == "LSTM":
+        ins.append(c.inp("c0", c.rand(*state)) if init else "")
+        ins.append(c.init("p", c.rand(dirs, 3 * h, scale=0.5)) if peep else "")
+        outs.append("y_c")
+    while ins and ins[-1] == "":
+        ins.pop()
+    direction = {1: "forward", 2: "bidirectional"}[dirs] if "direction" not in attrs else attrs.pop("direction")
+    c.node(op, ins, outs, domain="", hidden_size=h, direction=direction, layout=layout, **attrs)
+    c.out(*outs)
+    return c
+
+
+def rnn_cases():
+    yield rnn_case("lstm_bidir_lens_peep_clip", "LSTM", 5, 3, 4, 3, dirs=2, lens=[3, 5, 1], peep=True,
+                   clip=1.5)
+    yield rnn_case("lstm_activations_alpha_beta", "LSTM", 4, 2, 3, 5,
+                   activations=["HardSigmoid", "LeakyRelu", "Softsign"], activation_alpha=[0.3, 0.1],
+                   activation_beta=[0.4])
+    yield rnn_case("lstm_reverse_input_forget_b1", "LSTM", 3, 1, 2, 4, direction="reverse", input_forget=1,
+                   init=False)
+    yield rnn_case("gru_lbr_bidir_lens", "GRU", 4, 3, 5, 3, dirs=2, lens=[4, 2, 3], linear_before_reset=1)
+    yield rnn_case("gru_reverse_scaledtanh_elu", "GRU", 3, 2, 3, 4, direction="reverse",
+                   activations=["ScaledTanh", "Elu"], activation_alpha=[0.8, 1.1], activation_beta=[1.3])
+    yield rnn_case("gru_t1_b1", "GRU", 1, 1, 3, 2, init=False)
+    yield rnn_case("rnn_bidir_relu_affine_lens", "RNN", 4, 2, 3, 4, dirs=2, lens=[2, 4],
+                   activations=["Relu", "Affine"], activation_alpha=[0.5], activation_beta=[0.2])
+    yield rnn_case("rnn_thresholdedrelu_clip", "RNN", 3, 2, 3, 3, activations=["ThresholdedRelu"],
+                   activation_alpha=[0.2], clip=0.7)
+
+
 def f16_cases():
     # SkipLayerNormalization's mean / inv_std_var are left out: ONNX Runtime keeps the skip sum
     # in f32 inside its kernel, fusec rounds it to f16 like an unfused graph (docs/CONTRIB_OPS.md).
@@ -404,7 +446,7 @@ def main(out_dir, mode=""):
     if mode == "--models-only":
         # Models without expected outputs (no onnxruntime needed): the lit tests' inputs.
         for gen in (gelu_cases, norm_cases, rotary_cases, mha_cases, attention_cases, gqa_cases, nbits_cases, f16_cases,
-                    refusal_models):
+                    refusal_models, rnn_cases):
             for c in gen():
                 onnx.save(c.model(), os.path.join(out_dir, c.name + ".onnx"))
         return
@@ -413,7 +455,8 @@ def main(out_dir, mode=""):
     manifest = {}
     so = ort.SessionOptions()
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    for gen in (gelu_cases, norm_cases, rotary_cases, mha_cases, attention_cases, gqa_cases, nbits_cases, f16_cases):
+    for gen in (gelu_cases, norm_cases, rotary_cases, mha_cases, attention_cases, gqa_cases, nbits_cases, f16_cases,
+                rnn_cases):
         for c in gen():
             d = os.path.join(out_dir, c.name)
             data = os.path.join(d, "test_data_set_0")

@@ -28,6 +28,7 @@
 #include "frontend/onnx/internal/OnnxFunctions.h"
 #include "frontend/onnx/internal/OnnxTensor.h"
 #include "frontend/onnx/internal/OpsetUpgrade.h"
+#include "frontend/onnx/internal/RecurrentOps.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "ir/ShapeInference.h"
 #include "ir/Verifier.h"
@@ -258,6 +259,19 @@ class Importer {
                           int depth);
   absl::Status expandLibraryFunction(const onnx::NodeProto &n, const std::string &name,
                                      int64_t opset, int depth);
+  absl::Status importConstantIf(const onnx::NodeProto &n, const std::string &name, int64_t opset,
+                                int depth);
+  absl::Status importStaticScan(const onnx::NodeProto &n, const std::string &name, int64_t opset,
+                                int depth);
+  /// Imports the nodes of \p body (an If branch, a Scan iteration) with its
+  /// inputs bound to \p inputs and its own values renamed apart under
+  /// \p prefix (outer-scope names resolve to the enclosing graph); \returns
+  /// the values of its outputs. \p where names it in errors.
+  absl::StatusOr<std::vector<ir::Value *>> importBody(const onnx::GraphProto &body,
+                                                      const std::string &prefix,
+                                                      const std::vector<ir::Value *> &inputs,
+                                                      int64_t opset, int depth,
+                                                      const std::string &where);
   std::string freshValueName(const std::string &base);
   absl::Status importConstantNode(const onnx::NodeProto &node, const std::string &name);
   absl::Status importOutputs();
@@ -435,6 +449,14 @@ absl::Status Importer::checkSupported() {
   std::vector<std::string> problems;
   std::set<int> legacyRefused;  // reported once, not again below
   if (legacyOpset_) checkLegacyOpset(graphProto_, "", problems, &legacyRefused);
+  // Values known while importing (initializers, Constant outputs with a
+  // 'value' tensor), for the conditions of If nodes.
+  absl::flat_hash_map<std::string, const onnx::TensorProto *> knownConstants;
+  for (const auto &init : graphProto_.initializer()) knownConstants[init.name()] = &init;
+  for (const auto &n : graphProto_.node())
+    if (isOnnxDomain(n.domain()) && n.op_type() == "Constant" && n.output_size() == 1)
+      for (const auto &a : n.attribute())
+        if (a.name() == "value" && a.has_t()) knownConstants[n.output(0)] = &a.t();
   for (int i = 0; i < graphProto_.node_size(); ++i) {
     if (legacyRefused.count(i)) continue;
     const auto &n = graphProto_.node(i);
@@ -456,6 +478,34 @@ absl::Status Importer::checkSupported() {
                       : k < n.input_size() && !n.input(k).empty();
       });
       if (!refused.empty()) problems.push_back(absl::StrCat(line, " (", printable(refused), ")"));
+      continue;
+    }
+    if (!info && isOnnxDomain(n.domain()) && n.op_type() == "Scan" && opset_ >= 9) {
+      // Unrolled over a static scan length (importStaticScan).
+      collectUnsupportedInSubgraphs(n, printable(nodeNames_[i]), problems);
+      continue;
+    }
+    if (!info && isOnnxDomain(n.domain()) && n.op_type() == "If") {
+      // Inlined when its condition is known while importing (importConstantIf).
+      auto known = n.input_size() < 1 ? knownConstants.end() : knownConstants.find(n.input(0));
+      absl::StatusOr<ir::Tensor> cond =
+          known == knownConstants.end()
+              ? absl::StatusOr<ir::Tensor>(absl::NotFoundError(""))
+              : internal::tensorFromProto(*known->second, dir_);
+      if (!cond.ok() || cond->numElements() != 1) {
+        problems.push_back(absl::StrCat(
+            line, " (its condition is not a compile-time constant: fusec inlines an If only when "
+                  "its condition is an initializer or a Constant)"));
+        collectUnsupportedInSubgraphs(n, printable(nodeNames_[i]), problems);
+        continue;
+      }
+      // Only the branch taken is imported: only its ops must be supported.
+      onnx::NodeProto taken = n;
+      taken.clear_attribute();
+      const char *branch = cond->getDouble(0) != 0.0 ? "then_branch" : "else_branch";
+      for (const auto &a : n.attribute())
+        if (a.name() == branch) *taken.add_attribute() = a;
+      collectUnsupportedInSubgraphs(taken, printable(nodeNames_[i]), problems);
       continue;
     }
     if (!info) {
@@ -681,6 +731,222 @@ std::string Importer::freshValueName(const std::string &base) {
   return s;
 }
 
+namespace {
+
+/// \p n with every input and output renamed through \p rename (names not in
+/// it are outer-scope references and stay), also inside its subgraphs.
+void renameValues(onnx::NodeProto &n, const absl::flat_hash_map<std::string, std::string> &rename) {
+  auto fix = [&](std::string *s) {
+    auto it = rename.find(*s);
+    if (it != rename.end()) *s = it->second;
+  };
+  for (auto &in : *n.mutable_input()) fix(&in);
+  for (auto &out : *n.mutable_output()) fix(&out);
+  for (auto &a : *n.mutable_attribute()) {
+    std::vector<onnx::GraphProto *> bodies;
+    if (a.has_g()) bodies.push_back(a.mutable_g());
+    for (auto &g : *a.mutable_graphs()) bodies.push_back(&g);
+    for (onnx::GraphProto *g : bodies) {
+      for (auto &inner : *g->mutable_node()) renameValues(inner, rename);
+      for (auto &o : *g->mutable_output()) fix(o.mutable_name());
+    }
+  }
+}
+
+}  // namespace
+
+// If (ONNX Operators.md "If"): when the condition is known while importing
+// (an initializer or a Constant), the taken branch's nodes are imported in
+// place of the If, its values renamed apart (outer-scope names resolve to
+// the enclosing graph), and the If's outputs become Identity of the
+// branch's outputs. Otherwise Unimplemented, naming the condition.
+absl::Status Importer::importConstantIf(const onnx::NodeProto &n, const std::string &name,
+                                        int64_t opset, int depth) {
+  if (depth >= kMaxFunctionDepth)
+    return absl::InvalidArgumentError(
+        absl::StrCat("If bodies nest deeper than ", kMaxFunctionDepth, " levels"));
+  ir::Value *c = n.input_size() > 0 ? graph_->findValue(n.input(0)) : nullptr;
+  if (!c) return absl::InvalidArgumentError("If needs its condition input");
+  if (!c->isConstant() || c->constant()->numElements() != 1)
+    return absl::UnimplementedError(absl::StrCat(
+        "If: the condition ", quotedName(n.input(0)),
+        " is not a compile-time constant of one element (fusec inlines an If only when its "
+        "condition is an initializer or a Constant)"));
+  const bool taken = c->constant()->getDouble(0) != 0.0;
+  const onnx::GraphProto *branch = nullptr;
+  for (const auto &a : n.attribute())
+    if (a.name() == (taken ? "then_branch" : "else_branch") && a.has_g()) branch = &a.g();
+  if (!branch)
+    return absl::InvalidArgumentError(
+        absl::StrCat("If has no ", taken ? "then_branch" : "else_branch", " graph"));
+  if (branch->output_size() != n.output_size())
+    return absl::InvalidArgumentError(absl::StrCat("If has ", n.output_size(), " outputs, its ",
+                                                   taken ? "then" : "else", " branch ",
+                                                   branch->output_size()));
+  FUSEC_ASSIGN_OR_RETURN(std::vector<ir::Value *> outs,
+                         importBody(*branch, name, {}, opset, depth,
+                                    absl::StrCat("the ", taken ? "then" : "else", " branch of If ",
+                                                 quotedName(name))));
+  for (int i = 0; i < n.output_size(); ++i) {
+    if (n.output(i).empty()) continue;
+    FUSEC_RETURN_IF_ERROR(checkNewValueName(n.output(i), "output"));
+    ir::Node *id = graph_->addNode("Identity", {outs[static_cast<size_t>(i)]}, {n.output(i)}, {},
+                                   uniqueNodeName(name));
+    FUSEC_RETURN_IF_ERROR(ir::inferNodeTypes(*graph_, *id));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<ir::Value *>> Importer::importBody(
+    const onnx::GraphProto &body, const std::string &prefix,
+    const std::vector<ir::Value *> &inputs, int64_t opset, int depth, const std::string &where) {
+  if (static_cast<int>(inputs.size()) != body.input_size())
+    return absl::InvalidArgumentError(absl::StrCat(where, " has ", body.input_size(),
+                                                   " inputs, ", inputs.size(), " are bound"));
+  absl::flat_hash_map<std::string, std::string> rename;
+  for (size_t i = 0; i < inputs.size(); ++i) rename[body.input(static_cast<int>(i)).name()] = inputs[i]->name();
+  for (const auto &init : body.initializer()) {
+    FUSEC_ASSIGN_OR_RETURN(ir::Tensor t, internal::tensorFromProto(init, dir_));
+    std::string fresh = freshValueName(absl::StrCat(prefix, "/", init.name()));
+    graph_->addConstant(fresh, std::move(t));
+    rename[init.name()] = fresh;
+  }
+  for (const auto &b : body.node())
+    for (const auto &o : b.output())
+      if (!o.empty()) rename[o] = freshValueName(absl::StrCat(prefix, "/", o));
+  for (int i = 0; i < body.node_size(); ++i) {
+    onnx::NodeProto b = body.node(i);
+    renameValues(b, rename);
+    std::string bn = uniqueNodeName(
+        absl::StrCat(prefix, "/", b.name().empty() ? absl::StrCat(b.op_type(), "_", i) : b.name()));
+    b.set_name(bn);
+    FUSEC_RETURN_IF_ERROR_CTX(importNode(b, bn, opset, depth + 1), "in ", where, ": node ",
+                              quotedName(bn), " (", printable(b.op_type()), ")");
+  }
+  std::vector<ir::Value *> outs;
+  for (const auto &o : body.output()) {
+    auto it = rename.find(o.name());
+    ir::Value *v = graph_->findValue(it == rename.end() ? o.name() : it->second);
+    if (!v)
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": output ", quotedName(o.name()), " is not defined"));
+    outs.push_back(v);
+  }
+  return outs;
+}
+
+// Scan (opsets 9+, ONNX Operators.md "Scan") over a static scan length:
+// unrolled, iteration t binding the states and slice t (along
+// scan_input_axes, reversed by scan_input_directions) of each scan input to
+// the body's inputs; the final states and the stacked scan outputs
+// (scan_output_axes / scan_output_directions) become the node's outputs.
+absl::Status Importer::importStaticScan(const onnx::NodeProto &n, const std::string &name,
+                                        int64_t opset, int depth) {
+  auto err = [&](const std::string &why) {
+    return absl::UnimplementedError(absl::StrCat("Scan: ", why));
+  };
+  if (opset < 9) return err("opset 8's batched form is not supported");
+  if (depth >= kMaxFunctionDepth)
+    return absl::InvalidArgumentError(
+        absl::StrCat("Scan bodies nest deeper than ", kMaxFunctionDepth, " levels"));
+  const onnx::GraphProto *body = nullptr;
+  int64_t numScan = -1;
+  std::vector<int64_t> inAxes, inDirs, outAxes, outDirs;
+  for (const auto &a : n.attribute()) {
+    if (a.name() == "body" && a.has_g()) body = &a.g();
+    if (a.name() == "num_scan_inputs") numScan = a.i();
+    auto ints = [&](std::vector<int64_t> &v) { v.assign(a.ints().begin(), a.ints().end()); };
+    if (a.name() == "scan_input_axes") ints(inAxes);
+    if (a.name() == "scan_input_directions") ints(inDirs);
+    if (a.name() == "scan_output_axes") ints(outAxes);
+    if (a.name() == "scan_output_directions") ints(outDirs);
+  }
+  const int numIn = n.input_size();
+  if (!body || numScan < 1 || numScan > numIn)
+    return absl::InvalidArgumentError("Scan needs a body and 1 <= num_scan_inputs <= its inputs");
+  const int numState = numIn - static_cast<int>(numScan);
+  const int numScanOut = body->output_size() - numState;
+  if (numScanOut < 0 || n.output_size() != body->output_size())
+    return absl::InvalidArgumentError("Scan's outputs do not match its body's");
+  std::vector<ir::Value *> states, scans;
+  for (int i = 0; i < numIn; ++i) {
+    ir::Value *v = graph_->findValue(n.input(i));
+    if (!v) return absl::InvalidArgumentError(absl::StrCat("Scan input ", i, " is not defined"));
+    (i < numState ? states : scans).push_back(v);
+  }
+  int64_t T = -1;
+  std::vector<int64_t> axes;
+  for (size_t j = 0; j < scans.size(); ++j) {
+    const TensorType &t = scans[j]->type();
+    int64_t ax = j < inAxes.size() ? inAxes[j] : 0;
+    if (!t.rankKnown) return err("scan inputs need a known rank");
+    if (ax < 0) ax += t.rank();
+    if (ax < 0 || ax >= t.rank() || !t.shape[static_cast<size_t>(ax)].isStatic())
+      return err(absl::StrCat("the scan length (axis ", ax, " of input ", quotedName(scans[j]->name()),
+                              ") must be static in the model: fusec unrolls Scan while importing"));
+    const int64_t len = t.shape[static_cast<size_t>(ax)].value;
+    if (T >= 0 && len != T) return absl::InvalidArgumentError("Scan inputs differ in scan length");
+    T = len;
+    axes.push_back(ax);
+  }
+  if (T > internal::kMaxUnrolledSteps)
+    return err(absl::StrCat("scan length ", T, " is more than fusec's unrolling limit of ",
+                            internal::kMaxUnrolledSteps));
+  auto addNode = [&](const std::string &op, std::vector<ir::Value *> in, ir::AttributeMap attrs,
+                     const std::string &out) -> absl::StatusOr<ir::Value *> {
+    ir::Node *node = graph_->addNode(op, std::move(in), {out}, std::move(attrs),
+                                     uniqueNodeName(absl::StrCat(name, "/", op)));
+    FUSEC_RETURN_IF_ERROR(ir::inferNodeTypes(*graph_, *node));
+    return node->output(0);
+  };
+  std::vector<std::vector<ir::Value *>> scanOuts(static_cast<size_t>(numScanOut));
+  for (int64_t t = 0; t < T; ++t) {
+    std::vector<ir::Value *> bound = states;
+    for (size_t j = 0; j < scans.size(); ++j) {
+      const bool rev = j < inDirs.size() && inDirs[j] != 0;
+      ir::Value *idx = graph_->addConstant(freshValueName(absl::StrCat(name, "/t")),
+                                           ir::Tensor::scalarInt(ir::DType::kI64, rev ? T - 1 - t : t));
+      FUSEC_ASSIGN_OR_RETURN(ir::Value * slice,
+                             addNode("Gather", {scans[j], idx}, {{"axis", Attribute(axes[j])}},
+                                     freshValueName(absl::StrCat(name, "/slice"))));
+      bound.push_back(slice);
+    }
+    FUSEC_ASSIGN_OR_RETURN(std::vector<ir::Value *> outs,
+                           importBody(*body, absl::StrCat(name, "/", t), bound, opset, depth,
+                                      absl::StrCat("iteration ", t, " of Scan ", quotedName(name))));
+    states.assign(outs.begin(), outs.begin() + numState);
+    for (int k = 0; k < numScanOut; ++k) scanOuts[static_cast<size_t>(k)].push_back(outs[static_cast<size_t>(numState + k)]);
+  }
+  for (int i = 0; i < n.output_size(); ++i) {
+    if (n.output(i).empty()) continue;
+    FUSEC_RETURN_IF_ERROR(checkNewValueName(n.output(i), "output"));
+    if (i < numState) {
+      FUSEC_RETURN_IF_ERROR(addNode("Identity", {states[static_cast<size_t>(i)]}, {}, n.output(i)).status());
+      continue;
+    }
+    const size_t k = static_cast<size_t>(i - numState);
+    const bool rev = k < outDirs.size() && outDirs[k] != 0;
+    int64_t ax = k < outAxes.size() ? outAxes[k] : 0;
+    if (T == 0) return err("a scan length of 0 is not supported");
+    const int64_t r = scanOuts[k][0]->type().rankKnown ? scanOuts[k][0]->type().rank() + 1 : -1;
+    if (ax < 0) {
+      if (r < 0) return err("scan outputs need a known rank");
+      ax += r;
+    }
+    std::vector<ir::Value *> parts;
+    for (int64_t t = 0; t < T; ++t) {
+      ir::Value *v = scanOuts[k][static_cast<size_t>(rev ? T - 1 - t : t)];
+      ir::Value *axv = graph_->addConstant(freshValueName(absl::StrCat(name, "/axes")),
+                                           ir::Tensor::vectorI64({ax}));
+      FUSEC_ASSIGN_OR_RETURN(ir::Value * u, addNode("Unsqueeze", {v, axv}, {},
+                                                    freshValueName(absl::StrCat(name, "/stack"))));
+      parts.push_back(u);
+    }
+    FUSEC_RETURN_IF_ERROR(addNode("Concat", parts, {{"axis", Attribute(ax)}}, n.output(i)).status());
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Importer::expandLibraryFunction(const onnx::NodeProto &n, const std::string &name,
                                              int64_t opset, int depth) {
   if (depth >= kMaxFunctionDepth)
@@ -711,6 +977,8 @@ absl::Status Importer::expandLibraryFunction(const onnx::NodeProto &n, const std
 absl::Status Importer::importNode(const onnx::NodeProto &n, const std::string &name,
                                   int64_t opset, int depth) {
   if (isOnnxDomain(n.domain()) && n.op_type() == "Constant") return importConstantNode(n, name);
+  if (isOnnxDomain(n.domain()) && n.op_type() == "If") return importConstantIf(n, name, opset, depth);
+  if (isOnnxDomain(n.domain()) && n.op_type() == "Scan") return importStaticScan(n, name, opset, depth);
   if (depth > 0) {
     // Nodes of a function body were not seen by checkSupported().
     std::string why;
@@ -886,6 +1154,9 @@ absl::StatusOr<std::unique_ptr<ir::Graph>> importOnnxModelFromBytes(const std::s
 
 bool importerSupportsOp(const std::string &domain, const std::string &opType, int64_t opset) {
   if (domain == internal::kContribDomain) return internal::isMappedContribOp(opType);
+  // Scan is unrolled over a static scan length (importStaticScan); If is
+  // inlined only on a constant condition, so it is not reported supported.
+  if (isOnnxDomain(domain) && opType == "Scan") return opset >= 9;
   return isOnnxDomain(domain) && acceptsOnnxOp(opType, opset, nullptr);
 }
 

@@ -38,7 +38,10 @@ absl::StatusOr<std::unique_ptr<ir::Graph>> importOnnxModelFromBytes(const std::s
 /// "ai.onnx" for the default domain) at ai.onnx opset \p opset: an op of the
 /// op table (other than fusec's internal ops), or an op it expands into table
 /// ops (an ONNX function whose body the ONNX library gives and whose ops are
-/// accepted in turn; see frontend/onnx/internal/OnnxFunctions.h).
+/// accepted in turn; see frontend/onnx/internal/OnnxFunctions.h), or Scan
+/// (opsets 9+; unrolled when its scan length is static, else the import
+/// fails naming it). If is inlined only on a constant condition and is not
+/// counted here.
 bool importerSupportsOp(const std::string &domain, const std::string &opType, int64_t opset);
 
 /// Reads one serialized onnx.TensorProto file (the ONNX backend-test layout's

@@ -49,6 +49,7 @@
 //===----------------------------------------------------------------------===//
 #include "frontend/onnx/internal/ContribOps.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <tuple>
@@ -489,6 +490,20 @@ void attentionTail(ExpansionBuilder &b, Value *scores, Value *v4, int64_t heads,
 
 ir::AttributeMap perm(std::vector<int64_t> p) { return {{"perm", Attribute(std::move(p))}}; }
 
+/// 0, 1, .., n - 1 (int64) for \p n a 1-element int64 tensor.
+Value *iota(ExpansionBuilder &b, Value *n) {
+  return b.op("Range", {b.constant(ir::Tensor::scalarInt(DType::kI64, 0)),
+                        b.op("Reshape", {n, b.ints({})}),
+                        b.constant(ir::Tensor::scalarInt(DType::kI64, 1))});
+}
+
+/// (B, L) bool: key j is valid when j < lengths[b]; \p sk holds L,
+/// \p lengths is (B) of any integer dtype.
+Value *keysBelow(ExpansionBuilder &b, Value *sk, Value *lengths) {
+  Value *len = b.op("Cast", {lengths}, {{"to", Attribute(static_cast<int64_t>(DType::kI64))}});
+  return b.op("Less", {iota(b, sk), b.op("Unsqueeze", {len, b.ints({1})})});
+}
+
 /// Multi-head attention once Q, K and V are laid out per head: the MatMul /
 /// Softmax / MatMul an exporter writes (which the attention rewrite fuses).
 struct MhaParts {
@@ -547,12 +562,7 @@ absl::StatusOr<std::pair<Value *, Value *>> mhaCore(ExpansionBuilder &b, DType d
                                       ") of shape (", staticDim(m, 0),
                                       ") other than (batch_size) key lengths is not supported"));
     } else if (mr == 1) {
-      // (B) key lengths: key j is valid when j < length[b].
-      Value *l = b.op("Reshape", {sk, b.ints({})});
-      Value *idx = b.op("Range", {b.constant(ir::Tensor::scalarInt(DType::kI64, 0)), l,
-                                  b.constant(ir::Tensor::scalarInt(DType::kI64, 1))});
-      Value *len = b.op("Cast", {m}, {{"to", Attribute(static_cast<int64_t>(DType::kI64))}});
-      keep = b.op("Less", {idx, b.op("Unsqueeze", {len, b.ints({1})})});  // (B, L)
+      keep = keysBelow(b, sk, m);  // (B) key lengths
     } else {
       return unsupported(absl::StrCat(what, ": input ", p.maskInput, " (", p.maskName, ") of rank ",
                                       mr, " is not supported (only (B) lengths, (B, L), (B, S, L))"));
@@ -748,6 +758,15 @@ absl::StatusOr<std::vector<Node *>> expandAttention(const NodeSpec &spec, Expans
   return b.done();
 }
 
+/// K or V (B, Hkv, L, \p head) with each head repeated \p g times,
+/// [h0 x g, h1 x g, ..] -> (B, \p heads = Hkv * g, L, head): the GQA repeat as exporters
+/// write it, which the attention rewrite removes (kv_num_heads).
+Value *repeatKvHeads(ExpansionBuilder &b, Value *x, int64_t g, int64_t heads, int64_t head) {
+  Value *u = b.op("Unsqueeze", {x, b.ints({2})});
+  Value *e = b.op("Expand", {u, b.ints({1, 1, g, 1, 1})});
+  return b.op("Reshape", {e, b.ints({0, heads, -1, head})});
+}
+
 absl::StatusOr<std::vector<Node *>> expandGqa(const NodeSpec &spec, ExpansionBuilder &b) {
   const std::string what = "GroupQueryAttention";
   FUSEC_RETURN_IF_ERROR(checkOutputs(spec, 4));
@@ -845,14 +864,8 @@ absl::StatusOr<std::vector<Node *>> expandGqa(const NodeSpec &spec, ExpansionBui
   Value *kB = bnsh(k4, 1), *vB = bnsh(v4, 2);  // (B, Nkv, S, H) = present_key / present_value
   if (heads != kvHeads) {
     // The GQA repeat as exporters write it (the attention rewrite removes it).
-    const int64_t g = heads / kvHeads;
-    auto repeat = [&](Value *x) {
-      Value *u = b.op("Unsqueeze", {x, b.ints({2})});
-      Value *e = b.op("Expand", {u, b.ints({1, 1, g, 1, 1})});
-      return b.op("Reshape", {e, b.ints({0, heads, -1, head})});
-    };
-    kB = repeat(kB);
-    vB = repeat(vB);
+    kB = repeatKvHeads(b, kB, heads / kvHeads, heads, head);
+    vB = repeatKvHeads(b, vB, heads / kvHeads, heads, head);
   }
   Value *kT = b.op("Transpose", {kB}, perm({0, 1, 3, 2}));
   Value *scores = b.op("Mul", {b.op("MatMul", {qT, kT}), b.scalar(dt, scale)});
@@ -878,6 +891,269 @@ absl::StatusOr<std::vector<Node *>> expandGqa(const NodeSpec &spec, ExpansionBui
     scores = b.op("Add", {scores, b.op("Unsqueeze", {add, b.ints({1, 2})})});
   }
   attentionTail(b, scores, vB, heads, head);
+  return b.done();
+}
+
+// --- ai.onnx Attention (opsets 23-25) ---------------------------------------
+
+/// The query rows a scalar-offset index mask leaves without a key: query i
+/// attends key j iff (causal: j <= i + off) and (left >= 0: j >= i + off -
+/// left) and (right >= 0: j <= i + off + right), j in [0, L). \returns
+/// true when some row of [0, S) has no key, or when S / L are unknown and
+/// a window could empty a row (causal alone with off >= 0 never does).
+bool indexMaskEmptiesRow(int64_t S, int64_t L, int64_t off, bool causal, int64_t left,
+                         int64_t right) {
+  if (left < 0 && right < 0) return causal && off < 0;
+  if (S < 0 || L < 0) return true;
+  for (int64_t i = 0; i < S; ++i) {
+    int64_t lo = 0, hi = L - 1;
+    if (causal) hi = std::min(hi, i + off);
+    if (right >= 0) hi = std::min(hi, i + off + right);
+    if (left >= 0) lo = std::max(lo, i + off - left);
+    if (lo > hi) return true;
+  }
+  return false;
+}
+
+/// ONNX Attention (onnx/defs/nn Attention-23/24/25; semantics of the ONNX
+/// reference implementation onnx/reference/ops/op_attention.py):
+///   Q (B, Hq, S, D) or (B, S, Hq*D), K (B, Hkv, Lnew, D) / (B, Lnew, Hkv*D),
+///   V likewise with head size Dv; past_key/past_value (B, Hkv, P, ·) are
+///   concatenated in front (present_key/present_value, L = P + Lnew);
+///   s = (Q * sqrt(scale)) · (K * sqrt(scale))ᵀ, scale = 1/sqrt(D) when absent;
+///   s = softcap * tanh(s / softcap) when softcap > 0 (before the mask);
+///   bias = attn_mask (bool: 0 / -inf; float; a last dim shorter than L is
+///   padded with -inf) + causal (j <= i + off) + window (left / right) +
+///   padding (j < nonpad_kv_seqlen[b]), off = P, or nonpad_kv_seqlen[b] - S
+///   with nonpad_kv_seqlen (opset 24), else 0;
+///   P = softmax(s + bias) in softmax_precision, rows whose bias is all -inf
+///   set to 0; Y = P · repeat(V) in Q's layout. qk_matmul_output: modes 0/1
+///   the (softcapped) scores, 2 with the bias, 3 P.
+/// The plain, causal and GQA forms are what the attention rewrite fuses
+/// (scale on Q and Kᵀ, the Trilu masks of triMask, repeatKvHeads); the
+/// fully-masked-row guard is added only when a row can lose every key (any
+/// attn_mask or nonpad_kv_seqlen, or a window that does), and is not fused.
+absl::StatusOr<std::vector<Node *>> expandOnnxAttention(const NodeSpec &spec,
+                                                        ExpansionBuilder &b) {
+  const std::string what = "Attention";
+  FUSEC_RETURN_IF_ERROR(checkOutputs(spec, 4));
+  FUSEC_ASSIGN_OR_RETURN(Value * q, requiredInput(spec, 0));
+  FUSEC_ASSIGN_OR_RETURN(Value * k, requiredInput(spec, 1));
+  FUSEC_ASSIGN_OR_RETURN(Value * v, requiredInput(spec, 2));
+  const Value *query = q, *key = k;
+  Value *mask = optionalInput(spec, 3), *pastK = optionalInput(spec, 4),
+        *pastV = optionalInput(spec, 5), *nonpad = optionalInput(spec, 6);
+  const DType dt = q->type().dtype;
+  FUSEC_ASSIGN_OR_RETURN(int64_t causal, intAttr(spec, "is_causal", 0));
+  FUSEC_ASSIGN_OR_RETURN(int64_t qHeads, intAttr(spec, "q_num_heads", 0));
+  FUSEC_ASSIGN_OR_RETURN(int64_t kvHeads, intAttr(spec, "kv_num_heads", 0));
+  FUSEC_ASSIGN_OR_RETURN(double softcap, floatAttr(spec, "softcap", 0.0));
+  FUSEC_ASSIGN_OR_RETURN(int64_t mode, intAttr(spec, "qk_matmul_output_mode", 0));
+  FUSEC_ASSIGN_OR_RETURN(int64_t left, intAttr(spec, "left_window_size", -1));
+  FUSEC_ASSIGN_OR_RETURN(int64_t right, intAttr(spec, "right_window_size", -1));
+  FUSEC_ASSIGN_OR_RETURN(int64_t precision, intAttr(spec, "softmax_precision", 0));
+  const bool hasScale = spec.attrs.count("scale") != 0;
+  FUSEC_ASSIGN_OR_RETURN(double scale, floatAttr(spec, "scale", 0.0));
+  if (!ir::isFloat(dt))
+    return absl::InvalidArgumentError(absl::StrCat(what, ": Q must be a float tensor"));
+  if (mode < 0 || mode > 3)
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": qk_matmul_output_mode must be 0..3, is ", mode));
+  if (left < -1 || right < -1)
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": left_window_size / right_window_size must be -1 or >= 0"));
+  if (softcap < 0.0)
+    return absl::InvalidArgumentError(absl::StrCat(what, ": softcap must be >= 0"));
+  if ((pastK == nullptr) != (pastV == nullptr))
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": past_key and past_value go together"));
+  if (nonpad && pastK)
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": nonpad_kv_seqlen cannot be combined with past_key/past_value"));
+  DType softmaxType = dt;
+  if (precision != 0) {
+    softmaxType = static_cast<DType>(precision);
+    if (!ir::isFloat(softmaxType))
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": softmax_precision ", precision, " is not a float type"));
+  }
+  const int64_t rank = rankOf(q);
+  if ((rank != 3 && rank != 4) || rankOf(k) != rank || rankOf(v) != rank)
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": Q, K and V must all be 3-D or all 4-D"));
+  const bool bsd = rank == 3;
+  int64_t head, hv;
+  Value *qB, *kB, *vB;  // (B, H, S, D)
+  if (bsd) {
+    if (qHeads <= 0 || kvHeads <= 0)
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": 3-D inputs need q_num_heads and kv_num_heads > 0"));
+    const int64_t dq = staticDim(q, 2), dk = staticDim(k, 2), dv = staticDim(v, 2);
+    if (dq <= 0 || dq % qHeads != 0 || dk <= 0 || dk % kvHeads != 0 || dv <= 0 ||
+        dv % kvHeads != 0 || dq / qHeads != dk / kvHeads)
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, ": 3-D Q (B, S, q_num_heads * D), K (B, L, kv_num_heads * D) and V (B, L, "
+                "kv_num_heads * Dv) need static hidden sizes that divide into the heads"));
+    head = dq / qHeads;
+    hv = dv / kvHeads;
+    auto split = [&](Value *x, int64_t n, int64_t h) {
+      return b.op("Transpose", {b.op("Reshape", {x, b.ints({0, 0, n, h})})}, perm({0, 2, 1, 3}));
+    };
+    qB = split(q, qHeads, head);
+    kB = split(k, kvHeads, head);
+    vB = split(v, kvHeads, hv);
+  } else {
+    const int64_t nq = staticDim(q, 1), nk = staticDim(k, 1);
+    head = staticDim(q, 3);
+    hv = staticDim(v, 3);
+    if (nq <= 0 || nk <= 0 || staticDim(v, 1) != nk || head <= 0 || staticDim(k, 3) != head ||
+        hv <= 0)
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, ": 4-D Q (B, Hq, S, D), K (B, Hkv, L, D) and V (B, Hkv, L, Dv) need static head "
+                "counts and head sizes"));
+    if ((qHeads > 0 && qHeads != nq) || (kvHeads > 0 && kvHeads != nk))
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, ": q_num_heads / kv_num_heads contradict the 4-D inputs' head counts ", nq, " / ",
+          nk));
+    qHeads = nq;
+    kvHeads = nk;
+    qB = q;
+    kB = k;
+    vB = v;
+  }
+  if (qHeads % kvHeads != 0)
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": q_num_heads (", qHeads, ") must be a multiple of kv_num_heads (", kvHeads, ")"));
+  const int64_t seqAxis = bsd ? 1 : 2;
+  const int64_t S = staticDim(query, seqAxis);
+  int64_t P = 0;
+  if (pastK) {
+    if (rankOf(pastK) != 4 || rankOf(pastV) != 4 || staticDim(pastK, 1) != kvHeads ||
+        staticDim(pastV, 1) != kvHeads || staticDim(pastK, 3) != head ||
+        staticDim(pastV, 3) != hv)
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, ": past_key / past_value must be (B, kv_num_heads, P, D / Dv)"));
+    P = staticDim(pastK, 2);
+  }
+  const int64_t Lnew = staticDim(key, seqAxis);
+  const int64_t L = (P >= 0 && Lnew >= 0) ? P + Lnew : -1;
+
+  // present_key / present_value: the cache in BNSH (before the GQA repeat).
+  auto present = [&](Value *past, Value *cur, size_t out) -> Value * {
+    const int idx = wants(spec, out) ? static_cast<int>(out) : -1;
+    if (past) return b.named("Concat", {past, cur}, {idx}, axisAttr(2))->output(0);
+    if (idx >= 0) return b.named("Identity", {cur}, {idx})->output(0);
+    return cur;
+  };
+  kB = present(pastK, kB, 1);
+  vB = present(pastV, vB, 2);
+  if (qHeads != kvHeads) {
+    kB = repeatKvHeads(b, kB, qHeads / kvHeads, qHeads, head);
+    vB = repeatKvHeads(b, vB, qHeads / kvHeads, qHeads, hv);
+  }
+  if (!hasScale) scale = 1.0 / std::sqrt(static_cast<double>(head));
+  Value *root = b.scalar(dt, std::sqrt(scale));
+  Value *kT = b.op("Transpose", {kB}, perm({0, 1, 3, 2}));
+  Value *scores = b.op("MatMul", {b.op("Mul", {qB, root}), b.op("Mul", {kT, root})});
+  if (softcap > 0.0)
+    scores = b.op("Mul", {b.op("Tanh", {b.op("Div", {scores, b.scalar(dt, softcap)})}),
+                          b.scalar(dt, softcap)});
+  Value *qkOut = scores;  // modes 0 and 1
+
+  // The additive bias, a sum of terms broadcasting to (B, Hq, S, L).
+  Value *sq = dimOf(b, qB, 2), *sk = dimOf(b, kB, 2);
+  std::vector<Value *> terms;
+  bool guard = false;
+  Value *negInf = b.scalar(dt, -kInf), *zero = b.scalar(dt, 0.0);
+  if (mask) {
+    const int64_t mr = rankOf(mask);
+    if (mr < 1 || mr > 4)
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": attn_mask must have a known rank of 1 to 4"));
+    Value *m;
+    if (mask->type().dtype == DType::kBool) {
+      m = b.op("Where", {mask, zero, negInf});
+    } else if (ir::isFloat(mask->type().dtype)) {
+      m = mask->type().dtype == dt
+              ? mask
+              : b.op("Cast", {mask}, {{"to", Attribute(static_cast<int64_t>(dt))}});
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": attn_mask must be bool or a float tensor"));
+    }
+    // A last dim shorter than L is padded with -inf (masked keys).
+    const int64_t ml = staticDim(mask, -1);
+    if (ml < 0 || L < 0 || ml != L) {
+      if (ml >= 0 && L >= 0 && ml > L)
+        return absl::InvalidArgumentError(absl::StrCat(
+            what, ": attn_mask's last dim ", ml, " exceeds the total sequence length ", L));
+      Value *padLen = b.op("Sub", {sk, b.op("Shape", {mask}, {{"start", Attribute(mr - 1)}})});
+      std::vector<Value *> pads = {b.ints(std::vector<int64_t>(static_cast<size_t>(2 * mr - 1), 0)),
+                                   padLen};
+      m = b.op("Pad", {m, b.op("Concat", pads, axisAttr(0)), negInf});
+    }
+    terms.push_back(m);
+    guard = true;
+  }
+  if (nonpad) {
+    if (rankOf(nonpad) != 1)
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": nonpad_kv_seqlen must be 1-D (batch_size)"));
+    Value *keep = keysBelow(b, sk, nonpad);  // (B, L)
+    terms.push_back(
+        b.op("Unsqueeze", {b.op("Where", {keep, zero, negInf}), b.ints({1, 2})}));
+    guard = true;
+  }
+  if (causal != 0 || left >= 0 || right >= 0) {
+    if (nonpad) {
+      // Per-batch offset nonpad_kv_seqlen[b] - S: d = i + off - j, (B, 1, S, L).
+      Value *i = b.op("Unsqueeze", {iota(b, sq), b.ints({1})});  // (S, 1)
+      Value *j = iota(b, sk);                                     // (L)
+      Value *len = b.op("Cast", {nonpad}, {{"to", Attribute(static_cast<int64_t>(DType::kI64))}});
+      Value *off = b.op("Reshape", {b.op("Sub", {len, sq}), b.ints({-1, 1, 1, 1})});
+      Value *d = b.op("Sub", {b.op("Add", {i, off}), j});
+      Value *c0 = b.constant(ir::Tensor::scalarInt(DType::kI64, 0));
+      Value *allowed = nullptr;
+      auto both = [&](Value *c) { allowed = allowed ? b.op("And", {allowed, c}) : c; };
+      if (causal != 0) both(b.op("GreaterOrEqual", {d, c0}));
+      if (left >= 0)
+        both(b.op("LessOrEqual", {d, b.constant(ir::Tensor::scalarInt(DType::kI64, left))}));
+      if (right >= 0)
+        both(b.op("GreaterOrEqual", {d, b.constant(ir::Tensor::scalarInt(DType::kI64, -right))}));
+      terms.push_back(b.op("Where", {allowed, zero, negInf}));
+    } else {
+      if (P < 0)
+        return unsupported(absl::StrCat(
+            what, ": is_causal or a window with a past of unknown length is not supported"));
+      if (causal != 0) terms.push_back(triMask(b, dt, sq, sk, P + 1, true));
+      if (right >= 0) terms.push_back(triMask(b, dt, sq, sk, P + right + 1, true));
+      if (left >= 0) terms.push_back(triMask(b, dt, sq, sk, P - left - 1, false));
+      if (indexMaskEmptiesRow(S, L, P, causal != 0, left, right)) guard = true;
+    }
+  }
+  Value *bias = nullptr;
+  for (Value *t : terms) bias = bias ? b.op("Add", {bias, t}) : t;
+  if (bias) scores = b.op("Add", {scores, bias});
+  if (mode == 2) qkOut = scores;
+  Value *x = scores;
+  if (softmaxType != dt)
+    x = b.op("Cast", {x}, {{"to", Attribute(static_cast<int64_t>(softmaxType))}});
+  Value *p = b.op("Softmax", {x}, axisAttr(-1));
+  if (guard) {
+    // A row whose bias is all -inf attends nothing: its probabilities are 0.
+    Value *rowMax = b.op("ReduceMax", {bias, b.ints({-1})}, {{"keepdims", Attribute(int64_t{1})}});
+    Value *dead = b.op("Equal", {rowMax, negInf});
+    p = b.op("Where", {dead, b.scalar(softmaxType, 0.0), p});
+  }
+  if (softmaxType != dt) p = b.op("Cast", {p}, {{"to", Attribute(static_cast<int64_t>(dt))}});
+  if (mode == 3) qkOut = p;
+  if (wants(spec, 3)) b.named("Identity", {qkOut}, {3});
+  if (!bsd) {
+    b.named("MatMul", {p, vB}, {0});
+  } else {
+    Value *o = b.op("Transpose", {b.op("MatMul", {p, vB})}, perm({0, 2, 1, 3}));
+    b.named("Reshape", {o, b.ints({0, 0, qHeads * hv})}, {0});
+  }
   return b.done();
 }
 
@@ -991,6 +1267,7 @@ std::string refusedContribForm(std::string_view opType,
 absl::StatusOr<std::vector<ir::Node *>> expandContribOp(const NodeSpec &spec,
                                                         ExpansionBuilder &b) {
   const std::string &op = spec.opType;
+  if (spec.domain != kContribDomain && op == "Attention") return expandOnnxAttention(spec, b);
   FUSEC_RETURN_IF_ERROR(checkRefusedForms(spec));
   if (op == "Gelu" || op == "FastGelu" || op == "BiasGelu" || op == "QuickGelu")
     return expandGelu(spec, b);

@@ -1,6 +1,7 @@
 //===- ExpansionBuilder.cpp - Writing one ONNX node as op-table nodes -----===//
 #include "frontend/onnx/internal/ExpansionBuilder.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -66,7 +67,12 @@ std::vector<ir::Node *> ExpansionBuilder::finish(const std::string &opType,
 
 std::string ExpansionBuilder::valueName(const std::string &suffix) {
   std::string base = spec_.outputs.empty() ? spec_.name : spec_.outputs[0];
-  return graph_.uniqueName(absl::StrCat(base, suffix));
+  // Not yet defined, the spec's outputs must not be taken either (an
+  // output "y_c" next to "y" + "_c").
+  std::string name = graph_.uniqueName(absl::StrCat(base, suffix));
+  for (int i = 1; std::find(spec_.outputs.begin(), spec_.outputs.end(), name) != spec_.outputs.end(); ++i)
+    name = graph_.uniqueName(absl::StrCat(base, suffix, "_", i));
+  return name;
 }
 
 absl::StatusOr<double> floatAttr(const NodeSpec &spec, const char *name, double dflt) {

@@ -51,6 +51,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "frontend/onnx/internal/ContribOps.h"
+#include "frontend/onnx/internal/RecurrentOps.h"
 #include "frontend/onnx/internal/ExpansionBuilder.h"
 #include "support/Status.h"
 
@@ -68,9 +69,13 @@ using ir::Value;
 // an ONNX op: ONNX Runtime registers it in the default domain, and its
 // transformer optimiser writes it there) share the contrib ops' mappings
 // (ContribOps.h).
+// Attention (opsets 23-25, context-dependent body as well) is written there
+// too, next to the contrib attention mappings whose helpers it shares. LSTM,
+// GRU and RNN are unrolled over their static sequence length (RecurrentOps.h).
 constexpr std::string_view kExpanded[] = {"LpNormalization", "InstanceNormalization",
                                           "RotaryEmbedding", "SimplifiedLayerNormalization",
-                                          "Einsum", "DepthToSpace", "SpaceToDepth", "EyeLike"};
+                                          "Einsum", "DepthToSpace", "SpaceToDepth", "EyeLike",
+                                          "Attention", "LSTM", "GRU", "RNN"};
 
 using Builder = ExpansionBuilder;
 
@@ -440,8 +445,9 @@ class EinsumExpander {
 absl::StatusOr<std::vector<Node *>> expand(Graph &graph, NodeSpec &spec, int64_t opset,
                                            Builder &b) {
   const std::string &op = spec.opType;
-  if (op == "RotaryEmbedding" || op == "SimplifiedLayerNormalization")
+  if (op == "RotaryEmbedding" || op == "SimplifiedLayerNormalization" || op == "Attention")
     return expandContribOp(spec, b);
+  if (isRecurrentOp(op)) return expandRecurrentOp(spec, b);
   if (spec.outputs.size() != 1)
     return absl::InvalidArgumentError(absl::StrCat(op, " expects one output"));
   if (op == "Einsum") {

@@ -124,8 +124,8 @@ def functions():
 
 
 def functions_unsupported():
-    # Function ops without a usable body, and an LSTM inside an If branch
-    # (next to a HardSwish, which is supported and not listed).
+    # Function ops without a usable body, and an If on a run-time condition
+    # whose branch holds an LSTM and a HardSwish (both supported, not listed).
     then_g = helper.make_graph(
         [helper.make_node("HardSwish", ["x"], ["t0"], name="then_hs"),
          helper.make_node("LSTM", ["t0", "lw", "lr"], ["t1"], name="then_lstm", hidden_size=2)],
