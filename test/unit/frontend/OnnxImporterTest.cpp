@@ -577,7 +577,7 @@ TEST(OnnxImporterTest, UnsupportedFormsOfSupportedOps) {
 
 TEST(OnnxImporterTest, OpsetOutOfRangeIsUnimplemented) {
   TempDir dir;
-  for (int64_t opset : {10, 30}) {
+  for (int64_t opset : {0, 30}) {
     auto m = makeModel(opset);
     addInput(m, "x", {2});
     addNode(m, "Relu", {"x"}, {"y"}, "r");
@@ -587,6 +587,32 @@ TEST(OnnxImporterTest, OpsetOutOfRangeIsUnimplemented) {
     EXPECT_EQ(g.status().code(), absl::StatusCode::kUnimplemented);
     EXPECT_THAT(std::string(g.status().message()), HasSubstr("opset " + std::to_string(opset)));
   }
+}
+
+// Opsets 1-10 are read as opset 11 where no op of the model changed between
+// (Importer::checkLegacyOpset); a changed op is named with the fix.
+TEST(OnnxImporterTest, LegacyOpsetReadWhenNoOpChanged) {
+  TempDir dir;
+  auto m = makeModel(10);
+  addInput(m, "x", {2});
+  addNode(m, "Relu", {"x"}, {"y"}, "r");
+  addOutput(m, "y", {2});
+  auto g = importOnnxModel(writeModel(m, dir.file("model.onnx")));
+  ASSERT_TRUE(g.ok()) << g.status();
+}
+
+TEST(OnnxImporterTest, LegacyOpsetWithAChangedOpNamesIt) {
+  TempDir dir;
+  auto m = makeModel(10);
+  addInput(m, "x", {2});
+  addNode(m, "Clip", {"x"}, {"y"}, "clip_old");  // Clip-6: min/max attributes, inputs since 11
+  addOutput(m, "y", {2});
+  auto g = importOnnxModel(writeModel(m, dir.file("model.onnx")));
+  ASSERT_FALSE(g.ok());
+  const std::string msg(g.status().message());
+  EXPECT_THAT(msg, HasSubstr("'clip_old'"));
+  EXPECT_THAT(msg, HasSubstr("Clip-6 of opset 10 changed in Clip-11"));
+  EXPECT_THAT(msg, HasSubstr("version_converter"));
 }
 
 //===----------------------------------------------------------------------===//
