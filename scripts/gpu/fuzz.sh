@@ -16,7 +16,9 @@
 # Crashing inputs and the logs go to $OUT/fuzz (OUT defaults to ./gpu-out).
 # Exit status: 0 when no harness crashed, 1 otherwise.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+# env.sh unpacks the xz-compressed staged binaries (stage.sh) and sets the paths.
+source "$(dirname "$0")/env.sh"
+cd "$FUSEC_ROOT" || exit 1
 export LD_LIBRARY_PATH=$PWD/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 seconds=120 maxlen=65536 jobs=$(( $(nproc) > 4 ? $(nproc) - 2 : 2 )) harnesses=()
 while [ $# -gt 0 ]; do
