@@ -148,10 +148,10 @@ absl::StatusOr<Value *> integerConv(const NodeSpec &spec, Builder &b, Value *x, 
     taps *= kernel[d];
     pixels *= out[d];
   }
-  if (taps > kMaxConvIntegerTaps)
-    return absl::UnimplementedError(absl::StrCat(spec.opType, " '", spec.name, "': ", taps,
-                                                 " kernel taps; the im2col expansion takes at most ",
-                                                 kMaxConvIntegerTaps));
+  if (taps * pixels > kMaxConvIntegerColumns)
+    return absl::UnimplementedError(absl::StrCat(spec.opType, " '", spec.name, "': ", taps, " kernel taps x ",
+                                                 pixels, " output pixels; the im2col expansion takes at most ",
+                                                 kMaxConvIntegerColumns, " elements"));
   Value *xp = x;
   if (std::any_of(padBegin.begin(), padBegin.end(), [](int64_t p) { return p != 0; }) ||
       std::any_of(padEnd.begin(), padEnd.end(), [](int64_t p) { return p != 0; })) {
@@ -162,24 +162,36 @@ absl::StatusOr<Value *> integerConv(const NodeSpec &spec, Builder &b, Value *x, 
     p.insert(p.end(), padEnd.begin(), padEnd.end());
     xp = b.op("Pad", {x, b.ints(p)});  // zeros: the centred input's padding
   }
-  std::vector<int64_t> axes;
-  for (int64_t d = 0; d < k; ++d) axes.push_back(2 + d);
-  std::vector<Value *> columns;
+  // im2col as one Gather with constant indices (a layout op that fuses):
+  // column (tap t, pixel p) reads the padded input's flat spatial offset
+  // sum_d (o_d * stride_d + t_d * dilation_d) * pitch_d.
+  std::vector<int64_t> padded(k), pitch(k, 1);
+  int64_t flat = 1;
+  for (int64_t d = 0; d < k; ++d) {
+    padded[d] = xs[d + 2] + padBegin[d] + padEnd[d];
+    flat *= padded[d];
+  }
+  for (int64_t d = k - 2; d >= 0; --d) pitch[d] = pitch[d + 1] * padded[d + 1];
+  ir::Tensor index(DType::kI64, {taps, pixels});
   std::vector<int64_t> tap(k, 0);
   for (int64_t t = 0; t < taps; ++t) {
-    std::vector<int64_t> starts, ends;
-    for (int64_t d = 0; d < k; ++d) {
-      starts.push_back(tap[d] * dilations[d]);
-      ends.push_back(starts.back() + (out[d] - 1) * strides[d] + 1);
+    std::vector<int64_t> o(k, 0);
+    for (int64_t p = 0; p < pixels; ++p) {
+      int64_t off = 0;
+      for (int64_t d = 0; d < k; ++d) off += (o[d] * strides[d] + tap[d] * dilations[d]) * pitch[d];
+      index.setInt(t * pixels + p, off);
+      for (int64_t d = k - 1; d >= 0; --d) {  // the next pixel, row-major
+        if (++o[d] < out[d]) break;
+        o[d] = 0;
+      }
     }
-    Value *col = b.op("Slice", {xp, b.ints(starts), b.ints(ends), b.ints(axes), b.ints(strides)});
-    columns.push_back(b.op("Unsqueeze", {col, b.ints({2})}));
     for (int64_t d = k - 1; d >= 0; --d) {  // the next tap, row-major as W stores them
       if (++tap[d] < kernel[d]) break;
       tap[d] = 0;
     }
   }
-  Value *cols = columns.size() == 1 ? columns[0] : b.op("Concat", columns, {{"axis", Attribute(int64_t{2})}});
+  Value *cols = b.op("Gather", {b.op("Reshape", {xp, b.ints({n, c, flat})}), b.constant(std::move(index), "_im2col")},
+                     {{"axis", Attribute(int64_t{2})}});  // [N, C, taps, pixels]
   const int64_t cg = c / group, mg = m / group;
   cols = b.op("Reshape", {cols, b.ints({n, group, cg * taps, pixels})});
   Value *wm = b.op("Reshape", {w, b.ints({group, mg, cg * taps})});

@@ -9,9 +9,10 @@
 //   ConvInteger(X, W, x_zp, w_zp; conv attributes)
 //       the same centring (w_zp per output channel: [M, 1, ...]), then the
 //       convolution as an i32 GEMM over im2col columns: Pad (zeros: the
-//       padding of the centred input), one strided Slice per kernel tap,
-//       Concat along a new axis, Reshape to [N, G, C/G * taps, pixels], and
-//       MatMul with W reshaped to [G, M/G, C/G * taps]
+//       padding of the centred input), one Gather of constant flat spatial
+//       offsets [taps, pixels] (im2col as a layout op that fuses), Reshape
+//       to [N, G, C/G * taps, pixels], and MatMul with W reshaped to
+//       [G, M/G, C/G * taps]
 //   QLinearMatMul / QLinearConv
 //       the integer op above (QLinearConv adds its i32 bias), then
 //       y = saturate(round_half_even(f64(acc) * f64(x_scale * w_scale /
@@ -35,9 +36,10 @@
 
 namespace fusec::frontend::internal {
 
-/// The most kernel taps (prod(kernel_shape)) a ConvInteger / QLinearConv is
-/// written with (one Slice each); a larger kernel is refused.
-inline constexpr int64_t kMaxConvIntegerTaps = 4096;
+/// The most im2col elements (kernel taps x output pixels) a ConvInteger /
+/// QLinearConv is written with (its Gather indices are a constant of that
+/// many i64); a larger one is refused.
+inline constexpr int64_t kMaxConvIntegerColumns = int64_t{1} << 24;
 
 /// True for MatMulInteger, ConvInteger, QLinearMatMul and QLinearConv.
 bool isQuantizedOp(std::string_view opType);
@@ -45,8 +47,8 @@ bool isQuantizedOp(std::string_view opType);
 /// Adds \p spec (one of the ops above) as op-table ops through \p b.
 /// Errors: InvalidArgument for a malformed node (operand dtypes, zero
 /// points or scales of the wrong shape); Unimplemented for a convolution
-/// whose X or W shape is not static, or with more than kMaxConvIntegerTaps
-/// taps.
+/// whose X or W shape is not static, or with more than
+/// kMaxConvIntegerColumns im2col elements.
 absl::StatusOr<std::vector<ir::Node *>> expandQuantizedOp(const NodeSpec &spec, ExpansionBuilder &b);
 
 }  // namespace fusec::frontend::internal
