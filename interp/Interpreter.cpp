@@ -41,6 +41,7 @@ Family familyOf(ir::OpKind kind) {
     case K::kMod: case K::kMax: case K::kMin: case K::kSum: case K::kMean: case K::kEqual:
     case K::kLess: case K::kLessOrEqual: case K::kGreater: case K::kGreaterOrEqual: case K::kAnd:
     case K::kOr: case K::kXor: case K::kWhere: case K::kPRelu: case K::kBitShift:
+    case K::kQuantizeLinear: case K::kDequantizeLinear:
       return Family::kElementwise;
     case K::kSoftmax: case K::kLogSoftmax: case K::kLayerNormalization: case K::kRMSNormalization:
     case K::kReduceMean: case K::kReduceSum: case K::kReduceMax: case K::kReduceMin:

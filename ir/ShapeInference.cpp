@@ -35,6 +35,7 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "ir/QuantGeometry.h"
 #include "ir/shape/ShapeInferrer.h"
 #include "support/Status.h"
 
@@ -303,7 +304,7 @@ std::optional<Elems> Inferrer::trackNode(const Node &n, int depth) {
     case OpKind::kPad: case OpKind::kRange: case OpKind::kFusedAttention:
     case OpKind::kPRelu: case OpKind::kCumSum: case OpKind::kResize: case OpKind::kConvTranspose:
     case OpKind::kTopK: case OpKind::kHardmax: case OpKind::kOneHot: case OpKind::kScatterND:
-    case OpKind::kScatterElements: case OpKind::kBitShift:
+    case OpKind::kScatterElements: case OpKind::kBitShift: case OpKind::kQuantizeLinear: case OpKind::kDequantizeLinear:
     case OpKind::kUnregistered:
       return std::nullopt;
   }
@@ -413,6 +414,36 @@ absl::StatusOr<std::vector<TensorType>> Inferrer::run() {
     case OpKind::kWhere: {
       std::vector<TensorType> ts{inType(0), inType(1), inType(2)};
       return one(broadcast(ts, inType(1).dtype));
+    }
+    case OpKind::kQuantizeLinear: case OpKind::kDequantizeLinear: {
+      // Scale and zero point: one geometry (ir/QuantGeometry.h), the same shape.
+      const bool quantize = node_.kind() == OpKind::kQuantizeLinear;
+      const TensorType scale = inType(1), zp = inType(2);
+      auto extents = [](const TensorType &t) {
+        std::vector<int64_t> e;
+        for (const Dim &d : t.shape) e.push_back(d.isStatic() ? d.value : -1);
+        return e;
+      };
+      if (x.rankKnown && scale.rankKnown) {
+        absl::StatusOr<QuantGeometry> g = quantGeometry(node_, extents(x), extents(scale));
+        if (!g.ok()) return error(std::string(g.status().message()));
+      }
+      if (has(2) && scale.rankKnown && zp.rankKnown && scale.shape != zp.shape &&
+          !(scale.rank() <= 1 && zp.rank() <= 1 && scale.numElements() == 1 && zp.numElements() == 1))
+        return error(absl::StrCat("zero point ", zp.str(), " and scale ", scale.str(), " differ in shape"));
+      absl::StatusOr<DType> dt = quantize ? quantizeResultDType(node_, has(2) ? zp.dtype : DType::kUndefined)
+                                          : dequantizeResultDType(node_, scale.dtype);
+      if (!dt.ok()) return error(std::string(dt.status().message()));
+      if (quantize) {
+        absl::StatusOr<DType> cdt = quantizeComputeDType(node_, x.dtype, scale.dtype);
+        if (!cdt.ok()) return error(std::string(cdt.status().message()));
+      } else {
+        int64_t lo, hi;
+        if (x.dtype != DType::kUndefined && !quantRange(x.dtype, &lo, &hi))
+          return error(absl::StrCat("x has dtype ", dtypeName(x.dtype),
+                                    "; DequantizeLinear takes u8, i8, u16, i16, i32 or u32"));
+      }
+      return same(*dt);
     }
     case OpKind::kPRelu: {
       // Unidirectional broadcasting: slope broadcasts to x, the result is x's type.

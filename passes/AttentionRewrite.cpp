@@ -661,7 +661,7 @@ class AttentionRewrite : public Pass {
       case OpKind::kShape: case OpKind::kSize: case OpKind::kConstantOfShape: case OpKind::kRange:
       case OpKind::kConstant: case OpKind::kFusedAttention: case OpKind::kUnregistered:
       case OpKind::kPRelu: case OpKind::kConvTranspose: case OpKind::kCumSum: case OpKind::kResize:
-      case OpKind::kTopK: case OpKind::kHardmax: case OpKind::kOneHot: case OpKind::kScatterND: case OpKind::kScatterElements: case OpKind::kBitShift:
+      case OpKind::kTopK: case OpKind::kHardmax: case OpKind::kOneHot: case OpKind::kScatterND: case OpKind::kScatterElements: case OpKind::kBitShift: case OpKind::kQuantizeLinear: case OpKind::kDequantizeLinear:
         return ChainStep::kNone;
     }
     return ChainStep::kNone;

@@ -147,7 +147,7 @@ Policy policyOf(ir::OpKind k) {
     case ir::OpKind::kShape: case ir::OpKind::kSize: case ir::OpKind::kConstantOfShape:
     case ir::OpKind::kRange: case ir::OpKind::kConstant: case ir::OpKind::kUnregistered:
     case ir::OpKind::kPRelu: case ir::OpKind::kResize:
-    case ir::OpKind::kTopK: case ir::OpKind::kHardmax: case ir::OpKind::kOneHot: case ir::OpKind::kScatterND: case ir::OpKind::kScatterElements: case ir::OpKind::kBitShift:
+    case ir::OpKind::kTopK: case ir::OpKind::kHardmax: case ir::OpKind::kOneHot: case ir::OpKind::kScatterND: case ir::OpKind::kScatterElements: case ir::OpKind::kBitShift: case ir::OpKind::kQuantizeLinear: case ir::OpKind::kDequantizeLinear:
       return Policy::kPromote;
   }
   return Policy::kPromote;  // not reached: the switch covers every OpKind
@@ -196,7 +196,7 @@ bool isElementwiseArithmetic(ir::OpKind k) {
     case ir::OpKind::kConstantOfShape: case ir::OpKind::kRange: case ir::OpKind::kConstant:
     case ir::OpKind::kFusedAttention: case ir::OpKind::kUnregistered:
     case ir::OpKind::kPRelu: case ir::OpKind::kCumSum: case ir::OpKind::kResize: case ir::OpKind::kConvTranspose:
-    case ir::OpKind::kTopK: case ir::OpKind::kHardmax: case ir::OpKind::kOneHot: case ir::OpKind::kScatterND: case ir::OpKind::kScatterElements: case ir::OpKind::kBitShift:
+    case ir::OpKind::kTopK: case ir::OpKind::kHardmax: case ir::OpKind::kOneHot: case ir::OpKind::kScatterND: case ir::OpKind::kScatterElements: case ir::OpKind::kBitShift: case ir::OpKind::kQuantizeLinear: case ir::OpKind::kDequantizeLinear:
       return false;
   }
   return false;  // not reached: the switch covers every OpKind
@@ -378,7 +378,7 @@ class PrecisionLowering : public Pass {
         case ir::OpKind::kShape: case ir::OpKind::kSize: case ir::OpKind::kRange:
         case ir::OpKind::kFusedAttention: case ir::OpKind::kUnregistered:
         case ir::OpKind::kPRelu: case ir::OpKind::kCumSum: case ir::OpKind::kResize: case ir::OpKind::kConvTranspose:
-        case ir::OpKind::kTopK: case ir::OpKind::kHardmax: case ir::OpKind::kOneHot: case ir::OpKind::kScatterND: case ir::OpKind::kScatterElements: case ir::OpKind::kBitShift:
+        case ir::OpKind::kTopK: case ir::OpKind::kHardmax: case ir::OpKind::kOneHot: case ir::OpKind::kScatterND: case ir::OpKind::kScatterElements: case ir::OpKind::kBitShift: case ir::OpKind::kQuantizeLinear: case ir::OpKind::kDequantizeLinear:
           break;
       }
       bool anyF32 = false;

@@ -47,6 +47,10 @@ const char *manifestDTypeName(ir::DType t) {
     case ir::DType::kI8: return "i8";
     case ir::DType::kU8: return "u8";
     case ir::DType::kBool: return "bool";
+    case ir::DType::kI16: return "i16";
+    case ir::DType::kU16: return "u16";
+    case ir::DType::kU32: return "u32";
+    case ir::DType::kU64: return "u64";
     default: return nullptr;
   }
 }

@@ -114,7 +114,7 @@ int64_t alignUp(int64_t n, int64_t alignment);
 /// Plans the buffers of \p graph run by \p steps (the program order).
 /// Errors: InvalidArgument if a buffer's shape is not static (naming the
 /// Value) or a graph output is listed twice; Unimplemented for dtypes the
-/// artifact format has no name for (u16, i16, u32, u64, string); Internal
+/// artifact format has no name for (string, undefined); Internal
 /// if a step names a null Value or a Value that is neither a graph input, a
 /// constant nor a node result, or if no step writes a graph output.
 absl::StatusOr<MemoryPlan> planMemory(const ir::Graph &graph, std::vector<Step> steps);

@@ -28,6 +28,14 @@ const char *fusert_dtype_name(fusert_dtype dtype) {
     return "u8";
   case FUSERT_BOOL:
     return "bool";
+  case FUSERT_I16:
+    return "i16";
+  case FUSERT_U16:
+    return "u16";
+  case FUSERT_U32:
+    return "u32";
+  case FUSERT_U64:
+    return "u64";
   }
   return "?";
 }
@@ -36,12 +44,16 @@ size_t fusert_dtype_size(fusert_dtype dtype) {
   switch (dtype) {
   case FUSERT_F64:
   case FUSERT_I64:
+  case FUSERT_U64:
     return 8;
   case FUSERT_F32:
   case FUSERT_I32:
+  case FUSERT_U32:
     return 4;
   case FUSERT_F16:
   case FUSERT_BF16:
+  case FUSERT_I16:
+  case FUSERT_U16:
     return 2;
   case FUSERT_I8:
   case FUSERT_U8:

@@ -551,8 +551,13 @@ llvm::Value *Lanes::binary(const Expr &e) {
       // deviation): one reciprocal, which LLVM hoists out of the row loop,
       // and a multiply per element instead of a vector divide (within one
       // rounding of a / b). For |b| < 2^-64 (1 / b could overflow) the
-      // reciprocal is taken of b * 2^64 and the product scaled back.
-      if (w_ > 1 && !dep_[e.operands[1]] && et == I.f32) {
+      // reciprocal is taken of b * 2^64 and the product scaled back. Not
+      // for a constant divisor (x / 255 must round as the division does:
+      // quantisation scales are such quotients, and a result one ulp off
+      // rounds to another integer), nor when a is uniform too (nothing to
+      // save); LLVM turns a power-of-two constant into a multiply itself.
+      if (w_ > 1 && dep_[e.operands[0]] && !dep_[e.operands[1]] &&
+          s_.exprs[e.operands[1]].kind != ExprKind::kConst && et == I.f32) {
         llvm::Value *one = splatF(I, et, w_, 1.0);
         llvm::Value *tiny = B.CreateFCmpOLT(B.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, b),
                                             splatF(I, et, w_, std::ldexp(1.0, -64)));

@@ -120,6 +120,22 @@ std::vector<char> fillInput(const fusert::TensorInfo &info, size_t input) {
     case FUSERT_U8:
       *p = static_cast<char>(j % 7);
       break;
+    case FUSERT_I16:
+    case FUSERT_U16: {
+      uint16_t v = static_cast<uint16_t>(j % 7);
+      std::memcpy(p, &v, 2);
+      break;
+    }
+    case FUSERT_U32: {
+      uint32_t v = static_cast<uint32_t>(j % 7);
+      std::memcpy(p, &v, 4);
+      break;
+    }
+    case FUSERT_U64: {
+      uint64_t v = static_cast<uint64_t>(j % 7);
+      std::memcpy(p, &v, 8);
+      break;
+    }
     case FUSERT_BOOL:
       *p = static_cast<char>(j % 2);
       break;
@@ -163,6 +179,26 @@ double elementAt(const std::vector<char> &bytes, fusert_dtype dtype,
   case FUSERT_U8:
   case FUSERT_BOOL:
     return static_cast<unsigned char>(*p);
+  case FUSERT_I16: {
+    int16_t v;
+    std::memcpy(&v, p, 2);
+    return v;
+  }
+  case FUSERT_U16: {
+    uint16_t v;
+    std::memcpy(&v, p, 2);
+    return v;
+  }
+  case FUSERT_U32: {
+    uint32_t v;
+    std::memcpy(&v, p, 4);
+    return v;
+  }
+  case FUSERT_U64: {
+    uint64_t v;
+    std::memcpy(&v, p, 8);
+    return static_cast<double>(v);
+  }
   }
   return 0;
 }

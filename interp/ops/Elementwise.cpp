@@ -8,6 +8,7 @@
 // integer and bool dtypes compute in int64 with two's complement wrapping.
 //
 //===----------------------------------------------------------------------===//
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -19,6 +20,7 @@
 #include "interp/internal/Broadcast.h"
 #include "interp/internal/KernelUtil.h"
 #include "interp/internal/Kernels.h"
+#include "ir/QuantGeometry.h"
 #include "support/Status.h"
 
 namespace fusec::interp {
@@ -390,6 +392,96 @@ Result bitShift(const KernelArgs &args) {
   });
 }
 
+/// The flat index of the scale / zero point element that x's element \p i
+/// reads under geometry \p g (ir/QuantGeometry.h).
+int64_t quantParamIndex(const ir::QuantGeometry &g, const ir::Shape &x, const ir::Shape &param, int64_t i) {
+  if (g.mode == ir::QuantMode::kPerTensor) return 0;
+  int64_t inner = 1;
+  for (size_t d = g.axis + 1; d < x.size(); ++d) inner *= x[d];
+  if (g.mode == ir::QuantMode::kPerAxis) return (i / inner) % x[g.axis];
+  // Blocked: the same coordinates, the axis' divided by the block size.
+  int64_t out = 0, stride = 1, rest = i;
+  for (int64_t d = static_cast<int64_t>(x.size()) - 1; d >= 0; --d) {
+    int64_t c = rest % x[d];
+    rest /= x[d];
+    if (d == g.axis) c /= g.blockSize;
+    out += c * stride;
+    stride *= param[d];
+  }
+  return out;
+}
+
+/// Rounds \p v (an f32 or f64 result) to float dtype \p t as numpy stores
+/// it: f16 / bf16 arithmetic is f32 arithmetic rounded once more.
+double roundToFloat(double v, DType t) {
+  switch (t) {
+    case DType::kF64: return v;
+    case DType::kF16: return ir::halfToFloat(ir::floatToHalf(static_cast<float>(v)));
+    case DType::kBF16: return ir::bf16ToFloat(ir::floatToBf16(static_cast<float>(v)));
+    default: return static_cast<float>(v);
+  }
+}
+
+/// QuantizeLinear (opsets 10-25; onnx.reference): q = x / scale in x's float
+/// dtype (or precision; f64 for an integer x), rounded half to even, plus
+/// the zero point, saturated to the result dtype's range.
+Result quantizeLinear(const KernelArgs &args) {
+  FUSEC_ASSIGN_OR_RETURN(const Tensor *x, requireInput(args, 0));
+  FUSEC_ASSIGN_OR_RETURN(const Tensor *scale, requireInput(args, 1));
+  const Tensor *zp = args.in(2);
+  FUSEC_RETURN_IF_ERROR(requireNumber(*x, "x"));
+  FUSEC_RETURN_IF_ERROR(requireFloat(*scale, "scale"));
+  FUSEC_ASSIGN_OR_RETURN(ir::QuantGeometry g, ir::quantGeometry(args.node, x->shape(), scale->shape()));
+  if (zp && zp->numElements() != scale->numElements())
+    return invalidArg("zero point ", shapeStr(zp->shape()), " and scale ", shapeStr(scale->shape()), " differ");
+  FUSEC_ASSIGN_OR_RETURN(DType outDt, ir::quantizeResultDType(args.node, zp ? zp->dtype() : DType::kUndefined));
+  FUSEC_ASSIGN_OR_RETURN(DType cdt, ir::quantizeComputeDType(args.node, x->dtype(), scale->dtype()));
+  int64_t lo = 0, hi = 0;
+  ir::quantRange(outDt, &lo, &hi);
+  Tensor out(outDt, x->shape());
+  const int64_t n = x->numElements();
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t p = quantParamIndex(g, x->shape(), scale->shape(), i);
+    const double q = roundToFloat(roundToFloat(x->getDouble(i), cdt) / roundToFloat(scale->getDouble(p), cdt), cdt);
+    double r = std::nearbyint(q);
+    if (std::isnan(r)) r = 0;
+    r = std::min(std::max(r, -4.0e18), 4.0e18);
+    int64_t v = static_cast<int64_t>(r) + (zp ? zp->getInt(p) : 0);
+    out.setInt(i, std::min(std::max(v, lo), hi));
+  }
+  return std::vector<Tensor>{std::move(out)};
+}
+
+/// DequantizeLinear (opsets 10-25; onnx.reference): (f32(x) - f32(zero
+/// point)) * scale in f32, rounded to the result dtype.
+Result dequantizeLinear(const KernelArgs &args) {
+  FUSEC_ASSIGN_OR_RETURN(const Tensor *x, requireInput(args, 0));
+  FUSEC_ASSIGN_OR_RETURN(const Tensor *scale, requireInput(args, 1));
+  const Tensor *zp = args.in(2);
+  int64_t lo, hi;
+  if (!ir::quantRange(x->dtype(), &lo, &hi))
+    return invalidArg("x has dtype ", ir::dtypeName(x->dtype()), ", expected u8, i8, u16, i16, i32 or u32");
+  FUSEC_RETURN_IF_ERROR(requireFloat(*scale, "scale"));
+  if (zp && zp->dtype() != x->dtype())
+    return invalidArg("zero point has dtype ", ir::dtypeName(zp->dtype()), ", x ", ir::dtypeName(x->dtype()));
+  if (zp && zp->numElements() != scale->numElements())
+    return invalidArg("zero point ", shapeStr(zp->shape()), " and scale ", shapeStr(scale->shape()), " differ");
+  FUSEC_ASSIGN_OR_RETURN(ir::QuantGeometry g, ir::quantGeometry(args.node, x->shape(), scale->shape()));
+  FUSEC_ASSIGN_OR_RETURN(DType outDt, ir::dequantizeResultDType(args.node, scale->dtype()));
+  Tensor out(outDt, x->shape());
+  const int64_t n = x->numElements();
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t p = quantParamIndex(g, x->shape(), scale->shape(), i);
+    const float dx = static_cast<float>(x->getInt(i)) - static_cast<float>(zp ? zp->getInt(p) : 0);
+    // numpy: an f32 difference times an f64 scale is an f64 product.
+    const double sc = scale->getDouble(p);
+    out.setDouble(i, scale->dtype() == DType::kF64
+                         ? static_cast<double>(dx) * sc
+                         : static_cast<float>(static_cast<double>(dx) * static_cast<float>(sc)));
+  }
+  return std::vector<Tensor>{std::move(out)};
+}
+
 /// Where: cond ? x : y with three-way broadcasting; copies element bytes, so
 /// every dtype (strings included) is supported exactly.
 Result where(const KernelArgs &args) {
@@ -580,6 +672,8 @@ void registerElementwiseKernels(KernelTable &t) {
   t[slot(K::kWhere)] = where;
   t[slot(K::kPRelu)] = prelu;
   t[slot(K::kBitShift)] = bitShift;
+  t[slot(K::kQuantizeLinear)] = quantizeLinear;
+  t[slot(K::kDequantizeLinear)] = dequantizeLinear;
 }
 
 }  // namespace fusec::interp

@@ -188,7 +188,7 @@ absl::Status checkConstantOperands(const Node &n) {
     case OpKind::kSize: case OpKind::kConstantOfShape: case OpKind::kRange: case OpKind::kConstant:
     case OpKind::kFusedAttention: case OpKind::kUnregistered:
     case OpKind::kPRelu: case OpKind::kConvTranspose: case OpKind::kCumSum: case OpKind::kResize:
-    case OpKind::kTopK: case OpKind::kHardmax: case OpKind::kOneHot: case OpKind::kBitShift:
+    case OpKind::kTopK: case OpKind::kHardmax: case OpKind::kOneHot: case OpKind::kBitShift: case OpKind::kQuantizeLinear: case OpKind::kDequantizeLinear:
       return absl::OkStatus();
   }
   return absl::OkStatus();  // not reached: the switch covers every OpKind

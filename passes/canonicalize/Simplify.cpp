@@ -155,7 +155,7 @@ ir::Value *noOpSource(const ir::Node &n, const UseInfo &uses) {
     case ir::OpKind::kConstantOfShape: case ir::OpKind::kRange: case ir::OpKind::kConstant:
     case ir::OpKind::kFusedAttention: case ir::OpKind::kUnregistered:
     case ir::OpKind::kPRelu: case ir::OpKind::kConvTranspose: case ir::OpKind::kCumSum: case ir::OpKind::kResize:
-    case ir::OpKind::kTopK: case ir::OpKind::kHardmax: case ir::OpKind::kOneHot: case ir::OpKind::kScatterND: case ir::OpKind::kScatterElements: case ir::OpKind::kBitShift:
+    case ir::OpKind::kTopK: case ir::OpKind::kHardmax: case ir::OpKind::kOneHot: case ir::OpKind::kScatterND: case ir::OpKind::kScatterElements: case ir::OpKind::kBitShift: case ir::OpKind::kQuantizeLinear: case ir::OpKind::kDequantizeLinear:
       return nullptr;
   }
   return nullptr;

@@ -102,9 +102,13 @@ OpRule opRule(const ir::Node &n) {
     case OpKind::kHardSigmoid:  // multiply-add, clamp (2 compares)
       r.flops = 3 * out;
       break;
+    case OpKind::kDequantizeLinear:  // subtract the zero point, multiply by the scale
     case OpKind::kLeakyRelu:  // compare, multiply
     case OpKind::kPRelu:      // compare, multiply (slope broadcast to x)
       r.flops = 2 * out;
+      break;
+    case OpKind::kQuantizeLinear:  // divide, round, add the zero point, clamp (2 compares)
+      r.flops = 5 * out;
       break;
     case OpKind::kGelu:  // erf form: scale, erf, add, 2 multiplies; tanh form: cubic + tanh
       r.flops = (n.attrS("approximate") == "tanh" ? 9 : 5) * out;

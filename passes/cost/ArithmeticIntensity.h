@@ -22,6 +22,7 @@
 //   Softmax, LogSoftmax  5 per element (max, subtract, exp, sum, divide/log)
 //   LayerNormalization   8 per element; RMSNormalization 4 per element
 //   PRelu        2 per element (compare, multiply); CumSum 1 per input element
+//   QuantizeLinear 5 per element (divide, round, add, clamp); DequantizeLinear 2
 //   TopK         2 * (axis length) per output element (k selection passes);
 //                Hardmax 2 per element; BitShift 1; OneHot 0 (layout);
 //                ScatterND / ScatterElements 1 per update element (0 for none)

@@ -109,7 +109,7 @@ std::optional<int64_t> rowStartAxis(const ir::Node &node) {
     case OpKind::kConstantOfShape: case OpKind::kRange: case OpKind::kConstant:
     case OpKind::kFusedAttention: case OpKind::kUnregistered:
     case OpKind::kPRelu: case OpKind::kCumSum: case OpKind::kResize: case OpKind::kConvTranspose:
-    case OpKind::kTopK: case OpKind::kOneHot: case OpKind::kScatterND: case OpKind::kScatterElements: case OpKind::kBitShift:
+    case OpKind::kTopK: case OpKind::kOneHot: case OpKind::kScatterND: case OpKind::kScatterElements: case OpKind::kBitShift: case OpKind::kQuantizeLinear: case OpKind::kDequantizeLinear:
       return std::nullopt;
   }
   return std::nullopt;  // an OpKind out of range
@@ -190,7 +190,7 @@ Role roleOf(const ir::Node &node) {
     case OpKind::kGlobalAveragePool: case OpKind::kGlobalMaxPool: case OpKind::kShape:
     case OpKind::kSize: case OpKind::kConstantOfShape: case OpKind::kRange: case OpKind::kConstant:
     case OpKind::kFusedAttention: case OpKind::kPRelu: case OpKind::kCumSum:
-    case OpKind::kTopK: case OpKind::kHardmax: case OpKind::kOneHot: case OpKind::kScatterND: case OpKind::kScatterElements: case OpKind::kBitShift:
+    case OpKind::kTopK: case OpKind::kHardmax: case OpKind::kOneHot: case OpKind::kScatterND: case OpKind::kScatterElements: case OpKind::kBitShift: case OpKind::kQuantizeLinear: case OpKind::kDequantizeLinear:
       break;
   }
   if (!node.op()) return Role::kOpaque;

@@ -207,7 +207,7 @@ std::optional<Poly3> polynomialIn(ir::Value *v, ir::Value *x, std::vector<ir::No
     case ir::OpKind::kConstantOfShape: case ir::OpKind::kRange: case ir::OpKind::kConstant:
     case ir::OpKind::kFusedAttention: case ir::OpKind::kUnregistered:
     case ir::OpKind::kPRelu: case ir::OpKind::kConvTranspose: case ir::OpKind::kCumSum: case ir::OpKind::kResize:
-    case ir::OpKind::kTopK: case ir::OpKind::kHardmax: case ir::OpKind::kOneHot: case ir::OpKind::kScatterND: case ir::OpKind::kScatterElements: case ir::OpKind::kBitShift:
+    case ir::OpKind::kTopK: case ir::OpKind::kHardmax: case ir::OpKind::kOneHot: case ir::OpKind::kScatterND: case ir::OpKind::kScatterElements: case ir::OpKind::kBitShift: case ir::OpKind::kQuantizeLinear: case ir::OpKind::kDequantizeLinear:
       return std::nullopt;
   }
   nodes.push_back(p);

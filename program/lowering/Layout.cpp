@@ -268,7 +268,7 @@ absl::StatusOr<int> GroupLowering::layoutAt(const Node &n, const std::vector<int
     case OpKind::kConstant: case OpKind::kFusedAttention: case OpKind::kUnregistered:
     case OpKind::kPRelu: case OpKind::kConvTranspose: case OpKind::kCumSum: case OpKind::kResize:
     case OpKind::kTopK: case OpKind::kHardmax: case OpKind::kScatterND: case OpKind::kScatterElements:
-    case OpKind::kBitShift:
+    case OpKind::kBitShift: case OpKind::kQuantizeLinear: case OpKind::kDequantizeLinear:
       return unimplemented(n, "no index map for this op");
   }
   return unimplemented(n, "no index map for this op");  // an OpKind out of range

@@ -99,7 +99,7 @@ bool isViewNode(const Node &node) {
     case OpKind::kFusedAttention: case OpKind::kUnregistered:
     case OpKind::kPRelu: case OpKind::kConvTranspose: case OpKind::kCumSum: case OpKind::kResize:
     case OpKind::kTopK: case OpKind::kHardmax: case OpKind::kOneHot: case OpKind::kScatterND:
-    case OpKind::kScatterElements: case OpKind::kBitShift:
+    case OpKind::kScatterElements: case OpKind::kBitShift: case OpKind::kQuantizeLinear: case OpKind::kDequantizeLinear:
       return false;
   }
   return false;  // an OpKind out of range

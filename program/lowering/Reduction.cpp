@@ -69,7 +69,7 @@ absl::StatusOr<ReduceAxes> reductionAxes(const Node &n, int64_t rank) {
     case OpKind::kRange: case OpKind::kConstant: case OpKind::kFusedAttention:
     case OpKind::kPRelu: case OpKind::kConvTranspose: case OpKind::kCumSum: case OpKind::kResize:
     case OpKind::kTopK: case OpKind::kOneHot: case OpKind::kScatterND: case OpKind::kScatterElements:
-    case OpKind::kBitShift:
+    case OpKind::kBitShift: case OpKind::kQuantizeLinear: case OpKind::kDequantizeLinear:
     case OpKind::kUnregistered: {  // Reduce*
       r.keepDims = n.getInt("keepdims", 1) != 0;
       std::vector<int64_t> axes;
@@ -244,7 +244,7 @@ absl::StatusOr<int> GroupLowering::reductionAt(const Node &n, int result,
     case OpKind::kConstant: case OpKind::kFusedAttention: case OpKind::kUnregistered:
     case OpKind::kPRelu: case OpKind::kConvTranspose: case OpKind::kCumSum: case OpKind::kResize:
     case OpKind::kTopK: case OpKind::kOneHot: case OpKind::kScatterND: case OpKind::kScatterElements:
-    case OpKind::kBitShift: {
+    case OpKind::kBitShift: case OpKind::kQuantizeLinear: case OpKind::kDequantizeLinear: {
       if (reds.empty()) {
         int r;
         switch (n.kind()) {
@@ -302,7 +302,7 @@ absl::StatusOr<int> GroupLowering::reductionAt(const Node &n, int result,
           case OpKind::kConstant: case OpKind::kFusedAttention: case OpKind::kUnregistered:
           case OpKind::kPRelu: case OpKind::kConvTranspose: case OpKind::kCumSum: case OpKind::kResize:
           case OpKind::kTopK: case OpKind::kHardmax: case OpKind::kOneHot: case OpKind::kScatterND:
-          case OpKind::kScatterElements: case OpKind::kBitShift:
+          case OpKind::kScatterElements: case OpKind::kBitShift: case OpKind::kQuantizeLinear: case OpKind::kDequantizeLinear:
             return unimplemented(n, "unknown reduction");
         }
         reds = {r};

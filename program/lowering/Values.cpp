@@ -6,6 +6,8 @@
 #include "program/lowering/GroupLowering.h"
 #include "program/lowering/OpLowering.h"
 
+#include "ir/QuantGeometry.h"
+
 #include <cmath>
 #include <limits>
 
@@ -389,6 +391,66 @@ absl::StatusOr<int> GroupLowering::elementwiseAt(const Node &n, int result,
       }
       return spec_.select(inRange, bin(BinaryOp::kShr, a, count),
                           spec_.select(bin(BinaryOp::kLt, a, c(0, t)), c(-1, t), c(0, t)));
+    }
+    case OpKind::kQuantizeLinear: case OpKind::kDequantizeLinear: {
+      // Scale and zero point read at x's index mapped by the geometry
+      // (ir/QuantGeometry.h); the arithmetic is the interpreter's
+      // (interp/ops/Elementwise.cpp), f16 / bf16 steps rounded as numpy's.
+      FUSEC_ASSIGN_OR_RETURN(Shape xs, staticShape(n.input(0)));
+      FUSEC_ASSIGN_OR_RETURN(Shape ss, staticShape(n.input(1)));
+      absl::StatusOr<ir::QuantGeometry> g = ir::quantGeometry(n, xs, ss);
+      if (!g.ok()) return unimplemented(n, std::string(g.status().message()));
+      auto param = [&](int i) -> absl::StatusOr<int> {
+        FUSEC_ASSIGN_OR_RETURN(Shape ps, staticShape(n.input(i)));
+        std::vector<int> pi;
+        switch (g->mode) {
+          case ir::QuantMode::kPerTensor: pi.assign(ps.size(), spec_.constI(0)); break;
+          case ir::QuantMode::kPerAxis: pi = {idx[g->axis]}; break;
+          case ir::QuantMode::kBlocked:
+            pi = idx;
+            pi[g->axis] = bin(BinaryOp::kDiv, idx[g->axis], spec_.constI(g->blockSize));
+            break;
+        }
+        return valueAt(n.input(i), pi);
+      };
+      auto roundTo = [&](int v, DType t) {
+        if (t == DType::kF16) return un(UnaryOp::kRoundF16, v);
+        if (t == DType::kBF16) return un(UnaryOp::kRoundBF16, v);
+        return v;
+      };
+      const DType sdt = n.input(1)->type().dtype;
+      FUSEC_ASSIGN_OR_RETURN(int x, in(0));
+      FUSEC_ASSIGN_OR_RETURN(int s, param(1));
+      if (n.kind() == OpKind::kDequantizeLinear) {
+        const ScalarType mt = sdt == DType::kF64 ? ScalarType::kF64 : ScalarType::kF32;
+        int dx = spec_.cast(x, ScalarType::kF32);
+        if (n.input(2)) {
+          FUSEC_ASSIGN_OR_RETURN(int zp, param(2));
+          dx = bin(BinaryOp::kSub, dx, spec_.cast(zp, ScalarType::kF32));
+        }
+        int y = bin(BinaryOp::kMul, spec_.cast(dx, mt), spec_.cast(s, mt));
+        return roundTo(spec_.cast(y, ot), outDt);
+      }
+      absl::StatusOr<DType> cdt = ir::quantizeComputeDType(n, n.input(0)->type().dtype, sdt);
+      if (!cdt.ok()) return unimplemented(n, std::string(cdt.status().message()));
+      int64_t lo = 0, hi = 0;
+      if (!ir::quantRange(outDt, &lo, &hi)) return unimplemented(n, "a result dtype without an integer range");
+      // The quotient in f64, then rounded to the compute dtype: the f32
+      // quotient exactly as an f32 division rounds it (53 >= 2 * 24 + 2
+      // bits), whatever a backend makes of an f32 division by a uniform
+      // divisor (the cpu backend multiplies by its reciprocal).
+      const ScalarType ct = computeTypeOf(*cdt);
+      auto operand = [&](int v) { return spec_.cast(roundTo(spec_.cast(v, ct), *cdt), ScalarType::kF64); };
+      const int q = roundTo(spec_.cast(bin(BinaryOp::kDiv, operand(x), operand(s)), ct), *cdt);
+      // Clamped in float first so that the conversion to i64 is defined.
+      const int r = bin(BinaryOp::kMax, bin(BinaryOp::kMin, un(UnaryOp::kRound, q), c(4.0e18, ct)), c(-4.0e18, ct));
+      int v = spec_.cast(r, ScalarType::kI64);
+      if (n.input(2)) {
+        FUSEC_ASSIGN_OR_RETURN(int zp, param(2));
+        v = bin(BinaryOp::kAdd, v, spec_.cast(zp, ScalarType::kI64));
+      }
+      return bin(BinaryOp::kMax, bin(BinaryOp::kMin, v, spec_.constI(hi, ScalarType::kI64)),
+                 spec_.constI(lo, ScalarType::kI64));
     }
     case OpKind::kAdd: return binaryOp(BinaryOp::kAdd);
     case OpKind::kSub: return binaryOp(BinaryOp::kSub);

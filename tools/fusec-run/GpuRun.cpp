@@ -100,6 +100,10 @@ bool toFusert(ir::DType t, fusert_dtype &out) {
     case ir::DType::kI8: out = FUSERT_I8; return true;
     case ir::DType::kU8: out = FUSERT_U8; return true;
     case ir::DType::kBool: out = FUSERT_BOOL; return true;
+    case ir::DType::kI16: out = FUSERT_I16; return true;
+    case ir::DType::kU16: out = FUSERT_U16; return true;
+    case ir::DType::kU32: out = FUSERT_U32; return true;
+    case ir::DType::kU64: out = FUSERT_U64; return true;
     default: return false;
   }
 }
@@ -115,6 +119,10 @@ bool fromFusert(fusert_dtype t, ir::DType &out) {
     case FUSERT_I8: out = ir::DType::kI8; return true;
     case FUSERT_U8: out = ir::DType::kU8; return true;
     case FUSERT_BOOL: out = ir::DType::kBool; return true;
+    case FUSERT_I16: out = ir::DType::kI16; return true;
+    case FUSERT_U16: out = ir::DType::kU16; return true;
+    case FUSERT_U32: out = ir::DType::kU32; return true;
+    case FUSERT_U64: out = ir::DType::kU64; return true;
   }
   return false;
 }

@@ -51,6 +51,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "frontend/onnx/internal/ContribOps.h"
+#include "frontend/onnx/internal/QuantizedOps.h"
 #include "frontend/onnx/internal/RecurrentOps.h"
 #include "frontend/onnx/internal/ExpansionBuilder.h"
 #include "support/Status.h"
@@ -72,10 +73,13 @@ using ir::Value;
 // Attention (opsets 23-25, context-dependent body as well) is written there
 // too, next to the contrib attention mappings whose helpers it shares. LSTM,
 // GRU and RNN are unrolled over their static sequence length (RecurrentOps.h).
+// MatMulInteger, ConvInteger, QLinearMatMul and QLinearConv are written as
+// i32 GEMMs plus the f64 requantisation (QuantizedOps.h).
 constexpr std::string_view kExpanded[] = {"LpNormalization", "InstanceNormalization",
                                           "RotaryEmbedding", "SimplifiedLayerNormalization",
                                           "Einsum", "DepthToSpace", "SpaceToDepth", "EyeLike",
-                                          "Attention", "LSTM", "GRU", "RNN"};
+                                          "Attention", "LSTM", "GRU", "RNN", "MatMulInteger",
+                                          "ConvInteger", "QLinearMatMul", "QLinearConv"};
 
 using Builder = ExpansionBuilder;
 
@@ -448,6 +452,7 @@ absl::StatusOr<std::vector<Node *>> expand(Graph &graph, NodeSpec &spec, int64_t
   if (op == "RotaryEmbedding" || op == "SimplifiedLayerNormalization" || op == "Attention")
     return expandContribOp(spec, b);
   if (isRecurrentOp(op)) return expandRecurrentOp(spec, b);
+  if (isQuantizedOp(op)) return expandQuantizedOp(spec, b);
   if (spec.outputs.size() != 1)
     return absl::InvalidArgumentError(absl::StrCat(op, " expects one output"));
   if (op == "Einsum") {

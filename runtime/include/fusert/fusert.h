@@ -68,7 +68,11 @@ typedef enum fusert_dtype {
   FUSERT_I32 = 5,  /**< "i32" */
   FUSERT_I8 = 6,   /**< "i8" */
   FUSERT_U8 = 7,   /**< "u8" */
-  FUSERT_BOOL = 8  /**< "bool", one byte per element */
+  FUSERT_BOOL = 8, /**< "bool", one byte per element */
+  FUSERT_I16 = 9,  /**< "i16" */
+  FUSERT_U16 = 10, /**< "u16" */
+  FUSERT_U32 = 11, /**< "u32" */
+  FUSERT_U64 = 12  /**< "u64" */
 } fusert_dtype;
 
 /** A tensor handed to fusert_run: dense, row-major, in device memory for a

@@ -340,6 +340,25 @@ TEST(PlanMemory, GemmOperandsAreNamed) {
   EXPECT_EQ(buf(*plan, y).storage, Storage::kOutput);
 }
 
+TEST(PlanMemory, QuantisedDTypes) {
+  // i16 / u16 / u32 / u64 (and u8 / i8) tensors are planned with their
+  // manifest names and element sizes (they used to be refused as not in the
+  // artifact format).
+  for (const auto &[dt, name] : std::vector<std::pair<DType, std::string>>{
+           {DType::kI16, "i16"}, {DType::kU16, "u16"}, {DType::kU32, "u32"}, {DType::kU64, "u64"},
+           {DType::kU8, "u8"}, {DType::kI8, "i8"}}) {
+    ir::Graph g;
+    Value *x = g.addInput("x", TensorType::fromShape(dt, {3, 5}));
+    Value *y = node(g, "Neg", {x}, "y", TensorType::fromShape(dt, {3, 5}));
+    g.markOutput(y);
+    auto plan = planMemory(g, {kernel("k0", {x, y})});
+    ASSERT_TRUE(plan.ok()) << name << ": " << plan.status();
+    ASSERT_EQ(plan->buffers.size(), 2u);
+    EXPECT_EQ(plan->buffers[0].bytes, 15 * ir::dtypeSize(dt)) << name;
+    EXPECT_EQ(manifestDTypeName(dt), name);
+  }
+}
+
 TEST(PlanMemory, Errors) {
   {
     ir::Graph g;
@@ -352,10 +371,11 @@ TEST(PlanMemory, Errors) {
   }
   {
     ir::Graph g;
-    Value *x = g.addInput("x", TensorType::fromShape(DType::kU16, {4}));
-    g.markOutput(node(g, "Identity", {x}, "y", TensorType::fromShape(DType::kU16, {4})));
+    Value *x = g.addInput("x", TensorType::fromShape(DType::kString, {4}));
+    g.markOutput(node(g, "Identity", {x}, "y", TensorType::fromShape(DType::kString, {4})));
     auto plan = planMemory(g, {});
     EXPECT_EQ(plan.status().code(), absl::StatusCode::kUnimplemented) << plan.status();
+    EXPECT_NE(plan.status().message().find("string"), std::string::npos) << plan.status();
   }
   {
     ir::Graph g;

@@ -87,7 +87,7 @@ TEST(ManifestTest, ParsesValidManifest) {
 
 TEST(ManifestTest, DTypeNames) {
   for (const char *name :
-       {"f32", "f16", "bf16", "f64", "i64", "i32", "i8", "u8", "bool"}) {
+       {"f32", "f16", "bf16", "f64", "i64", "i32", "i16", "i8", "u64", "u32", "u16", "u8", "bool"}) {
     fusert_dtype d;
     ASSERT_TRUE(parseDType(name, d)) << name;
     EXPECT_STREQ(fusert_dtype_name(d), name);
@@ -95,6 +95,31 @@ TEST(ManifestTest, DTypeNames) {
   }
   fusert_dtype d;
   EXPECT_FALSE(parseDType("f8", d));
+  EXPECT_FALSE(parseDType("i4", d));
+  // The quantised and unsigned types' sizes (element bytes of their buffers).
+  EXPECT_EQ(fusert_dtype_size(FUSERT_I16), 2u);
+  EXPECT_EQ(fusert_dtype_size(FUSERT_U16), 2u);
+  EXPECT_EQ(fusert_dtype_size(FUSERT_U32), 4u);
+  EXPECT_EQ(fusert_dtype_size(FUSERT_U64), 8u);
+}
+
+TEST(ManifestTest, ParsesQuantisedDTypes) {
+  // u16 / i16 / u32 / u64 buffers load, and their byte counts are checked
+  // against the element size like every other dtype.
+  for (const auto &[name, size] : std::vector<std::pair<std::string, int>>{
+           {"u16", 2}, {"i16", 2}, {"u32", 4}, {"u64", 8}}) {
+    Json j = validManifest();
+    j["buffers"][0]["dtype"] = name;
+    j["buffers"][0]["bytes"] = 1000 * size;
+    j["inputs"][0]["dtype"] = name;
+    j["steps"].erase(2);  // the gemm reads x as f32
+    Manifest m;
+    Status s = parse(j, m);
+    ASSERT_TRUE(s.ok()) << name << ": " << s.message();
+    EXPECT_STREQ(fusert_dtype_name(m.buffers[0].dtype), name.c_str());
+    j["buffers"][0]["bytes"] = 1000 * size + 1;
+    expectInvalid(j, "bytes");
+  }
 }
 
 TEST(ManifestTest, RejectsBadJson) {
