@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <limits>
+#include <string>
 
 #include "support/Stack.h"
 
@@ -232,7 +233,43 @@ absl::StatusOr<int> GroupLowering::bcastInput(const Node &n, int i, const std::v
   return valueAt(in, sub);
 }
 
+namespace {
+
+/// Kernels compute integers in i64, so a u64 value at or above 2^63 reads
+/// negative: exact through data movement and the wrapping ring operations,
+/// wrong wherever order or magnitude matters (compare, max / min, divide,
+/// conversion to or from float, a right shift). \returns why \p n cannot
+/// be lowered with u64 operands or results, or "" when it can.
+std::string u64Hazard(const Node &n) {
+  bool u64 = false;
+  for (const Value *v : n.inputs()) u64 |= v && v->type().dtype == DType::kU64;
+  for (const Value *v : n.outputs()) u64 |= v && v->type().dtype == DType::kU64;
+  if (!u64) return "";
+  switch (scalarLoweringOf(n.kind())) {
+    case ScalarLowering::kLayout: return "";
+    case ScalarLowering::kMatMul: return "";  // products and sums wrap as u64 arithmetic does
+    default: break;
+  }
+  switch (n.kind()) {
+    case OpKind::kAdd: case OpKind::kSub: case OpKind::kMul: case OpKind::kNeg: case OpKind::kEqual:
+    case OpKind::kWhere: case OpKind::kIdentity: case OpKind::kDropout: case OpKind::kBitShift:
+    case OpKind::kReduceSum:
+      return "";
+    case OpKind::kCast: {
+      const DType from = n.input(0)->type().dtype, to = n.output(0)->type().dtype;
+      if ((ir::isInteger(from) || from == DType::kBool) && (ir::isInteger(to) || to == DType::kBool)) return "";
+      break;
+    }
+    default: break;
+  }
+  return "u64 operands: kernels compute integers as i64, so values of 2^63 and above would compare, "
+         "divide or convert as negative";
+}
+
+}  // namespace
+
 absl::StatusOr<int> GroupLowering::nodeAt(const Node &n, int result, const std::vector<int> &idx) {
+  if (std::string why = u64Hazard(n); !why.empty()) return unimplemented(n, why);
   switch (scalarLoweringOf(n.kind())) {
     case ScalarLowering::kLayout: return layoutAt(n, idx);
     case ScalarLowering::kPool: return poolAt(n, idx);
