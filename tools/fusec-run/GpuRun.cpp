@@ -173,16 +173,18 @@ class HostMemory final : public TensorMemory {
     return p;
   }
   void release(void *p) override { std::free(p); }
+  // A zero-size tensor has no bytes and its host vector may hold no pointer:
+  // memcpy/memset with a null argument are undefined even for 0 bytes.
   absl::Status upload(void *dst, const void *src, size_t bytes, const std::string &) override {
-    std::memcpy(dst, src, bytes);
+    if (bytes != 0) std::memcpy(dst, src, bytes);
     return absl::OkStatus();
   }
   absl::Status download(void *dst, const void *src, size_t bytes, const std::string &) override {
-    std::memcpy(dst, src, bytes);
+    if (bytes != 0) std::memcpy(dst, src, bytes);
     return absl::OkStatus();
   }
   absl::Status fill(void *p, int value, size_t bytes, const std::string &) override {
-    std::memset(p, value, bytes);
+    if (bytes != 0) std::memset(p, value, bytes);
     return absl::OkStatus();
   }
   cudaStream_t stream() const override { return nullptr; }
