@@ -36,11 +36,14 @@ Family familyOf(ir::OpKind kind) {
     case K::kErf: case K::kTanh: case K::kSigmoid: case K::kRelu: case K::kLeakyRelu:
     case K::kElu: case K::kHardSigmoid: case K::kSoftplus: case K::kGelu: case K::kSin:
     case K::kCos: case K::kFloor: case K::kCeil: case K::kRound: case K::kSign: case K::kNot:
+    case K::kTan: case K::kAsin: case K::kAcos: case K::kAtan: case K::kSinh:
+    case K::kCosh: case K::kAsinh: case K::kAcosh: case K::kAtanh:
     case K::kIsNaN: case K::kIsInf: case K::kCast: case K::kIdentity: case K::kDropout:
     case K::kClip: case K::kAdd: case K::kSub: case K::kMul: case K::kDiv: case K::kPow:
     case K::kMod: case K::kMax: case K::kMin: case K::kSum: case K::kMean: case K::kEqual:
     case K::kLess: case K::kLessOrEqual: case K::kGreater: case K::kGreaterOrEqual: case K::kAnd:
     case K::kOr: case K::kXor: case K::kWhere: case K::kPRelu: case K::kBitShift:
+    case K::kBitwiseAnd: case K::kBitwiseOr: case K::kBitwiseXor: case K::kBitwiseNot:
     case K::kQuantizeLinear: case K::kDequantizeLinear:
       return Family::kElementwise;
     case K::kSoftmax: case K::kLogSoftmax: case K::kLayerNormalization: case K::kRMSNormalization:

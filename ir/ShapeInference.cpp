@@ -287,6 +287,8 @@ std::optional<Elems> Inferrer::trackNode(const Node &n, int depth) {
     case OpKind::kSigmoid: case OpKind::kRelu: case OpKind::kLeakyRelu: case OpKind::kElu:
     case OpKind::kHardSigmoid: case OpKind::kSoftplus: case OpKind::kGelu: case OpKind::kSin:
     case OpKind::kCos: case OpKind::kFloor: case OpKind::kCeil: case OpKind::kRound:
+    case OpKind::kTan: case OpKind::kAsin: case OpKind::kAcos: case OpKind::kAtan: case OpKind::kSinh:
+    case OpKind::kCosh: case OpKind::kAsinh: case OpKind::kAcosh: case OpKind::kAtanh:
     case OpKind::kSign: case OpKind::kNot: case OpKind::kIsNaN: case OpKind::kIsInf:
     case OpKind::kDropout: case OpKind::kClip: case OpKind::kPow: case OpKind::kMod:
     case OpKind::kMax: case OpKind::kMin: case OpKind::kSum: case OpKind::kMean:
@@ -305,6 +307,7 @@ std::optional<Elems> Inferrer::trackNode(const Node &n, int depth) {
     case OpKind::kPRelu: case OpKind::kCumSum: case OpKind::kResize: case OpKind::kConvTranspose:
     case OpKind::kTopK: case OpKind::kHardmax: case OpKind::kOneHot: case OpKind::kScatterND:
     case OpKind::kScatterElements: case OpKind::kBitShift: case OpKind::kQuantizeLinear: case OpKind::kDequantizeLinear:
+    case OpKind::kBitwiseAnd: case OpKind::kBitwiseOr: case OpKind::kBitwiseXor: case OpKind::kBitwiseNot:
     case OpKind::kUnregistered:
       return std::nullopt;
   }
@@ -376,6 +379,8 @@ absl::StatusOr<std::vector<TensorType>> Inferrer::run() {
     case OpKind::kSigmoid: case OpKind::kRelu: case OpKind::kLeakyRelu: case OpKind::kElu:
     case OpKind::kHardSigmoid: case OpKind::kSoftplus: case OpKind::kGelu: case OpKind::kSin:
     case OpKind::kCos: case OpKind::kFloor: case OpKind::kCeil: case OpKind::kRound:
+    case OpKind::kTan: case OpKind::kAsin: case OpKind::kAcos: case OpKind::kAtan: case OpKind::kSinh:
+    case OpKind::kCosh: case OpKind::kAsinh: case OpKind::kAcosh: case OpKind::kAtanh:
     case OpKind::kSign: case OpKind::kIdentity: case OpKind::kClip:
     case OpKind::kRMSNormalization: case OpKind::kBatchNormalization:
       return same(x.dtype);
@@ -500,6 +505,10 @@ absl::StatusOr<std::vector<TensorType>> Inferrer::run() {
         return error(absl::StrCat("BitShift takes integers, not ", dtypeName(x.dtype)));
       return elementwiseNary(x.dtype);
     }
+    case OpKind::kBitwiseAnd: case OpKind::kBitwiseOr: case OpKind::kBitwiseXor: case OpKind::kBitwiseNot:
+      if (ir::isFloat(x.dtype))
+        return error(absl::StrCat(ir::opInfo(node_.kind()).name, " takes integers, not ", dtypeName(x.dtype)));
+      return node_.kind() == OpKind::kBitwiseNot ? same(x.dtype) : elementwiseNary(x.dtype);
     case OpKind::kConvTranspose: return one(convTranspose());
     case OpKind::kMatMul: return one(matmul());
     case OpKind::kGemm: return one(gemm());

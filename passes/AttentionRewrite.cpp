@@ -642,6 +642,8 @@ class AttentionRewrite : public Pass {
       case OpKind::kReciprocal: case OpKind::kErf: case OpKind::kSigmoid: case OpKind::kRelu:
       case OpKind::kLeakyRelu: case OpKind::kElu: case OpKind::kHardSigmoid: case OpKind::kSoftplus:
       case OpKind::kGelu: case OpKind::kSin: case OpKind::kCos: case OpKind::kFloor:
+      case OpKind::kTan: case OpKind::kAsin: case OpKind::kAcos: case OpKind::kAtan: case OpKind::kSinh:
+      case OpKind::kCosh: case OpKind::kAsinh: case OpKind::kAcosh: case OpKind::kAtanh:
       case OpKind::kCeil: case OpKind::kRound: case OpKind::kSign: case OpKind::kNot:
       case OpKind::kIsNaN: case OpKind::kIsInf: case OpKind::kDropout: case OpKind::kClip:
       case OpKind::kPow: case OpKind::kMod: case OpKind::kMax: case OpKind::kMin: case OpKind::kSum:
@@ -662,6 +664,7 @@ class AttentionRewrite : public Pass {
       case OpKind::kConstant: case OpKind::kFusedAttention: case OpKind::kUnregistered:
       case OpKind::kPRelu: case OpKind::kConvTranspose: case OpKind::kCumSum: case OpKind::kResize:
       case OpKind::kTopK: case OpKind::kHardmax: case OpKind::kOneHot: case OpKind::kScatterND: case OpKind::kScatterElements: case OpKind::kBitShift: case OpKind::kQuantizeLinear: case OpKind::kDequantizeLinear:
+      case OpKind::kBitwiseAnd: case OpKind::kBitwiseOr: case OpKind::kBitwiseXor: case OpKind::kBitwiseNot:
         return ChainStep::kNone;
     }
     return ChainStep::kNone;

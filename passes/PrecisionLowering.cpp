@@ -127,6 +127,8 @@ Policy policyOf(ir::OpKind k) {
     case ir::OpKind::kLeakyRelu: case ir::OpKind::kElu: case ir::OpKind::kHardSigmoid:
     case ir::OpKind::kSoftplus: case ir::OpKind::kGelu: case ir::OpKind::kSin:
     case ir::OpKind::kCos: case ir::OpKind::kFloor: case ir::OpKind::kCeil:
+    case ir::OpKind::kTan: case ir::OpKind::kAsin: case ir::OpKind::kAcos: case ir::OpKind::kAtan: case ir::OpKind::kSinh:
+    case ir::OpKind::kCosh: case ir::OpKind::kAsinh: case ir::OpKind::kAcosh: case ir::OpKind::kAtanh:
     case ir::OpKind::kRound: case ir::OpKind::kSign: case ir::OpKind::kNot:
     case ir::OpKind::kIsNaN: case ir::OpKind::kIsInf: case ir::OpKind::kCast:
     case ir::OpKind::kIdentity: case ir::OpKind::kDropout: case ir::OpKind::kClip:
@@ -148,6 +150,7 @@ Policy policyOf(ir::OpKind k) {
     case ir::OpKind::kRange: case ir::OpKind::kConstant: case ir::OpKind::kUnregistered:
     case ir::OpKind::kPRelu: case ir::OpKind::kResize:
     case ir::OpKind::kTopK: case ir::OpKind::kHardmax: case ir::OpKind::kOneHot: case ir::OpKind::kScatterND: case ir::OpKind::kScatterElements: case ir::OpKind::kBitShift: case ir::OpKind::kQuantizeLinear: case ir::OpKind::kDequantizeLinear:
+    case ir::OpKind::kBitwiseAnd: case ir::OpKind::kBitwiseOr: case ir::OpKind::kBitwiseXor: case ir::OpKind::kBitwiseNot:
       return Policy::kPromote;
   }
   return Policy::kPromote;  // not reached: the switch covers every OpKind
@@ -174,6 +177,8 @@ bool isElementwiseArithmetic(ir::OpKind k) {
     case ir::OpKind::kLeakyRelu: case ir::OpKind::kElu:
     case ir::OpKind::kHardSigmoid: case ir::OpKind::kSoftplus: case ir::OpKind::kGelu:
     case ir::OpKind::kSin: case ir::OpKind::kCos: case ir::OpKind::kFloor: case ir::OpKind::kCeil:
+    case ir::OpKind::kTan: case ir::OpKind::kAsin: case ir::OpKind::kAcos: case ir::OpKind::kAtan: case ir::OpKind::kSinh:
+    case ir::OpKind::kCosh: case ir::OpKind::kAsinh: case ir::OpKind::kAcosh: case ir::OpKind::kAtanh:
     case ir::OpKind::kRound: case ir::OpKind::kSign: case ir::OpKind::kNot:
     case ir::OpKind::kIsNaN: case ir::OpKind::kIsInf: case ir::OpKind::kCast:
     case ir::OpKind::kIdentity: case ir::OpKind::kDropout:
@@ -197,6 +202,7 @@ bool isElementwiseArithmetic(ir::OpKind k) {
     case ir::OpKind::kFusedAttention: case ir::OpKind::kUnregistered:
     case ir::OpKind::kPRelu: case ir::OpKind::kCumSum: case ir::OpKind::kResize: case ir::OpKind::kConvTranspose:
     case ir::OpKind::kTopK: case ir::OpKind::kHardmax: case ir::OpKind::kOneHot: case ir::OpKind::kScatterND: case ir::OpKind::kScatterElements: case ir::OpKind::kBitShift: case ir::OpKind::kQuantizeLinear: case ir::OpKind::kDequantizeLinear:
+    case ir::OpKind::kBitwiseAnd: case ir::OpKind::kBitwiseOr: case ir::OpKind::kBitwiseXor: case ir::OpKind::kBitwiseNot:
       return false;
   }
   return false;  // not reached: the switch covers every OpKind
@@ -352,6 +358,8 @@ class PrecisionLowering : public Pass {
         case ir::OpKind::kRelu: case ir::OpKind::kLeakyRelu: case ir::OpKind::kElu:
         case ir::OpKind::kHardSigmoid: case ir::OpKind::kSoftplus: case ir::OpKind::kGelu:
         case ir::OpKind::kSin: case ir::OpKind::kCos: case ir::OpKind::kFloor:
+        case ir::OpKind::kTan: case ir::OpKind::kAsin: case ir::OpKind::kAcos: case ir::OpKind::kAtan: case ir::OpKind::kSinh:
+        case ir::OpKind::kCosh: case ir::OpKind::kAsinh: case ir::OpKind::kAcosh: case ir::OpKind::kAtanh:
         case ir::OpKind::kCeil: case ir::OpKind::kRound: case ir::OpKind::kSign:
         case ir::OpKind::kNot: case ir::OpKind::kIsNaN: case ir::OpKind::kIsInf:
         case ir::OpKind::kIdentity: case ir::OpKind::kDropout: case ir::OpKind::kClip:
@@ -379,6 +387,7 @@ class PrecisionLowering : public Pass {
         case ir::OpKind::kFusedAttention: case ir::OpKind::kUnregistered:
         case ir::OpKind::kPRelu: case ir::OpKind::kCumSum: case ir::OpKind::kResize: case ir::OpKind::kConvTranspose:
         case ir::OpKind::kTopK: case ir::OpKind::kHardmax: case ir::OpKind::kOneHot: case ir::OpKind::kScatterND: case ir::OpKind::kScatterElements: case ir::OpKind::kBitShift: case ir::OpKind::kQuantizeLinear: case ir::OpKind::kDequantizeLinear:
+        case ir::OpKind::kBitwiseAnd: case ir::OpKind::kBitwiseOr: case ir::OpKind::kBitwiseXor: case ir::OpKind::kBitwiseNot:
           break;
       }
       bool anyF32 = false;

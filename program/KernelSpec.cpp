@@ -39,7 +39,8 @@ const char *unaryOpName(UnaryOp op) {
   static const char *const kNames[] = {
       "neg",   "abs",  "exp",   "log",  "sqrt",   "rsqrt",    "recip",    "erf",
       "tanh",  "sigmoid", "sin", "cos", "floor",  "ceil",     "round",    "sign",
-      "not",   "isnan", "isposinf", "isneginf", "log1p", "round_f16", "round_bf16"};
+      "not",   "isnan", "isposinf", "isneginf", "log1p", "round_f16", "round_bf16", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh",
+      "acosh", "atanh"};
   return kNames[static_cast<int>(op)];
 }
 
@@ -47,7 +48,7 @@ const char *binaryOpName(BinaryOp op) {
   static const char *const kNames[] = {"add", "sub", "mul", "div", "mod", "fmod",
                                        "pow", "max", "min", "eq",  "ne",  "lt",
                                        "le",  "gt",  "ge",  "and", "or",  "xor",
-                                       "shl", "shr"};
+                                       "shl", "shr", "bitand", "bitor", "bitxor"};
   return kNames[static_cast<int>(op)];
 }
 

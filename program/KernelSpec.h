@@ -69,11 +69,13 @@ enum class UnaryOp {
   kNeg, kAbs, kExp, kLog, kSqrt, kRsqrt, kRecip, kErf, kTanh, kSigmoid, kSin, kCos,
   kFloor, kCeil, kRound /* half to even */, kSign, kNot, kIsNaN, kIsPosInf, kIsNegInf,
   kLog1p, kRoundF16 /* round an f32 to the nearest f16, keep f32 */, kRoundBF16,
+  kTan, kAsin, kAcos, kAtan, kSinh, kCosh, kAsinh, kAcosh, kAtanh,  ///< C's tan, asin, ... (libm semantics)
 };
 enum class BinaryOp {
   kAdd, kSub, kMul, kDiv /* integers truncate */, kMod /* sign of divisor */, kFmod,
   kPow, kMax, kMin, kEq, kNe, kLt, kLe, kGt, kGe, kAnd, kOr, kXor,
   kShl, kShr,  ///< integers only: a << b, a >> b (arithmetic); b must lie in [0, 63]
+  kBitAnd, kBitOr, kBitXor,  ///< integers only: a & b, a | b, a ^ b on the i64 bits
 };
 const char *unaryOpName(UnaryOp op);
 const char *binaryOpName(BinaryOp op);

@@ -538,6 +538,9 @@ llvm::Value *Lanes::binary(const Expr &e) {
       case BinaryOp::kXor: return B.CreateXor(B.CreateICmpNE(a, zero), B.CreateICmpNE(b, zero));
       case BinaryOp::kShl: return B.CreateShl(a, b);
       case BinaryOp::kShr: return B.CreateAShr(a, b);
+      case BinaryOp::kBitAnd: return B.CreateAnd(a, b);
+      case BinaryOp::kBitOr: return B.CreateOr(a, b);
+      case BinaryOp::kBitXor: return B.CreateXor(a, b);
     }
     return a;
   }
@@ -588,7 +591,7 @@ llvm::Value *Lanes::binary(const Expr &e) {
       llvm::Value *x = B.CreateFCmpUNE(a, z), *y = B.CreateFCmpUNE(b, z);
       return op == BinaryOp::kAnd ? B.CreateAnd(x, y) : op == BinaryOp::kOr ? B.CreateOr(x, y) : B.CreateXor(x, y);
     }
-    case BinaryOp::kShl: case BinaryOp::kShr:  // integers only (KernelSpec.h); never built on floats
+    case BinaryOp::kShl: case BinaryOp::kShr: case BinaryOp::kBitAnd: case BinaryOp::kBitOr: case BinaryOp::kBitXor:  // integers only (KernelSpec.h); never built on floats
       return a;
   }
   return a;

@@ -88,11 +88,11 @@ absl::Status checkCpuKernel(const KernelSpec &s) {
         if (e.ival < 0 || e.ival >= static_cast<int64_t>(s.reductions.size())) return bad("unknown reduction result");
         break;
       case ExprKind::kUnary:
-        if (e.op < 0 || e.op > static_cast<int>(program::UnaryOp::kRoundBF16) || e.operands.size() != 1)
+        if (e.op < 0 || e.op > static_cast<int>(program::UnaryOp::kAtanh) || e.operands.size() != 1)
           return bad(absl::StrCat("unknown unary op ", e.op));
         break;
       case ExprKind::kBinary:
-        if (e.op < 0 || e.op > static_cast<int>(program::BinaryOp::kShr) || e.operands.size() != 2)
+        if (e.op < 0 || e.op > static_cast<int>(program::BinaryOp::kBitXor) || e.operands.size() != 2)
           return bad(absl::StrCat("unknown binary op ", e.op));
         break;
       case ExprKind::kSelect:

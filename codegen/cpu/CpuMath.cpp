@@ -178,6 +178,8 @@ bool isMathUnary(UnaryOp op) {
   switch (op) {
     case UnaryOp::kExp: case UnaryOp::kLog: case UnaryOp::kTanh: case UnaryOp::kErf: case UnaryOp::kSigmoid:
     case UnaryOp::kSin: case UnaryOp::kCos: case UnaryOp::kLog1p:
+    case UnaryOp::kTan: case UnaryOp::kAsin: case UnaryOp::kAcos: case UnaryOp::kAtan: case UnaryOp::kSinh:
+    case UnaryOp::kCosh: case UnaryOp::kAsinh: case UnaryOp::kAcosh: case UnaryOp::kAtanh:
       return true;
     default: return false;
   }
@@ -196,6 +198,15 @@ llvm::Value *mathUnary(CpuModuleBuilder::Impl &I, UnaryOp op, llvm::Value *x) {
       case UnaryOp::kSin: return libmLanes(I, "sin", x);
       case UnaryOp::kCos: return libmLanes(I, "cos", x);
       case UnaryOp::kLog1p: return libmLanes(I, "log1p", x);
+      case UnaryOp::kTan: return libmLanes(I, "tan", x);
+      case UnaryOp::kAsin: return libmLanes(I, "asin", x);
+      case UnaryOp::kAcos: return libmLanes(I, "acos", x);
+      case UnaryOp::kAtan: return libmLanes(I, "atan", x);
+      case UnaryOp::kSinh: return libmLanes(I, "sinh", x);
+      case UnaryOp::kCosh: return libmLanes(I, "cosh", x);
+      case UnaryOp::kAsinh: return libmLanes(I, "asinh", x);
+      case UnaryOp::kAcosh: return libmLanes(I, "acosh", x);
+      case UnaryOp::kAtanh: return libmLanes(I, "atanh", x);
       case UnaryOp::kSigmoid:
         return B.CreateFDiv(splatF(I, I.f64, w, 1.0),
                             B.CreateFAdd(splatF(I, I.f64, w, 1.0), libmLanes(I, "exp", B.CreateFNeg(x))));
@@ -217,6 +228,15 @@ llvm::Value *mathUnary(CpuModuleBuilder::Impl &I, UnaryOp op, llvm::Value *x) {
     case UnaryOp::kLog1p: return f.log1p(x);
     case UnaryOp::kSin: return libmLanes(I, "sinf", x);
     case UnaryOp::kCos: return libmLanes(I, "cosf", x);
+    case UnaryOp::kTan: return libmLanes(I, "tanf", x);
+    case UnaryOp::kAsin: return libmLanes(I, "asinf", x);
+    case UnaryOp::kAcos: return libmLanes(I, "acosf", x);
+    case UnaryOp::kAtan: return libmLanes(I, "atanf", x);
+    case UnaryOp::kSinh: return libmLanes(I, "sinhf", x);
+    case UnaryOp::kCosh: return libmLanes(I, "coshf", x);
+    case UnaryOp::kAsinh: return libmLanes(I, "asinhf", x);
+    case UnaryOp::kAcosh: return libmLanes(I, "acoshf", x);
+    case UnaryOp::kAtanh: return libmLanes(I, "atanhf", x);
     default: return x;
   }
 }

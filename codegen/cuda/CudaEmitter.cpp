@@ -121,6 +121,15 @@ FX_UNARY(floor, floorf, ::floor)
 FX_UNARY(ceil, ceilf, ::ceil)
 FX_UNARY(round, rintf, ::rint)
 FX_UNARY(log1p, log1pf, ::log1p)
+FX_UNARY(tan, tanf, ::tan)
+FX_UNARY(asin, asinf, ::asin)
+FX_UNARY(acos, acosf, ::acos)
+FX_UNARY(atan, atanf, ::atan)
+FX_UNARY(sinh, sinhf, ::sinh)
+FX_UNARY(cosh, coshf, ::cosh)
+FX_UNARY(asinh, asinhf, ::asinh)
+FX_UNARY(acosh, acoshf, ::acosh)
+FX_UNARY(atanh, atanhf, ::atanh)
 #undef FX_UNARY
 __device__ __forceinline__ float abs(float x) { return fabsf(x); }
 __device__ __forceinline__ double abs(double x) { return ::fabs(x); }

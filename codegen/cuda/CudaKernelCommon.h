@@ -144,6 +144,9 @@ class ExprPrinter {
           case BinaryOp::kXor: return infix("!=");
           case BinaryOp::kShl: return infix("<<");
           case BinaryOp::kShr: return infix(">>");
+          case BinaryOp::kBitAnd: return infix("&");
+          case BinaryOp::kBitOr: return infix("|");
+          case BinaryOp::kBitXor: return infix("^");
           default:
             return absl::StrCat("fx::", binaryOpName(bo), "(", a, ", ", b, ")");
         }

@@ -200,6 +200,8 @@ bool isCostly(const Expr &e) {
   switch (static_cast<UnaryOp>(e.op)) {
     case UnaryOp::kExp: case UnaryOp::kLog: case UnaryOp::kErf: case UnaryOp::kTanh:
     case UnaryOp::kSigmoid: case UnaryOp::kSin: case UnaryOp::kCos: case UnaryOp::kLog1p:
+    case UnaryOp::kTan: case UnaryOp::kAsin: case UnaryOp::kAcos: case UnaryOp::kAtan: case UnaryOp::kSinh:
+    case UnaryOp::kCosh: case UnaryOp::kAsinh: case UnaryOp::kAcosh: case UnaryOp::kAtanh:
       return true;
     default:
       return false;

@@ -66,7 +66,8 @@ const char *aluOf(BinaryOp op) {
     case BinaryOp::kAnd: return "nl.logical_and";
     case BinaryOp::kOr: return "nl.logical_or";
     case BinaryOp::kXor: return "nl.logical_xor";
-    case BinaryOp::kShl: case BinaryOp::kShr: return nullptr;  // not printed: the group is refused
+    case BinaryOp::kShl: case BinaryOp::kShr: case BinaryOp::kBitAnd: case BinaryOp::kBitOr: case BinaryOp::kBitXor:
+      return nullptr;  // not printed: the group is refused
   }
   return nullptr;
 }

@@ -392,6 +392,30 @@ Result bitShift(const KernelArgs &args) {
   });
 }
 
+/// BitwiseAnd / BitwiseOr / BitwiseXor (opset 18): \p f per element with
+/// multidirectional broadcasting, integers of one dtype. Two's complement
+/// bits of the sign- or zero-extended values, so the result is in range.
+Result bitwise(const KernelArgs &args, int64_t (*f)(int64_t, int64_t)) {
+  const Tensor *x, *y;
+  FUSEC_RETURN_IF_ERROR(binaryOperands(args, Operands::kNumeric, &x, &y));
+  const DType dt = x->dtype();
+  if (!ir::isInteger(dt))
+    return invalidArg(ir::opInfo(args.node.kind()).name, " takes integers, got ", ir::dtypeName(dt));
+  return binaryLoop(*x, *y, dt, [&](Tensor &o, int64_t i, int64_t a, int64_t b) {
+    o.setInt(i, f(x->getInt(a), y->getInt(b)));
+  });
+}
+
+/// BitwiseNot (opset 18): ~x within the dtype's width (setInt wraps).
+Result bitwiseNot(const KernelArgs &args) {
+  FUSEC_ASSIGN_OR_RETURN(const Tensor *x, requireInput(args, 0));
+  if (!ir::isInteger(x->dtype()))
+    return invalidArg("BitwiseNot takes integers, got ", ir::dtypeName(x->dtype()));
+  Tensor out(x->dtype(), x->shape());
+  for (int64_t i = 0; i < x->numElements(); ++i) out.setInt(i, ~x->getInt(i));
+  return std::vector<Tensor>{std::move(out)};
+}
+
 /// The flat index of the scale / zero point element that x's element \p i
 /// reads under geometry \p g (ir/QuantGeometry.h).
 int64_t quantParamIndex(const ir::QuantGeometry &g, const ir::Shape &x, const ir::Shape &param, int64_t i) {
@@ -593,6 +617,15 @@ void registerElementwiseKernels(KernelTable &t) {
   t[slot(K::kGelu)] = gelu;
   unaryF(t, K::kSin, [](double x) { return std::sin(x); });
   unaryF(t, K::kCos, [](double x) { return std::cos(x); });
+  unaryF(t, K::kTan, [](double x) { return std::tan(x); });
+  unaryF(t, K::kAsin, [](double x) { return std::asin(x); });
+  unaryF(t, K::kAcos, [](double x) { return std::acos(x); });
+  unaryF(t, K::kAtan, [](double x) { return std::atan(x); });
+  unaryF(t, K::kSinh, [](double x) { return std::sinh(x); });
+  unaryF(t, K::kCosh, [](double x) { return std::cosh(x); });
+  unaryF(t, K::kAsinh, [](double x) { return std::asinh(x); });
+  unaryF(t, K::kAcosh, [](double x) { return std::acosh(x); });
+  unaryF(t, K::kAtanh, [](double x) { return std::atanh(x); });
   unaryF(t, K::kFloor, [](double x) { return std::floor(x); });
   unaryF(t, K::kCeil, [](double x) { return std::ceil(x); });
   // nearbyint rounds half to even in the default rounding mode.
@@ -672,6 +705,10 @@ void registerElementwiseKernels(KernelTable &t) {
   t[slot(K::kWhere)] = where;
   t[slot(K::kPRelu)] = prelu;
   t[slot(K::kBitShift)] = bitShift;
+  t[slot(K::kBitwiseAnd)] = [](const KernelArgs &a) { return bitwise(a, [](int64_t x, int64_t y) { return x & y; }); };
+  t[slot(K::kBitwiseOr)] = [](const KernelArgs &a) { return bitwise(a, [](int64_t x, int64_t y) { return x | y; }); };
+  t[slot(K::kBitwiseXor)] = [](const KernelArgs &a) { return bitwise(a, [](int64_t x, int64_t y) { return x ^ y; }); };
+  t[slot(K::kBitwiseNot)] = bitwiseNot;
   t[slot(K::kQuantizeLinear)] = quantizeLinear;
   t[slot(K::kDequantizeLinear)] = dequantizeLinear;
 }

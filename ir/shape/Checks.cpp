@@ -169,6 +169,8 @@ absl::Status checkConstantOperands(const Node &n) {
     case OpKind::kReciprocal: case OpKind::kErf: case OpKind::kTanh: case OpKind::kSigmoid:
     case OpKind::kRelu: case OpKind::kLeakyRelu: case OpKind::kElu: case OpKind::kHardSigmoid:
     case OpKind::kSoftplus: case OpKind::kGelu: case OpKind::kSin: case OpKind::kCos:
+    case OpKind::kTan: case OpKind::kAsin: case OpKind::kAcos: case OpKind::kAtan: case OpKind::kSinh:
+    case OpKind::kCosh: case OpKind::kAsinh: case OpKind::kAcosh: case OpKind::kAtanh:
     case OpKind::kFloor: case OpKind::kCeil: case OpKind::kRound: case OpKind::kSign:
     case OpKind::kNot: case OpKind::kIsNaN: case OpKind::kIsInf: case OpKind::kCast:
     case OpKind::kIdentity: case OpKind::kClip: case OpKind::kAdd: case OpKind::kSub:
@@ -189,6 +191,7 @@ absl::Status checkConstantOperands(const Node &n) {
     case OpKind::kFusedAttention: case OpKind::kUnregistered:
     case OpKind::kPRelu: case OpKind::kConvTranspose: case OpKind::kCumSum: case OpKind::kResize:
     case OpKind::kTopK: case OpKind::kHardmax: case OpKind::kOneHot: case OpKind::kBitShift: case OpKind::kQuantizeLinear: case OpKind::kDequantizeLinear:
+    case OpKind::kBitwiseAnd: case OpKind::kBitwiseOr: case OpKind::kBitwiseXor: case OpKind::kBitwiseNot:
       return absl::OkStatus();
   }
   return absl::OkStatus();  // not reached: the switch covers every OpKind

@@ -132,6 +132,8 @@ ir::Value *noOpSource(const ir::Node &n, const UseInfo &uses) {
     case ir::OpKind::kLeakyRelu: case ir::OpKind::kElu: case ir::OpKind::kHardSigmoid:
     case ir::OpKind::kSoftplus: case ir::OpKind::kGelu: case ir::OpKind::kSin:
     case ir::OpKind::kCos: case ir::OpKind::kFloor: case ir::OpKind::kCeil:
+    case ir::OpKind::kTan: case ir::OpKind::kAsin: case ir::OpKind::kAcos: case ir::OpKind::kAtan: case ir::OpKind::kSinh:
+    case ir::OpKind::kCosh: case ir::OpKind::kAsinh: case ir::OpKind::kAcosh: case ir::OpKind::kAtanh:
     case ir::OpKind::kRound: case ir::OpKind::kSign: case ir::OpKind::kNot:
     case ir::OpKind::kIsNaN: case ir::OpKind::kIsInf: case ir::OpKind::kClip:
     case ir::OpKind::kAdd: case ir::OpKind::kSub: case ir::OpKind::kMul: case ir::OpKind::kDiv:
@@ -156,6 +158,7 @@ ir::Value *noOpSource(const ir::Node &n, const UseInfo &uses) {
     case ir::OpKind::kFusedAttention: case ir::OpKind::kUnregistered:
     case ir::OpKind::kPRelu: case ir::OpKind::kConvTranspose: case ir::OpKind::kCumSum: case ir::OpKind::kResize:
     case ir::OpKind::kTopK: case ir::OpKind::kHardmax: case ir::OpKind::kOneHot: case ir::OpKind::kScatterND: case ir::OpKind::kScatterElements: case ir::OpKind::kBitShift: case ir::OpKind::kQuantizeLinear: case ir::OpKind::kDequantizeLinear:
+    case ir::OpKind::kBitwiseAnd: case ir::OpKind::kBitwiseOr: case ir::OpKind::kBitwiseXor: case ir::OpKind::kBitwiseNot:
       return nullptr;
   }
   return nullptr;

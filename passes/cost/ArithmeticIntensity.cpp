@@ -94,6 +94,15 @@ OpRule opRule(const ir::Node &n) {
     case OpKind::kTanh:
     case OpKind::kSin:
     case OpKind::kCos:
+    case OpKind::kTan:
+    case OpKind::kAsin:
+    case OpKind::kAcos:
+    case OpKind::kAtan:
+    case OpKind::kSinh:
+    case OpKind::kCosh:
+    case OpKind::kAsinh:
+    case OpKind::kAcosh:
+    case OpKind::kAtanh:
       r.flops = kTranscendentalFlops * out;
       break;
     case OpKind::kSigmoid:   // exp, add, reciprocal
@@ -140,6 +149,7 @@ OpRule opRule(const ir::Node &n) {
     case OpKind::kXor:
     case OpKind::kWhere:
     case OpKind::kBitShift:
+    case OpKind::kBitwiseAnd: case OpKind::kBitwiseOr: case OpKind::kBitwiseXor: case OpKind::kBitwiseNot:
       r.flops = out;
       break;
     case OpKind::kMax:

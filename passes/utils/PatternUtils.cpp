@@ -183,6 +183,8 @@ std::optional<Poly3> polynomialIn(ir::Value *v, ir::Value *x, std::vector<ir::No
     case ir::OpKind::kSigmoid: case ir::OpKind::kRelu: case ir::OpKind::kLeakyRelu:
     case ir::OpKind::kElu: case ir::OpKind::kHardSigmoid: case ir::OpKind::kSoftplus:
     case ir::OpKind::kGelu: case ir::OpKind::kSin: case ir::OpKind::kCos: case ir::OpKind::kFloor:
+    case ir::OpKind::kTan: case ir::OpKind::kAsin: case ir::OpKind::kAcos: case ir::OpKind::kAtan: case ir::OpKind::kSinh:
+    case ir::OpKind::kCosh: case ir::OpKind::kAsinh: case ir::OpKind::kAcosh: case ir::OpKind::kAtanh:
     case ir::OpKind::kCeil: case ir::OpKind::kRound: case ir::OpKind::kSign:
     case ir::OpKind::kNot: case ir::OpKind::kIsNaN: case ir::OpKind::kIsInf:
     case ir::OpKind::kCast: case ir::OpKind::kIdentity: case ir::OpKind::kDropout:
@@ -208,6 +210,7 @@ std::optional<Poly3> polynomialIn(ir::Value *v, ir::Value *x, std::vector<ir::No
     case ir::OpKind::kFusedAttention: case ir::OpKind::kUnregistered:
     case ir::OpKind::kPRelu: case ir::OpKind::kConvTranspose: case ir::OpKind::kCumSum: case ir::OpKind::kResize:
     case ir::OpKind::kTopK: case ir::OpKind::kHardmax: case ir::OpKind::kOneHot: case ir::OpKind::kScatterND: case ir::OpKind::kScatterElements: case ir::OpKind::kBitShift: case ir::OpKind::kQuantizeLinear: case ir::OpKind::kDequantizeLinear:
+    case ir::OpKind::kBitwiseAnd: case ir::OpKind::kBitwiseOr: case ir::OpKind::kBitwiseXor: case ir::OpKind::kBitwiseNot:
       return std::nullopt;
   }
   nodes.push_back(p);

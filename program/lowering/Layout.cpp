@@ -251,6 +251,8 @@ absl::StatusOr<int> GroupLowering::layoutAt(const Node &n, const std::vector<int
     case OpKind::kReciprocal: case OpKind::kErf: case OpKind::kTanh: case OpKind::kSigmoid:
     case OpKind::kRelu: case OpKind::kLeakyRelu: case OpKind::kElu: case OpKind::kHardSigmoid:
     case OpKind::kSoftplus: case OpKind::kGelu: case OpKind::kSin: case OpKind::kCos:
+    case OpKind::kTan: case OpKind::kAsin: case OpKind::kAcos: case OpKind::kAtan: case OpKind::kSinh:
+    case OpKind::kCosh: case OpKind::kAsinh: case OpKind::kAcosh: case OpKind::kAtanh:
     case OpKind::kFloor: case OpKind::kCeil: case OpKind::kRound: case OpKind::kSign:
     case OpKind::kNot: case OpKind::kIsNaN: case OpKind::kIsInf: case OpKind::kCast:
     case OpKind::kDropout: case OpKind::kClip: case OpKind::kAdd: case OpKind::kSub:
@@ -269,6 +271,7 @@ absl::StatusOr<int> GroupLowering::layoutAt(const Node &n, const std::vector<int
     case OpKind::kPRelu: case OpKind::kConvTranspose: case OpKind::kCumSum: case OpKind::kResize:
     case OpKind::kTopK: case OpKind::kHardmax: case OpKind::kScatterND: case OpKind::kScatterElements:
     case OpKind::kBitShift: case OpKind::kQuantizeLinear: case OpKind::kDequantizeLinear:
+    case OpKind::kBitwiseAnd: case OpKind::kBitwiseOr: case OpKind::kBitwiseXor: case OpKind::kBitwiseNot:
       return unimplemented(n, "no index map for this op");
   }
   return unimplemented(n, "no index map for this op");  // an OpKind out of range

@@ -50,6 +50,8 @@ absl::StatusOr<ReduceAxes> reductionAxes(const Node &n, int64_t rank) {
     case OpKind::kReciprocal: case OpKind::kErf: case OpKind::kTanh: case OpKind::kSigmoid:
     case OpKind::kRelu: case OpKind::kLeakyRelu: case OpKind::kElu: case OpKind::kHardSigmoid:
     case OpKind::kSoftplus: case OpKind::kGelu: case OpKind::kSin: case OpKind::kCos:
+    case OpKind::kTan: case OpKind::kAsin: case OpKind::kAcos: case OpKind::kAtan: case OpKind::kSinh:
+    case OpKind::kCosh: case OpKind::kAsinh: case OpKind::kAcosh: case OpKind::kAtanh:
     case OpKind::kFloor: case OpKind::kCeil: case OpKind::kRound: case OpKind::kSign:
     case OpKind::kNot: case OpKind::kIsNaN: case OpKind::kIsInf: case OpKind::kCast:
     case OpKind::kIdentity: case OpKind::kDropout: case OpKind::kClip: case OpKind::kAdd:
@@ -70,6 +72,7 @@ absl::StatusOr<ReduceAxes> reductionAxes(const Node &n, int64_t rank) {
     case OpKind::kPRelu: case OpKind::kConvTranspose: case OpKind::kCumSum: case OpKind::kResize:
     case OpKind::kTopK: case OpKind::kOneHot: case OpKind::kScatterND: case OpKind::kScatterElements:
     case OpKind::kBitShift: case OpKind::kQuantizeLinear: case OpKind::kDequantizeLinear:
+    case OpKind::kBitwiseAnd: case OpKind::kBitwiseOr: case OpKind::kBitwiseXor: case OpKind::kBitwiseNot:
     case OpKind::kUnregistered: {  // Reduce*
       r.keepDims = n.getInt("keepdims", 1) != 0;
       std::vector<int64_t> axes;
@@ -224,6 +227,8 @@ absl::StatusOr<int> GroupLowering::reductionAt(const Node &n, int result,
     case OpKind::kReciprocal: case OpKind::kErf: case OpKind::kTanh: case OpKind::kSigmoid:
     case OpKind::kRelu: case OpKind::kLeakyRelu: case OpKind::kElu: case OpKind::kHardSigmoid:
     case OpKind::kSoftplus: case OpKind::kGelu: case OpKind::kSin: case OpKind::kCos:
+    case OpKind::kTan: case OpKind::kAsin: case OpKind::kAcos: case OpKind::kAtan: case OpKind::kSinh:
+    case OpKind::kCosh: case OpKind::kAsinh: case OpKind::kAcosh: case OpKind::kAtanh:
     case OpKind::kFloor: case OpKind::kCeil: case OpKind::kRound: case OpKind::kSign:
     case OpKind::kNot: case OpKind::kIsNaN: case OpKind::kIsInf: case OpKind::kCast:
     case OpKind::kIdentity: case OpKind::kDropout: case OpKind::kClip: case OpKind::kAdd:
@@ -244,7 +249,8 @@ absl::StatusOr<int> GroupLowering::reductionAt(const Node &n, int result,
     case OpKind::kConstant: case OpKind::kFusedAttention: case OpKind::kUnregistered:
     case OpKind::kPRelu: case OpKind::kConvTranspose: case OpKind::kCumSum: case OpKind::kResize:
     case OpKind::kTopK: case OpKind::kOneHot: case OpKind::kScatterND: case OpKind::kScatterElements:
-    case OpKind::kBitShift: case OpKind::kQuantizeLinear: case OpKind::kDequantizeLinear: {
+    case OpKind::kBitShift: case OpKind::kQuantizeLinear: case OpKind::kDequantizeLinear:
+    case OpKind::kBitwiseAnd: case OpKind::kBitwiseOr: case OpKind::kBitwiseXor: case OpKind::kBitwiseNot: {
       if (reds.empty()) {
         int r;
         switch (n.kind()) {
@@ -282,6 +288,8 @@ absl::StatusOr<int> GroupLowering::reductionAt(const Node &n, int result,
           case OpKind::kSigmoid: case OpKind::kRelu: case OpKind::kLeakyRelu: case OpKind::kElu:
           case OpKind::kHardSigmoid: case OpKind::kSoftplus: case OpKind::kGelu: case OpKind::kSin:
           case OpKind::kCos: case OpKind::kFloor: case OpKind::kCeil: case OpKind::kRound:
+          case OpKind::kTan: case OpKind::kAsin: case OpKind::kAcos: case OpKind::kAtan: case OpKind::kSinh:
+          case OpKind::kCosh: case OpKind::kAsinh: case OpKind::kAcosh: case OpKind::kAtanh:
           case OpKind::kSign: case OpKind::kNot: case OpKind::kIsNaN: case OpKind::kIsInf:
           case OpKind::kCast: case OpKind::kIdentity: case OpKind::kDropout: case OpKind::kClip:
           case OpKind::kAdd: case OpKind::kSub: case OpKind::kMul: case OpKind::kDiv:
@@ -303,6 +311,7 @@ absl::StatusOr<int> GroupLowering::reductionAt(const Node &n, int result,
           case OpKind::kPRelu: case OpKind::kConvTranspose: case OpKind::kCumSum: case OpKind::kResize:
           case OpKind::kTopK: case OpKind::kHardmax: case OpKind::kOneHot: case OpKind::kScatterND:
           case OpKind::kScatterElements: case OpKind::kBitShift: case OpKind::kQuantizeLinear: case OpKind::kDequantizeLinear:
+          case OpKind::kBitwiseAnd: case OpKind::kBitwiseOr: case OpKind::kBitwiseXor: case OpKind::kBitwiseNot:
             return unimplemented(n, "unknown reduction");
         }
         reds = {r};

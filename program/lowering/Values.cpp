@@ -92,6 +92,7 @@ int GroupLowering::leadingInputs(const Node &n, int result) {
     case OpKind::kEqual: case OpKind::kLess: case OpKind::kLessOrEqual: case OpKind::kGreater:
     case OpKind::kGreaterOrEqual: case OpKind::kAnd: case OpKind::kOr: case OpKind::kXor:
     case OpKind::kPRelu: case OpKind::kBitShift:
+    case OpKind::kBitwiseAnd: case OpKind::kBitwiseOr: case OpKind::kBitwiseXor:
       return 2;
     case OpKind::kDropout: return result == 0 ? 1 : 0;
     default: return n.numInputs() > 0 ? 1 : 0;  // unary ops, Clip, Pow, BatchNormalization
@@ -253,6 +254,7 @@ std::string u64Hazard(const Node &n) {
   switch (n.kind()) {
     case OpKind::kAdd: case OpKind::kSub: case OpKind::kMul: case OpKind::kNeg: case OpKind::kEqual:
     case OpKind::kWhere: case OpKind::kIdentity: case OpKind::kDropout: case OpKind::kBitShift:
+    case OpKind::kBitwiseAnd: case OpKind::kBitwiseOr: case OpKind::kBitwiseXor: case OpKind::kBitwiseNot:
     case OpKind::kReduceSum:
       return "";
     case OpKind::kCast: {
@@ -311,6 +313,15 @@ absl::StatusOr<int> GroupLowering::elementwiseAt(const Node &n, int result,
     case OpKind::kSigmoid: return unaryOp(UnaryOp::kSigmoid);
     case OpKind::kSin: return unaryOp(UnaryOp::kSin);
     case OpKind::kCos: return unaryOp(UnaryOp::kCos);
+    case OpKind::kTan: return unaryOp(UnaryOp::kTan);
+    case OpKind::kAsin: return unaryOp(UnaryOp::kAsin);
+    case OpKind::kAcos: return unaryOp(UnaryOp::kAcos);
+    case OpKind::kAtan: return unaryOp(UnaryOp::kAtan);
+    case OpKind::kSinh: return unaryOp(UnaryOp::kSinh);
+    case OpKind::kCosh: return unaryOp(UnaryOp::kCosh);
+    case OpKind::kAsinh: return unaryOp(UnaryOp::kAsinh);
+    case OpKind::kAcosh: return unaryOp(UnaryOp::kAcosh);
+    case OpKind::kAtanh: return unaryOp(UnaryOp::kAtanh);
     case OpKind::kFloor: return unaryOp(UnaryOp::kFloor);
     case OpKind::kCeil: return unaryOp(UnaryOp::kCeil);
     case OpKind::kRound: return unaryOp(UnaryOp::kRound);
@@ -428,6 +439,27 @@ absl::StatusOr<int> GroupLowering::elementwiseAt(const Node &n, int result,
       }
       return spec_.select(inRange, bin(BinaryOp::kShr, a, count),
                           spec_.select(bin(BinaryOp::kLt, a, c(0, t)), c(-1, t), c(0, t)));
+    }
+    case OpKind::kBitwiseAnd: case OpKind::kBitwiseOr: case OpKind::kBitwiseXor: {
+      // Integers in i64, sign- or zero-extended from their dtype: the bits of
+      // a & b, a | b and a ^ b stay those of a value of the dtype.
+      FUSEC_ASSIGN_OR_RETURN(int a, in(0));
+      FUSEC_ASSIGN_OR_RETURN(int b, in(1));
+      if (typeOf(a) != ScalarType::kI64) return unimplemented(n, "a bitwise op on a non-integer tensor");
+      const BinaryOp op = n.kind() == OpKind::kBitwiseAnd ? BinaryOp::kBitAnd
+                          : n.kind() == OpKind::kBitwiseOr ? BinaryOp::kBitOr : BinaryOp::kBitXor;
+      return bin(op, a, spec_.cast(b, ScalarType::kI64));
+    }
+    case OpKind::kBitwiseNot: {
+      // ~x of a sign-extended value is sign-extended; an unsigned value
+      // flips only its own width's bits (x ^ (2^w - 1)), so a consumer in the
+      // same kernel reads the value ONNX computes.
+      FUSEC_ASSIGN_OR_RETURN(int a, in(0));
+      if (typeOf(a) != ScalarType::kI64) return unimplemented(n, "BitwiseNot of a non-integer tensor");
+      const bool isUnsigned = outDt == DType::kU8 || outDt == DType::kU16 || outDt == DType::kU32;
+      const int64_t width = 8 * ir::dtypeSize(outDt);
+      const int64_t mask = isUnsigned ? (int64_t{1} << width) - 1 : -1;
+      return bin(BinaryOp::kBitXor, a, spec_.constI(mask, ScalarType::kI64));
     }
     case OpKind::kQuantizeLinear: case OpKind::kDequantizeLinear: {
       // Scale and zero point read at x's index mapped by the geometry

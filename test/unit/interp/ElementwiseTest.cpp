@@ -47,6 +47,19 @@ TEST(ElementwiseTest, TranscendentalFunctions) {
   expectNear(run1("Sin", {x}), DType::kF32, {3}, {std::sin(0.5), std::sin(1.0), std::sin(4.0)});
   expectNear(run1("Cos", {x}), DType::kF32, {3}, {std::cos(0.5), std::cos(1.0), std::cos(4.0)});
   expectNear(run1("Log", {f32({2}, {0, -1})}), DType::kF32, {2}, {-kInf, kNaN});
+  // Trigonometry and its inverses, with the domain edges (NaN outside, +-inf at
+  // Atanh(+-1), exact 0 at Acosh(1)).
+  Tensor u = f32({4}, {-0.5, 0, 0.25, 1});
+  expectNear(run1("Tan", {u}), DType::kF32, {4}, {std::tan(-0.5), 0, std::tan(0.25), std::tan(1.0)});
+  expectNear(run1("Asin", {u}), DType::kF32, {4}, {std::asin(-0.5), 0, std::asin(0.25), std::asin(1.0)});
+  expectNear(run1("Acos", {u}), DType::kF32, {4}, {std::acos(-0.5), std::acos(0.0), std::acos(0.25), 0});
+  expectNear(run1("Atan", {x}), DType::kF32, {3}, {std::atan(0.5), std::atan(1.0), std::atan(4.0)});
+  expectNear(run1("Sinh", {x}), DType::kF32, {3}, {std::sinh(0.5), std::sinh(1.0), std::sinh(4.0)}, 1e-4);
+  expectNear(run1("Cosh", {x}), DType::kF32, {3}, {std::cosh(0.5), std::cosh(1.0), std::cosh(4.0)}, 1e-4);
+  expectNear(run1("Asinh", {u}), DType::kF32, {4}, {std::asinh(-0.5), 0, std::asinh(0.25), std::asinh(1.0)});
+  expectNear(run1("Acosh", {f32({3}, {1, 2, 0.5})}), DType::kF32, {3}, {0, std::acosh(2.0), kNaN});
+  expectNear(run1("Atanh", {u}), DType::kF32, {4}, {std::atanh(-0.5), 0, std::atanh(0.25), kInf});
+  expectNear(run1("Asin", {f32({1}, {2})}), DType::kF32, {1}, {kNaN});
 }
 
 TEST(ElementwiseTest, ActivationsWithDefaultsAndAttributes) {
