@@ -50,7 +50,8 @@ absl::Status emitArtifact(const std::string &modelPath, const CompileOptions &op
   FUSEC_RETURN_IF_ERROR(artifact::writeArtifact(*c.graph, c.context.fusionPlan, c.context.target,
                                                 ao, options.output, &summary));
   c.wroteArtifact = true;
-  c.artifact.warnings = summary.warnings;
+  c.artifact.warnings = c.graph->importWarnings();
+  c.artifact.warnings.insert(c.artifact.warnings.end(), summary.warnings.begin(), summary.warnings.end());
   c.artifact.builtLibrary = summary.builtLibrary;
   c.artifact.numSteps = summary.numSteps;
   c.artifact.numKernels = summary.numKernels;

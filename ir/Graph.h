@@ -143,6 +143,10 @@ class Graph {
   void setOpset(int64_t v) { opset_ = v; }
   /// Nodes in the ONNX model this graph was imported from (Constant nodes
   /// included); 0 if not imported. --dump-fusion reports it as "onnx_nodes".
+  /// Warnings the importer leaves for the user (what it decided that the
+  /// model could have meant otherwise); the driver prints them.
+  const std::vector<std::string> &importWarnings() const { return importWarnings_; }
+  void addImportWarning(std::string w) { importWarnings_.push_back(std::move(w)); }
   int64_t onnxNodeCount() const { return onnxNodeCount_; }
   void setOnnxNodeCount(int64_t n) { onnxNodeCount_ = n; }
 
@@ -208,6 +212,7 @@ class Graph {
   Value *newValue(std::string name);
 
   std::string name_ = "main";
+  std::vector<std::string> importWarnings_;
   int64_t opset_ = 0;
   int64_t onnxNodeCount_ = 0;
   std::vector<std::unique_ptr<Value>> values_;

@@ -108,6 +108,13 @@ struct Group {
 /// every merge; larger ones once, when fusion is done (each check lowers
 /// the whole group, so checking every merge of a long chain is quadratic).
 constexpr size_t kEagerLegalityLimit = 32;
+// The most nodes one fused group may hold. The code generators' time for one
+// kernel grows faster than linearly in its expressions (LLVM's passes over one
+// 7,000-op loop body took 45 s), while a kernel boundary in an elementwise
+// chain costs one extra write and read of one tensor: at 512 ops per kernel
+// that is well under 1% of the chain's own arithmetic. Real models' groups
+// hold tens of nodes.
+constexpr size_t kMaxGroupNodes = 512;
 
 class Fusion : public Pass {
  public:
@@ -383,6 +390,9 @@ void Fusion::visitConsumer(ir::Graph &graph, PassContext &ctx, size_t ci,
     FusionDecision d = canFuse(groups_[pg].shape, *producer, groups_[cg].shape, *consumer, *value,
                                users, isOutput, ctx.target);
     std::string via;
+    if (d && groups_[pg].members.size() + groups_[cg].members.size() > kMaxGroupNodes)
+      d = FusionDecision::no(absl::StrCat("the group would exceed ", kMaxGroupNodes,
+                                          " nodes (one kernel's compile time grows faster than its size)"));
     if (d && !staysConvex(pg, cg, &via))
       d = FusionDecision::no(absl::StrCat("fusing would create a cycle through '", via, "'"));
     const bool deferred =

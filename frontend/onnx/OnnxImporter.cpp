@@ -636,6 +636,18 @@ absl::Status Importer::importInitializersAndInputs() {
     graph_->addConstant(init.name(), std::move(t));
     initNames.insert(init.name());
   }
+  std::vector<std::string> frozen;
+  for (const auto &in : graphProto_.input())
+    if (initNames.contains(in.name())) frozen.push_back(quotedName(in.name()));
+  if (!frozen.empty()) {
+    const size_t shown = std::min<size_t>(frozen.size(), 5);
+    std::vector<std::string> head(frozen.begin(), frozen.begin() + shown);
+    graph_->addImportWarning(absl::StrCat(
+        frozen.size(), " graph input(s) have an initializer (", absl::StrJoin(head, ", "),
+        frozen.size() > shown ? ", ..." : "",
+        "): ONNX lets a caller override such a default, but fusec compiles the initializer in as a "
+        "constant; the artifact has no such input"));
+  }
   for (const auto &in : graphProto_.input()) {
     // An input with an initializer is a constant: fusec compiles the model
     // with its weights, it does not let callers override them (README.md,

@@ -140,7 +140,8 @@ Result cast(const KernelArgs &args) {
     return invalidArg("input has unsupported dtype ", ir::dtypeName(x->dtype()));
   Tensor out(*to, x->shape());
   int64_t n = x->numElements();
-  if (ir::isFloat(x->dtype())) {
+  if (ir::isFloat(x->dtype()) || (x->dtype() == DType::kU64 && ir::isFloat(*to))) {
+    // (u64 -> float through getDouble: its i64 bits would read negative.)
     for (int64_t i = 0; i < n; ++i) out.setDouble(i, x->getDouble(i));
   } else {
     for (int64_t i = 0; i < n; ++i) out.setInt(i, x->getInt(i));
@@ -265,10 +266,23 @@ Result arith(const KernelArgs &args, const FloatBin &ff, const IntBin &fi,
     for (int64_t i = 0; i < b->numElements(); ++i)
       if (b->getInt(i) == 0)
         return invalidArg("integer division by zero (divisor element ", i, ")");
+  if (intDivision && a->dtype() == DType::kU64) {
+    // u64 values are held as their i64 bits: divide and take the remainder
+    // unsigned (Mod's sign rule is moot; both operands are non-negative).
+    const bool isDiv = args.node.kind() == ir::OpKind::kDiv;
+    return binaryLoop(*a, *b, a->dtype(), [&](Tensor &o, int64_t i, int64_t x, int64_t y) {
+      const uint64_t p = static_cast<uint64_t>(a->getInt(x)), q = static_cast<uint64_t>(b->getInt(y));
+      o.setInt(i, static_cast<int64_t>(isDiv ? p / q : p % q));
+    });
+  }
   return binaryLoop(*a, *b, a->dtype(), [&](Tensor &o, int64_t i, int64_t x, int64_t y) {
     o.setInt(i, fi(a->getInt(x), b->getInt(y)));
   });
 }
+
+/// u64 values are held as their i64 bits; flipping the top bit maps unsigned
+/// order onto signed order (and back), for compares, Max and Min.
+int64_t u64Order(int64_t bits) { return bits ^ std::numeric_limits<int64_t>::min(); }
 
 /// Comparisons: bool result; ints compare exactly in int64.
 Result compare(const KernelArgs &args, Operands kind, const std::function<bool(double, double)> &ff,
@@ -279,8 +293,10 @@ Result compare(const KernelArgs &args, Operands kind, const std::function<bool(d
     return binaryLoop(*a, *b, DType::kBool, [&](Tensor &o, int64_t i, int64_t x, int64_t y) {
       o.setInt(i, ff(a->getDouble(x), b->getDouble(y)) ? 1 : 0);
     });
+  const bool u64 = a->dtype() == DType::kU64;
   return binaryLoop(*a, *b, DType::kBool, [&](Tensor &o, int64_t i, int64_t x, int64_t y) {
-    o.setInt(i, fi(a->getInt(x), b->getInt(y)) ? 1 : 0);
+    const int64_t p = a->getInt(x), q = b->getInt(y);
+    o.setInt(i, (u64 ? fi(u64Order(p), u64Order(q)) : fi(p, q)) ? 1 : 0);
   });
 }
 
@@ -567,6 +583,22 @@ Result variadic(const KernelArgs &args, const FloatBin &ff, const IntBin &fi, bo
       out.setDouble(i, mean ? acc / static_cast<double>(n) : acc);
     }
   } else {
+    if (dt == DType::kU64) {
+      // Max / Min in unsigned order; Sum and Mean wrap as u64 (the ring
+      // operations agree) and Mean divides unsigned.
+      const bool ordered = args.node.kind() == ir::OpKind::kMax || args.node.kind() == ir::OpKind::kMin;
+      for (int64_t i = 0; i < count; ++i) {
+        int64_t acc = in[0]->getInt(idx[0](i));
+        if (ordered) acc = u64Order(acc);
+        for (size_t k = 1; k < n; ++k) {
+          const int64_t v = in[k]->getInt(idx[k](i));
+          acc = fi(acc, ordered ? u64Order(v) : v);
+        }
+        if (ordered) acc = u64Order(acc);
+        out.setInt(i, mean ? static_cast<int64_t>(static_cast<uint64_t>(acc) / n) : acc);
+      }
+      return std::vector<Tensor>{std::move(out)};
+    }
     for (int64_t i = 0; i < count; ++i) {
       int64_t acc = in[0]->getInt(idx[0](i));
       for (size_t k = 1; k < n; ++k) acc = fi(acc, in[k]->getInt(idx[k](i)));

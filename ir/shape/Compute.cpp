@@ -157,6 +157,15 @@ absl::StatusOr<TensorType> Inferrer::convOrPool(bool isConv) {
   }
   if (static_cast<int64_t>(kernel.size()) != nsp)
     return error(absl::StrCat("kernel_shape has ", kernel.size(), " entries, expected ", nsp));
+  // Conv's kernel_shape, when given, must be W's spatial extents (onnxruntime
+  // refuses a disagreeing one; the lowering reads W).
+  if (isConv && has(1) && inType(1).rankKnown && inType(1).rank() == nsp + 2)
+    for (int64_t i = 0; i < nsp; ++i) {
+      const Dim &wk = inType(1).shape[2 + i];
+      if (wk.isStatic() && wk.value != kernel[i])
+        return error(absl::StrCat("kernel_shape[", i, "] = ", kernel[i], " differs from W's extent ", wk.value,
+                                  " on spatial axis ", i));
+    }
   std::vector<int64_t> strides = node_.getInts("strides", std::vector<int64_t>(nsp, 1));
   std::vector<int64_t> dil = node_.getInts("dilations", std::vector<int64_t>(nsp, 1));
   std::vector<int64_t> pads = node_.getInts("pads", std::vector<int64_t>(2 * nsp, 0));

@@ -581,6 +581,17 @@ absl::StatusOr<TensorType> Inferrer::pad() {
   int64_t k = static_cast<int64_t>(axes.size());
   if (static_cast<int64_t>(pads->size()) != 2 * k)
     return error(absl::StrCat("pads has ", pads->size(), " entries, expected ", 2 * k));
+  // reflect mirrors without the edge element, so a pad must stay below the
+  // extent (onnxruntime refuses more; numpy would reflect repeatedly).
+  const std::string mode = node_.getString("mode", "constant");
+  if (mode == "reflect")
+    for (int64_t j = 0; j < k; ++j) {
+      const Dim &d = x.shape[axes[j]];
+      const int64_t most = std::max((*pads)[j], (*pads)[k + j]);
+      if (d.isStatic() && most > 0 && most > d.value - 1)
+        return error(absl::StrCat("reflect pad ", most, " on axis ", axes[j], " exceeds its extent ", d.value,
+                                  " - 1 (a reflection repeats no element and excludes the edge)"));
+    }
   Dims out = x.shape;
   for (int64_t j = 0; j < k; ++j) {
     int64_t add = 0, extent = 0;

@@ -60,3 +60,49 @@ save("softmax_axis_float", [helper.make_node("Softmax", ["x"], ["y"], name="sm",
 save("leakyrelu_alpha_floats",
      [helper.make_node("LeakyRelu", ["x"], ["y"], name="lr", alpha=[1.0, 2.0])],
      [vi("x", F, [8])], [vi("y", F, [8])], feeds=[("x", x8)])
+# Red team, stop 24. Pad reflect by more than extent - 1 (onnxruntime refuses;
+# the cpu artifact computed other numbers than the reference).
+save("pad_reflect_large", [helper.make_node("Pad", ["x", "pads"], ["y"], name="pad_r", mode="reflect")],
+     [vi("x", F, [2, 2])], [vi("y", F, [2, 12])],
+     inits=[("pads", np.array([0, 5, 0, 5], np.int64))], feeds=[("x", x8[:4].reshape(2, 2))])
+# Conv whose kernel_shape disagrees with W (the output shape followed the attribute).
+save("conv_kernel_shape", [helper.make_node("Conv", ["x", "w"], ["y"], name="conv_k", kernel_shape=[2, 2])],
+     [vi("x", F, [1, 1, 4, 4])], [vi("y", F, [1, 1, 3, 3])],
+     inits=[("w", np.ones((1, 1, 3, 3), np.float32))], feeds=[("x", np.ones((1, 1, 4, 4), np.float32))])
+# A graph input with an initializer: compiled in as a constant, with a warning.
+save("input_default", [helper.make_node("Add", ["x", "w"], ["y"], name="add_w")],
+     [vi("x", F, [8]), vi("w", F, [8])], [vi("y", F, [8])],
+     inits=[("w", np.ones(8, np.float32))], feeds=[("x", x8)])
+# u64 values at or above 2^63, folded at compile time: the reference computes
+# them unsigned (Div, Greater, Max, Cast to float), as onnxruntime does.
+U = TP.UINT64
+big = np.array([2**64 - 1, 2**63, 7, 2**63 + 5], np.uint64)
+save("u64_fold", [helper.make_node("Div", ["a", "two"], ["d"], name="u64_div"),
+                  helper.make_node("Greater", ["a", "seven"], ["g"], name="u64_gt"),
+                  helper.make_node("Max", ["a", "seven"], ["m"], name="u64_max"),
+                  helper.make_node("Cast", ["d"], ["f"], name="u64_cast", to=TP.DOUBLE),
+                  helper.make_node("Cast", ["g"], ["gf"], name="g_cast", to=TP.DOUBLE),
+                  helper.make_node("Cast", ["m"], ["mf"], name="m_cast", to=TP.DOUBLE),
+                  helper.make_node("Concat", ["f", "gf", "mf"], ["c"], name="cat", axis=0),
+                  helper.make_node("Add", ["x", "c"], ["y"], name="add_c")],
+     [vi("x", TP.DOUBLE, [12])], [vi("y", TP.DOUBLE, [12])],
+     inits=[("a", big), ("two", np.array([2, 2, 2, 2], np.uint64)), ("seven", np.full(4, 7, np.uint64))],
+     feeds=[("x", np.zeros(12))])
+want = np.concatenate([(big // 2).astype(np.float64), (big > 7).astype(np.float64),
+                       np.maximum(big, 7).astype(np.float64)])
+with open(os.path.join(out, "u64_fold", "data", "output_0.pb"), "wb") as f:
+    f.write(numpy_helper.from_array(want, "y").SerializeToString())
+# A 3,000-node elementwise chain: split into kernels of at most 512 nodes
+# (it took minutes as one kernel on cpu).
+chain = []
+prev = "x"
+for i in range(3000):
+    chain.append(helper.make_node("Sigmoid" if i % 2 else "Tanh", [prev], ["c%d" % i], name="n%d" % i))
+    prev = "c%d" % i
+chain[-1].output[0] = "y"
+save("long_chain", chain, [vi("x", F, [8])], [vi("y", F, [8])], feeds=[("x", x8)])
+v = x8.astype(np.float64)
+for i in range(3000):
+    v = 1 / (1 + np.exp(-v)) if i % 2 else np.tanh(v)
+with open(os.path.join(out, "long_chain", "data", "output_0.pb"), "wb") as f:
+    f.write(numpy_helper.from_array(v.astype(np.float32), "y").SerializeToString())
