@@ -255,6 +255,7 @@ class Importer {
   std::string freshSymbol(const std::string &base);
   absl::Status readDeclaredTypes();
   absl::Status importInitializersAndInputs();
+  void checkAgainstOpsetSchema(const onnx::NodeProto &n, int numIn, std::vector<std::string> &reasons) const;
   absl::Status importNode(const onnx::NodeProto &n, const std::string &name, int64_t opset,
                           int depth);
   absl::Status expandLibraryFunction(const onnx::NodeProto &n, const std::string &name,
@@ -401,6 +402,40 @@ std::string Importer::domainName(const std::string &domain) const {
   return isOnnxDomain(domain) ? "ai.onnx" : domain;
 }
 
+/// The node against the ONNX schema of its op at the model's declared ai.onnx
+/// opset (the linked onnx library's registry): the op must exist at that
+/// opset, every attribute must be one of that version's, and the inputs no
+/// more than it takes. onnxruntime refuses such models; fusec's table
+/// describes the newest version, so an attribute an older or newer version
+/// dropped (Split's 'split' after Split-13) or an input a version lacks
+/// (ReduceSum's axes before ReduceSum-13) would otherwise be misread. Opsets
+/// newer than the library's registry are not checked (the library would
+/// answer with an older version of the op).
+void Importer::checkAgainstOpsetSchema(const onnx::NodeProto &n, int numIn,
+                                       std::vector<std::string> &reasons) const {
+  if (!isOnnxDomain(n.domain())) return;
+  const auto &ranges = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
+  auto range = ranges.find(onnx::ONNX_DOMAIN);
+  const int64_t declared = legacyOpset_ ? legacyOpset_ : opset_;
+  if (range == ranges.end() || declared > range->second.second) return;
+  const onnx::OpSchema *s = onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(declared), "");
+  if (!s) {
+    const onnx::OpSchema *later = onnx::OpSchemaRegistry::Schema(n.op_type(), range->second.second, "");
+    if (later)
+      reasons.push_back(absl::StrCat(printable(n.op_type()), " is not an op of ai.onnx opset ", declared,
+                                     " (it exists from opset ", later->SinceVersion(), ")"));
+    return;
+  }
+  if (s->Deprecated()) return;  // reported by the legacy-opset check
+  for (const auto &a : n.attribute())
+    if (!s->attributes().count(a.name()))
+      reasons.push_back(absl::StrCat("attribute ", quotedName(a.name()), " is not an attribute of ",
+                                     printable(n.op_type()), "-", s->SinceVersion(), " (opset ", declared, ")"));
+  if (numIn > s->max_input())
+    reasons.push_back(absl::StrCat(numIn, " inputs; ", printable(n.op_type()), "-", s->SinceVersion(),
+                                   " (opset ", declared, ") takes at most ", s->max_input()));
+}
+
 void Importer::checkLegacyOpset(const onnx::GraphProto &g, const std::string &path,
                                 std::vector<std::string> &problems, std::set<int> *flagged) const {
   for (int i = 0; i < g.node_size(); ++i) {
@@ -526,6 +561,7 @@ absl::Status Importer::checkSupported() {
     int numIn = n.input_size(), numOut = n.output_size();
     while (numIn > 0 && n.input(numIn - 1).empty()) --numIn;
     while (numOut > 0 && n.output(numOut - 1).empty()) --numOut;
+    checkAgainstOpsetSchema(n, numIn, reasons);
     if (info->maxInputs >= 0 && numIn > info->maxInputs)
       reasons.push_back(absl::StrCat(numIn, " inputs; fusec supports at most ", info->maxInputs));
     if (info->maxOutputs >= 0 && numOut > info->maxOutputs)

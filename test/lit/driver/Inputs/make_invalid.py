@@ -12,12 +12,12 @@ out = sys.argv[1]
 F, I = TP.FLOAT, TP.INT64
 
 
-def save(name, nodes, inputs, outputs, inits=(), feeds=()):
+def save(name, nodes, inputs, outputs, inits=(), feeds=(), opset=17):
     d = os.path.join(out, name)
     os.makedirs(os.path.join(d, "data"), exist_ok=True)
     g = helper.make_graph(nodes, name, inputs, outputs,
                           initializer=[numpy_helper.from_array(a, n) for n, a in inits])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
     m.ir_version = 8
     onnx.save(m, os.path.join(d, "model.onnx"))
     for i, (n, a) in enumerate(feeds):
@@ -106,3 +106,11 @@ for i in range(3000):
     v = 1 / (1 + np.exp(-v)) if i % 2 else np.tanh(v)
 with open(os.path.join(out, "long_chain", "data", "output_0.pb"), "wb") as f:
     f.write(numpy_helper.from_array(v.astype(np.float32), "y").SerializeToString())
+# Checked against the op's schema at the declared opset: an attribute the
+# version does not have, an input it does not take (ReduceSum's axes input
+# arrived in ReduceSum-13).
+save("relu_bogus_attr", [helper.make_node("Relu", ["x"], ["y"], name="relu_b", bogus=3)],
+     [vi("x", F, [8])], [vi("y", F, [8])], feeds=[("x", x8)])
+save("reducesum_axes_input_11", [helper.make_node("ReduceSum", ["x", "ax"], ["y"], name="rs11")],
+     [vi("x", F, [2, 4])], [vi("y", F, [1, 4])], inits=[("ax", np.array([0], np.int64))],
+     feeds=[("x", x8.reshape(2, 4))], opset=11)
