@@ -92,42 +92,6 @@ inline std::vector<Case> corpus() {
   %o6 = "Clip"(%x, %lo, %hi) : f32[3,33]
   return %o1, %o2, %o3, %o4, %o5, %o6
 })"});
-  // Inverse and hyperbolic trigonometry, each inside its domain: Asin, Acos
-  // and Atanh of tanh(x) in (-0.97, 0.97), Acosh of |x| + 1, Tan of x / 2.
-  cs.push_back({"trig", R"(graph @trig(%x: f32[5,37]) -> (%o1, %o2) {
-  %t = "Tanh"(%x) : f32[5,37]
-  %as = "Asin"(%t) : f32[5,37]
-  %ac = "Acos"(%t) : f32[5,37]
-  %at = "Atanh"(%t) : f32[5,37]
-  %half = constant f32[] dense<[0.5]>
-  %xh = "Mul"(%x, %half) : f32[5,37]
-  %tn = "Tan"(%xh) : f32[5,37]
-  %o1 = "Sum"(%as, %ac, %at, %tn) : f32[5,37]
-  %an = "Atan"(%x) : f32[5,37]
-  %sh = "Sinh"(%x) : f32[5,37]
-  %ch = "Cosh"(%x) : f32[5,37]
-  %ash = "Asinh"(%x) : f32[5,37]
-  %ax = "Abs"(%x) : f32[5,37]
-  %one = constant f32[] dense<[1.0]>
-  %ax1 = "Add"(%ax, %one) : f32[5,37]
-  %ach = "Acosh"(%ax1) : f32[5,37]
-  %o2 = "Sum"(%an, %sh, %ch, %ash, %ach) : f32[5,37]
-  return %o1, %o2
-})"});
-  // Bitwise ops on signed and unsigned integers; BitwiseNot of u8 feeds a
-  // compare in the same kernel, so it must flip only 8 bits (255 - x, not -1 - x).
-  cs.push_back({"bitwise", R"(graph @bitwise(%a: i32[4,9], %b: i32[4,9], %u: u8[4,9]) -> (%o1, %o2, %o3) {
-  %x = "BitwiseAnd"(%a, %b) : i32[4,9]
-  %y = "BitwiseOr"(%a, %b) : i32[4,9]
-  %z = "BitwiseXor"(%x, %y) : i32[4,9]
-  %n = "BitwiseNot"(%z) : i32[4,9]
-  %o1 = "Add"(%n, %a) : i32[4,9]
-  %nu = "BitwiseNot"(%u) : u8[4,9]
-  %k = constant u8[] dense<[253]>
-  %o2 = "Greater"(%nu, %k) : bool[4,9]
-  %o3 = "BitwiseXor"(%nu, %u) : u8[4,9]
-  return %o1, %o2, %o3
-})"});
   cs.push_back({"logic", R"(graph @logic(%x: f32[4,9], %y: f32[4,9], %i: i64[4,9]) -> (%w, %c, %k, %h) {
   %g = "Greater"(%x, %y) : bool[4,9]
   %l = "Less"(%x, %y) : bool[4,9]
@@ -459,6 +423,42 @@ inline std::vector<Case> corpus() {
   %one = "ConvTranspose"(%x1, %w1) {output_shape = [21], strides = [2]} : f32[1,3,21] loc("oned")
   %same = "ConvTranspose"(%x, %wd) {auto_pad = "SAME_UPPER", group = 4, strides = [2, 2]} : f32[2,4,10,14] loc("same")
   return %up, %pd, %dw, %gr, %one, %same
+})"});
+  // Inverse and hyperbolic trigonometry, each inside its domain: Asin, Acos
+  // and Atanh of tanh(x) in (-0.97, 0.97), Acosh of |x| + 1, Tan of x / 2.
+  cs.push_back({"trig", R"(graph @trig(%x: f32[5,37]) -> (%o1, %o2) {
+  %t = "Tanh"(%x) : f32[5,37]
+  %as = "Asin"(%t) : f32[5,37]
+  %ac = "Acos"(%t) : f32[5,37]
+  %at = "Atanh"(%t) : f32[5,37]
+  %half = constant f32[] dense<[0.5]>
+  %xh = "Mul"(%x, %half) : f32[5,37]
+  %tn = "Tan"(%xh) : f32[5,37]
+  %o1 = "Sum"(%as, %ac, %at, %tn) : f32[5,37]
+  %an = "Atan"(%x) : f32[5,37]
+  %sh = "Sinh"(%x) : f32[5,37]
+  %ch = "Cosh"(%x) : f32[5,37]
+  %ash = "Asinh"(%x) : f32[5,37]
+  %ax = "Abs"(%x) : f32[5,37]
+  %one = constant f32[] dense<[1.0]>
+  %ax1 = "Add"(%ax, %one) : f32[5,37]
+  %ach = "Acosh"(%ax1) : f32[5,37]
+  %o2 = "Sum"(%an, %sh, %ch, %ash, %ach) : f32[5,37]
+  return %o1, %o2
+})"});
+  // Bitwise ops on signed and unsigned integers; BitwiseNot of u8 feeds a
+  // compare in the same kernel, so it must flip only 8 bits (255 - x, not -1 - x).
+  cs.push_back({"bitwise", R"(graph @bitwise(%a: i32[4,9], %b: i32[4,9], %u: u8[4,9]) -> (%o1, %o2, %o3) {
+  %x = "BitwiseAnd"(%a, %b) : i32[4,9]
+  %y = "BitwiseOr"(%a, %b) : i32[4,9]
+  %z = "BitwiseXor"(%x, %y) : i32[4,9]
+  %n = "BitwiseNot"(%z) : i32[4,9]
+  %o1 = "Add"(%n, %a) : i32[4,9]
+  %nu = "BitwiseNot"(%u) : u8[4,9]
+  %k = constant u8[] dense<[253]>
+  %o2 = "Greater"(%nu, %k) : bool[4,9]
+  %o3 = "BitwiseXor"(%nu, %u) : u8[4,9]
+  return %o1, %o2, %o3
 })"});
   return cs;
 }
