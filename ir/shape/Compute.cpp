@@ -159,9 +159,10 @@ absl::StatusOr<TensorType> Inferrer::convOrPool(bool isConv) {
     return error(absl::StrCat("kernel_shape has ", kernel.size(), " entries, expected ", nsp));
   // Conv's kernel_shape, when given, must be W's spatial extents (onnxruntime
   // refuses a disagreeing one; the lowering reads W).
-  if (isConv && has(1) && inType(1).rankKnown && inType(1).rank() == nsp + 2)
+  const TensorType wt = has(1) ? inType(1) : TensorType();
+  if (isConv && has(1) && wt.rankKnown && wt.rank() == nsp + 2)
     for (int64_t i = 0; i < nsp; ++i) {
-      const Dim &wk = inType(1).shape[2 + i];
+      const Dim wk = wt.shape[2 + i];
       if (wk.isStatic() && wk.value != kernel[i])
         return error(absl::StrCat("kernel_shape[", i, "] = ", kernel[i], " differs from W's extent ", wk.value,
                                   " on spatial axis ", i));
