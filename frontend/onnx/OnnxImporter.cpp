@@ -672,23 +672,13 @@ absl::Status Importer::importInitializersAndInputs() {
     graph_->addConstant(init.name(), std::move(t));
     initNames.insert(init.name());
   }
-  std::vector<std::string> frozen;
-  for (const auto &in : graphProto_.input())
-    if (initNames.contains(in.name())) frozen.push_back(quotedName(in.name()));
-  if (!frozen.empty()) {
-    const size_t shown = std::min<size_t>(frozen.size(), 5);
-    std::vector<std::string> head(frozen.begin(), frozen.begin() + shown);
-    graph_->addImportWarning(absl::StrCat(
-        frozen.size(), " graph input(s) have an initializer (", absl::StrJoin(head, ", "),
-        frozen.size() > shown ? ", ..." : "",
-        "): ONNX lets a caller override such a default, but fusec compiles the initializer in as a "
-        "constant; the artifact has no such input"));
-  }
+  std::vector<std::string> frozen;  // inputs with an initializer, for the warning below
   for (const auto &in : graphProto_.input()) {
     // An input with an initializer is a constant: fusec compiles the model
     // with its weights, it does not let callers override them (README.md,
     // "Using it"). Its declared type must still agree with the initializer.
     if (initNames.contains(in.name())) {
+      frozen.push_back(quotedName(in.name()));
       if (!in.has_type()) continue;
       FUSEC_ASSIGN_OR_RETURN(TensorType declared, typeFromValueInfo(in, "graph input"));
       const ir::Tensor *init = graph_->findValue(in.name())->constant();
@@ -706,6 +696,15 @@ absl::Status Importer::importInitializersAndInputs() {
     FUSEC_RETURN_IF_ERROR(checkNewValueName(in.name(), "graph input"));
     FUSEC_ASSIGN_OR_RETURN(TensorType t, typeFromValueInfo(in, "graph input"));
     graph_->addInput(in.name(), std::move(t));
+  }
+  if (!frozen.empty()) {
+    const size_t shown = std::min<size_t>(frozen.size(), 5);
+    std::vector<std::string> head(frozen.begin(), frozen.begin() + shown);
+    graph_->addImportWarning(absl::StrCat(
+        frozen.size(), " graph input(s) have an initializer (", absl::StrJoin(head, ", "),
+        frozen.size() > shown ? ", ..." : "",
+        "): ONNX lets a caller override such a default, but fusec compiles the initializer in as a "
+        "constant; the artifact has no such input"));
   }
   return absl::OkStatus();
 }

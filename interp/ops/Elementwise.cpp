@@ -583,26 +583,19 @@ Result variadic(const KernelArgs &args, const FloatBin &ff, const IntBin &fi, bo
       out.setDouble(i, mean ? acc / static_cast<double>(n) : acc);
     }
   } else {
-    if (dt == DType::kU64) {
-      // Max / Min in unsigned order; Sum and Mean wrap as u64 (the ring
-      // operations agree) and Mean divides unsigned.
-      const bool ordered = args.node.kind() == ir::OpKind::kMax || args.node.kind() == ir::OpKind::kMin;
-      for (int64_t i = 0; i < count; ++i) {
-        int64_t acc = in[0]->getInt(idx[0](i));
-        if (ordered) acc = u64Order(acc);
-        for (size_t k = 1; k < n; ++k) {
-          const int64_t v = in[k]->getInt(idx[k](i));
-          acc = fi(acc, ordered ? u64Order(v) : v);
-        }
-        if (ordered) acc = u64Order(acc);
-        out.setInt(i, mean ? static_cast<int64_t>(static_cast<uint64_t>(acc) / n) : acc);
-      }
-      return std::vector<Tensor>{std::move(out)};
-    }
+    // u64: Max / Min in unsigned order (u64Order maps it onto signed order
+    // and back); Sum and Mean wrap as u64 does (the ring operations agree)
+    // and Mean divides unsigned.
+    const bool u64 = dt == DType::kU64;
+    const bool ordered = u64 && (args.node.kind() == ir::OpKind::kMax || args.node.kind() == ir::OpKind::kMin);
+    auto key = [ordered](int64_t v) { return ordered ? u64Order(v) : v; };
     for (int64_t i = 0; i < count; ++i) {
-      int64_t acc = in[0]->getInt(idx[0](i));
-      for (size_t k = 1; k < n; ++k) acc = fi(acc, in[k]->getInt(idx[k](i)));
-      out.setInt(i, mean ? acc / static_cast<int64_t>(n) : acc);
+      int64_t acc = key(in[0]->getInt(idx[0](i)));
+      for (size_t k = 1; k < n; ++k) acc = fi(acc, key(in[k]->getInt(idx[k](i))));
+      acc = key(acc);
+      if (mean)
+        acc = u64 ? static_cast<int64_t>(static_cast<uint64_t>(acc) / n) : acc / static_cast<int64_t>(n);
+      out.setInt(i, acc);
     }
   }
   return std::vector<Tensor>{std::move(out)};
