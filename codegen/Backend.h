@@ -65,6 +65,10 @@ struct BackendModule {
   /// (runtime/ArtifactFormat.h) in `files` or `buildInput`, for the writer to
   /// fill in; libfusert refuses a library that does not (cuda, cpu).
   bool recordsManifestDigest = false;
+  /// The backend will not build the library (building disabled, or its
+  /// tool not found): the user builds it from the files with buildCommand,
+  /// so the writer records "library_build": "by hand" instead of a checksum.
+  bool libraryBuiltByHand = false;
   /// The build command, rendered for messages ("" when the backend has none).
   std::string buildCommand;
   /// What build() consumes besides `files`, kept in memory and never

@@ -43,10 +43,45 @@ fusert_status fail(const Status &s) {
   return s.code();
 }
 
-/// Recomputes the checksum of every file the manifest lists one for (the
-/// library, the weights) before anything is dlopened or read.
+/// True when the artifact's kernel steps need its library (cpu, cuda).
+bool usesLibrary(const Manifest &m) {
+  return !m.library.empty() &&
+         std::any_of(m.steps.begin(), m.steps.end(),
+                     [](const StepDesc &s) { return s.kind == StepKind::kKernel; });
+}
+
+/// Checks the manifest's checksums before anything is dlopened or read: the
+/// library (when a kernel step uses it and the manifest does not say
+/// "library_build": "by hand") and the weights file (when the manifest names
+/// one) must each have an entry, since fusec writes one for
+/// both (docs/ARTIFACT.md) and a deleted entry would otherwise let a swapped
+/// file through; then every listed file's checksum is recomputed and
+/// compared. A required file that is missing is FUSERT_NOT_FOUND, a missing
+/// entry or a mismatch FUSERT_INVALID_ARGUMENT.
 Status verifyChecksums(const fusert_model &model) {
-  for (const auto &[file, want] : model.manifest.checksums) {
+  const Manifest &m = model.manifest;
+  auto listed = [&](const std::string &file) {
+    return std::any_of(m.checksums.begin(), m.checksums.end(),
+                       [&](const auto &entry) { return entry.first == file; });
+  };
+  struct Required {
+    const char *what;
+    const std::string &file;
+  };
+  std::vector<Required> required;
+  if (usesLibrary(m) && !m.libraryBuiltByHand) required.push_back({"library", m.library});
+  if (!m.weightsFile.empty()) required.push_back({"weights file", m.weightsFile});
+  for (const Required &r : required) {
+    std::string path = joinPath(model.dir, r.file);
+    uint64_t size = 0;
+    if (!fileSize(path, size))
+      return notFound(r.what, " ", path, " not found");
+    if (!listed(r.file))
+      return invalidArgument("manifest: 'checksums' has no entry for the ", r.what, " '", r.file,
+                             "' (fusec records one for every file it writes): the artifact was "
+                             "modified or mixed with another; recompile it");
+  }
+  for (const auto &[file, want] : m.checksums) {
     std::string path = joinPath(model.dir, file);
     uint64_t size = 0;
     if (!fileSize(path, size))
@@ -67,10 +102,7 @@ Status verifyChecksums(const fusert_model &model) {
 Status loadLibrary(fusert_model &model) {
   const Manifest &m = model.manifest;
   model.symbols.assign(m.steps.size(), nullptr);
-  bool hasKernels = std::any_of(m.steps.begin(), m.steps.end(), [](const StepDesc &s) {
-    return s.kind == StepKind::kKernel;
-  });
-  if (m.library.empty() || !hasKernels)
+  if (!usesLibrary(m))
     return Status();
   std::string path = joinPath(model.dir, m.library);
   uint64_t size = 0;

@@ -560,12 +560,22 @@ absl::Status writeArtifact(const ir::Graph &graph, const passes::FusionPlan &pla
   const bool usesLibrary = needsLibrary(mem, mod.libraryRunsLibraryCalls);
   for (const auto &f : mod.manifestFields)
     for (const char *own : {"format", "version", "model", "target", "arch", "library", "weights", "arena_bytes",
-                            "buffers", "inputs", "outputs", "steps", "kernels", "checksums", "files"})
+                            "buffers", "inputs", "outputs", "steps", "kernels", "checksums", "files",
+                            "library_build"})
       if (f.first == own)
         return absl::InternalError(absl::StrCat(backend->name(), ": backend manifest field '", f.first,
                                                 "' is one the writer owns"));
-  const std::string manifest = manifestJson(mem, kernelNames, modelName, backend->name(), arch,
-                                            usesLibrary ? mod.library : std::string(), mod.manifestFields);
+  std::string manifest = manifestJson(mem, kernelNames, modelName, backend->name(), arch,
+                                      usesLibrary ? mod.library : std::string(), mod.manifestFields);
+  // A library the user builds from the sources afterwards (--no-nvcc) can
+  // have no checksum here; the manifest says so, and the field is part of the
+  // digest the library records (docs/ARTIFACT.md).
+  if (usesLibrary && mod.libraryBuiltByHand) {
+    Json m = Json::parse(manifest, nullptr, /*allow_exceptions=*/false);
+    if (!m.is_object()) return absl::InternalError("the manifest the writer made is not an object");
+    m["library_build"] = "by hand";
+    manifest = m.dump(2);
+  }
   // The library records the digest of this manifest (ArtifactFormat.h): put
   // it where the backend left the placeholder, in its sources or object.
   {

@@ -110,6 +110,7 @@ class CudaBackend final : public Backend {
     out.library = kLibrary;
     out.recordsManifestDigest = true;
     const std::string nvcc = opts.buildLibrary ? findNvcc(opts.toolPath) : std::string();
+    out.libraryBuiltByHand = nvcc.empty();
     out.buildCommand =
         shellQuote(nvccCommand(nvcc.empty() ? "nvcc" : nvcc, opts.arch, kSource, kLibrary));
     out.files.emplace_back(

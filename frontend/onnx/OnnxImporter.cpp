@@ -12,16 +12,21 @@
 //===----------------------------------------------------------------------===//
 #include "frontend/onnx/OnnxImporter.h"
 
+#include <algorithm>
 #include <climits>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <set>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "frontend/onnx/internal/ContribOps.h"
 #include "frontend/onnx/internal/FunctionExpansion.h"
 #include "frontend/onnx/internal/FunctionInline.h"
@@ -402,38 +407,93 @@ std::string Importer::domainName(const std::string &domain) const {
   return isOnnxDomain(domain) ? "ai.onnx" : domain;
 }
 
+/// One ai.onnx schema version newer than the linked registry (onnx 1.23.2's
+/// schemas, generated into OnnxSchemas.inc by scripts/gen_onnx_functions.py).
+struct NewerSchema {
+  const char *op;
+  int since;
+  bool deprecated;
+  int maxInputs;
+  const char *attributes;  ///< space-separated names
+};
+
+constexpr NewerSchema kNewerSchemas[] = {
+#define FUSEC_ONNX_SCHEMA(op, since, deprecated, maxInputs, attributes) {op, since, deprecated, maxInputs, attributes},
+#include "frontend/onnx/internal/OnnxSchemas.inc"
+#undef FUSEC_ONNX_SCHEMA
+};
+
+/// What the check needs of one schema version, from either source.
+struct SchemaFacts {
+  int since = 0;
+  bool deprecated = false;
+  int maxInputs = 0;
+  std::function<bool(const std::string &)> hasAttribute;
+};
+
 /// The node against the ONNX schema of its op at the model's declared ai.onnx
-/// opset (the linked onnx library's registry): the op must exist at that
-/// opset, every attribute must be one of that version's, and the inputs no
-/// more than it takes. onnxruntime refuses such models; fusec's table
-/// describes the newest version, so an attribute an older or newer version
-/// dropped (Split's 'split' after Split-13) or an input a version lacks
-/// (ReduceSum's axes before ReduceSum-13) would otherwise be misread. Opsets
-/// newer than the library's registry are not checked (the library would
-/// answer with an older version of the op).
+/// opset: the op must exist at that opset, every attribute must be one of that
+/// version's, and the inputs no more than it takes. onnxruntime refuses such
+/// models; fusec's table describes the newest version, so an attribute an
+/// older or newer version dropped (Split's 'split' after Split-13) or an input
+/// a version lacks (ReduceSum's axes before ReduceSum-13) would otherwise be
+/// misread. Up to opset 17 the schemas are the linked onnx library's
+/// registry; the versions after it come from kNewerSchemas (onnx 1.23.2, up to
+/// opset 28); an op unchanged since opset 17 is checked against its registry
+/// version.
 void Importer::checkAgainstOpsetSchema(const onnx::NodeProto &n, int numIn,
                                        std::vector<std::string> &reasons) const {
   if (!isOnnxDomain(n.domain())) return;
   const auto &ranges = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
   auto range = ranges.find(onnx::ONNX_DOMAIN);
+  if (range == ranges.end()) return;
+  const int registryMax = std::min(range->second.second, FUSEC_ONNX_SCHEMA_REGISTRY_OPSET);
   const int64_t declared = legacyOpset_ ? legacyOpset_ : opset_;
-  if (range == ranges.end() || declared > range->second.second) return;
-  const onnx::OpSchema *s = onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(declared), "");
-  if (!s) {
-    const onnx::OpSchema *later = onnx::OpSchemaRegistry::Schema(n.op_type(), range->second.second, "");
-    if (later)
-      reasons.push_back(absl::StrCat(printable(n.op_type()), " is not an op of ai.onnx opset ", declared,
-                                     " (it exists from opset ", later->SinceVersion(), ")"));
+  if (declared > FUSEC_ONNX_SCHEMA_TABLE_OPSET) return;  // newer than every schema fusec knows
+  const std::string &op = n.op_type();
+  // The newest version at or before the declared opset, and the first one
+  // after the registry (to say when an op appears).
+  const NewerSchema *newer = nullptr;
+  int firstNewer = 0;
+  for (const NewerSchema &row : kNewerSchemas) {
+    if (op != row.op) continue;
+    if (!firstNewer || row.since < firstNewer) firstNewer = row.since;
+    if (row.since <= declared && (!newer || row.since > newer->since)) newer = &row;
+  }
+  const onnx::OpSchema *reg =
+      onnx::OpSchemaRegistry::Schema(op, static_cast<int>(std::min<int64_t>(declared, registryMax)), "");
+  SchemaFacts facts;
+  if (newer) {
+    facts.since = newer->since;
+    facts.deprecated = newer->deprecated;
+    facts.maxInputs = newer->maxInputs;
+    const std::vector<std::string> names = absl::StrSplit(newer->attributes, ' ', absl::SkipEmpty());
+    facts.hasAttribute = [names](const std::string &a) {
+      return std::find(names.begin(), names.end(), a) != names.end();
+    };
+  } else if (reg) {
+    facts.since = reg->SinceVersion();
+    facts.deprecated = reg->Deprecated();
+    facts.maxInputs = reg->max_input();
+    facts.hasAttribute = [reg](const std::string &a) { return reg->attributes().count(a) > 0; };
+  } else {
+    int from = firstNewer;
+    if (!from)
+      if (const onnx::OpSchema *later = onnx::OpSchemaRegistry::Schema(op, registryMax, ""))
+        from = later->SinceVersion();
+    if (from)
+      reasons.push_back(absl::StrCat(printable(op), " is not an op of ai.onnx opset ", declared,
+                                     " (it exists from opset ", from, ")"));
     return;
   }
-  if (s->Deprecated()) return;  // reported by the legacy-opset check
+  if (facts.deprecated) return;  // reported by the legacy-opset check
   for (const auto &a : n.attribute())
-    if (!s->attributes().count(a.name()))
+    if (!facts.hasAttribute(a.name()))
       reasons.push_back(absl::StrCat("attribute ", quotedName(a.name()), " is not an attribute of ",
-                                     printable(n.op_type()), "-", s->SinceVersion(), " (opset ", declared, ")"));
-  if (numIn > s->max_input())
-    reasons.push_back(absl::StrCat(numIn, " inputs; ", printable(n.op_type()), "-", s->SinceVersion(),
-                                   " (opset ", declared, ") takes at most ", s->max_input()));
+                                     printable(op), "-", facts.since, " (opset ", declared, ")"));
+  if (numIn > facts.maxInputs)
+    reasons.push_back(absl::StrCat(numIn, " inputs; ", printable(op), "-", facts.since, " (opset ", declared,
+                                   ") takes at most ", facts.maxInputs));
 }
 
 void Importer::checkLegacyOpset(const onnx::GraphProto &g, const std::string &path,

@@ -655,6 +655,13 @@ Status parseManifest(const std::string &text, Manifest &out) {
   getString(j, "arch", top, out.arch, false);
   FUSERT_RETURN_IF_ERROR(getString(j, "library", top, out.library, false));
   FUSERT_RETURN_IF_ERROR(checkPlainFileName("library", out.library));
+  {
+    std::string build;
+    FUSERT_RETURN_IF_ERROR(getString(j, "library_build", top, build, false));
+    if (!build.empty() && build != "by hand")
+      return invalidArgument("manifest: library_build '", build, "' (only \"by hand\" is defined)");
+    out.libraryBuiltByHand = !build.empty();
+  }
   if (const Json *w = lookup(j, "weights")) {
     if (!w->is_object())
       return mistyped(top, "weights", "an object", *w);

@@ -95,9 +95,15 @@ struct Manifest {
   uint64_t weightsBytes = 0;
   uint64_t arenaBytes = 0;
   /// "checksums": file name (the library or the weights file) -> checksum
-  /// text (runtime/internal/Checksum.h). Optional in format version 1
-  /// (artifacts before checksums have none); the loader verifies every entry.
+  /// text (runtime/internal/Checksum.h). The loader requires an entry for
+  /// the weights file and for a library the kernel steps use (unless
+  /// libraryBuiltByHand) and verifies every entry.
   std::vector<std::pair<std::string, std::string>> checksums;
+  /// "library_build": "by hand": written by `fusec --no-nvcc`, whose library
+  /// the user builds from the sources after fusec ran, so the manifest can
+  /// hold no checksum of it. The field is part of the manifest digest, so a
+  /// library built for an artifact without it is still refused.
+  bool libraryBuiltByHand = false;
   /// manifestDigest() of the parsed manifest (runtime/internal/ManifestDigest.h):
   /// what the library must record under kManifestDigestSymbol.
   std::string digest;

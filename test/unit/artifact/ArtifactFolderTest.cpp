@@ -83,6 +83,7 @@ TEST_F(ArtifactFolderTest, ManifestListsFilesAndChecksums) {
   EXPECT_EQ(m["checksums"]["weights.bin"], sum);
   // --no-nvcc: no library, so no checksum for it.
   EXPECT_FALSE(m["checksums"].contains("libmodel.so"));
+  EXPECT_EQ(m["library_build"], "by hand");  // so the loader needs no checksum of it
 }
 
 TEST_F(ArtifactFolderTest, RecompilingReplacesAnArtifact) {

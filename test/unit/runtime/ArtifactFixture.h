@@ -96,12 +96,12 @@ protected:
   /// Writes an artifact folder with \p manifest, \p weights and the kernels.
   void write(const Json &manifest, const std::vector<char> &weights,
              bool withLibrary = true) {
-    std::ofstream(dir_ / "manifest.json") << manifest.dump(2);
     std::ofstream(dir_ / "weights.bin", std::ios::binary)
         .write(weights.data(), static_cast<std::streamsize>(weights.size()));
     if (withLibrary) {
       EXPECT_EQ(installLibrary(kernelLibrary(), (dir_ / "libmodel.so").string(), manifest), 1);
     }
+    writeManifestWithChecksums(dir_.string(), manifest);
   }
 
   fusert_status load() { return fusert_load(dir_.c_str(), &model_); }

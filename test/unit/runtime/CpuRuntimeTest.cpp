@@ -183,21 +183,21 @@ class CpuRuntimeTest : public ::testing::Test {
     fs::remove_all(dir_, ec);
   }
 
+  /// Writes an artifact folder as fusec does: the weights, the library with
+  /// the manifest's digest, and the manifest with their checksums.
   void write(const Json &manifest, const std::vector<char> &weights, bool withLibrary = true) {
-    std::ofstream(dir_ / "manifest.json") << manifest.dump(2);
     std::ofstream(dir_ / "weights.bin", std::ios::binary)
         .write(weights.data(), static_cast<std::streamsize>(weights.size()));
     if (withLibrary) {
       EXPECT_EQ(installLibrary(kernelLibrary(), (dir_ / "libmodel.so").string(), manifest), 1);
     }
+    writeManifestWithChecksums(dir_.string(), manifest);
   }
-  void writeWithChecksums(Json manifest, const std::vector<char> &weights) {
+  /// write() with the checksums asserted present.
+  void writeWithChecksums(const Json &manifest, const std::vector<char> &weights) {
     write(manifest, weights);
-    std::string lib, w;
-    ASSERT_TRUE(fusec::artifact_checksum::fileChecksum((dir_ / "libmodel.so").string(), lib));
-    ASSERT_TRUE(fusec::artifact_checksum::fileChecksum((dir_ / "weights.bin").string(), w));
-    manifest["checksums"] = {{"libmodel.so", lib}, {"weights.bin", w}};
-    std::ofstream(dir_ / "manifest.json") << manifest.dump(2);
+    Json m = Json::parse(std::ifstream(dir_ / "manifest.json"));
+    ASSERT_EQ(m["checksums"].size(), 2u) << m["checksums"].dump();
   }
   fusert_status load() {
     fusert_unload(model_);
@@ -512,6 +512,38 @@ TEST_F(CpuRuntimeTest, ChecksumMismatch) {
   EXPECT_THAT(fusert_last_error(), HasSubstr("weights.bin does not match the manifest's checksum"));
 }
 
+/// fusec records a checksum of the library and of the weights in every
+/// artifact; a manifest without one of them is refused, so deleting an entry
+/// cannot let a library or weights file from another artifact through (a
+/// structurally identical model's library carries the same manifest digest).
+TEST_F(CpuRuntimeTest, ChecksumEntriesAreRequired) {
+  writeWithChecksums(art_.manifest, art_.weights);
+  ASSERT_EQ(load(), FUSERT_OK) << fusert_last_error();
+  const Json m = Json::parse(std::ifstream(dir_ / "manifest.json"));
+  for (const char *file : {"libmodel.so", "weights.bin"}) {
+    Json edited = m;
+    edited["checksums"].erase(file);
+    std::ofstream(dir_ / "manifest.json", std::ios::trunc) << edited.dump(2);
+    EXPECT_EQ(load(), FUSERT_INVALID_ARGUMENT) << file;
+    EXPECT_THAT(fusert_last_error(), HasSubstr(std::string("has no entry for the ") +
+                                               (file == std::string("libmodel.so") ? "library" : "weights file") +
+                                               " '" + file + "'"));
+    EXPECT_EQ(model_, nullptr);
+  }
+  Json none = m;
+  none.erase("checksums");
+  std::ofstream(dir_ / "manifest.json", std::ios::trunc) << none.dump(2);
+  EXPECT_EQ(load(), FUSERT_INVALID_ARGUMENT);
+  EXPECT_THAT(fusert_last_error(), HasSubstr("'checksums' has no entry for the library 'libmodel.so'"));
+  // A different library in place of the artifact's, with its entry deleted.
+  std::ofstream(dir_ / "libmodel.so", std::ios::binary | std::ios::app) << "another build";
+  Json swapped = m;
+  swapped["checksums"].erase("libmodel.so");
+  std::ofstream(dir_ / "manifest.json", std::ios::trunc) << swapped.dump(2);
+  EXPECT_EQ(load(), FUSERT_INVALID_ARGUMENT);
+  EXPECT_THAT(fusert_last_error(), HasSubstr("has no entry for the library"));
+}
+
 /// The library records the digest of the manifest it was built for
 /// (runtime/ArtifactFormat.h): a manifest edited consistently afterwards
 /// (its checksums recomputed, every range still valid) no longer loads,
@@ -530,12 +562,12 @@ TEST_F(CpuRuntimeTest, ManifestEditedAfterTheBuildIsRefused) {
     EXPECT_THAT(fusert_last_error(), HasSubstr("libmodel.so was built for another manifest")) << field;
     EXPECT_EQ(model_, nullptr);
   }
-  // A library whose digest was never filled in (the writer's placeholder).
-  std::ofstream(dir_ / "manifest.json") << m.dump(2);
+  // A library whose digest was never filled in (the writer's placeholder),
+  // its checksum recomputed.
   fs::copy_file(kernelLibrary(), dir_ / "libmodel.so", fs::copy_options::overwrite_existing);
   Json unchecked = m;
   unchecked.erase("checksums");
-  std::ofstream(dir_ / "manifest.json") << unchecked.dump(2);
+  writeManifestWithChecksums(dir_.string(), unchecked);
   EXPECT_EQ(load(), FUSERT_INVALID_ARGUMENT);
   EXPECT_THAT(fusert_last_error(), HasSubstr("it records no valid digest"));
 }

@@ -87,10 +87,10 @@ class FusecRunCpuTest : public ::testing::Test {
     fs::remove_all(dir_, ec);
   }
   void writeArtifact() {
-    std::ofstream(dir_ / "art" / "manifest.json") << manifest_.dump(2);
     std::ofstream(dir_ / "art" / "weights.bin", std::ios::binary)
         .write(weights_.data(), static_cast<std::streamsize>(weights_.size()));
     installLibrary(FUSERT_CPU_TEST_KERNELS, (dir_ / "art" / "libmodel.so").string(), manifest_);
+    writeManifestWithChecksums((dir_ / "art").string(), manifest_);
   }
   int fusecRun(const std::string &extra, std::string &out) {
     return runCommand("FUSERT_NUM_THREADS=2 " + std::string(FUSEC_RUN_BIN) + " " +

@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/ArtifactFormat.h"
+#include "runtime/internal/Checksum.h"
 #include "runtime/internal/ManifestDigest.h"
 
 namespace fusert_test {
@@ -42,6 +43,32 @@ inline int installLibrary(const std::string &from, const std::string &to, const 
   }
   std::ofstream(to, std::ios::binary | std::ios::trunc).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   return found;
+}
+
+/// Writes \p manifest to \p dir/manifest.json with "checksums" of the
+/// library and the weights file it names, computed from the files already in
+/// \p dir, as the artifact writer records them (the loader requires both).
+/// A manifest that already has "checksums" is written as it is, and a named
+/// file that does not exist gets no entry (the loader reports it missing).
+inline void writeManifestWithChecksums(const std::string &dir, Json manifest) {
+  if (!manifest.contains("checksums")) {
+    Json sums = Json::object();
+    for (const char *key : {"library", "weights"}) {
+      const Json *name = nullptr;
+      if (key == std::string("library") && manifest.contains("library") && manifest["library"].is_string())
+        name = &manifest["library"];
+      if (key == std::string("weights") && manifest.contains("weights") && manifest["weights"].is_object() &&
+          manifest["weights"].contains("file") && manifest["weights"]["file"].is_string())
+        name = &manifest["weights"]["file"];
+      if (!name) continue;
+      std::string sum;
+      const std::string file = name->get<std::string>();
+      if (!file.empty() && fusec::artifact_checksum::fileChecksum(dir + "/" + file, sum))
+        sums[file] = sum;
+    }
+    manifest["checksums"] = sums;
+  }
+  std::ofstream(dir + "/manifest.json", std::ios::trunc) << manifest.dump(2);
 }
 
 /// Bytes of \p values as little-endian f32.

@@ -114,3 +114,16 @@ save("relu_bogus_attr", [helper.make_node("Relu", ["x"], ["y"], name="relu_b", b
 save("reducesum_axes_input_11", [helper.make_node("ReduceSum", ["x", "ax"], ["y"], name="rs11")],
      [vi("x", F, [2, 4])], [vi("y", F, [1, 4])], inits=[("ax", np.array([0], np.int64))],
      feeds=[("x", x8.reshape(2, 4))], opset=11)
+# Above the linked registry's opset 17 (fusec's generated OnnxSchemas.inc):
+# Split-18 has no 'split' attribute (it became an input in Split-13), Gelu
+# exists from opset 20, and Relu-14 still has no 'bogus' at opset 21.
+save("split_attr_18", [helper.make_node("Split", ["x"], ["a", "b"], name="split18", axis=0, split=[4, 4])],
+     [vi("x", F, [8])], [vi("a", F, [4]), vi("b", F, [4])], feeds=[("x", x8)], opset=18)
+save("gelu_17", [helper.make_node("Gelu", ["x"], ["y"], name="gelu17")],
+     [vi("x", F, [8])], [vi("y", F, [8])], feeds=[("x", x8)], opset=17)
+save("gelu_19", [helper.make_node("Gelu", ["x"], ["y"], name="gelu19")],
+     [vi("x", F, [8])], [vi("y", F, [8])], feeds=[("x", x8)], opset=19)
+save("relu_bogus_21", [helper.make_node("Relu", ["x"], ["y"], name="relu21", bogus=3)],
+     [vi("x", F, [8])], [vi("y", F, [8])], feeds=[("x", x8)], opset=21)
+save("split_18_ok", [helper.make_node("Split", ["x"], ["a", "b"], name="split18ok", axis=0, num_outputs=2)],
+     [vi("x", F, [8])], [vi("a", F, [4]), vi("b", F, [4])], feeds=[("x", x8)], opset=18)
