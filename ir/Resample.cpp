@@ -70,6 +70,10 @@ absl::StatusOr<ResizeParams> resizeParams(const Node &n) {
   return p;
 }
 
+/// Output lengths from scales are refused at or above this (2^62): they would
+/// not convert to int64_t, and no tensor that long can exist anyway.
+constexpr double kMaxResizeLength = 4611686018427387904.0;
+
 absl::StatusOr<std::vector<ResizeAxis>> resizeGeometry(const Node &n,
                                                        const std::vector<int64_t> &inShape,
                                                        const std::vector<double> *roi,
@@ -112,7 +116,15 @@ absl::StatusOr<std::vector<ResizeAxis>> resizeGeometry(const Node &n,
       if (!(s > 0) || !std::isfinite(s))
         return bad(n, absl::StrCat("scale ", s, " for axis ", axes[j], " is not positive"));
       a.scale = s;
-      a.outLen = a.inLen < 0 ? -1 : static_cast<int64_t>(std::floor(s * static_cast<double>(a.inLen)));
+      if (a.inLen < 0) {
+        a.outLen = -1;
+        continue;
+      }
+      const double len = std::floor(s * static_cast<double>(a.inLen));
+      if (!(len < kMaxResizeLength))
+        return bad(n, absl::StrCat("scale ", s, " for axis ", axes[j], " gives an output length of ", len,
+                                   " (at most 2^62)"));
+      a.outLen = static_cast<int64_t>(len);
     }
   } else {
     const std::string policy = n.attrS("keep_aspect_ratio_policy");
@@ -143,7 +155,10 @@ absl::StatusOr<std::vector<ResizeAxis>> resizeGeometry(const Node &n,
       for (size_t j = 0; j < k; ++j) {
         ResizeAxis &a = out[axes[j]];
         a.scale = known ? s : 1.0;
-        a.outLen = known ? static_cast<int64_t>(s * static_cast<double>(a.inLen) + 0.5) : -1;
+        const double len = known ? s * static_cast<double>(a.inLen) + 0.5 : -1.0;
+        if (known && !(len < kMaxResizeLength))
+          return bad(n, absl::StrCat("sizes give axis ", axes[j], " an output length of ", len, " (at most 2^62)"));
+        a.outLen = known ? static_cast<int64_t>(len) : -1;
       }
     }
   }

@@ -114,6 +114,11 @@ save("relu_bogus_attr", [helper.make_node("Relu", ["x"], ["y"], name="relu_b", b
 save("reducesum_axes_input_11", [helper.make_node("ReduceSum", ["x", "ax"], ["y"], name="rs11")],
      [vi("x", F, [2, 4])], [vi("y", F, [1, 4])], inits=[("ax", np.array([0], np.int64))],
      feeds=[("x", x8.reshape(2, 4))], opset=11)
+# A Resize scale whose output length does not fit int64 (fuzzing, stop 25:
+# the float-to-int conversion was undefined behaviour).
+save("resize_huge_scale", [helper.make_node("Resize", ["x", "", "sc"], ["y"], name="rs_huge", mode="nearest")],
+     [vi("x", F, [1, 8])], [vi("y", F, None)], inits=[("sc", np.array([1.0, 1e30], np.float32))],
+     feeds=[("x", x8.reshape(1, 8))])
 # Above the linked registry's opset 17 (fusec's generated OnnxSchemas.inc):
 # Split-18 has no 'split' attribute (it became an input in Split-13), Gelu
 # exists from opset 20, and Relu-14 still has no 'bogus' at opset 21.
