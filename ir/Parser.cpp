@@ -377,7 +377,7 @@ absl::StatusOr<Tensor> Parser::parseDenseData(const TensorType &type, bool allow
         t.setInt(i, text_.substr(pos_ - 4, 4) == "true" ? 1 : 0);
       } else {
         FUSEC_ASSIGN_OR_RETURN(NumberToken tok, parseNumber());
-        if (isFloat(dt)) {
+        if (isFloat(dt) || isNarrowFloat(dt)) {
           double v = dt == DType::kF64 ? std::strtod(tok.text.c_str(), nullptr)
                                        : static_cast<double>(std::strtof(tok.text.c_str(), nullptr));
           t.setDouble(i, v);
