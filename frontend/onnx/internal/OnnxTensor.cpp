@@ -58,7 +58,7 @@ std::string onnxDTypeName(int32_t code) {
       "INT64", "STRING", "BOOL", "FLOAT16", "DOUBLE", "UINT32", "UINT64",
       "COMPLEX64", "COMPLEX128", "BFLOAT16", "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ",
       "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "UINT4", "INT4", "FLOAT4E2M1",
-      "FLOAT8E8M0", "UINT2", "INT2"};
+      "FLOAT8E8M0", "UINT2", "INT2", "FLOAT6E2M3", "FLOAT6E3M2"};
   constexpr int32_t kCount = static_cast<int32_t>(sizeof(kNames) / sizeof(kNames[0]));
   if (code >= 0 && code < kCount) return kNames[code];
   return absl::StrCat("code ", code);
