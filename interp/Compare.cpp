@@ -45,7 +45,9 @@ CompareResult compareTensors(const ir::Tensor &actual, const ir::Tensor &expecte
     return r;
   }
   Tolerance t = tol ? *tol : defaultTolerance(expected.dtype());
-  const bool exact = !ir::isFloat(expected.dtype());
+  // Integers and bool compare as integers; narrow floats (float8 / float4)
+  // by value at tolerance 0 (their codes differ for -0 / 0 and NaN payloads).
+  const bool exact = !ir::isFloat(expected.dtype()) && !ir::isNarrowFloat(expected.dtype());
   int64_t firstBad = -1;
   for (int64_t i = 0; i < expected.numElements(); ++i) {
     bool ok;

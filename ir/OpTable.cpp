@@ -81,6 +81,8 @@ bool dtypeInClass(DType dtype, DTypeClass cls) {
     case DTypeClass::kNumeric: return isFloat(dtype) || isInteger(dtype);
     case DTypeClass::kIndex: return dtype == DType::kI32 || dtype == DType::kI64;
     case DTypeClass::kBool: return dtype == DType::kBool;
+    case DTypeClass::kQuantized: return isInteger(dtype) || isNarrow(dtype);
+    case DTypeClass::kScale: return isFloat(dtype) || dtype == DType::kF8E8M0;
     case DTypeClass::kAny: return true;
   }
   return false;
@@ -92,6 +94,8 @@ const char *dtypeClassName(DTypeClass cls) {
     case DTypeClass::kNumeric: return "numeric";
     case DTypeClass::kIndex: return "index (i32/i64)";
     case DTypeClass::kBool: return "bool";
+    case DTypeClass::kQuantized: return "quantised (integer, float8, float4, int4, int2)";
+    case DTypeClass::kScale: return "scale (float, f8e8m0)";
     case DTypeClass::kAny: return "any";
   }
   return "?";

@@ -60,6 +60,8 @@ enum class DTypeClass {
   kNumeric,  ///< floats and integers (not bool)
   kIndex,    ///< i32, i64
   kBool,     ///< bool
+  kQuantized,  ///< integers and the narrow dtypes (float8, float4, int4, int2)
+  kScale,    ///< Float and f8e8m0 (quantisation scales)
   kAny,      ///< any dtype (the row only asks for one shared dtype)
 };
 

@@ -377,10 +377,13 @@ absl::StatusOr<Tensor> Parser::parseDenseData(const TensorType &type, bool allow
         t.setInt(i, text_.substr(pos_ - 4, 4) == "true" ? 1 : 0);
       } else {
         FUSEC_ASSIGN_OR_RETURN(NumberToken tok, parseNumber());
-        if (isFloat(dt)) {
+        if (isFloat(dt) || isNarrowFloat(dt)) {
           double v = dt == DType::kF64 ? std::strtod(tok.text.c_str(), nullptr)
                                        : static_cast<double>(std::strtof(tok.text.c_str(), nullptr));
-          t.setDouble(i, v);
+          if (isNarrowFloat(dt))  // printed values are exact: no saturation (f8e5m2's inf stays inf)
+            t.data()[i] = encodeNarrowFloat(dt, v, /*saturate=*/false);
+          else
+            t.setDouble(i, v);
         } else {
           if (tok.isFloat)
             return errorAt(eline, ecol, "expected an integer element, found " + tok.text);

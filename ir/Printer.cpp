@@ -134,6 +134,12 @@ std::string elementText(const Tensor &t, int64_t i) {
     case DType::kF32:
     case DType::kF16:
     case DType::kBF16:
+    case DType::kF8E4M3FN:
+    case DType::kF8E4M3FNUZ:
+    case DType::kF8E5M2:
+    case DType::kF8E5M2FNUZ:
+    case DType::kF8E8M0:
+    case DType::kF4E2M1:  // every narrow float value is an f32 value
       return formatFloat(static_cast<float>(t.getDouble(i)), true);
     case DType::kF64:
       return formatFloat(t.getDouble(i), false);

@@ -68,7 +68,7 @@ bool quantRange(DType t, int64_t *lo, int64_t *hi) {
     case DType::kI16: *lo = -32768; *hi = 32767; return true;
     case DType::kI32: *lo = INT32_MIN; *hi = INT32_MAX; return true;
     case DType::kU32: *lo = 0; *hi = UINT32_MAX; return true;
-    default: return false;
+    default: return narrowIntRange(t, lo, hi);
   }
 }
 
@@ -77,8 +77,7 @@ absl::StatusOr<DType> quantizeResultDType(const Node &n, DType zeroPoint) {
   DType out = DType::kU8;
   if (code != 0) {
     std::optional<DType> t = dtypeFromOnnx(static_cast<int32_t>(code));
-    if (!t) return bad(absl::StrCat("output_dtype ", code, " is not a dtype fusec supports (float8, int4 and "
-                                    "int2 are not)"));
+    if (!t) return bad(absl::StrCat("output_dtype ", code, " is not a dtype fusec supports"));
     out = *t;
     if (zeroPoint != DType::kUndefined && zeroPoint != out)
       return bad(absl::StrCat("output_dtype ", dtypeName(out), " differs from the zero point's dtype ",
@@ -86,15 +85,21 @@ absl::StatusOr<DType> quantizeResultDType(const Node &n, DType zeroPoint) {
   } else if (zeroPoint != DType::kUndefined) {
     out = zeroPoint;
   }
-  if (out != DType::kU8 && out != DType::kI8 && out != DType::kU16 && out != DType::kI16)
+  if (out != DType::kU8 && out != DType::kI8 && out != DType::kU16 && out != DType::kI16 &&
+      !isNarrowInt(out) && (!isNarrowFloat(out) || out == DType::kF8E8M0))
     return bad(absl::StrCat("quantising to ", dtypeName(out),
-                            " is not supported (u8, i8, u16 and i16 are; float8 and int4 are not)"));
+                            " is not supported (u8, i8, u16, i16, i4, u4, i2, u2, float8 (not e8m0) "
+                            "and f4e2m1 are)"));
   return out;
 }
 
 absl::StatusOr<DType> dequantizeResultDType(const Node &n, DType scale) {
   const int64_t code = n.getInt("output_dtype", 0);
-  if (code == 0) return scale;
+  if (code == 0) {
+    if (scale != DType::kUndefined && !isFloat(scale))
+      return bad(absl::StrCat("a scale of dtype ", dtypeName(scale), " needs output_dtype"));
+    return scale;
+  }
   std::optional<DType> t = dtypeFromOnnx(static_cast<int32_t>(code));
   if (!t || !isFloat(*t)) return bad(absl::StrCat("output_dtype ", code, " is not a float dtype"));
   return *t;
@@ -108,7 +113,7 @@ absl::StatusOr<DType> quantizeComputeDType(const Node &n, DType x, DType scale) 
     return *t;
   }
   if (!isFloat(x)) return DType::kF64;  // numpy: int32 / float32 is float64
-  if (x == scale) return x;
+  if (x == scale || !isFloat(scale)) return x;  // an f8e8m0 scale: x's dtype
   auto rank = [](DType t) { return t == DType::kF64 ? 3 : t == DType::kF32 ? 2 : 1; };
   if (rank(x) == rank(scale)) return DType::kF32;  // f16 with bf16
   return rank(x) > rank(scale) ? x : scale;

@@ -47,15 +47,15 @@ struct QuantGeometry {
 absl::StatusOr<QuantGeometry> quantGeometry(const Node &n, const std::vector<int64_t> &x,
                                             const std::vector<int64_t> &param);
 
-/// The integer range of quantised dtype \p t (u8, i8, u16, i16; also i32 /
-/// u32 for DequantizeLinear's input). False for other dtypes.
+/// The integer range of quantised dtype \p t (u8, i8, u16, i16, i4, u4, i2,
+/// u2; also i32 / u32 for DequantizeLinear's input). False for other dtypes
+/// (the float8 / float4 results saturate as Cast does).
 bool quantRange(DType t, int64_t *lo, int64_t *hi);
 
 /// The result dtype of a QuantizeLinear node whose zero point has dtype
 /// \p zeroPoint (kUndefined when absent), or of a DequantizeLinear node whose
 /// scale has dtype \p scale; InvalidArgument for an output_dtype fusec does
-/// not quantise to (float8, int4, ...) or one that disagrees with the zero
-/// point.
+/// not quantise to (f8e8m0, ...) or one that disagrees with the zero point.
 absl::StatusOr<DType> quantizeResultDType(const Node &n, DType zeroPoint);
 absl::StatusOr<DType> dequantizeResultDType(const Node &n, DType scale);
 

@@ -444,9 +444,11 @@ absl::StatusOr<std::vector<TensorType>> Inferrer::run() {
         if (!cdt.ok()) return error(std::string(cdt.status().message()));
       } else {
         int64_t lo, hi;
-        if (x.dtype != DType::kUndefined && !quantRange(x.dtype, &lo, &hi))
+        if (x.dtype != DType::kUndefined && !quantRange(x.dtype, &lo, &hi) &&
+            (!isNarrowFloat(x.dtype) || x.dtype == DType::kF8E8M0))
           return error(absl::StrCat("x has dtype ", dtypeName(x.dtype),
-                                    "; DequantizeLinear takes u8, i8, u16, i16, i32 or u32"));
+                                    "; DequantizeLinear takes u8, i8, u16, i16, i32, u32, i4, u4, i2, "
+                                    "u2, float8 (not e8m0) or f4e2m1"));
       }
       return same(*dt);
     }

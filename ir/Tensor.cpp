@@ -95,8 +95,14 @@ double Tensor::getDouble(int64_t i) const {
     case DType::kU32: return load<uint32_t>(p, i);
     case DType::kU64: return static_cast<double>(load<uint64_t>(p, i));
     case DType::kBool: return load<uint8_t>(p, i) ? 1.0 : 0.0;
-    default: return 0.0;
+    case DType::kI4: case DType::kI2: return load<int8_t>(p, i);
+    case DType::kU4: case DType::kU2: return load<uint8_t>(p, i);
+    case DType::kF8E4M3FN: case DType::kF8E4M3FNUZ: case DType::kF8E5M2:
+    case DType::kF8E5M2FNUZ: case DType::kF8E8M0: case DType::kF4E2M1:
+      return decodeNarrowFloat(dtype_, load<uint8_t>(p, i));
+    case DType::kString: case DType::kUndefined: return 0.0;
   }
+  return 0.0;
 }
 
 int64_t Tensor::getInt(int64_t i) const {
@@ -111,6 +117,8 @@ int64_t Tensor::getInt(int64_t i) const {
     case DType::kU32: return load<uint32_t>(p, i);
     case DType::kU64: return static_cast<int64_t>(load<uint64_t>(p, i));
     case DType::kBool: return load<uint8_t>(p, i) ? 1 : 0;
+    case DType::kI4: case DType::kI2: return load<int8_t>(p, i);
+    case DType::kU4: case DType::kU2: return load<uint8_t>(p, i);
     default: return saturate<int64_t>(getDouble(i));
   }
 }
@@ -131,7 +139,22 @@ void Tensor::setDouble(int64_t i, double v) {
     case DType::kU16: store<uint16_t>(p, i, saturate<uint16_t>(v)); return;
     case DType::kU32: store<uint32_t>(p, i, saturate<uint32_t>(v)); return;
     case DType::kU64: store<uint64_t>(p, i, saturate<uint64_t>(v)); return;
-    default: return;
+    case DType::kI4: case DType::kU4: case DType::kI2: case DType::kU2: {
+      // Out of range (NaN included) gives 0, as onnx.reference (ml_dtypes)
+      // does; ONNX leaves a float -> integer cast out of range undefined.
+      int64_t lo = 0, hi = 0;
+      narrowIntRange(dtype_, &lo, &hi);
+      const double t = std::trunc(v);
+      const int64_t x = t >= static_cast<double>(lo) && t <= static_cast<double>(hi)
+                            ? static_cast<int64_t>(t) : 0;
+      store<int8_t>(p, i, static_cast<int8_t>(x));
+      return;
+    }
+    case DType::kF8E4M3FN: case DType::kF8E4M3FNUZ: case DType::kF8E5M2:
+    case DType::kF8E5M2FNUZ: case DType::kF8E8M0: case DType::kF4E2M1:
+      store<uint8_t>(p, i, encodeNarrowFloat(dtype_, v));
+      return;
+    case DType::kString: case DType::kUndefined: return;
   }
 }
 
@@ -148,6 +171,9 @@ void Tensor::setInt(int64_t i, int64_t v) {
     case DType::kU32: store<uint32_t>(p, i, static_cast<uint32_t>(v)); return;
     case DType::kU64: store<uint64_t>(p, i, static_cast<uint64_t>(v)); return;
     case DType::kBool: store<uint8_t>(p, i, v != 0 ? 1 : 0); return;
+    case DType::kI4: case DType::kU4: case DType::kI2: case DType::kU2:
+      store<int8_t>(p, i, static_cast<int8_t>(wrapNarrowInt(dtype_, v)));
+      return;
     default: setDouble(i, static_cast<double>(v)); return;
   }
 }

@@ -7,7 +7,10 @@
 //
 // The interpreter works on two "wide" views: float dtypes as double, integer
 // and bool dtypes as int64 (uint64 values above INT64_MAX wrap; fusec does not
-// support such values).
+// support such values). Narrow dtypes (ir/DType.h) take one byte per element
+// here: a float8 / float4 code, or a 4- / 2-bit integer's value; getDouble
+// decodes them and setDouble rounds to nearest even and saturates (Cast's
+// default); setInt wraps a narrow integer to its width.
 //
 //===----------------------------------------------------------------------===//
 #ifndef FUSEC_IR_TENSOR_H

@@ -122,8 +122,12 @@ Result isInf(const KernelArgs &args) {
 }
 
 /// Cast (opset 19+): converts to dtype 'to'. Float -> integer truncates toward
-/// zero (out-of-range values saturate, NaN -> 0, as Tensor::setDouble does);
-/// integer -> integer wraps; anything -> bool is x != 0. Strings unsupported.
+/// zero (out-of-range values saturate, NaN -> 0, as Tensor::setDouble does;
+/// to i4 / u4 / i2 / u2 they give 0, as onnx.reference does); integer ->
+/// integer wraps; anything -> bool is x != 0. To a float8 / float4 dtype:
+/// round to nearest even, 'saturate' choosing the overflow rule and
+/// 'round_mode' the rounding to f8e8m0 (ir::encodeNarrowFloat). Strings
+/// unsupported.
 Result cast(const KernelArgs &args) {
   FUSEC_ASSIGN_OR_RETURN(const Tensor *x, requireInput(args, 0));
   if (!args.node.hasAttr("to")) return invalidArg("missing required attribute 'to'");
@@ -136,11 +140,21 @@ Result cast(const KernelArgs &args) {
     return absl::UnimplementedError(absl::StrCat("Cast from ", ir::dtypeName(x->dtype()), " to ",
                                                  ir::dtypeName(*to),
                                                  ": string casts are not supported"));
-  if (!isNumericOrBool(x->dtype()))
+  if (!isNumericOrBool(x->dtype()) && !ir::isNarrow(x->dtype()))
     return invalidArg("input has unsupported dtype ", ir::dtypeName(x->dtype()));
   Tensor out(*to, x->shape());
   int64_t n = x->numElements();
-  if (ir::isFloat(x->dtype()) || (x->dtype() == DType::kU64 && ir::isFloat(*to))) {
+  if (ir::isNarrowFloat(*to)) {
+    const bool saturate = args.node.attrI("saturate") != 0;
+    const std::string mode = args.node.attrS("round_mode");
+    ir::E8M0Rounding rounding = ir::E8M0Rounding::kUp;
+    if (mode == "down") rounding = ir::E8M0Rounding::kDown;
+    else if (mode == "nearest") rounding = ir::E8M0Rounding::kNearest;
+    else if (mode != "up") return invalidArg("round_mode '", mode, "' must be 'up', 'down' or 'nearest'");
+    for (int64_t i = 0; i < n; ++i)
+      out.data()[i] = ir::encodeNarrowFloat(*to, x->getDouble(i), saturate, rounding);
+  } else if (ir::isFloat(x->dtype()) || ir::isNarrowFloat(x->dtype()) ||
+             (x->dtype() == DType::kU64 && ir::isFloat(*to))) {
     // (u64 -> float through getDouble: its i64 bits would read negative.)
     for (int64_t i = 0; i < n; ++i) out.setDouble(i, x->getDouble(i));
   } else {
@@ -451,6 +465,12 @@ int64_t quantParamIndex(const ir::QuantGeometry &g, const ir::Shape &x, const ir
   return out;
 }
 
+/// OK if \p t can be a quantisation scale: a float dtype or f8e8m0.
+absl::Status requireScale(const Tensor &t) {
+  if (t.dtype() == DType::kF8E8M0) return absl::OkStatus();
+  return requireFloat(t, "scale");
+}
+
 /// Rounds \p v (an f32 or f64 result) to float dtype \p t as numpy stores
 /// it: f16 / bf16 arithmetic is f32 arithmetic rounded once more.
 double roundToFloat(double v, DType t) {
@@ -464,13 +484,15 @@ double roundToFloat(double v, DType t) {
 
 /// QuantizeLinear (opsets 10-25; onnx.reference): q = x / scale in x's float
 /// dtype (or precision; f64 for an integer x), rounded half to even, plus
-/// the zero point, saturated to the result dtype's range.
+/// the zero point, saturated to the result dtype's range. To a float8 /
+/// float4 dtype: q + zero point rounded to it (ir::encodeNarrowFloat, with
+/// 'saturate').
 Result quantizeLinear(const KernelArgs &args) {
   FUSEC_ASSIGN_OR_RETURN(const Tensor *x, requireInput(args, 0));
   FUSEC_ASSIGN_OR_RETURN(const Tensor *scale, requireInput(args, 1));
   const Tensor *zp = args.in(2);
   FUSEC_RETURN_IF_ERROR(requireNumber(*x, "x"));
-  FUSEC_RETURN_IF_ERROR(requireFloat(*scale, "scale"));
+  FUSEC_RETURN_IF_ERROR(requireScale(*scale));
   FUSEC_ASSIGN_OR_RETURN(ir::QuantGeometry g, ir::quantGeometry(args.node, x->shape(), scale->shape()));
   if (zp && zp->numElements() != scale->numElements())
     return invalidArg("zero point ", shapeStr(zp->shape()), " and scale ", shapeStr(scale->shape()), " differ");
@@ -480,6 +502,16 @@ Result quantizeLinear(const KernelArgs &args) {
   ir::quantRange(outDt, &lo, &hi);
   Tensor out(outDt, x->shape());
   const int64_t n = x->numElements();
+  if (ir::isNarrowFloat(outDt)) {
+    const bool saturate = args.node.attrI("saturate") != 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t p = quantParamIndex(g, x->shape(), scale->shape(), i);
+      const double q = roundToFloat(roundToFloat(x->getDouble(i), cdt) / roundToFloat(scale->getDouble(p), cdt), cdt);
+      const double y = zp ? roundToFloat(q + zp->getDouble(p), cdt) : q;
+      out.data()[i] = ir::encodeNarrowFloat(outDt, y, saturate);
+    }
+    return std::vector<Tensor>{std::move(out)};
+  }
   for (int64_t i = 0; i < n; ++i) {
     const int64_t p = quantParamIndex(g, x->shape(), scale->shape(), i);
     const double q = roundToFloat(roundToFloat(x->getDouble(i), cdt) / roundToFloat(scale->getDouble(p), cdt), cdt);
@@ -499,9 +531,11 @@ Result dequantizeLinear(const KernelArgs &args) {
   FUSEC_ASSIGN_OR_RETURN(const Tensor *scale, requireInput(args, 1));
   const Tensor *zp = args.in(2);
   int64_t lo, hi;
-  if (!ir::quantRange(x->dtype(), &lo, &hi))
-    return invalidArg("x has dtype ", ir::dtypeName(x->dtype()), ", expected u8, i8, u16, i16, i32 or u32");
-  FUSEC_RETURN_IF_ERROR(requireFloat(*scale, "scale"));
+  const bool floatX = ir::isNarrowFloat(x->dtype()) && x->dtype() != DType::kF8E8M0;
+  if (!ir::quantRange(x->dtype(), &lo, &hi) && !floatX)
+    return invalidArg("x has dtype ", ir::dtypeName(x->dtype()),
+                      ", expected u8, i8, u16, i16, i32, u32, i4, u4, i2, u2, float8 or f4e2m1");
+  FUSEC_RETURN_IF_ERROR(requireScale(*scale));
   if (zp && zp->dtype() != x->dtype())
     return invalidArg("zero point has dtype ", ir::dtypeName(zp->dtype()), ", x ", ir::dtypeName(x->dtype()));
   if (zp && zp->numElements() != scale->numElements())
@@ -512,7 +546,9 @@ Result dequantizeLinear(const KernelArgs &args) {
   const int64_t n = x->numElements();
   for (int64_t i = 0; i < n; ++i) {
     const int64_t p = quantParamIndex(g, x->shape(), scale->shape(), i);
-    const float dx = static_cast<float>(x->getInt(i)) - static_cast<float>(zp ? zp->getInt(p) : 0);
+    // (A float8 / float4 x and zero point decode exactly to f32.)
+    const float dx = floatX ? static_cast<float>(x->getDouble(i)) - static_cast<float>(zp ? zp->getDouble(p) : 0.0)
+                            : static_cast<float>(x->getInt(i)) - static_cast<float>(zp ? zp->getInt(p) : 0);
     // numpy: an f32 difference times an f64 scale is an f64 product.
     const double sc = scale->getDouble(p);
     out.setDouble(i, scale->dtype() == DType::kF64

@@ -351,6 +351,19 @@ absl::StatusOr<std::vector<WorkItem>> lowerGroup(
     const LoweringOptions &opts,
     const absl::flat_hash_map<const Value *, std::vector<Node *>> &users) {
   std::vector<WorkItem> items;
+  // Narrow dtypes (float8, float4, 4- and 2-bit integers; ir/DType.h) have
+  // no scalar conversions in the kernel language yet: refused, naming the
+  // node and the dtype, rather than computed as some other dtype.
+  for (const Node *n : members) {
+    for (int i = 0; i < n->numInputs() + n->numOutputs(); ++i) {
+      const Value *v = i < n->numInputs() ? n->input(i) : n->output(i - n->numInputs());
+      if (v && ir::isNarrow(v->type().dtype))
+        return unimplemented(*n, absl::StrCat("value '", v->name(), "' has dtype ",
+                                              ir::dtypeName(v->type().dtype),
+                                              ", which kernels do not support (float8, float4, int4 "
+                                              "and int2 run in the reference interpreter only)"));
+    }
+  }
   // FusedAttention (its own kernel kind): an attention spec.
   if (members.size() == 1 && members[0]->kind() == OpKind::kFusedAttention) {
     const Node *att = members[0];

@@ -74,12 +74,15 @@ using ir::Value;
 // too, next to the contrib attention mappings whose helpers it shares. LSTM,
 // GRU and RNN are unrolled over their static sequence length (RecurrentOps.h).
 // MatMulInteger, ConvInteger, QLinearMatMul and QLinearConv are written as
-// i32 GEMMs plus the f64 requantisation (QuantizedOps.h).
+// i32 GEMMs plus the f64 requantisation (QuantizedOps.h). CastLike is its
+// ONNX body, one Cast to input 1's dtype, written here because the linked
+// library builds only CastLike-15's, which lacks the saturate (19) and
+// round_mode (24) attributes and the float8 / float4 / int4 / int2 types.
 constexpr std::string_view kExpanded[] = {"LpNormalization", "InstanceNormalization",
                                           "RotaryEmbedding", "SimplifiedLayerNormalization",
                                           "Einsum", "DepthToSpace", "SpaceToDepth", "EyeLike",
                                           "Attention", "LSTM", "GRU", "RNN", "MatMulInteger",
-                                          "ConvInteger", "QLinearMatMul", "QLinearConv"};
+                                          "ConvInteger", "QLinearMatMul", "QLinearConv", "CastLike"};
 
 using Builder = ExpansionBuilder;
 
@@ -518,6 +521,15 @@ absl::StatusOr<std::vector<Node *>> expand(Graph &graph, NodeSpec &spec, int64_t
     Value *diag = b.op("Add", {b.op("Unsqueeze", {rows, b.ints({1})}), b.scalar(DType::kI64, static_cast<double>(k))});
     Value *eq = b.op("Equal", {diag, b.op("Unsqueeze", {cols, b.ints({0})})});
     return b.finish("Cast", {eq}, {{"to", Attribute(code)}});
+  }
+
+  if (op == "CastLike") {
+    FUSEC_ASSIGN_OR_RETURN(Value * like, input(spec, 1));
+    FUSEC_ASSIGN_OR_RETURN(int64_t saturate, intAttr(spec, "saturate", 1));
+    ir::AttributeMap attrs = {{"to", Attribute(static_cast<int64_t>(like->type().dtype))},
+                              {"saturate", Attribute(saturate)}};
+    if (auto it = spec.attrs.find("round_mode"); it != spec.attrs.end()) attrs.emplace("round_mode", it->second);
+    return b.finish("Cast", {x}, attrs);
   }
 
   if (op == "LpNormalization") {

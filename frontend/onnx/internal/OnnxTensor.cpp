@@ -4,8 +4,13 @@
 // elements little-endian; otherwise float_data holds FLOAT, double_data
 // DOUBLE, int64_data INT64, uint64_data UINT32/UINT64, string_data STRING,
 // and int32_data holds INT32/INT16/INT8/UINT16/UINT8/BOOL and the bit
-// patterns of FLOAT16/BFLOAT16 (one element per int32). External data
-// (data_location = EXTERNAL) uses the keys location, offset and length.
+// patterns of FLOAT16/BFLOAT16 and the float8 types (one element per int32).
+// The 4-bit types (INT4/UINT4/FLOAT4E2M1) are packed two per byte and the
+// 2-bit types (INT2/UINT2) four per byte, first element in the lowest bits,
+// in raw_data and external data (ceil(n * bits / 8) bytes) and in int32_data
+// (one packed byte per int32). ir::Tensor holds them one element per byte
+// (ir/DType.h). External data (data_location = EXTERNAL) uses the keys
+// location, offset and length.
 //
 //===----------------------------------------------------------------------===//
 #include "frontend/onnx/internal/OnnxTensor.h"
@@ -53,7 +58,7 @@ std::string onnxDTypeName(int32_t code) {
       "INT64", "STRING", "BOOL", "FLOAT16", "DOUBLE", "UINT32", "UINT64",
       "COMPLEX64", "COMPLEX128", "BFLOAT16", "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ",
       "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "UINT4", "INT4", "FLOAT4E2M1",
-      "FLOAT8E8M0", "UINT2", "INT2"};
+      "FLOAT8E8M0", "UINT2", "INT2", "FLOAT6E2M3", "FLOAT6E3M2"};
   constexpr int32_t kCount = static_cast<int32_t>(sizeof(kNames) / sizeof(kNames[0]));
   if (code >= 0 && code < kCount) return kNames[code];
   return absl::StrCat("code ", code);
@@ -205,6 +210,30 @@ absl::Status checkCount(const char *field, int64_t have, int64_t want, const ir:
                                                  " needs ", want));
 }
 
+/// The bytes ONNX serialises \p n elements of \p dt in (the narrow integer
+/// and float4 types are packed).
+int64_t serializedBytes(DType dt, int64_t n) {
+  const int64_t bits = ir::dtypeBits(dt);
+  return bits >= 8 ? n * (bits / 8) : (n * bits + 7) / 8;
+}
+
+/// Unpacks \p t's packed elements from \p packed (one byte per packed
+/// byte): element k sits at bit (k * bits) % 8 of byte k * bits / 8; i4 / i2
+/// are sign-extended.
+template <typename ByteAt>
+void unpackSubByte(ir::Tensor &t, const ByteAt &packed) {
+  const int64_t bits = ir::dtypeBits(t.dtype());
+  const bool sign = t.dtype() == DType::kI4 || t.dtype() == DType::kI2;
+  const unsigned mask = (1u << bits) - 1;
+  uint8_t *out = t.data();
+  for (int64_t k = 0; k < t.numElements(); ++k) {
+    const unsigned byte = static_cast<uint8_t>(packed(k * bits / 8));
+    unsigned v = (byte >> ((k * bits) % 8)) & mask;
+    if (sign && (v >> (bits - 1))) v |= ~mask;  // sign-extend
+    out[k] = static_cast<uint8_t>(v);
+  }
+}
+
 template <typename T, typename Src>
 void storeAll(ir::Tensor &t, const Src &src) {
   uint8_t *out = t.data();
@@ -236,7 +265,7 @@ absl::StatusOr<ir::Tensor> convert(const onnx::TensorProto &proto, const std::st
   if (external || proto.has_raw_data()) {
     if (dt == DType::kString)
       return absl::InvalidArgumentError("string tensors cannot use raw or external data");
-    const int64_t want = n * ir::dtypeSize(dt);
+    const int64_t want = serializedBytes(dt, n);
     std::string externalBytes;
     if (external) {
       FUSEC_ASSIGN_OR_RETURN(externalBytes,
@@ -250,7 +279,10 @@ absl::StatusOr<ir::Tensor> convert(const onnx::TensorProto &proto, const std::st
           external ? "external data" : "raw_data", " has ", raw.size(), " bytes, but shape ",
           shapeStr(shape), " of ", ir::dtypeName(dt), " needs ", want));
     ir::Tensor t(dt, shape);
-    if (want > 0) std::memcpy(t.data(), raw.data(), static_cast<size_t>(want));
+    if (ir::dtypeBits(dt) < 8)
+      unpackSubByte(t, [&](int64_t b) { return raw[static_cast<size_t>(b)]; });
+    else if (want > 0)
+      std::memcpy(t.data(), raw.data(), static_cast<size_t>(want));
     return t;
   }
 
@@ -308,6 +340,27 @@ absl::StatusOr<ir::Tensor> convert(const onnx::TensorProto &proto, const std::st
           storeAll<uint16_t>(t, proto.int32_data());
           break;
       }
+      return t;
+    }
+    case DType::kF8E4M3FN:
+    case DType::kF8E4M3FNUZ:
+    case DType::kF8E5M2:
+    case DType::kF8E5M2FNUZ:
+    case DType::kF8E8M0: {  // one code per int32, in its low 8 bits
+      FUSEC_RETURN_IF_ERROR(checkCount("int32_data", proto.int32_data_size(), n, shape, dt));
+      ir::Tensor t(dt, shape);
+      storeAll<uint8_t>(t, proto.int32_data());
+      return t;
+    }
+    case DType::kI4:
+    case DType::kU4:
+    case DType::kF4E2M1:
+    case DType::kI2:
+    case DType::kU2: {  // one packed byte per int32
+      FUSEC_RETURN_IF_ERROR(checkCount("int32_data (packed bytes)", proto.int32_data_size(),
+                                       serializedBytes(dt, n), shape, dt));
+      ir::Tensor t(dt, shape);
+      unpackSubByte(t, [&](int64_t b) { return proto.int32_data(static_cast<int>(b)); });
       return t;
     }
     case DType::kString: {

@@ -641,13 +641,21 @@ TEST(ImporterFormsTest, FunctionOpsWithoutAUsableBodyAreRefusedWithTheReason) {
   EXPECT_THAT(messageOf(g2.status()), HasSubstr("its ONNX function body uses 'If'"));
 
   // A context-dependent body's required input missing: an error, not a crash.
-  auto m3 = makeModel(21);
-  addInput(m3, "x", {3});
-  addNode(m3, "CastLike", {"x"}, {"y"}, "cl");
-  addOutput(m3, "y", {3});
+  auto m3 = makeModel(13);
+  addInput(m3, "x", {2, 3});
+  addNode(m3, "NegativeLogLikelihoodLoss", {"x"}, {"y"}, "nll");
+  addOutput(m3, "y", {});
   auto g3 = importOnnxModel(writeModel(m3, dir.file("model3.onnx")));
   ASSERT_FALSE(g3.ok());
-  EXPECT_THAT(messageOf(g3.status()), HasSubstr("CastLike input 1 ('target_type') is missing"));
+  EXPECT_THAT(messageOf(g3.status()), HasSubstr("NegativeLogLikelihoodLoss input 1 ('target') is missing"));
+  // CastLike is written at import (one Cast): the same input missing is named too.
+  auto m4 = makeModel(21);
+  addInput(m4, "x", {3});
+  addNode(m4, "CastLike", {"x"}, {"y"}, "cl");
+  addOutput(m4, "y", {3});
+  auto g4 = importOnnxModel(writeModel(m4, dir.file("model4.onnx")));
+  ASSERT_FALSE(g4.ok());
+  EXPECT_THAT(messageOf(g4.status()), HasSubstr("importing node 'cl' (CastLike): input 1 is missing"));
 
   // Mish does not exist before opset 18: not a function there, just unknown.
   auto y = runUnary("Mish", 17, {}, {1});

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -232,6 +233,74 @@ TEST(OnnxImporterTest, TypedDataFields) {
   EXPECT_EQ((*g)->findValue("i8")->constant()->toInts(), (std::vector<int64_t>{-7, 100}));
   EXPECT_EQ((*g)->findValue("d")->constant()->getDouble(0), 3.25);
   EXPECT_EQ((*g)->findValue("d")->type().str(), "f64[]");
+}
+
+// The 4-bit types are packed two per byte and the 2-bit types four per
+// byte, first element in the lowest bits, in raw_data and in int32_data (one
+// packed byte per int32); float8 codes take one int32 each. ir::Tensor holds
+// one element per byte.
+TEST(OnnxImporterTest, NarrowDtypesUnpack) {
+  // TensorProto.DataType codes newer than Debian's onnx.proto (1.12).
+  constexpr int32_t kOnnxFLOAT8E4M3FN = 17, kOnnxFLOAT8E5M2 = 19, kOnnxUINT4 = 21, kOnnxINT4 = 22,
+                    kOnnxFLOAT4E2M1 = 23, kOnnxUINT2 = 25, kOnnxINT2 = 26;
+  TempDir dir;
+  auto m = makeModel(23);
+  addInput(m, "x", {1});
+  auto init = [&](const char *name, int32_t dt, int64_t n) {
+    auto *t = m.mutable_graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(dt);
+    t->add_dims(n);
+    addOutput(m, name, {n}, dt);
+    return t;
+  };
+  // i4 -8, 7, -1, 0, 3 (odd count: the last byte's high nibble is padding).
+  init("i4", kOnnxINT4, 5)->set_raw_data(std::string("\x78\x0f\xf3", 3));
+  // u4 in int32_data: 1, 15, 9.
+  auto *u4 = init("u4", kOnnxUINT4, 3);
+  u4->add_int32_data(0xf1);
+  u4->add_int32_data(0x09);
+  // i2 -2, 1, -1, 0, 1 (four per byte).
+  init("i2", kOnnxINT2, 5)->set_raw_data(std::string("\x36\x01", 2));
+  // u2 in int32_data: 3, 2, 1, 0.
+  init("u2", kOnnxUINT2, 4)->add_int32_data(0x1b);
+  // f4e2m1 0.5, -6, 1.5 (codes 1, f, 3).
+  init("f4", kOnnxFLOAT4E2M1, 3)->set_raw_data(std::string("\xf1\x03", 2));
+  // f8e4m3fn 448, -0.5 in int32_data; f8e5m2 -inf, 1 in raw_data.
+  auto *f8 = init("f8", kOnnxFLOAT8E4M3FN, 2);
+  f8->add_int32_data(0x7e);
+  f8->add_int32_data(0xb0);
+  init("e5", kOnnxFLOAT8E5M2, 2)->set_raw_data(std::string("\xfc\x3c", 2));
+  addNode(m, "Identity", {"x"}, {"y"}, "id");
+  addOutput(m, "y", {1});
+  auto g = importOnnxModel(writeModel(m, dir.file("model.onnx")));
+  ASSERT_TRUE(g.ok()) << g.status();
+  auto ints = [&](const char *name) { return (*g)->findValue(name)->constant()->toInts(); };
+  auto doubles = [&](const char *name) { return (*g)->findValue(name)->constant()->toDoubles(); };
+  EXPECT_EQ(ints("i4"), (std::vector<int64_t>{-8, 7, -1, 0, 3}));
+  EXPECT_EQ((*g)->findValue("i4")->constant()->byteSize(), 5);
+  EXPECT_EQ((*g)->findValue("i4")->type().str(), "i4[5]");
+  EXPECT_EQ(ints("u4"), (std::vector<int64_t>{1, 15, 9}));
+  EXPECT_EQ(ints("i2"), (std::vector<int64_t>{-2, 1, -1, 0, 1}));
+  EXPECT_EQ(ints("u2"), (std::vector<int64_t>{3, 2, 1, 0}));
+  EXPECT_EQ(doubles("f4"), (std::vector<double>{0.5, -6, 1.5}));
+  EXPECT_EQ(doubles("f8"), (std::vector<double>{448, -0.5}));
+  EXPECT_EQ(doubles("e5"), (std::vector<double>{-std::numeric_limits<double>::infinity(), 1}));
+  EXPECT_EQ((*g)->findValue("e5")->type().str(), "f8e5m2[2]");
+
+  // Packed sizes are checked: 5 i4 elements need 3 bytes, 5 u2 need 2 int32s.
+  auto m2 = makeModel(23);
+  addInput(m2, "x", {1});
+  auto *t = m2.mutable_graph()->add_initializer();
+  t->set_name("w");
+  t->set_data_type(kOnnxINT4);
+  t->add_dims(5);
+  t->set_raw_data(std::string(2, '\0'));
+  addOutput(m2, "w", {5}, kOnnxINT4);
+  g = importOnnxModel(writeModel(m2, dir.file("model2.onnx")));
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(g.status().message()), HasSubstr("raw_data has 2 bytes, but shape [5] of i4 needs 3"));
 }
 
 TEST(OnnxImporterTest, DataSizeMismatchIsInvalidArgument) {
@@ -460,16 +529,17 @@ TEST(OnnxImporterTest, UnsupportedDtype) {
   EXPECT_THAT(std::string(g.status().message()), HasSubstr("'cplx'"));
   EXPECT_THAT(std::string(g.status().message()), HasSubstr("COMPLEX64"));
 
-  // A float8 graph input (code 17, newer than Debian's onnx.proto).
+  // A float6 graph input (code 27, newer than Debian's onnx.proto; float8,
+  // float4, int4 and int2 are supported, float6 is not).
   auto m2 = makeModel(19);
-  addInput(m2, "f8", {2}, 17);
-  addNode(m2, "Identity", {"f8"}, {"y"}, "id");
-  addOutput(m2, "y", {2}, 17);
+  addInput(m2, "f6", {2}, 27);
+  addNode(m2, "Identity", {"f6"}, {"y"}, "id");
+  addOutput(m2, "y", {2}, 27);
   g = importOnnxModel(writeModel(m2, dir.file("model2.onnx")));
   ASSERT_FALSE(g.ok());
   EXPECT_EQ(g.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_THAT(std::string(g.status().message()), HasSubstr("FLOAT8E4M3FN"));
-  EXPECT_THAT(std::string(g.status().message()), HasSubstr("'f8'"));
+  EXPECT_THAT(std::string(g.status().message()), HasSubstr("FLOAT6E2M3"));
+  EXPECT_THAT(std::string(g.status().message()), HasSubstr("'f6'"));
 
   auto m3 = makeModel(19);
   addInput(m3, "bad", {2}, 99);

@@ -154,6 +154,91 @@ TEST(ElementwiseTest, CastErrors) {
   EXPECT_EQ(code("Cast", {f32({1}, {1})}), StatusCode::kInvalidArgument);
 }
 
+// Narrow dtypes (ir/DType.h): Cast with saturate / round_mode, to and from
+// the 4- and 2-bit integers, QuantizeLinear / DequantizeLinear.
+TEST(ElementwiseTest, CastToFloat8SaturateOrNot) {
+  Tensor x = f32({5}, {1e6, -kInf, kNaN, 0.47892547, -1e-7});
+  Tensor sat = run1("Cast", {x}, {{"to", I(17)}});  // f8e4m3fn, saturate = 1
+  expectNear(sat, DType::kF8E4M3FN, {5}, {448, -448, kNaN, 0.46875, 0}, 0);
+  EXPECT_EQ(sat.data()[4], 0x80);  // -0 kept
+  expectNear(run1("Cast", {x}, {{"to", I(17)}, {"saturate", I(0)}}), DType::kF8E4M3FN, {5},
+             {kNaN, kNaN, kNaN, 0.46875, 0}, 0);
+  expectNear(run1("Cast", {x}, {{"to", I(19)}, {"saturate", I(0)}}), DType::kF8E5M2, {5},
+             {kInf, -kInf, kNaN, 0.5, 0}, 0);
+  Tensor fnuz = run1("Cast", {x}, {{"to", I(18)}, {"saturate", I(0)}});
+  expectNear(fnuz, DType::kF8E4M3FNUZ, {5}, {kNaN, kNaN, kNaN, 0.46875, 0}, 0);
+  EXPECT_EQ(fnuz.data()[4], 0x00);  // FNUZ: no -0
+  // Back to f16 and f32 exactly; f8 -> f8 through the exact value.
+  expectNear(run1("Cast", {sat}, {{"to", I(10)}}), DType::kF16, {5}, {448, -448, kNaN, 0.46875, 0}, 0);
+  expectNear(run1("Cast", {sat}, {{"to", I(20)}}), DType::kF8E5M2FNUZ, {5}, {448, -448, kNaN, 0.5, 0}, 0);
+  EXPECT_EQ(code("Cast", {x}, {{"to", I(24)}, {"round_mode", S("odd")}}), StatusCode::kInvalidArgument);
+}
+
+TEST(ElementwiseTest, CastToE8M0RoundModes) {
+  Tensor x = f32({4}, {0.124, 1.1, 1.5, 8});
+  expectNear(run1("Cast", {x}, {{"to", I(24)}}), DType::kF8E8M0, {4}, {0.125, 2, 2, 8}, 0);
+  expectNear(run1("Cast", {x}, {{"to", I(24)}, {"round_mode", S("down")}}), DType::kF8E8M0, {4},
+             {0.0625, 1, 1, 8}, 0);
+  expectNear(run1("Cast", {x}, {{"to", I(24)}, {"round_mode", S("nearest")}}), DType::kF8E8M0, {4},
+             {0.125, 1, 2, 8}, 0);
+}
+
+TEST(ElementwiseTest, CastNarrowIntegers) {
+  // Float -> i4 / u2: truncation, out of range 0 (onnx.reference's choice).
+  expectInts(run1("Cast", {f32({5}, {-9, -8, 7.9, 8, -1.5})}, {{"to", I(22)}}), DType::kI4, {5},
+             {0, -8, 7, 0, -1});
+  expectInts(run1("Cast", {f32({4}, {-1, 0, 3, 4})}, {{"to", I(25)}}), DType::kU2, {4}, {0, 0, 3, 0});
+  // Integer -> i4: wraps (ONNX: higher bits discarded); i4 -> i8 / f32 exact.
+  Tensor i4 = run1("Cast", {it(DType::kI8, {4}, {8, -9, 23, -1})}, {{"to", I(22)}});
+  expectInts(i4, DType::kI4, {4}, {-8, 7, 7, -1});
+  expectInts(run1("Cast", {i4}, {{"to", I(3)}}), DType::kI8, {4}, {-8, 7, 7, -1});
+  expectNear(run1("Cast", {i4}, {{"to", I(1)}}), DType::kF32, {4}, {-8, 7, 7, -1}, 0);
+  expectInts(run1("Cast", {i4}, {{"to", I(21)}}), DType::kU4, {4}, {8, 7, 7, 15});
+}
+
+TEST(ElementwiseTest, QuantizeToNarrowDtypes) {
+  Tensor x = f32({2, 3}, {0, 2.5, 30, -30, 5, 3});
+  Tensor scale = f32({2}, {2, 1});
+  // i4 per axis with zero point 1: round half even, then clamp to [-8, 7].
+  expectInts(run1("QuantizeLinear", {x, scale, it(DType::kI4, {2}, {1, 1})}, {{"axis", I(0)}}),
+             DType::kI4, {2, 3}, {1, 2, 7, -8, 6, 4});
+  expectInts(run1("QuantizeLinear", {x, scale, it(DType::kU2, {2}, {0, 0})}, {{"axis", I(0)}}),
+             DType::kU2, {2, 3}, {0, 1, 3, 0, 3, 3});
+  // float8: x / scale rounded to nearest even, saturating (or not).
+  Tensor zp8 = ft(DType::kF8E4M3FN, {2}, {0, 0});
+  expectNear(run1("QuantizeLinear", {f32({2, 3}, {200, 1e6, -1e6, 1, 2, 3}), scale, zp8}, {{"axis", I(0)}}),
+             DType::kF8E4M3FN, {2, 3}, {96, 448, -448, 1, 2, 3}, 0);
+  expectNear(run1("QuantizeLinear", {f32({2, 3}, {200, 1e6, -1e6, 1, 2, 3}), scale, zp8},
+                  {{"axis", I(0)}, {"saturate", I(0)}}),
+             DType::kF8E4M3FN, {2, 3}, {96, kNaN, kNaN, 1, 2, 3}, 0);
+  // float4 by output_dtype (no zero point): 2.5 / 2 = 1.25, a tie: 1.
+  expectNear(run1("QuantizeLinear", {x, scale}, {{"axis", I(0)}, {"output_dtype", I(23)}}), DType::kF4E2M1,
+             {2, 3}, {0, 1, 6, -6, 4, 3}, 0);
+}
+
+TEST(ElementwiseTest, DequantizeFromNarrowDtypes) {
+  expectNear(run1("DequantizeLinear", {it(DType::kI4, {4}, {-8, -1, 0, 7}), f32({}, {2}), it(DType::kI4, {}, {1})}),
+             DType::kF32, {4}, {-18, -4, -2, 12}, 0);
+  expectNear(run1("DequantizeLinear", {ft(DType::kF8E5M2, {3}, {49152, -96, 0.5}), f32({}, {2})}), DType::kF32,
+             {3}, {98304, -192, 1}, 0);
+  expectNear(run1("DequantizeLinear", {ft(DType::kF4E2M1, {3}, {6, -1.5, 0.5}), ft(DType::kF16, {}, {4})}),
+             DType::kF16, {3}, {24, -6, 2}, 0);
+  // An f8e8m0 scale (microscaling) needs output_dtype.
+  Tensor e8 = ft(DType::kF8E8M0, {}, {0.25});
+  expectNear(run1("DequantizeLinear", {it(DType::kU4, {2}, {3, 15}), e8}, {{"output_dtype", I(1)}}),
+             DType::kF32, {2}, {0.75, 3.75}, 0);
+  EXPECT_EQ(code("DequantizeLinear", {it(DType::kU4, {2}, {3, 15}), e8}), StatusCode::kInvalidArgument);
+}
+
+TEST(ElementwiseTest, ArithmeticOnNarrowDtypesIsRefused) {
+  Tensor a = ft(DType::kF8E4M3FN, {2}, {1, 2});
+  EXPECT_EQ(code("Add", {a, a}), StatusCode::kInvalidArgument);
+  EXPECT_EQ(code("Abs", {it(DType::kI4, {1}, {-3})}), StatusCode::kInvalidArgument);
+  // Data movement works on them: Where copies element bytes.
+  Tensor w = run1("Where", {boolT({2}, {1, 0}), a, ft(DType::kF8E4M3FN, {2}, {-4, -8})});
+  expectNear(w, DType::kF8E4M3FN, {2}, {1, -8}, 0);
+}
+
 TEST(ElementwiseTest, IdentityCopies) {
   Tensor x = i64({2, 2}, {1, 2, 3, 4});
   EXPECT_EQ(run1("Identity", {x}), x);

@@ -607,6 +607,36 @@ TEST(OpTable, DTypeRules) {
   EXPECT_FALSE(dtypeInClass(DType::kBool, DTypeClass::kNumeric));
   EXPECT_TRUE(dtypeInClass(DType::kI32, DTypeClass::kIndex));
   EXPECT_FALSE(dtypeInClass(DType::kU8, DTypeClass::kIndex));
+  // Narrow dtypes are storage only: quantised operands and scales, not numbers.
+  EXPECT_FALSE(dtypeInClass(DType::kF8E4M3FN, DTypeClass::kFloat));
+  EXPECT_FALSE(dtypeInClass(DType::kI4, DTypeClass::kNumeric));
+  EXPECT_TRUE(dtypeInClass(DType::kI4, DTypeClass::kQuantized));
+  EXPECT_TRUE(dtypeInClass(DType::kF4E2M1, DTypeClass::kQuantized));
+  EXPECT_TRUE(dtypeInClass(DType::kU8, DTypeClass::kQuantized));
+  EXPECT_TRUE(dtypeInClass(DType::kF8E8M0, DTypeClass::kScale));
+  EXPECT_FALSE(dtypeInClass(DType::kF8E4M3FN, DTypeClass::kScale));
+}
+
+// Narrow dtypes (ir/DType.h) in shape inference: Cast's 'to', QuantizeLinear
+// / DequantizeLinear's result and operand dtypes; arithmetic on them refused.
+TEST(ShapeInference, NarrowDTypes) {
+  EXPECT_EQ(inferType("%x: f32[3]", "%out = \"Cast\"(%x) {to = 17, saturate = 0}"), "f8e4m3fn[3]");
+  EXPECT_EQ(inferType("%x: i4[3]", "%out = \"Cast\"(%x) {to = 1}"), "f32[3]");
+  EXPECT_EQ(inferType("%x: f32[2,4], %s: f32[2], %z: u2[2]", "%out = \"QuantizeLinear\"(%x, %s, %z) {axis = 0}"),
+            "u2[2,4]");
+  EXPECT_EQ(inferType("%x: f32[4], %s: f32[]", "%out = \"QuantizeLinear\"(%x, %s) {output_dtype = 23}"),
+            "f4e2m1[4]");
+  EXPECT_NE(inferType("%x: f32[4], %s: f32[]", "%out = \"QuantizeLinear\"(%x, %s) {output_dtype = 24}")
+                .find("quantising to f8e8m0 is not supported"),
+            std::string::npos);
+  EXPECT_EQ(inferType("%x: f8e5m2[4], %s: f16[]", "%out = \"DequantizeLinear\"(%x, %s)"), "f16[4]");
+  EXPECT_EQ(inferType("%x: i4[2,4], %s: f8e8m0[2,1]",
+                      "%out = \"DequantizeLinear\"(%x, %s) {axis = 1, block_size = 4, output_dtype = 1}"),
+            "f32[2,4]");
+  EXPECT_NE(inferType("%x: i4[4], %s: f8e8m0[]", "%out = \"DequantizeLinear\"(%x, %s)").find("needs output_dtype"),
+            std::string::npos);
+  EXPECT_NE(inferType("%x: f8e4m3fn[2]", "%out = \"Add\"(%x, %x)").find("f8e4m3fn"), std::string::npos);
+  EXPECT_EQ(inferType("%x: i4[2,3]", "%out = \"Transpose\"(%x) {perm = ints[1, 0]}"), "i4[3,2]");
 }
 
 }  // namespace

@@ -118,6 +118,35 @@ TEST(TextIR, ConstantsOfEveryDtype) {
   EXPECT_EQ((*g)->findValue("f16")->constant()->getDouble(1), 65504.0);
 }
 
+TEST(TextIR, ConstantsOfNarrowDtypes) {
+  // Narrow floats print their values (exact in f32) and parse back to the
+  // same codes; the narrow integers print and wrap as integers.
+  const std::string text =
+      "graph @n() -> (%a, %b, %c, %d, %e, %f, %g) {\n"
+      "  %a = constant f8e4m3fn[5] dense<[448.0, -0.3125, 0.001953125, -0.0, nan]>\n"
+      "  %b = constant f8e5m2[3] dense<[57344.0, -inf, 1.5]>\n"
+      "  %c = constant f8e8m0[2] dense<[0.25, 1024.0]>\n"
+      "  %d = constant f4e2m1[3] dense<[6.0, -0.5, 1.5]>\n"
+      "  %e = constant i4[3] dense<[-8, 7, -1]>\n"
+      "  %f = constant u2[2] dense<[3, 0]>\n"
+      "  %g = constant f8e5m2fnuz[1] dense<[-0.0]>\n"
+      "  return %a, %b, %c, %d, %e, %f, %g\n"
+      "}\n";
+  const std::string once = roundTrip(text);
+  EXPECT_EQ(roundTrip(once), once);
+  auto g = parseGraph(once);
+  ASSERT_TRUE(g.ok()) << g.status();
+  const Tensor *a = (*g)->findValue("a")->constant();
+  EXPECT_EQ(a->dtype(), DType::kF8E4M3FN);
+  EXPECT_EQ(std::vector<uint8_t>(a->data(), a->data() + 5), (std::vector<uint8_t>{0x7e, 0xaa, 0x01, 0x80, 0x7f}));
+  EXPECT_EQ((*g)->findValue("b")->constant()->toDoubles()[1], -std::numeric_limits<double>::infinity());
+  EXPECT_EQ((*g)->findValue("c")->constant()->toDoubles(), (std::vector<double>{0.25, 1024}));
+  EXPECT_EQ((*g)->findValue("d")->constant()->toDoubles(), (std::vector<double>{6, -0.5, 1.5}));
+  EXPECT_EQ((*g)->findValue("e")->constant()->toInts(), (std::vector<int64_t>{-8, 7, -1}));
+  EXPECT_EQ((*g)->findValue("f")->constant()->toInts(), (std::vector<int64_t>{3, 0}));
+  EXPECT_EQ((*g)->findValue("g")->constant()->data()[0], 0x00);  // FNUZ: -0 is +0
+}
+
 TEST(TextIR, ElidedConstantsParseAsZeros) {
   const std::string text =
       "graph @g() -> (%big, %small) {\n"
