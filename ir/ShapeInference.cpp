@@ -304,7 +304,7 @@ std::optional<Elems> Inferrer::trackNode(const Node &n, int depth) {
     case OpKind::kFlatten: case OpKind::kSplit: case OpKind::kGatherElements:
     case OpKind::kGatherND: case OpKind::kExpand: case OpKind::kTile: case OpKind::kTrilu:
     case OpKind::kPad: case OpKind::kRange: case OpKind::kFusedAttention:
-    case OpKind::kPRelu: case OpKind::kCumSum: case OpKind::kResize: case OpKind::kConvTranspose:
+    case OpKind::kPRelu: case OpKind::kCumSum: case OpKind::kGridSample: case OpKind::kRoiAlign: case OpKind::kCumProd: case OpKind::kCompress: case OpKind::kNonMaxSuppression: case OpKind::kDet: case OpKind::kResize: case OpKind::kConvTranspose:
     case OpKind::kTopK: case OpKind::kHardmax: case OpKind::kOneHot: case OpKind::kScatterND:
     case OpKind::kScatterElements: case OpKind::kBitShift: case OpKind::kQuantizeLinear: case OpKind::kDequantizeLinear:
     case OpKind::kBitwiseAnd: case OpKind::kBitwiseOr: case OpKind::kBitwiseXor: case OpKind::kBitwiseNot:
@@ -467,15 +467,21 @@ absl::StatusOr<std::vector<TensorType>> Inferrer::run() {
       }
       return same(x.dtype);
     }
-    case OpKind::kCumSum: {
+    case OpKind::kCumSum: case OpKind::kCumProd: {
       if (x.rankKnown) {
-        if (x.rank() == 0) return error("CumSum input must have rank >= 1");
+        if (x.rank() == 0)
+          return error(absl::StrCat(ir::opInfo(node_.kind()).name, " input must have rank >= 1"));
         if (auto axis = ints(1); axis && axis->size() == 1)
           FUSEC_RETURN_IF_ERROR(normAxis((*axis)[0], x.rank()).status());
       }
       return same(x.dtype);
     }
     case OpKind::kResize: return one(resize());
+    case OpKind::kGridSample: return one(gridSample());
+    case OpKind::kRoiAlign: return one(roiAlign());
+    case OpKind::kCompress: return one(compress());
+    case OpKind::kNonMaxSuppression: return one(nonMaxSuppression());
+    case OpKind::kDet: return one(det());
     case OpKind::kTopK: return topK();
     case OpKind::kOneHot: return one(oneHot());
     case OpKind::kScatterND: return one(scatterND());
