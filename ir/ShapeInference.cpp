@@ -238,6 +238,28 @@ std::optional<Elems> Inferrer::trackNode(const Node &n, int depth) {
       }
       return e;
     }
+    case OpKind::kMax:
+    case OpKind::kMin: {
+      // Two operands (exporters clamp pads and crop sizes at 0): elementwise
+      // on known integers; a symbol meets only itself.
+      if (n.numInputs() != 2) return std::nullopt;
+      auto a = sub(0), b = sub(1);
+      if (!a || !b) return std::nullopt;
+      if (a->size() != b->size() && a->size() != 1 && b->size() != 1) return std::nullopt;
+      const size_t len = std::max(a->size(), b->size());
+      Elems e;
+      for (size_t i = 0; i < len; ++i) {
+        const Elem &x = (*a)[a->size() == 1 ? 0 : i];
+        const Elem &y = (*b)[b->size() == 1 ? 0 : i];
+        if (x.isInt() && y.isInt())
+          e.push_back(Elem::ofInt(n.kind() == OpKind::kMax ? std::max(x.v, y.v) : std::min(x.v, y.v)));
+        else if (x.kind == Elem::kSym && y.kind == Elem::kSym && x.sym == y.sym)
+          e.push_back(x);
+        else
+          e.push_back(Elem{});
+      }
+      return e;
+    }
     case OpKind::kAdd:
     case OpKind::kSub:
     case OpKind::kMul:
@@ -291,7 +313,7 @@ std::optional<Elems> Inferrer::trackNode(const Node &n, int depth) {
     case OpKind::kCosh: case OpKind::kAsinh: case OpKind::kAcosh: case OpKind::kAtanh:
     case OpKind::kSign: case OpKind::kNot: case OpKind::kIsNaN: case OpKind::kIsInf:
     case OpKind::kDropout: case OpKind::kClip: case OpKind::kPow: case OpKind::kMod:
-    case OpKind::kMax: case OpKind::kMin: case OpKind::kSum: case OpKind::kMean:
+    case OpKind::kSum: case OpKind::kMean:
     case OpKind::kLess: case OpKind::kLessOrEqual: case OpKind::kGreater:
     case OpKind::kGreaterOrEqual: case OpKind::kAnd: case OpKind::kOr: case OpKind::kXor:
     case OpKind::kMatMul: case OpKind::kGemm: case OpKind::kConv: case OpKind::kSoftmax:

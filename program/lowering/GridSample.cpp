@@ -1,4 +1,4 @@
-//===- GridSample.cpp - GridSample as a gather of weighted taps -----------===//
+//===- GridSample.cpp - GridSample and RoiAlign as gathers of weighted taps -===//
 //
 // gridSampleAt(): the value of a GridSample output at (n, c, p...). Per
 // spatial axis d (grid's coordinate r-1-d: the grid lists x first) the
@@ -13,6 +13,15 @@
 // is the sum over the taps' product grid. Coordinates and weights are f64
 // expressions, like the reference interpreter's double arithmetic; the
 // taps' indices come from grid data, so X is read by a gather.
+//
+// lowerRoiAlign(): RoiAlign as a kernel of its own over the output
+// [R, C, oh, ow]: per region the box (rois[r] times spatial_scale, less 0.5
+// with half_pixel; at least 1 x 1 with output_half_pixel), per bin a fixed
+// sampling_ratio^2 grid of bilinear samples at the sub-bin centres (a
+// sample outside [-1, len] reads 0, one in [-1, 0] the edge), averaged or
+// maxed (the largest weighted tap of each sample, as ONNX Runtime).
+// sampling_ratio 0 (a sample count that depends on each region's size) is
+// refused with that reason.
 //
 //===----------------------------------------------------------------------===//
 #include "program/lowering/GroupLowering.h"
@@ -142,6 +151,94 @@ absl::StatusOr<int> GroupLowering::gridSampleAt(const Node &n, const std::vector
     if (d < 0) break;
   }
   return spec_.cast(acc, computeTypeOf(n.output(0)->type().dtype));
+}
+
+/// The most samples per RoiAlign bin the kernel unrolls (4 loads each).
+constexpr int64_t kMaxRoiSamples = 64;
+
+absl::Status GroupLowering::lowerRoiAlign(const Node &n) {
+  FUSEC_ASSIGN_OR_RETURN(Shape xs, staticShape(n.input(0)));
+  FUSEC_ASSIGN_OR_RETURN(Shape os, staticShape(n.output(0)));
+  if (xs.size() != 4 || os.size() != 4) return unimplemented(n, "RoiAlign needs a 4-D X");
+  const int64_t ratio = n.attrI("sampling_ratio");
+  if (ratio <= 0)
+    return unimplemented(n, "sampling_ratio = 0 samples each bin ceil(bin size) times, a count that depends on "
+                            "each region's size (data); export with a fixed sampling_ratio > 0");
+  if (ratio * ratio > kMaxRoiSamples)
+    return unimplemented(n, absl::StrCat("sampling_ratio ", ratio, ": the kernel unrolls at most ", kMaxRoiSamples,
+                                         " samples per bin"));
+  if (prod(os) == 0) return absl::OkStatus();
+  const int64_t N = xs[0], H = xs[2], W = xs[3], oh = os[2], ow = os[3];
+  if (H == 0 || W == 0) return unimplemented(n, "samples an empty X");
+  domainShape_ = os;
+  for (int64_t e : os) domainIdx_.push_back(spec_.index(spec_.addDim(e, false)));
+  numParallel_ = os.size();
+  const int r = domainIdx_[0], ch = domainIdx_[1], ph = domainIdx_[2], pw = domainIdx_[3];
+  const ScalarType f64 = ScalarType::kF64;
+  auto k = [&](double v) { return spec_.constF(v, f64); };
+  auto B = [&](BinaryOp op, int a, int b) { return bin(op, a, b); };
+  const double scale = n.attrF("spatial_scale");
+  const bool halfPixel = n.attrS("coordinate_transformation_mode") == "half_pixel";
+  const bool isMax = n.attrS("mode") == "max";
+  auto roi = [&](int64_t i) -> absl::StatusOr<int> {
+    FUSEC_ASSIGN_OR_RETURN(int v, valueAt(n.input(1), {r, spec_.constI(i)}));
+    return B(BinaryOp::kSub, B(BinaryOp::kMul, spec_.cast(v, f64), k(scale)), k(halfPixel ? 0.5 : 0.0));
+  };
+  FUSEC_ASSIGN_OR_RETURN(int x1, roi(0));
+  FUSEC_ASSIGN_OR_RETURN(int y1, roi(1));
+  FUSEC_ASSIGN_OR_RETURN(int x2, roi(2));
+  FUSEC_ASSIGN_OR_RETURN(int y2, roi(3));
+  int rw = B(BinaryOp::kSub, x2, x1), rh = B(BinaryOp::kSub, y2, y1);
+  if (!halfPixel) {
+    rw = B(BinaryOp::kMax, rw, k(1));
+    rh = B(BinaryOp::kMax, rh, k(1));
+  }
+  const int bh = B(BinaryOp::kDiv, rh, k(static_cast<double>(oh)));
+  const int bw = B(BinaryOp::kDiv, rw, k(static_cast<double>(ow)));
+  // The image: batch_indices[r], clamped into X (the reference refuses one outside).
+  FUSEC_ASSIGN_OR_RETURN(int bv, valueAt(n.input(2), {r}));
+  const int b = B(BinaryOp::kMin, B(BinaryOp::kMax, spec_.cast(bv, ScalarType::kIdx), spec_.constI(0)),
+                  spec_.constI(N - 1));
+  // One axis of a sample: the clamped low / high taps and the fraction.
+  struct Axis { int lo, hi, frac; };
+  auto axis = [&](int pos, int64_t len) {
+    const int p0 = B(BinaryOp::kMax, pos, k(0));
+    const int fl = un(UnaryOp::kFloor, p0);
+    const int atEnd = B(BinaryOp::kGe, fl, k(static_cast<double>(len - 1)));
+    const int lo = spec_.cast(spec_.select(atEnd, k(static_cast<double>(len - 1)), fl), ScalarType::kIdx);
+    const int hi = B(BinaryOp::kMin, B(BinaryOp::kAdd, lo, spec_.constI(1)), spec_.constI(len - 1));
+    const int frac = spec_.select(atEnd, k(0), B(BinaryOp::kSub, p0, fl));
+    return Axis{lo, hi, frac};
+  };
+  const double g = static_cast<double>(ratio);
+  int acc = -1;
+  for (int64_t iy = 0; iy < ratio; ++iy) {
+    const int y = B(BinaryOp::kAdd, B(BinaryOp::kAdd, y1, B(BinaryOp::kMul, spec_.cast(ph, f64), bh)),
+                    B(BinaryOp::kDiv, B(BinaryOp::kMul, k(static_cast<double>(iy) + 0.5), bh), k(g)));
+    for (int64_t ix = 0; ix < ratio; ++ix) {
+      const int x = B(BinaryOp::kAdd, B(BinaryOp::kAdd, x1, B(BinaryOp::kMul, spec_.cast(pw, f64), bw)),
+                      B(BinaryOp::kDiv, B(BinaryOp::kMul, k(static_cast<double>(ix) + 0.5), bw), k(g)));
+      const int inside = un(UnaryOp::kNot, B(BinaryOp::kOr, B(BinaryOp::kOr, B(BinaryOp::kLt, y, k(-1)),
+                                                                 B(BinaryOp::kGt, y, k(static_cast<double>(H)))),
+                                                B(BinaryOp::kOr, B(BinaryOp::kLt, x, k(-1)),
+                                                  B(BinaryOp::kGt, x, k(static_cast<double>(W))))));
+      const Axis ay = axis(y, H), ax = axis(x, W);
+      const int ly = ay.frac, lx = ax.frac, hy = B(BinaryOp::kSub, k(1), ly), hx = B(BinaryOp::kSub, k(1), lx);
+      const int taps[4][2] = {{ay.lo, ax.lo}, {ay.lo, ax.hi}, {ay.hi, ax.lo}, {ay.hi, ax.hi}};
+      const int w[4] = {B(BinaryOp::kMul, hy, hx), B(BinaryOp::kMul, hy, lx), B(BinaryOp::kMul, ly, hx),
+                        B(BinaryOp::kMul, ly, lx)};
+      int sample = -1;
+      for (int t = 0; t < 4; ++t) {
+        FUSEC_ASSIGN_OR_RETURN(int v, valueAt(n.input(0), {b, ch, taps[t][0], taps[t][1]}));
+        const int wv = B(BinaryOp::kMul, spec_.select(inside, w[t], k(0)), spec_.cast(v, f64));
+        sample = sample < 0 ? wv : B(isMax ? BinaryOp::kMax : BinaryOp::kAdd, sample, wv);
+      }
+      acc = acc < 0 ? sample : B(isMax ? BinaryOp::kMax : BinaryOp::kAdd, acc, sample);
+    }
+  }
+  if (!isMax) acc = B(BinaryOp::kDiv, acc, k(g * g));
+  spec_.addStore(bufferFor(n.output(0), true), domainIdx_, spec_.cast(acc, computeTypeOf(n.output(0)->type().dtype)));
+  return absl::OkStatus();
 }
 
 }  // namespace fusec::program::lowering

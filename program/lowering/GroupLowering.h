@@ -128,6 +128,10 @@ class GroupLowering {
   /// Det (its own kernel): the domain is the output; the determinant of each
   /// M x M matrix as its permutation expansion in f64, M <= kMaxDetSize.
   absl::Status lowerDet(const Node &n);
+  /// RoiAlign (its own kernel): the domain is the output [R, C, oh, ow]; per
+  /// bin sampling_ratio^2 bilinear samples gathered from X (GridSample.cpp).
+  /// Errors: Unimplemented for sampling_ratio 0 (a data-dependent count).
+  absl::Status lowerRoiAlign(const Node &n);
   /// TopK (its own kernel): rows over the input without its axis, the
   /// reduced dim over the axis, k selection passes; stores the outputs
   /// among \p outputs (Select.cpp). Errors: Unimplemented for a run-time k

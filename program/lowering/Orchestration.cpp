@@ -296,7 +296,7 @@ absl::StatusOr<WorkItem> GroupLowering::run(const std::set<const Value *> &exter
     return item;
   }
 
-  // Ops whose result size depends on the data, and RoiAlign, have no kernel.
+  // Ops whose result size depends on the data have no kernel.
   for (const Node *n : order_) {
     if (n->kind() == OpKind::kCompress)
       return unimplemented(*n, "the condition (input 1) arrives at run time, so the result's size "
@@ -306,8 +306,12 @@ absl::StatusOr<WorkItem> GroupLowering::run(const std::set<const Value *> &exter
       return unimplemented(*n, "the number of selected boxes depends on the data (a result of shape "
                                "[num_selected, 3]); fusec compiles only static result shapes (the "
                                "reference interpreter runs it)");
-    if (n->kind() == OpKind::kRoiAlign)
-      return unimplemented(*n, "RoiAlign is not lowered to a kernel yet (the reference interpreter runs it)");
+  }
+  if (order_.size() == 1 && order_[0]->kind() == OpKind::kRoiAlign) {
+    FUSEC_RETURN_IF_ERROR(lowerRoiAlign(*order_[0]));
+    item.spec = std::move(spec_);
+    item.buffers = bufferValues_;
+    return item;
   }
   if (order_.size() == 1 && order_[0]->kind() == OpKind::kDet) {
     FUSEC_RETURN_IF_ERROR(lowerDet(*order_[0]));
