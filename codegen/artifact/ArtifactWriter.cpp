@@ -489,18 +489,6 @@ absl::Status checkStaticShapes(const ir::Graph &graph) {
         return absl::InvalidArgumentError(absl::StrCat("value '", v->name(), "' of ", n->describe(),
                                                        " has type ", v->type().str(),
                                                        ", larger than 64 TiB"));
-  // Results whose size depends on the data (unless the inputs that decide it
-  // are constants): refused with that reason, before any consumer fails.
-  for (const ir::Node *n : graph.nodes()) {
-    const bool dataSized = n->kind() == ir::OpKind::kNonMaxSuppression || n->kind() == ir::OpKind::kCompress;
-    const ir::Value *o = n->numOutputs() > 0 ? n->output(0) : nullptr;
-    if (dataSized && o && !(o->type().rankKnown && o->type().isStatic()))
-      return absl::UnimplementedError(absl::StrCat(
-          n->describe(), ": the size of its result ", o->type().str(),
-          " depends on the input data, and an artifact needs static shapes (the reference "
-          "interpreter, fusec-run --reference, runs it)",
-          n->kind() == ir::OpKind::kCompress ? "; a constant condition compiles (as a Gather)" : ""));
-  }
   for (const ir::Value *v : graph.outputs()) {
     if (v && !(v->type().rankKnown && v->type().isStatic()))
       return absl::InvalidArgumentError(

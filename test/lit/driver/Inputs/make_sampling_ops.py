@@ -6,13 +6,13 @@ flow-warp GridSample (Sigmoid producer, bilinear, border padding) feeding an
 Add, a nearest / zeros GridSample with align_corners, a 3-D reflection one,
 CumProd along a middle axis, Det of a batch of 3x3 matrices, LRN (AlexNet's
 attributes), LpPool (p = 2 and p = 3), ReverseSequence (time-major), a
-GroupNormalization (opset 18: per-group scale and bias) and a Compress with
-a constant condition.
+GroupNormalization (opset 18: per-group scale and bias), a Compress with
+a constant condition and a RoiAlign (sampling_ratio 2).
 
 And models each refused by `fusec -o` with a reason naming the node:
 nms.onnx (NonMaxSuppression: the selected count depends on the data),
 compress_runtime.onnx (Compress on a graph-input condition),
-roialign.onnx (RoiAlign: no kernel yet).
+roialign.onnx (RoiAlign with sampling_ratio 0: a per-region sample count).
 """
 import os
 import sys
@@ -60,13 +60,17 @@ nodes = [
     h.make_node("GroupNormalization", ["x", "gscale", "gbias"], ["y_gn"], name="groupnorm", num_groups=2),
     const("keep", np.array([True, False, True, True], bool)),
     h.make_node("Compress", ["x", "keep"], ["y_cmp"], name="compress", axis=1),
+    const("rois", np.array([[0, 0, 5, 4], [1.5, 0.5, 7.2, 5.9]], np.float32)),
+    const("bidx", np.array([0, 0], np.int64)),
+    h.make_node("RoiAlign", ["x", "rois", "bidx"], ["y_roi"], name="roialign", output_height=2, output_width=3,
+                sampling_ratio=2, spatial_scale=0.5),
 ]
 m = save("new_ops", nodes,
          [F("x", [1, 4, 6, 8]), F("grid", [1, 5, 7, 2]), F("res", [1, 4, 5, 7]), F("v", [1, 2, 3, 4, 5]),
           F("gv", [1, 2, 3, 2, 3]), F("m", [4, 3, 3]), F("seq", [5, 3, 2]), I("lens", [3])],
          [F("y_warp", None), F("y_near", None), F("y_vol", None), F("y_cp", None), F("y_det", None),
           F("y_lrn", None), F("y_lp2", None), F("y_lp3", None), F("y_rev", None), F("y_gn", None),
-          F("y_cmp", None)], opset=18)
+          F("y_cmp", None), F("y_roi", None)], opset=18)
 feeds = {"x": rng.standard_normal((1, 4, 6, 8)).astype(np.float32),
          "grid": rng.uniform(-1.3, 1.3, (1, 5, 7, 2)).astype(np.float32),
          "res": rng.standard_normal((1, 4, 5, 7)).astype(np.float32),
@@ -90,5 +94,5 @@ save("nms", [h.make_node("NonMaxSuppression", ["boxes", "scores", "k"], ["sel"],
 save("compress_runtime", [h.make_node("Compress", ["x", "c"], ["y"], name="pick", axis=0)],
      [F("x", [4, 2]), h.make_tensor_value_info("c", T.BOOL, [4])], [F("y", None)])
 save("roialign", [h.make_node("RoiAlign", ["x", "rois", "bi"], ["y"], name="align", output_height=2,
-                              output_width=2, sampling_ratio=2)],
+                              output_width=2, sampling_ratio=0)],
      [F("x", [1, 2, 8, 8]), F("rois", [3, 4]), I("bi", [3])], [F("y", None)])
