@@ -492,6 +492,15 @@ inline std::vector<Case> corpus() {
   %f = "Det"(%m4) : f32[2] loc("det4")
   return %a, %b, %c, %d, %e, %f
 })"});
+  // RoiAlign as its own kernel: avg with half_pixel and max with
+  // output_half_pixel, regions inside, across and past the image, batch 2.
+  cs.push_back({"roialign", R"(graph @roialign(%x: f32[2,3,6,7]) -> (%a, %m) {
+  %rois = constant f32[3,4] dense<[0.0, 0.0, 5.0, 4.0, 1.5, 0.5, 6.2, 5.9, -2.0, -1.0, 9.0, 8.0]>
+  %bi = constant i64[3] dense<[0, 1, 1]>
+  %a = "RoiAlign"(%x, %rois, %bi) {output_height = 2, output_width = 3, sampling_ratio = 2, spatial_scale = 0.75} : f32[3,3,2,3] loc("align_avg")
+  %m = "RoiAlign"(%x, %rois, %bi) {coordinate_transformation_mode = "output_half_pixel", mode = "max", output_height = 3, output_width = 2, sampling_ratio = 1} : f32[3,3,3,2] loc("align_max")
+  return %a, %m
+})"});
   return cs;
 }
 
