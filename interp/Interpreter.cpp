@@ -49,7 +49,7 @@ Family familyOf(ir::OpKind kind) {
     case K::kSoftmax: case K::kLogSoftmax: case K::kLayerNormalization: case K::kRMSNormalization:
     case K::kReduceMean: case K::kReduceSum: case K::kReduceMax: case K::kReduceMin:
     case K::kReduceProd: case K::kReduceSumSquare: case K::kReduceL2: case K::kArgMax:
-    case K::kArgMin: case K::kCumSum: case K::kTopK: case K::kHardmax:
+    case K::kArgMin: case K::kCumSum: case K::kTopK: case K::kHardmax: case K::kCumProd: case K::kDet:
       return Family::kReduction;
     case K::kMatMul: case K::kGemm: case K::kConv: case K::kConvTranspose:
     case K::kBatchNormalization: case K::kMaxPool:
@@ -61,9 +61,9 @@ Family familyOf(ir::OpKind kind) {
     case K::kGather: case K::kGatherElements: case K::kGatherND: case K::kExpand: case K::kTile:
     case K::kTrilu: case K::kPad: case K::kShape: case K::kSize: case K::kConstantOfShape:
     case K::kRange: case K::kConstant: case K::kOneHot: case K::kScatterND:
-    case K::kScatterElements:
+    case K::kScatterElements: case K::kCompress: case K::kNonMaxSuppression:
       return Family::kMovement;
-    case K::kResize:
+    case K::kResize: case K::kGridSample: case K::kRoiAlign:
       return Family::kResize;
     case K::kFusedAttention:
       return Family::kAttention;

@@ -238,6 +238,28 @@ std::optional<Elems> Inferrer::trackNode(const Node &n, int depth) {
       }
       return e;
     }
+    case OpKind::kMax:
+    case OpKind::kMin: {
+      // Two operands (exporters clamp pads and crop sizes at 0): elementwise
+      // on known integers; a symbol meets only itself.
+      if (n.numInputs() != 2) return std::nullopt;
+      auto a = sub(0), b = sub(1);
+      if (!a || !b) return std::nullopt;
+      if (a->size() != b->size() && a->size() != 1 && b->size() != 1) return std::nullopt;
+      const size_t len = std::max(a->size(), b->size());
+      Elems e;
+      for (size_t i = 0; i < len; ++i) {
+        const Elem &x = (*a)[a->size() == 1 ? 0 : i];
+        const Elem &y = (*b)[b->size() == 1 ? 0 : i];
+        if (x.isInt() && y.isInt())
+          e.push_back(Elem::ofInt(n.kind() == OpKind::kMax ? std::max(x.v, y.v) : std::min(x.v, y.v)));
+        else if (x.kind == Elem::kSym && y.kind == Elem::kSym && x.sym == y.sym)
+          e.push_back(x);
+        else
+          e.push_back(Elem{});
+      }
+      return e;
+    }
     case OpKind::kAdd:
     case OpKind::kSub:
     case OpKind::kMul:
@@ -291,7 +313,7 @@ std::optional<Elems> Inferrer::trackNode(const Node &n, int depth) {
     case OpKind::kCosh: case OpKind::kAsinh: case OpKind::kAcosh: case OpKind::kAtanh:
     case OpKind::kSign: case OpKind::kNot: case OpKind::kIsNaN: case OpKind::kIsInf:
     case OpKind::kDropout: case OpKind::kClip: case OpKind::kPow: case OpKind::kMod:
-    case OpKind::kMax: case OpKind::kMin: case OpKind::kSum: case OpKind::kMean:
+    case OpKind::kSum: case OpKind::kMean:
     case OpKind::kLess: case OpKind::kLessOrEqual: case OpKind::kGreater:
     case OpKind::kGreaterOrEqual: case OpKind::kAnd: case OpKind::kOr: case OpKind::kXor:
     case OpKind::kMatMul: case OpKind::kGemm: case OpKind::kConv: case OpKind::kSoftmax:
@@ -304,7 +326,7 @@ std::optional<Elems> Inferrer::trackNode(const Node &n, int depth) {
     case OpKind::kFlatten: case OpKind::kSplit: case OpKind::kGatherElements:
     case OpKind::kGatherND: case OpKind::kExpand: case OpKind::kTile: case OpKind::kTrilu:
     case OpKind::kPad: case OpKind::kRange: case OpKind::kFusedAttention:
-    case OpKind::kPRelu: case OpKind::kCumSum: case OpKind::kResize: case OpKind::kConvTranspose:
+    case OpKind::kPRelu: case OpKind::kCumSum: case OpKind::kGridSample: case OpKind::kRoiAlign: case OpKind::kCumProd: case OpKind::kCompress: case OpKind::kNonMaxSuppression: case OpKind::kDet: case OpKind::kResize: case OpKind::kConvTranspose:
     case OpKind::kTopK: case OpKind::kHardmax: case OpKind::kOneHot: case OpKind::kScatterND:
     case OpKind::kScatterElements: case OpKind::kBitShift: case OpKind::kQuantizeLinear: case OpKind::kDequantizeLinear:
     case OpKind::kBitwiseAnd: case OpKind::kBitwiseOr: case OpKind::kBitwiseXor: case OpKind::kBitwiseNot:
@@ -469,15 +491,21 @@ absl::StatusOr<std::vector<TensorType>> Inferrer::run() {
       }
       return same(x.dtype);
     }
-    case OpKind::kCumSum: {
+    case OpKind::kCumSum: case OpKind::kCumProd: {
       if (x.rankKnown) {
-        if (x.rank() == 0) return error("CumSum input must have rank >= 1");
+        if (x.rank() == 0)
+          return error(absl::StrCat(ir::opInfo(node_.kind()).name, " input must have rank >= 1"));
         if (auto axis = ints(1); axis && axis->size() == 1)
           FUSEC_RETURN_IF_ERROR(normAxis((*axis)[0], x.rank()).status());
       }
       return same(x.dtype);
     }
     case OpKind::kResize: return one(resize());
+    case OpKind::kGridSample: return one(gridSample());
+    case OpKind::kRoiAlign: return one(roiAlign());
+    case OpKind::kCompress: return one(compress());
+    case OpKind::kNonMaxSuppression: return one(nonMaxSuppression());
+    case OpKind::kDet: return one(det());
     case OpKind::kTopK: return topK();
     case OpKind::kOneHot: return one(oneHot());
     case OpKind::kScatterND: return one(scatterND());

@@ -509,8 +509,14 @@ void Importer::checkLegacyOpset(const onnx::GraphProto &g, const std::string &pa
           onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(legacyOpset_), "");
       const onnx::OpSchema *now = onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(kMinOpset), "");
       std::string why;
+      // Upsample-7/9 (deprecated in opset 10) are written as Resize by
+      // FunctionExpansion.cpp from their own semantics, so they need no
+      // version conversion.
+      const bool ownLegacyForm = old && n.op_type() == "Upsample" && old->SinceVersion() >= 7;
       if (!old)
         why = absl::StrCat("not an op of ai.onnx opset ", legacyOpset_);
+      else if (ownLegacyForm)
+        why.clear();
       else if (!now || now->SinceVersion() != old->SinceVersion())
         why = absl::StrCat(printable(n.op_type()), "-", old->SinceVersion(), " of opset ", legacyOpset_,
                            now ? absl::StrCat(" changed in ", printable(n.op_type()), "-", now->SinceVersion())

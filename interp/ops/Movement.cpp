@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -621,6 +622,117 @@ Result constant(const KernelArgs &a) {
   return one(std::move(out));
 }
 
+//===----------------------------------------------------------------------===//
+// Compress, NonMaxSuppression: results whose size depends on the data.
+//===----------------------------------------------------------------------===//
+
+/// Compress: the slices along axis (no axis: the elements of the flattened
+/// input) whose condition entry is true; a condition shorter than the axis
+/// leaves the rest out.
+Result compress(const KernelArgs &a) {
+  FUSEC_ASSIGN_OR_RETURN(const Tensor *data, required(a, 0, "input"));
+  FUSEC_ASSIGN_OR_RETURN(const Tensor *cond, required(a, 1, "condition"));
+  if (cond->rank() != 1) return invalid(absl::StrCat("condition must be 1-D, got ", shapeStr(cond->shape())));
+  const bool hasAxis = a.node.hasAttr("axis");
+  Shape in = hasAxis ? data->shape() : Shape{data->numElements()};
+  int64_t axis = 0;
+  if (hasAxis) {
+    if (data->rank() == 0) return invalid("Compress with an axis needs an input of rank >= 1");
+    FUSEC_ASSIGN_OR_RETURN(axis, normAxis(a.node.getInt("axis", 0), data->rank()));
+  }
+  const int64_t len = in[axis];
+  if (cond->numElements() > len)
+    return invalid(absl::StrCat("condition has ", cond->numElements(), " elements, more than the ", len,
+                                " of axis ", axis));
+  std::vector<int64_t> keep;
+  for (int64_t i = 0; i < cond->numElements(); ++i)
+    if (cond->getInt(i) != 0) keep.push_back(i);
+  Shape out = in;
+  out[axis] = static_cast<int64_t>(keep.size());
+  const Shape strides = ir::rowMajorStrides(in);
+  const int64_t r = static_cast<int64_t>(in.size());
+  FUSEC_ASSIGN_OR_RETURN(Tensor t, buildByIndex(*data, out, [&](const std::vector<int64_t> &i) {
+                           int64_t s = 0;
+                           for (int64_t d = 0; d < r; ++d) s += (d == axis ? keep[i[d]] : i[d]) * strides[d];
+                           return s;
+                         }));
+  return one(std::move(t));
+}
+
+/// NonMaxSuppression: per batch and class, the boxes whose score exceeds
+/// score_threshold, greedily in order of decreasing score (ties: the lower
+/// index), each kept unless its IoU with a kept box exceeds iou_threshold,
+/// at most max_output_boxes_per_class (absent or 0: none). Boxes are
+/// [y1, x1, y2, x2] with either corner order (center_point_box 0) or
+/// [x_centre, y_centre, width, height] (1). The result lists
+/// (batch, class, box) in selection order, batch then class.
+Result nonMaxSuppression(const KernelArgs &a) {
+  FUSEC_ASSIGN_OR_RETURN(const Tensor *boxes, required(a, 0, "boxes"));
+  FUSEC_ASSIGN_OR_RETURN(const Tensor *scores, required(a, 1, "scores"));
+  if (boxes->rank() != 3 || boxes->shape()[2] != 4)
+    return invalid(absl::StrCat("boxes must be [num_batches, spatial_dimension, 4], got ", shapeStr(boxes->shape())));
+  if (scores->rank() != 3 || scores->shape()[0] != boxes->shape()[0] || scores->shape()[2] != boxes->shape()[1])
+    return invalid(absl::StrCat("scores ", shapeStr(scores->shape()), " do not match boxes ",
+                                shapeStr(boxes->shape())));
+  auto scalar = [&](size_t i) -> const Tensor * {
+    return i < a.inputs.size() && a.inputs[i] && a.inputs[i]->numElements() > 0 ? a.inputs[i] : nullptr;
+  };
+  const int64_t maxOut = scalar(2) ? scalar(2)->getInt(0) : 0;
+  const double iouMax = scalar(3) ? scalar(3)->getDouble(0) : 0.0;
+  const bool hasScoreMin = scalar(4) != nullptr;
+  const double scoreMin = hasScoreMin ? scalar(4)->getDouble(0) : 0.0;
+  const bool centre = a.node.attrI("center_point_box") != 0;
+  const int64_t B = boxes->shape()[0], N = boxes->shape()[1], C = scores->shape()[1];
+  // Each box as (ymin, xmin, ymax, xmax).
+  auto corners = [&](int64_t b, int64_t i, double c[4]) {
+    const int64_t o = (b * N + i) * 4;
+    const double v0 = boxes->getDouble(o), v1 = boxes->getDouble(o + 1), v2 = boxes->getDouble(o + 2),
+                 v3 = boxes->getDouble(o + 3);
+    if (centre) {
+      c[0] = v1 - v3 / 2; c[1] = v0 - v2 / 2; c[2] = v1 + v3 / 2; c[3] = v0 + v2 / 2;
+    } else {
+      c[0] = std::min(v0, v2); c[1] = std::min(v1, v3); c[2] = std::max(v0, v2); c[3] = std::max(v1, v3);
+    }
+  };
+  auto suppresses = [&](const double p[4], const double q[4]) {
+    const double ap = (p[2] - p[0]) * (p[3] - p[1]), aq = (q[2] - q[0]) * (q[3] - q[1]);
+    if (ap <= 0 || aq <= 0) return false;
+    const double ih = std::max(0.0, std::min(p[2], q[2]) - std::max(p[0], q[0]));
+    const double iw = std::max(0.0, std::min(p[3], q[3]) - std::max(p[1], q[1]));
+    const double inter = ih * iw, uni = ap + aq - inter;
+    if (uni <= 0) return false;
+    return inter / uni > iouMax;
+  };
+  std::vector<int64_t> sel;
+  for (int64_t b = 0; b < B; ++b) {
+    for (int64_t c = 0; c < C; ++c) {
+      if (maxOut <= 0) continue;
+      std::vector<std::pair<double, int64_t>> cand;
+      for (int64_t i = 0; i < N; ++i) {
+        const double s = scores->getDouble((b * C + c) * N + i);
+        if (!hasScoreMin || s > scoreMin) cand.push_back({s, i});
+      }
+      std::stable_sort(cand.begin(), cand.end(),
+                       [](const auto &p, const auto &q) { return p.first > q.first; });
+      std::vector<std::array<double, 4>> kept;
+      for (const auto &sc : cand) {
+        const int64_t i = sc.second;
+        if (static_cast<int64_t>(kept.size()) >= maxOut) break;
+        std::array<double, 4> box;
+        corners(b, i, box.data());
+        bool ok = true;
+        for (const auto &k : kept)
+          if (suppresses(k.data(), box.data())) { ok = false; break; }
+        if (!ok) continue;
+        kept.push_back(box);
+        sel.insert(sel.end(), {b, c, i});
+      }
+    }
+  }
+  const int64_t n = static_cast<int64_t>(sel.size()) / 3;
+  return one(Tensor::fromInts(DType::kI64, {n, 3}, sel));
+}
+
 }  // namespace
 
 void registerMovementKernels(KernelTable &table) {
@@ -641,6 +753,8 @@ void registerMovementKernels(KernelTable &table) {
   set(OpKind::kConstantOfShape, constantOfShape);
   set(OpKind::kRange, range);
   set(OpKind::kConstant, constant);
+  set(OpKind::kCompress, compress);
+  set(OpKind::kNonMaxSuppression, nonMaxSuppression);
 }
 
 }  // namespace fusec::interp

@@ -437,14 +437,16 @@ Result rmsNorm(const KernelArgs &args) {
 
 }  // namespace
 
-/// CumSum: running sums along the axis of input 1 (a scalar, negative
-/// counts from the end); exclusive leaves the element itself out, reverse
-/// sums from the end. Floats accumulate in double, integers wrap.
-Result cumSum(const KernelArgs &args) {
+/// CumSum / CumProd (\p product): running sums or products along the axis
+/// of input 1 (a scalar, negative counts from the end); exclusive leaves
+/// the element itself out (the empty sum 0, the empty product 1), reverse
+/// runs from the end. Floats accumulate in double, integers wrap.
+Result cumulative(const KernelArgs &args, bool product) {
+  const char *name = product ? "CumProd" : "CumSum";
   FUSEC_ASSIGN_OR_RETURN(const Tensor *x, requireInput(args, 0));
   FUSEC_ASSIGN_OR_RETURN(const Tensor *a, requireInput(args, 1));
   FUSEC_RETURN_IF_ERROR(requireNumber(*x, "input"));
-  if (x->rank() == 0) return invalidArg("CumSum input must have rank >= 1");
+  if (x->rank() == 0) return invalidArg(name, " input must have rank >= 1");
   FUSEC_ASSIGN_OR_RETURN(std::vector<int64_t> av, readInts(*a, "axis"));
   if (av.size() != 1) return invalidArg("axis must hold one value, got ", av.size());
   FUSEC_ASSIGN_OR_RETURN(int64_t axis, normalizeAxis(av[0], x->rank()));
@@ -459,20 +461,60 @@ Result cumSum(const KernelArgs &args) {
   const bool isF = ir::isFloat(x->dtype());
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t i = 0; i < inner; ++i) {
-      double accF = 0;
-      int64_t accI = 0;
+      double accF = product ? 1 : 0;
+      int64_t accI = product ? 1 : 0;
       for (int64_t k = 0; k < len; ++k) {
         const int64_t j = reverse ? len - 1 - k : k;
         const int64_t e = (o * len + j) * inner + i;
         if (exclusive) {
           if (isF) out.setDouble(e, accF); else out.setInt(e, accI);
         }
-        if (isF) accF += x->getDouble(e); else accI = wrapAdd(accI, x->getInt(e));
+        if (isF) accF = product ? accF * x->getDouble(e) : accF + x->getDouble(e);
+        else accI = product ? wrapMul(accI, x->getInt(e)) : wrapAdd(accI, x->getInt(e));
         if (!exclusive) {
           if (isF) out.setDouble(e, accF); else out.setInt(e, accI);
         }
       }
     }
+  }
+  return std::vector<Tensor>{std::move(out)};
+}
+
+/// Det: the determinant of each trailing M x M matrix, by LU elimination
+/// with partial pivoting in double (M = 0: 1).
+Result det(const KernelArgs &args) {
+  FUSEC_ASSIGN_OR_RETURN(const Tensor *x, requireInput(args, 0));
+  FUSEC_RETURN_IF_ERROR(requireFloat(*x, "X"));
+  const int64_t rank = x->rank();
+  if (rank < 2 || x->shape()[rank - 1] != x->shape()[rank - 2])
+    return invalidArg("Det needs [*, M, M], got ", shapeStr(x->shape()));
+  const int64_t m = x->shape()[rank - 1];
+  ir::Shape os(x->shape().begin(), x->shape().end() - 2);
+  Tensor out(x->dtype(), os);
+  const int64_t count = out.numElements();
+  std::vector<double> a(static_cast<size_t>(m * m));
+  for (int64_t b = 0; b < count; ++b) {
+    for (int64_t i = 0; i < m * m; ++i) a[i] = x->getDouble(b * m * m + i);
+    double d = 1;
+    for (int64_t k = 0; k < m && d != 0; ++k) {
+      int64_t piv = k;
+      for (int64_t i = k + 1; i < m; ++i)
+        if (std::fabs(a[i * m + k]) > std::fabs(a[piv * m + k])) piv = i;
+      if (a[piv * m + k] == 0) {
+        d = 0;
+        break;
+      }
+      if (piv != k) {
+        for (int64_t j = 0; j < m; ++j) std::swap(a[k * m + j], a[piv * m + j]);
+        d = -d;
+      }
+      d *= a[k * m + k];
+      for (int64_t i = k + 1; i < m; ++i) {
+        const double f = a[i * m + k] / a[k * m + k];
+        for (int64_t j = k; j < m; ++j) a[i * m + j] -= f * a[k * m + j];
+      }
+    }
+    out.setDouble(b, d);
   }
   return std::vector<Tensor>{std::move(out)};
 }
@@ -495,7 +537,9 @@ void registerReductionKernels(KernelTable &t) {
   t[slot(K::kLogSoftmax)] = [](const KernelArgs &a) { return softmax(a, true); };
   t[slot(K::kLayerNormalization)] = layerNorm;
   t[slot(K::kRMSNormalization)] = rmsNorm;
-  t[slot(K::kCumSum)] = cumSum;
+  t[slot(K::kCumSum)] = [](const KernelArgs &a) { return cumulative(a, false); };
+  t[slot(K::kCumProd)] = [](const KernelArgs &a) { return cumulative(a, true); };
+  t[slot(K::kDet)] = det;
   t[slot(K::kTopK)] = topK;
   t[slot(K::kHardmax)] = hardmax;
 }

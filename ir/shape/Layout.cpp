@@ -760,4 +760,111 @@ absl::StatusOr<TensorType> Inferrer::constant() {
   return error("Constant has no value attribute");
 }
 
+//===----------------------------------------------------------------------===//
+// GridSample, RoiAlign, Compress, NonMaxSuppression, Det
+//===----------------------------------------------------------------------===//
+
+absl::StatusOr<TensorType> Inferrer::gridSample() {
+  const TensorType x = inType(0), grid = inType(1);
+  const std::string mode = node_.attrS("mode"), pad = node_.attrS("padding_mode");
+  const bool cubic = mode == "cubic" || mode == "bicubic";
+  if (mode != "linear" && mode != "bilinear" && mode != "nearest" && !cubic)
+    return error(absl::StrCat("mode must be linear, nearest or cubic (bilinear, bicubic before "
+                              "opset 20), got '", mode, "'"));
+  if (pad != "zeros" && pad != "border" && pad != "reflection")
+    return error(absl::StrCat("padding_mode must be zeros, border or reflection, got '", pad, "'"));
+  if (!x.rankKnown || !grid.rankKnown) return TensorType::unranked(x.dtype);
+  const int64_t r = x.rank() - 2;  // spatial rank
+  if (r < 1) return error(absl::StrCat("X must have rank >= 3 (N, C, spatial...), got ", x.str()));
+  if (grid.rank() != x.rank())
+    return error(absl::StrCat("grid ", grid.str(), " must have rank ", x.rank(), " like X ", x.str()));
+  if (cubic && r != 2)
+    return error(absl::StrCat("cubic mode is defined for 2-D sampling (4-D X) only, got X ", x.str()));
+  const Dim &last = grid.shape[grid.rank() - 1];
+  if (last.isStatic() && last.value != r)
+    return error(absl::StrCat("grid's last dim is ", last.value, ", expected ", r,
+                              " coordinates for X ", x.str()));
+  Dims out = {x.shape[0], x.shape[1]};
+  FUSEC_ASSIGN_OR_RETURN(out[0], mergeEqual(x.shape[0], grid.shape[0], "GridSample batch (N)"));
+  for (int64_t d = 1; d <= r; ++d) out.push_back(grid.shape[d]);
+  return TensorType(x.dtype, out);
+}
+
+absl::StatusOr<TensorType> Inferrer::roiAlign() {
+  const TensorType x = inType(0), rois = inType(1), bi = inType(2);
+  const std::string mode = node_.attrS("mode"), ctm = node_.attrS("coordinate_transformation_mode");
+  if (mode != "avg" && mode != "max") return error(absl::StrCat("mode must be avg or max, got '", mode, "'"));
+  if (ctm != "half_pixel" && ctm != "output_half_pixel")
+    return error(absl::StrCat("coordinate_transformation_mode must be half_pixel or output_half_pixel, got '",
+                              ctm, "'"));
+  const int64_t oh = node_.attrI("output_height"), ow = node_.attrI("output_width");
+  if (oh < 1 || ow < 1)
+    return error(absl::StrCat("output_height and output_width must be >= 1, got ", oh, " x ", ow));
+  if (node_.attrI("sampling_ratio") < 0)
+    return error(absl::StrCat("sampling_ratio must be >= 0, got ", node_.attrI("sampling_ratio")));
+  if (x.rankKnown && x.rank() != 4) return error(absl::StrCat("X must be 4-D (N, C, H, W), got ", x.str()));
+  if (rois.rankKnown && (rois.rank() != 2 || (rois.shape[1].isStatic() && rois.shape[1].value != 4)))
+    return error(absl::StrCat("rois must be [num_rois, 4], got ", rois.str()));
+  if (bi.rankKnown && bi.rank() != 1)
+    return error(absl::StrCat("batch_indices must be 1-D [num_rois], got ", bi.str()));
+  Dim r = rois.rankKnown ? rois.shape[0] : Dim::unknown();
+  if (bi.rankKnown) {
+    FUSEC_ASSIGN_OR_RETURN(r, mergeEqual(r, bi.shape[0], "RoiAlign num_rois"));
+  }
+  return TensorType(x.dtype, {r, x.rankKnown ? x.shape[1] : Dim::unknown(), Dim(oh), Dim(ow)});
+}
+
+absl::StatusOr<TensorType> Inferrer::compress() {
+  const TensorType x = inType(0), cond = inType(1);
+  if (cond.rankKnown && cond.rank() != 1)
+    return error(absl::StrCat("condition must be 1-D, got ", cond.str()));
+  // The selected count is known only for a constant condition.
+  Dim count = Dim::unknown();
+  if (has(1) && in(1)->isConstant()) {
+    int64_t c = 0;
+    const Tensor &t = *in(1)->constant();
+    for (int64_t i = 0; i < t.numElements(); ++i) c += t.getInt(i) != 0;
+    count = Dim(c);
+  }
+  if (!node_.hasAttr("axis")) return TensorType(x.dtype, {count});
+  if (!x.rankKnown) return TensorType::unranked(x.dtype);
+  if (x.rank() == 0) return error("Compress with an axis needs an input of rank >= 1");
+  FUSEC_ASSIGN_OR_RETURN(int64_t axis, normAxis(node_.getInt("axis", 0), x.rank()));
+  const Dim &len = x.shape[axis];
+  if (cond.rankKnown && cond.shape[0].isStatic() && len.isStatic() && cond.shape[0].value > len.value)
+    return error(absl::StrCat("condition has ", cond.shape[0].value, " elements, more than the ",
+                              len.value, " of axis ", axis));
+  TensorType out = x;
+  out.shape[axis] = count;
+  return out;
+}
+
+absl::StatusOr<TensorType> Inferrer::nonMaxSuppression() {
+  const TensorType boxes = inType(0), scores = inType(1);
+  const int64_t cpb = node_.attrI("center_point_box");
+  if (cpb != 0 && cpb != 1) return error(absl::StrCat("center_point_box must be 0 or 1, got ", cpb));
+  if (boxes.rankKnown && (boxes.rank() != 3 || (boxes.shape[2].isStatic() && boxes.shape[2].value != 4)))
+    return error(absl::StrCat("boxes must be [num_batches, spatial_dimension, 4], got ", boxes.str()));
+  if (scores.rankKnown && scores.rank() != 3)
+    return error(absl::StrCat("scores must be [num_batches, num_classes, spatial_dimension], got ",
+                              scores.str()));
+  if (boxes.rankKnown && scores.rankKnown) {
+    FUSEC_RETURN_IF_ERROR(mergeEqual(boxes.shape[0], scores.shape[0], "NonMaxSuppression num_batches").status());
+    FUSEC_RETURN_IF_ERROR(mergeEqual(boxes.shape[1], scores.shape[2], "NonMaxSuppression spatial_dimension").status());
+  }
+  // How many boxes survive depends on the data.
+  return TensorType(DType::kI64, {Dim::unknown(), Dim(3)});
+}
+
+absl::StatusOr<TensorType> Inferrer::det() {
+  const TensorType x = inType(0);
+  if (!x.rankKnown) return TensorType::unranked(x.dtype);
+  if (x.rank() < 2) return error(absl::StrCat("Det needs [*, M, M], got ", x.str()));
+  const Dim &a = x.shape[x.rank() - 2], &b = x.shape[x.rank() - 1];
+  if (a.isStatic() && b.isStatic() && a.value != b.value)
+    return error(absl::StrCat("Det needs square matrices, got ", x.str()));
+  Dims out(x.shape.begin(), x.shape.end() - 2);
+  return TensorType(x.dtype, out);
+}
+
 }  // namespace fusec::ir::shape

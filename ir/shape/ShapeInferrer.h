@@ -108,6 +108,11 @@ class Inferrer {
   absl::StatusOr<TensorType> tile();
   absl::StatusOr<TensorType> pad();
   absl::StatusOr<TensorType> resize();
+  absl::StatusOr<TensorType> gridSample();
+  absl::StatusOr<TensorType> roiAlign();
+  absl::StatusOr<TensorType> compress();
+  absl::StatusOr<TensorType> nonMaxSuppression();
+  absl::StatusOr<TensorType> det();
   absl::StatusOr<TensorType> convTranspose();
   /// TopK: Values (x's dtype) and Indices (i64), x's shape with the axis of
   /// length k (input 1: static, a symbol tracked from Shape data, or unknown).

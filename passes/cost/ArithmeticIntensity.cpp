@@ -315,7 +315,38 @@ OpRule opRule(const ir::Node &n) {
 
     // Scans and resampling.
     case OpKind::kCumSum:  // one add per element (axis is metadata)
+    case OpKind::kCumProd:  // one multiply per element
       r.flops = in;
+      break;
+    case OpKind::kGridSample: {
+      // A multiply-add per tap: 2^k (linear) or 4^k (cubic) taps over the k
+      // spatial axes, nearest a gather; X is read only where the grid points.
+      const std::string mode = n.attrS("mode");
+      if (mode != "nearest" && x && x->type().rankKnown && x->type().rank() > 2) {
+        double taps = 1;
+        for (int64_t d = 2; d < x->type().rank(); ++d)
+          taps *= (mode == "cubic" || mode == "bicubic") ? 4 : 2;
+        r.flops = 2 * taps * out;
+      }
+      r.partialData = true;
+      break;
+    }
+    case OpKind::kRoiAlign: {
+      // Four taps (8 FLOPs) per bilinear sample; sampling_ratio^2 samples per
+      // output element (2^2 assumed for the adaptive 0).
+      const double s = n.attrI("sampling_ratio") > 0 ? static_cast<double>(n.attrI("sampling_ratio")) : 2.0;
+      r.flops = 8 * s * s * out;
+      r.partialData = true;
+      break;
+    }
+    case OpKind::kCompress:  // data movement of the selected slices
+      r.partialData = true;
+      break;
+    case OpKind::kNonMaxSuppression:  // an IoU (about 10 FLOPs) per pair of boxes per class
+      r.flops = 10 * elems(n.input(1)) * dim(n.input(0), 1);
+      break;
+    case OpKind::kDet:  // LU: about 2/3 M^3 per matrix, M^2 elements each
+      r.flops = in * dim(x, -1);
       break;
     case OpKind::kResize: {
       // A multiply-add per tap: 2^k taps (linear) or 4^k (cubic) over the k

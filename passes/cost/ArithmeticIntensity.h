@@ -29,6 +29,10 @@
 //   Resize       nearest 0 (a gather: reads min(data, output) like Gather);
 //                linear / cubic 2 per tap per output element, 2^k / 4^k taps
 //                over the k resized axes (antialias's wider window not counted)
+//   GridSample   as Resize over the spatial axes (nearest 0); RoiAlign 8 per
+//                bilinear sample, sampling_ratio^2 per output element (2^2 if 0)
+//   CumProd 1 per input element; Compress 0 (movement); NonMaxSuppression 10
+//                per (score, box) pair; Det M per input element (LU)
 //   layout (Reshape, Transpose, Gather, Slice, Concat, ...) and Shape-class 0
 //
 // Minimum HBM bytes: every distinct input value is read once and every output

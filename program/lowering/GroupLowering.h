@@ -115,12 +115,23 @@ class GroupLowering {
   /// (ir/Resample.h's formulas, in f64), the taps clamped into the input
   /// and their weights; the sum over the taps' product grid (Resize.cpp).
   absl::StatusOr<int> resizeAt(const Node &n, const std::vector<int> &idx);
+  /// GridSample at output point \p idx (n, c, grid point): the position from
+  /// the grid's coordinates (f64), padding applied, the taps gathered from
+  /// X with their weights (GridSample.cpp).
+  absl::StatusOr<int> gridSampleAt(const Node &n, const std::vector<int> &idx);
   /// ConvTranspose at output point \p idx (the kernel's anchor): the sum
   /// over the group's input channels and the kernel taps that reach it.
   absl::StatusOr<int> convTransposeAt(const Node &n, const std::vector<int> &idx);
-  /// CumSum (its own kernel): the domain is the output plus one reduced dim
+  /// CumSum / CumProd (their own kernel): the domain is the output plus one reduced dim
   /// over the scanned axis (Orchestration.cpp).
   absl::Status lowerCumSum(const Node &n);
+  /// Det (its own kernel): the domain is the output; the determinant of each
+  /// M x M matrix as its permutation expansion in f64, M <= kMaxDetSize.
+  absl::Status lowerDet(const Node &n);
+  /// RoiAlign (its own kernel): the domain is the output [R, C, oh, ow]; per
+  /// bin sampling_ratio^2 bilinear samples gathered from X (GridSample.cpp).
+  /// Errors: Unimplemented for sampling_ratio 0 (a data-dependent count).
+  absl::Status lowerRoiAlign(const Node &n);
   /// TopK (its own kernel): rows over the input without its axis, the
   /// reduced dim over the axis, k selection passes; stores the outputs
   /// among \p outputs (Select.cpp). Errors: Unimplemented for a run-time k

@@ -26,7 +26,8 @@ enum class ScalarLowering {
   kReduction,    ///< reductionAt: a row reduction of the kernel's domain (Reduction.cpp)
   kPool,         ///< poolAt: a guarded window reduction (Pooling.cpp)
   kMatMul,       ///< matmulAt: a K reduction, when no library call runs it (Pooling.cpp)
-  kResample,     ///< resizeAt: a weighted window of taps per resized axis (Resize.cpp)
+  kResample,     ///< resizeAt / gridSampleAt: a weighted window of taps per resized axis
+                 ///< (Resize.cpp, GridSample.cpp)
   kTransposedConv,  ///< convTransposeAt: a guarded reduction over channels and taps (Pooling.cpp)
   kOwnKernel,    ///< never inside a fused expression: a library call (Conv), an attention
                  ///< spec (FusedAttention), a multi-output kernel (Split, TopK), a scan
@@ -142,6 +143,12 @@ inline constexpr ScalarLowering ScatterND = ScalarLowering::kOwnKernel;        /
 inline constexpr ScalarLowering ScatterElements = ScalarLowering::kOwnKernel;  // Orchestration.cpp
 inline constexpr ScalarLowering CumSum = ScalarLowering::kOwnKernel;  // a scan (Orchestration.cpp)
 inline constexpr ScalarLowering Resize = ScalarLowering::kResample;
+inline constexpr ScalarLowering GridSample = ScalarLowering::kResample;  // gridSampleAt (GridSample.cpp)
+inline constexpr ScalarLowering RoiAlign = ScalarLowering::kOwnKernel;   // samples per bin (GridSample.cpp)
+inline constexpr ScalarLowering CumProd = ScalarLowering::kOwnKernel;    // a scan, as CumSum
+inline constexpr ScalarLowering Compress = ScalarLowering::kOwnKernel;   // data-dependent size: refused
+inline constexpr ScalarLowering NonMaxSuppression = ScalarLowering::kOwnKernel;  // data-dependent size: refused
+inline constexpr ScalarLowering Det = ScalarLowering::kOwnKernel;        // cofactor sum (Orchestration.cpp)
 inline constexpr ScalarLowering Shape = ScalarLowering::kLayout;
 inline constexpr ScalarLowering Size = ScalarLowering::kLayout;
 inline constexpr ScalarLowering ConstantOfShape = ScalarLowering::kLayout;

@@ -99,7 +99,7 @@ bool isViewNode(const Node &node) {
     case OpKind::kTrilu: case OpKind::kPad: case OpKind::kShape: case OpKind::kSize:
     case OpKind::kConstantOfShape: case OpKind::kRange: case OpKind::kConstant:
     case OpKind::kFusedAttention: case OpKind::kUnregistered:
-    case OpKind::kPRelu: case OpKind::kConvTranspose: case OpKind::kCumSum: case OpKind::kResize:
+    case OpKind::kPRelu: case OpKind::kConvTranspose: case OpKind::kCumSum: case OpKind::kGridSample: case OpKind::kRoiAlign: case OpKind::kCumProd: case OpKind::kCompress: case OpKind::kNonMaxSuppression: case OpKind::kDet: case OpKind::kResize:
     case OpKind::kTopK: case OpKind::kHardmax: case OpKind::kOneHot: case OpKind::kScatterND:
     case OpKind::kScatterElements: case OpKind::kBitShift: case OpKind::kQuantizeLinear: case OpKind::kDequantizeLinear:
     case OpKind::kBitwiseAnd: case OpKind::kBitwiseOr: case OpKind::kBitwiseXor: case OpKind::kBitwiseNot:
@@ -125,8 +125,8 @@ absl::Status GroupLowering::lowerCumSum(const Node &n) {
   FUSEC_ASSIGN_OR_RETURN(Shape s, staticShape(n.input(0)));
   auto av = constInts(n.input(1));
   if (!av || av->size() != 1)
-    return unimplemented(n, "the axis (input 1) is not a constant; fusec compiles CumSum along "
-                            "an axis known at compile time");
+    return unimplemented(n, absl::StrCat("the axis (input 1) is not a constant; fusec compiles ",
+                                         ir::opInfo(n.kind()).name, " along an axis known at compile time"));
   const int64_t rank = static_cast<int64_t>(s.size());
   int64_t axis = (*av)[0];
   if (axis < -rank || axis >= rank) return unimplemented(n, "axis out of range");
@@ -134,7 +134,7 @@ absl::Status GroupLowering::lowerCumSum(const Node &n) {
   const int64_t len = s[axis];
   if (len > kMaxCumSumLength)
     return unimplemented(n, absl::StrCat("a scan along an axis of ", len,
-                                         " elements: the CumSum kernel sums each prefix (O(n^2)) "
+                                         " elements: the scan kernel reduces each prefix (O(n^2)) "
                                          "and is limited to ", kMaxCumSumLength));
   if (prod(s) == 0) return absl::OkStatus();  // nothing to store
   domainShape_ = s;
@@ -152,11 +152,61 @@ absl::Status GroupLowering::lowerCumSum(const Node &n) {
   sub[axis] = j;
   FUSEC_ASSIGN_OR_RETURN(int x, valueAt(n.input(0), sub));
   const ScalarType t = typeOf(x);
-  const int sum = spec_.reduceResult(
-      spec_.addReduction(ReduceKind::kSum, spec_.select(bin(cmp, j, i), x, c(0, t))));
+  // CumProd: the same prefix, multiplied (elements outside it read 1).
+  const bool product = n.kind() == OpKind::kCumProd;
+  const int sum = spec_.reduceResult(spec_.addReduction(
+      product ? ReduceKind::kProd : ReduceKind::kSum, spec_.select(bin(cmp, j, i), x, c(product ? 1 : 0, t))));
   std::vector<int> oi(domainIdx_.begin(), domainIdx_.begin() + numParallel_);
   spec_.addStore(bufferFor(n.output(0), true), oi,
                  spec_.cast(sum, computeTypeOf(n.output(0)->type().dtype)));
+  return absl::OkStatus();
+}
+
+/// The largest matrix a Det kernel expands: the determinant is the sum over
+/// the M! permutations of signed products of M loads (24 terms at M = 4,
+/// 120 at 5), written out in f64.
+constexpr int64_t kMaxDetSize = 5;
+
+absl::Status GroupLowering::lowerDet(const Node &n) {
+  FUSEC_ASSIGN_OR_RETURN(Shape xs, staticShape(n.input(0)));
+  const int64_t rank = static_cast<int64_t>(xs.size());
+  if (rank < 2) return unimplemented(n, "Det needs [*, M, M]");
+  const int64_t m = xs[rank - 1];
+  if (m > kMaxDetSize)
+    return unimplemented(n, absl::StrCat("a ", m, " x ", m, " determinant: the Det kernel expands the "
+                                         "permutations and is limited to ", kMaxDetSize, " x ", kMaxDetSize));
+  Shape os(xs.begin(), xs.end() - 2);
+  if (prod(os) == 0) return absl::OkStatus();
+  domainShape_ = os;
+  for (int64_t e : os) domainIdx_.push_back(spec_.index(spec_.addDim(e, false)));
+  numParallel_ = os.size();
+  const ScalarType f64 = ScalarType::kF64;
+  std::vector<std::vector<int>> a(static_cast<size_t>(m), std::vector<int>(static_cast<size_t>(m)));
+  for (int64_t r = 0; r < m; ++r) {
+    for (int64_t q = 0; q < m; ++q) {
+      std::vector<int> sub = domainIdx_;
+      sub.push_back(spec_.constI(r));
+      sub.push_back(spec_.constI(q));
+      FUSEC_ASSIGN_OR_RETURN(int v, valueAt(n.input(0), sub));
+      a[r][q] = spec_.cast(v, f64);
+    }
+  }
+  // Sum over permutations p of sign(p) * prod_r a[r][p[r]] (M = 0: 1).
+  std::vector<int64_t> p(static_cast<size_t>(m));
+  for (int64_t r = 0; r < m; ++r) p[r] = r;
+  int acc = -1;
+  do {
+    int inversions = 0;
+    for (int64_t r = 0; r < m; ++r)
+      for (int64_t q = r + 1; q < m; ++q) inversions += p[r] > p[q];
+    int term = -1;
+    for (int64_t r = 0; r < m; ++r) term = term < 0 ? a[r][p[r]] : bin(BinaryOp::kMul, term, a[r][p[r]]);
+    if (term < 0) term = spec_.constF(1, f64);
+    if (acc < 0) acc = inversions % 2 ? un(UnaryOp::kNeg, term) : term;
+    else acc = bin(inversions % 2 ? BinaryOp::kSub : BinaryOp::kAdd, acc, term);
+  } while (std::next_permutation(p.begin(), p.end()));
+  spec_.addStore(bufferFor(n.output(0), true), domainIdx_,
+                 spec_.cast(acc, computeTypeOf(n.output(0)->type().dtype)));
   return absl::OkStatus();
 }
 
@@ -246,7 +296,30 @@ absl::StatusOr<WorkItem> GroupLowering::run(const std::set<const Value *> &exter
     return item;
   }
 
-  if (order_.size() == 1 && order_[0]->kind() == OpKind::kCumSum) {
+  // Ops whose result size depends on the data have no kernel.
+  for (const Node *n : order_) {
+    if (n->kind() == OpKind::kCompress)
+      return unimplemented(*n, "the condition (input 1) arrives at run time, so the result's size "
+                               "depends on the data; fusec compiles Compress with a constant condition "
+                               "(written as a Gather at import)");
+    if (n->kind() == OpKind::kNonMaxSuppression)
+      return unimplemented(*n, "the number of selected boxes depends on the data (a result of shape "
+                               "[num_selected, 3]); fusec compiles only static result shapes (the "
+                               "reference interpreter runs it)");
+  }
+  if (order_.size() == 1 && order_[0]->kind() == OpKind::kRoiAlign) {
+    FUSEC_RETURN_IF_ERROR(lowerRoiAlign(*order_[0]));
+    item.spec = std::move(spec_);
+    item.buffers = bufferValues_;
+    return item;
+  }
+  if (order_.size() == 1 && order_[0]->kind() == OpKind::kDet) {
+    FUSEC_RETURN_IF_ERROR(lowerDet(*order_[0]));
+    item.spec = std::move(spec_);
+    item.buffers = bufferValues_;
+    return item;
+  }
+  if (order_.size() == 1 && (order_[0]->kind() == OpKind::kCumSum || order_[0]->kind() == OpKind::kCumProd)) {
     FUSEC_RETURN_IF_ERROR(lowerCumSum(*order_[0]));
     item.spec = std::move(spec_);
     item.buffers = bufferValues_;

@@ -275,7 +275,8 @@ absl::StatusOr<int> GroupLowering::nodeAt(const Node &n, int result, const std::
   switch (scalarLoweringOf(n.kind())) {
     case ScalarLowering::kLayout: return layoutAt(n, idx);
     case ScalarLowering::kPool: return poolAt(n, idx);
-    case ScalarLowering::kResample: return resizeAt(n, idx);
+    case ScalarLowering::kResample:
+      return n.kind() == OpKind::kGridSample ? gridSampleAt(n, idx) : resizeAt(n, idx);
     case ScalarLowering::kTransposedConv: return convTransposeAt(n, idx);
     case ScalarLowering::kMatMul: return matmulAt(n, idx);
     case ScalarLowering::kReduction: return reductionAt(n, result, idx);
@@ -617,7 +618,7 @@ absl::StatusOr<int> GroupLowering::elementwiseAt(const Node &n, int result,
     case OpKind::kExpand: case OpKind::kTile: case OpKind::kTrilu: case OpKind::kPad:
     case OpKind::kShape: case OpKind::kSize: case OpKind::kConstantOfShape: case OpKind::kRange:
     case OpKind::kConstant: case OpKind::kFusedAttention: case OpKind::kUnregistered:
-    case OpKind::kCumSum: case OpKind::kResize: case OpKind::kTopK: case OpKind::kHardmax:
+    case OpKind::kCumSum: case OpKind::kGridSample: case OpKind::kRoiAlign: case OpKind::kCumProd: case OpKind::kCompress: case OpKind::kNonMaxSuppression: case OpKind::kDet: case OpKind::kResize: case OpKind::kTopK: case OpKind::kHardmax:
     case OpKind::kOneHot: case OpKind::kScatterND: case OpKind::kScatterElements:
       return unimplemented(n, "elementwise op without a scalar definition");
   }

@@ -20,7 +20,8 @@ import onnx
 from onnx import numpy_helper
 
 # op type -> input positions read at compile time (ir/Ops.def Operands()).
-METADATA = {"Resize": (1, 2, 3), "CumSum": (1,), "TopK": (1,), "OneHot": (1,)}
+METADATA = {"Resize": (1, 2, 3), "CumSum": (1,), "TopK": (1,), "OneHot": (1,), "CumProd": (1,),
+            "Compress": (1,), "CenterCropPad": (1,), "MaxUnpool": (2,), "Upsample": (1,), "DFT": (1, 2)}
 
 
 def freeze(src, dst):

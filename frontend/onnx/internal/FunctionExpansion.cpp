@@ -28,6 +28,30 @@
 //                            Reshape to [N,C*b^2,H/b,W/b]
 //                            (the target shapes are computed from Shape(x), so symbolic
 //                            dims stay symbolic until --shape binds them and they fold)
+//   LRN(x; size, alpha, beta, bias)
+//                            x / (bias + alpha * mean)^beta, mean = AveragePool of x^2 over
+//                            the channel window (x viewed as [N, 1, C, rest], zero pads counted)
+//   LpPool(x; p, kernel_shape, strides, pads, dilations, auto_pad)
+//                            (AveragePool(|x|^p, count_include_pad=1) * prod(kernel_shape))^(1/p)
+//                            (ceil_mode = 1 refused)
+//   ReverseSequence(x, sequence_lens; batch_axis, time_axis)
+//                            GatherElements(x, Expand(Where(t < len, len - 1 - t, t)), time_axis)
+//   GroupNormalization(x, scale, bias; num_groups, epsilon)
+//                            x viewed as [N, G, -1], (v - mean) / Sqrt(var + epsilon), then
+//                            scale / bias per group (opsets 18-20, [G]) or per channel (21, [C])
+//   CenterCropPad(x, shape; axes)
+//                            Pad (zeros, max(shape - len, 0), the floor half first) then
+//                            Slice of the centre (max(len - shape, 0), the floor half first)
+//                            along axes; the target may arrive at run time
+//   MaxUnpool(X, I, output_shape?; kernel_shape, strides, pads)
+//                            Reshape(ScatterElements(zeros, I flat, X flat)) to the unpooled
+//                            shape [N, C, (in - 1) * stride + kernel - pads], zero-padded at
+//                            the end to output_shape when given
+//   Upsample(X, scales; mode)  Resize(X, [], scales) with asymmetric coordinates, floor
+//                            rounding for nearest (opsets 7-9; scales an attribute before 9)
+//   DFT(x, dft_length?, axis?; inverse, onesided)
+//                            MatMuls against constant cos / sin matrices (the "DFT" section);
+//                            axis and dft_length must be constants
 //   EyeLike(x[R,C]; dtype, k)
 //                            Cast(Range(0,R)[:,None] + k == Range(0,C)[None,:], dtype)
 //
@@ -82,7 +106,9 @@ constexpr std::string_view kExpanded[] = {"LpNormalization", "InstanceNormalizat
                                           "RotaryEmbedding", "SimplifiedLayerNormalization",
                                           "Einsum", "DepthToSpace", "SpaceToDepth", "EyeLike",
                                           "Attention", "LSTM", "GRU", "RNN", "MatMulInteger",
-                                          "ConvInteger", "QLinearMatMul", "QLinearConv", "CastLike"};
+                                          "ConvInteger", "QLinearMatMul", "QLinearConv", "CastLike",
+                                          "LRN", "LpPool", "ReverseSequence", "GroupNormalization",
+                                          "CenterCropPad", "MaxUnpool", "Upsample", "DFT"};
 
 using Builder = ExpansionBuilder;
 
@@ -449,6 +475,109 @@ class EinsumExpander {
   std::map<int, ir::Dim> dims_;
 };
 
+//===----------------------------------------------------------------------===//
+// DFT
+//
+// x [..., N at axis, ..., c] (c = 1 real, 2 complex): the signal axis is
+// moved next to the last, the real and imaginary parts split off, and the
+// transform is two MatMuls per part against constant cos / sin matrices of
+// dft_length L (the input truncated, or zero-padded by leaving rows out):
+// Y_re = re C - im S, Y_im = re S + im C with C[n, k] = cos(2 pi k n / L),
+// S[n, k] = -+sin(2 pi k n / L) (forward / inverse, inverse scaled by 1/L),
+// k < L/2 + 1 when onesided. The inverse of a onesided spectrum (irfft) is
+// real: x[n] = sum_k w_k (re_k cos - im_k sin) / L with w_k = 2 except at 0
+// and L/2. axis and dft_length must be constants.
+//===----------------------------------------------------------------------===//
+
+absl::StatusOr<std::vector<Node *>> expandDft(NodeSpec &spec, int64_t opset, Builder &b, Value *x) {
+  FUSEC_ASSIGN_OR_RETURN(int64_t inverse, intAttr(spec, "inverse", 0));
+  FUSEC_ASSIGN_OR_RETURN(int64_t onesided, intAttr(spec, "onesided", 0));
+  const ir::TensorType &t = x->type();
+  if (!t.rankKnown || t.rank() < 2 || !t.isStatic())
+    return absl::InvalidArgumentError("DFT needs a static input of rank >= 2 ([..., signal, 1 or 2])");
+  const int64_t rank = t.rank(), c = t.shape[rank - 1].value;
+  if (c != 1 && c != 2)
+    return absl::InvalidArgumentError(absl::StrCat("DFT input's last dim must be 1 (real) or 2 (complex), is ", c));
+  int64_t axis = opset >= 20 ? -2 : 1;
+  if (opset >= 20) {
+    if (Value *a = optionalInput(spec, 2)) {
+      if (!a->isConstant() || a->constant()->numElements() != 1)
+        return absl::UnimplementedError("DFT's axis (input 2) arrives at run time; fusec expands DFT along an "
+                                        "axis known at compile time");
+      axis = a->constant()->getInt(0);
+    }
+  } else {
+    FUSEC_ASSIGN_OR_RETURN(axis, intAttr(spec, "axis", 1));
+  }
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis > rank - 2)
+    return absl::InvalidArgumentError(absl::StrCat("DFT axis is out of range for an input of rank ", rank));
+  const int64_t n = t.shape[axis].value;
+  const bool inv = inverse != 0, half = onesided != 0;
+  int64_t len = inv && half ? 2 * (n - 1) : n;
+  if (Value *l = optionalInput(spec, 1)) {
+    if (!l->isConstant() || l->constant()->numElements() != 1)
+      return absl::UnimplementedError("DFT's dft_length (input 1) arrives at run time; fusec expands DFT with a "
+                                      "constant length");
+    len = l->constant()->getInt(0);
+  }
+  if (len < 1 || n < 1) return absl::InvalidArgumentError(absl::StrCat("DFT length ", len, " must be >= 1"));
+  const DType dt = t.dtype;
+  // Move the signal axis next to the last one.
+  std::vector<int64_t> perm, back(static_cast<size_t>(rank));
+  for (int64_t d = 0; d < rank - 1; ++d)
+    if (d != axis) perm.push_back(d);
+  perm.push_back(axis);
+  perm.push_back(rank - 1);
+  for (int64_t d = 0; d < rank; ++d) back[static_cast<size_t>(perm[d])] = d;
+  Value *xt = b.op("Transpose", {x}, {{"perm", Attribute(perm)}});
+  const int64_t used = std::min(n, inv && half ? n : len);  // input samples that reach the output
+  auto part = [&](int64_t i) {
+    Value *p = b.op("Slice", {xt, b.ints({i}), b.ints({i + 1}), b.ints({rank - 1})});
+    p = b.op("Squeeze", {p, b.ints({rank - 1})});
+    if (used < n) p = b.op("Slice", {p, b.ints({0}), b.ints({used}), b.ints({rank - 2})});
+    return p;
+  };
+  Value *re = part(0), *im = c == 2 ? part(1) : nullptr;
+  const double pi = std::acos(-1.0);
+  const double sign = inv ? 1.0 : -1.0, scale = inv ? 1.0 / static_cast<double>(len) : 1.0;
+  auto matrix = [&](int64_t rows, int64_t cols, bool sine, auto weight) {
+    ir::Tensor m(dt, {rows, cols});
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t k = 0; k < cols; ++k) {
+        // r indexes the input (sample or bin), k the output.
+        const double th = 2 * pi * static_cast<double>((r * k) % len) / static_cast<double>(len);
+        m.setDouble(r * cols + k, weight(r) * (sine ? sign * std::sin(th) : std::cos(th)));
+      }
+    return b.constant(std::move(m), sine ? "_sin" : "_cos");
+  };
+  std::vector<Value *> outs;
+  if (inv && half) {
+    // irfft: real output of length len from `used` bins.
+    auto w = [&](int64_t k) {
+      if (2 * k > len) return 0.0;
+      return (k == 0 || 2 * k == len ? 1.0 : 2.0) * scale;
+    };
+    Value *y = b.op("MatMul", {re, matrix(used, len, false, w)});
+    if (im) y = b.op("Sub", {y, b.op("MatMul", {im, matrix(used, len, true, w)})});
+    outs.push_back(y);
+  } else {
+    const int64_t k = half ? len / 2 + 1 : len;
+    auto w = [&](int64_t) { return scale; };
+    Value *cm = matrix(used, k, false, w), *sm = matrix(used, k, true, w);
+    Value *yr = b.op("MatMul", {re, cm}), *yi = b.op("MatMul", {re, sm});
+    if (im) {
+      yr = b.op("Sub", {yr, b.op("MatMul", {im, sm})});
+      yi = b.op("Add", {yi, b.op("MatMul", {im, cm})});
+    }
+    outs = {yr, yi};
+  }
+  std::vector<Value *> parts;
+  for (Value *o : outs) parts.push_back(b.op("Unsqueeze", {o, b.ints({rank - 1})}));
+  Value *y = parts.size() == 1 ? parts[0] : b.op("Concat", parts, {{"axis", Attribute(rank - 1)}});
+  return b.finish("Transpose", {y}, {{"perm", Attribute(back)}});
+}
+
 absl::StatusOr<std::vector<Node *>> expand(Graph &graph, NodeSpec &spec, int64_t opset,
                                            Builder &b) {
   const std::string &op = spec.opType;
@@ -532,6 +661,205 @@ absl::StatusOr<std::vector<Node *>> expand(Graph &graph, NodeSpec &spec, int64_t
     return b.finish("Cast", {x}, attrs);
   }
 
+  if (op == "LRN") {
+    // square_sum over the channel window [c - floor((size-1)/2), c + ceil((size-1)/2)]
+    // as an AveragePool of x^2 over [N, 1, C, rest] counting the zero pads
+    // (the mean is square_sum / size), then x / (bias + alpha * mean)^beta.
+    FUSEC_ASSIGN_OR_RETURN(int64_t size, intAttr(spec, "size", 0));
+    FUSEC_ASSIGN_OR_RETURN(double alpha, floatAttr(spec, "alpha", 1e-4));
+    FUSEC_ASSIGN_OR_RETURN(double beta, floatAttr(spec, "beta", 0.75));
+    FUSEC_ASSIGN_OR_RETURN(double bias, floatAttr(spec, "bias", 1.0));
+    if (size < 1) return absl::InvalidArgumentError(absl::StrCat("LRN needs the attribute size >= 1, has ", size));
+    if (!x->type().rankKnown || x->type().rank() < 3)
+      return absl::InvalidArgumentError("LRN needs an input of known rank >= 3 (N, C, spatial...)");
+    Value *sq = b.op("Mul", {x, x});
+    Value *rows = b.op("Reshape", {b.op("Unsqueeze", {sq, b.ints({1})}), b.ints({0, 0, 0, -1})});
+    Value *mean = b.op("AveragePool", {rows},
+                       {{"kernel_shape", Attribute(std::vector<int64_t>{size, 1})},
+                        {"pads", Attribute(std::vector<int64_t>{(size - 1) / 2, 0, size - 1 - (size - 1) / 2, 0})},
+                        {"count_include_pad", Attribute(int64_t{1})}});
+    Value *back = b.op("Reshape", {mean, b.op("Shape", {x})});
+    Value *den = b.op("Pow", {b.op("Add", {b.op("Mul", {back, b.scalar(dt, alpha)}), b.scalar(dt, bias)}),
+                              b.scalar(dt, beta)});
+    return b.finish("Div", {x, den});
+  }
+  if (op == "LpPool") {
+    // (sum over the window of |x|^p)^(1/p): an AveragePool of |x|^p that
+    // counts the zero pads, times the window size.
+    FUSEC_ASSIGN_OR_RETURN(int64_t p, intAttr(spec, "p", 2));
+    if (p < 1) return absl::InvalidArgumentError(absl::StrCat("LpPool needs p >= 1, has ", p));
+    auto ks = spec.attrs.find("kernel_shape");
+    if (ks == spec.attrs.end() || ks->second.kind() != Attribute::Kind::kInts || ks->second.ints().empty())
+      return absl::InvalidArgumentError("LpPool needs the attribute kernel_shape");
+    double window = 1;
+    for (int64_t k : ks->second.ints()) window *= static_cast<double>(k);
+    ir::AttributeMap attrs;
+    for (const char *a : {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "strides"})
+      if (auto it = spec.attrs.find(a); it != spec.attrs.end()) attrs[a] = it->second;
+    if (auto it = spec.attrs.find("ceil_mode"); it != spec.attrs.end() && it->second.kind() == Attribute::Kind::kInt &&
+                                                it->second.i() != 0)
+      return absl::UnimplementedError("LpPool with ceil_mode = 1 is not supported (a window past the "
+                                      "padding would be averaged over fewer elements)");
+    attrs["count_include_pad"] = Attribute(int64_t{1});
+    Value *a = b.op("Abs", {x});
+    Value *ap = p == 1 ? a : p == 2 ? b.op("Mul", {a, a}) : b.op("Pow", {a, b.scalar(dt, static_cast<double>(p))});
+    Value *sum = b.op("Mul", {b.op("AveragePool", {ap}, attrs), b.scalar(dt, window)});
+    if (p == 1) return b.finish("Identity", {sum});
+    if (p == 2) return b.finish("Sqrt", {sum});
+    return b.finish("Pow", {sum, b.scalar(dt, 1.0 / static_cast<double>(p))});
+  }
+  if (op == "ReverseSequence") {
+    // y = GatherElements(x, idx, time_axis) with idx[t, b] = t < len[b] ? len[b] - 1 - t : t
+    // (t along time_axis, b along batch_axis, broadcast to x's shape).
+    FUSEC_ASSIGN_OR_RETURN(Value * lens, input(spec, 1));
+    FUSEC_ASSIGN_OR_RETURN(int64_t batchAxis, intAttr(spec, "batch_axis", 1));
+    FUSEC_ASSIGN_OR_RETURN(int64_t timeAxis, intAttr(spec, "time_axis", 0));
+    if (!x->type().rankKnown || x->type().rank() < 2)
+      return absl::InvalidArgumentError("ReverseSequence needs an input of known rank >= 2");
+    const int64_t rank = x->type().rank();
+    if (batchAxis < 0) batchAxis += rank;
+    if (timeAxis < 0) timeAxis += rank;
+    if (batchAxis < 0 || batchAxis > 1 || timeAxis < 0 || timeAxis > 1 || batchAxis == timeAxis)
+      return absl::InvalidArgumentError(absl::StrCat("ReverseSequence batch_axis and time_axis must be 0 and 1 "
+                                                     "(one each), are ", batchAxis, " and ", timeAxis));
+    auto allBut = [&](int64_t keep) {
+      std::vector<int64_t> axes;
+      for (int64_t a = 0; a < rank; ++a)
+        if (a != keep) axes.push_back(a);
+      return axes;
+    };
+    Value *shape = b.op("Shape", {x});
+    Value *len = b.op("Gather", {shape, b.scalar(DType::kI64, static_cast<double>(timeAxis))});
+    Value *t = b.op("Unsqueeze", {b.op("Range", {b.scalar(DType::kI64, 0), len, b.scalar(DType::kI64, 1)}),
+                                  b.ints(allBut(timeAxis))});
+    Value *l = b.op("Unsqueeze", {b.op("Cast", {lens}, {{"to", Attribute(int64_t{7})}}), b.ints(allBut(batchAxis))});
+    Value *rev = b.op("Sub", {b.op("Sub", {l, b.scalar(DType::kI64, 1)}), t});
+    Value *idx = b.op("Where", {b.op("Less", {t, l}), rev, t});
+    return b.finish("GatherElements", {x, b.op("Expand", {idx, shape})}, {{"axis", Attribute(timeAxis)}});
+  }
+  if (op == "GroupNormalization") {
+    // Per (n, group): mean and variance over the group's channels and the
+    // spatial axes of x viewed as [N, G, -1]; then scale and bias, per group
+    // before opset 21 ([G]) and per channel from 21 ([C]).
+    FUSEC_ASSIGN_OR_RETURN(Value * scale, input(spec, 1));
+    FUSEC_ASSIGN_OR_RETURN(Value * bias, input(spec, 2));
+    FUSEC_ASSIGN_OR_RETURN(double eps, floatAttr(spec, "epsilon", 1e-5));
+    FUSEC_ASSIGN_OR_RETURN(int64_t groups, intAttr(spec, "num_groups", 0));
+    if (groups < 1)
+      return absl::InvalidArgumentError(absl::StrCat("GroupNormalization needs num_groups >= 1, has ", groups));
+    if (!x->type().rankKnown || x->type().rank() < 2)
+      return absl::InvalidArgumentError("GroupNormalization needs an input of known rank >= 2 (N, C, ...)");
+    const int64_t rank = x->type().rank();
+    const ir::Dim &c = x->type().shape[1];
+    if (c.isStatic() && c.value % groups != 0)
+      return absl::InvalidArgumentError(absl::StrCat("GroupNormalization: ", c.value, " channels do not split into ",
+                                                     groups, " groups"));
+    ir::AttributeMap keep = {{"keepdims", Attribute(int64_t{1})}};
+    Value *g = b.op("Reshape", {x, b.ints({0, groups, -1})});
+    Value *mean = b.op("ReduceMean", {g, b.ints({2})}, keep);
+    Value *centered = b.op("Sub", {g, mean});
+    Value *var = b.op("ReduceMean", {b.op("Mul", {centered, centered}), b.ints({2})}, keep);
+    Value *normed = b.op("Div", {centered, b.op("Sqrt", {b.op("Add", {var, b.scalar(dt, eps)})})});
+    std::vector<int64_t> trailing;
+    if (opset < 21) {
+      Value *s = b.op("Unsqueeze", {scale, b.ints({1})}), *bb = b.op("Unsqueeze", {bias, b.ints({1})});
+      Value *affine = b.op("Add", {b.op("Mul", {normed, s}), bb});
+      return b.finish("Reshape", {affine, b.op("Shape", {x})});
+    }
+    for (int64_t a = 1; a < rank - 1; ++a) trailing.push_back(a);  // [C] -> [C, 1, .., 1]
+    Value *back = b.op("Reshape", {normed, b.op("Shape", {x})});
+    Value *s = trailing.empty() ? scale : b.op("Unsqueeze", {scale, b.ints(trailing)});
+    Value *bb = trailing.empty() ? bias : b.op("Unsqueeze", {bias, b.ints(trailing)});
+    return b.finish("Add", {b.op("Mul", {back, s}), bb});
+  }
+  if (op == "CenterCropPad") {
+    // Per listed axis: pad (max(target - len, 0), split as floor half before)
+    // with zeros, then crop the centre (max(len - target, 0), floor half
+    // before); the target arrives as input 1, so both may be run-time.
+    FUSEC_ASSIGN_OR_RETURN(Value * target, input(spec, 1));
+    if (!x->type().rankKnown) return absl::InvalidArgumentError("CenterCropPad needs an input of known rank");
+    std::vector<int64_t> axes;
+    if (auto it = spec.attrs.find("axes"); it != spec.attrs.end()) {
+      if (it->second.kind() != Attribute::Kind::kInts)
+        return absl::InvalidArgumentError("attribute 'axes' must be a list of ints");
+      axes = it->second.ints();
+    } else {
+      for (int64_t a = 0; a < x->type().rank(); ++a) axes.push_back(a);
+    }
+    Value *tgt = b.op("Cast", {target}, {{"to", Attribute(int64_t{7})}});
+    Value *zero = b.scalar(DType::kI64, 0), *two = b.scalar(DType::kI64, 2);
+    Value *len = b.op("Gather", {b.op("Shape", {x}), b.ints(axes)});
+    Value *padAll = b.op("Max", {b.op("Sub", {tgt, len}), zero});
+    Value *padBegin = b.op("Div", {padAll, two});
+    Value *pads = b.op("Concat", {padBegin, b.op("Sub", {padAll, padBegin})}, {{"axis", Attribute(int64_t{0})}});
+    Value *padded = b.op("Pad", {x, pads, b.scalar(dt, 0), b.ints(axes)});
+    Value *plen = b.op("Gather", {b.op("Shape", {padded}), b.ints(axes)});
+    Value *start = b.op("Div", {b.op("Max", {b.op("Sub", {plen, tgt}), zero}), two});
+    return b.finish("Slice", {padded, start, b.op("Add", {start, tgt}), b.ints(axes)});
+  }
+  if (op == "MaxUnpool") {
+    // The values scattered into zeros at their flat indices (MaxPool's
+    // Indices: offsets into the whole output), then shaped as output_shape
+    // (input 2) or [N, C, (in - 1) * stride + kernel - pads].
+    FUSEC_ASSIGN_OR_RETURN(Value * idx, input(spec, 1));
+    auto ks = spec.attrs.find("kernel_shape");
+    if (ks == spec.attrs.end() || ks->second.kind() != Attribute::Kind::kInts)
+      return absl::InvalidArgumentError("MaxUnpool needs the attribute kernel_shape");
+    const std::vector<int64_t> k = ks->second.ints();
+    const size_t r = k.size();
+    if (!x->type().isStatic() || x->type().rank() != static_cast<int64_t>(r) + 2)
+      return absl::InvalidArgumentError("MaxUnpool needs a static X of rank 2 + len(kernel_shape)");
+    std::vector<int64_t> strides(r, 1), pads(2 * r, 0);
+    if (auto it = spec.attrs.find("strides"); it != spec.attrs.end() && it->second.kind() == Attribute::Kind::kInts)
+      strides = it->second.ints();
+    if (auto it = spec.attrs.find("pads"); it != spec.attrs.end() && it->second.kind() == Attribute::Kind::kInts)
+      pads = it->second.ints();
+    if (strides.size() != r || pads.size() != 2 * r)
+      return absl::InvalidArgumentError("MaxUnpool strides / pads do not match kernel_shape");
+    // The indices address the unpooled shape [N, C, (in - 1) * stride + kernel - pads].
+    std::vector<int64_t> dims = {x->type().shape[0].value, x->type().shape[1].value};
+    int64_t total = dims[0] * dims[1];
+    for (size_t d = 0; d < r; ++d) {
+      dims.push_back((x->type().shape[2 + d].value - 1) * strides[d] + k[d] - pads[d] - pads[d + r]);
+      if (dims.back() < 0) return absl::InvalidArgumentError("MaxUnpool's unpooled shape is negative");
+      total *= dims.back();
+    }
+    Value *zeros = b.op("Expand", {b.scalar(dt, 0), b.ints({total})});
+    Value *flat = b.op("ScatterElements", {zeros, b.op("Reshape", {idx, b.ints({-1})}), b.op("Reshape", {x, b.ints({-1})})},
+                       {{"axis", Attribute(int64_t{0})}});
+    Value *unpooled = b.op("Reshape", {flat, b.ints(dims)});
+    Value *oshape = optionalInput(spec, 2);
+    if (!oshape) return b.finish("Identity", {unpooled});
+    // output_shape: the unpooled tensor at its start, zeros after (Pad at the end).
+    Value *more = b.op("Sub", {b.op("Cast", {oshape}, {{"to", Attribute(int64_t{7})}}), b.ints(dims)});
+    Value *padsIn = b.op("Concat", {b.ints(std::vector<int64_t>(r + 2, 0)), more}, {{"axis", Attribute(int64_t{0})}});
+    return b.finish("Pad", {unpooled, padsIn});
+  }
+  if (op == "Upsample") {
+    // Deprecated (opset 10); nearest repeats each element (asymmetric
+    // coordinates, floor), linear interpolates asymmetrically: Resize.
+    FUSEC_ASSIGN_OR_RETURN(std::string mode, stringAttr(spec, "mode", "nearest"));
+    if (mode != "nearest" && mode != "linear" && mode != "bilinear")
+      return absl::InvalidArgumentError(absl::StrCat("Upsample mode must be nearest or linear, is '", mode, "'"));
+    Value *scales = optionalInput(spec, 1);
+    if (!scales) {
+      auto it = spec.attrs.find("scales");
+      if (it == spec.attrs.end() || it->second.kind() != Attribute::Kind::kFloats)
+        return absl::InvalidArgumentError("Upsample needs scales (input 1, or the attribute before opset 9)");
+      const std::vector<float> &f = it->second.floats();
+      ir::Tensor t(DType::kF32, {static_cast<int64_t>(f.size())});
+      for (size_t i = 0; i < f.size(); ++i) t.setDouble(static_cast<int64_t>(i), f[i]);
+      scales = b.constant(std::move(t), "_scales");
+    }
+    Value *roi = b.constant(ir::Tensor(DType::kF32, {0}), "_roi");
+    return b.finish("Resize", {x, roi, scales},
+                    {{"mode", Attribute(std::string(mode == "nearest" ? "nearest" : "linear"))},
+                     {"coordinate_transformation_mode", Attribute(std::string("asymmetric"))},
+                     {"nearest_mode", Attribute(std::string("floor"))}});
+  }
+  if (op == "DFT") {
+    return expandDft(spec, opset, b, x);
+  }
   if (op == "LpNormalization") {
     FUSEC_ASSIGN_OR_RETURN(int64_t axis, intAttr(spec, "axis", -1));
     FUSEC_ASSIGN_OR_RETURN(int64_t p, intAttr(spec, "p", 2));

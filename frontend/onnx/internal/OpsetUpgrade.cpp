@@ -24,6 +24,13 @@
 //                                  type); 1 and 11 are what fusec computes,
 //                                  others are refused (Unimplemented)
 //   Hardmax                        opset 13: as Softmax (2-D coercion before)
+//   RoiAlign                       opset 16: coordinate_transformation_mode
+//                                  added (half_pixel); older nodes get
+//                                  output_half_pixel, what they computed
+//   Compress                       (any opset) a constant condition: a Gather
+//                                  of the kept indices (after a Reshape to
+//                                  1-D when axis is absent), which fuses; a
+//                                  run-time condition keeps the row
 //   Dropout                        opset 12: `ratio` attribute -> input 1
 //                                  (the interpreter treats Dropout as
 //                                  identity; kept for fidelity)
@@ -166,6 +173,36 @@ absl::StatusOr<std::vector<Node *>> upgrade(
           "Range with stash_type ", it->second.i(),
           " (accumulation in the input's 16-bit type) is not supported; fusec computes Range "
           "exactly, as stash_type 1 (f32) or 11 (f64)"));
+  } else if (op == "RoiAlign") {
+    // Opset 16 added coordinate_transformation_mode (default half_pixel);
+    // opset 10 computed what is now output_half_pixel.
+    if (opset < 16 && !spec.attrs.count("coordinate_transformation_mode"))
+      spec.attrs["coordinate_transformation_mode"] = Attribute(std::string("output_half_pixel"));
+  } else if (op == "Compress" && spec.inputs.size() == 2 && spec.inputs[0] && spec.inputs[1] &&
+             spec.inputs[1]->isConstant() && spec.inputs[1]->constant()->rank() == 1) {
+    // A constant condition selects known slices: a Gather of their indices
+    // (a layout op that fuses), flattening first when there is no axis.
+    const ir::Tensor &cond = *spec.inputs[1]->constant();
+    std::vector<int64_t> keep;
+    for (int64_t i = 0; i < cond.numElements(); ++i)
+      if (cond.getInt(i) != 0) keep.push_back(i);
+    std::vector<Node *> added;
+    Value *x = spec.inputs[0];
+    int64_t axis = 0;
+    if (auto it = spec.attrs.find("axis"); it != spec.attrs.end()) {
+      if (it->second.kind() != Attribute::Kind::kInt)
+        return absl::InvalidArgumentError("attribute 'axis' must be an int");
+      axis = it->second.i();
+    } else {
+      Value *flat = graph.addConstant(derivedValueName(graph, spec, "_flat"), ir::Tensor::vectorI64({-1}));
+      Node *r = graph.addNode("Reshape", {x, flat}, {derivedValueName(graph, spec, "_flattened")}, {},
+                              uniqueNodeName(spec.name + "/flatten"));
+      added.push_back(r);
+      x = r->output(0);
+    }
+    Value *idx = graph.addConstant(derivedValueName(graph, spec, "_kept"), ir::Tensor::vectorI64(keep));
+    added.push_back(graph.addNode("Gather", {x, idx}, spec.outputs, {{"axis", Attribute(axis)}}, spec.name));
+    return added;
   } else if (op == "Dropout") {
     auto it = spec.attrs.find("ratio");
     if (opset < 12 && it != spec.attrs.end()) {

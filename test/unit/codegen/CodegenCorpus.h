@@ -460,6 +460,47 @@ inline std::vector<Case> corpus() {
   %o3 = "BitwiseXor"(%nu, %u) : u8[4,9]
   return %o1, %o2, %o3
 })"});
+  // GridSample (grid values in [-2, 2]: many points fall outside X):
+  // linear / zeros, nearest / border with align_corners, cubic / reflection
+  // on odd sizes, batch 1; 3-D linear / reflection; a 1-pixel axis.
+  cs.push_back({"gridsample", R"(graph @gridsample(%x: f32[2,3,5,7], %g: f32[2,4,6,2], %x1: f32[1,2,3,5], %g1: f32[1,3,3,2], %v: f32[1,2,3,4,5], %gv: f32[1,2,2,3,3], %t: f32[2,1,1,4], %gt: f32[2,3,2,2]) -> (%l, %n, %c, %vol, %thin) {
+  %l = "GridSample"(%x, %g) : f32[2,3,4,6] loc("linear")
+  %n = "GridSample"(%x, %g) {align_corners = 1, mode = "nearest", padding_mode = "border"} : f32[2,3,4,6] loc("nearest")
+  %c = "GridSample"(%x1, %g1) {mode = "cubic", padding_mode = "reflection"} : f32[1,2,3,3] loc("cubic")
+  %vol = "GridSample"(%v, %gv) {padding_mode = "reflection", align_corners = 1} : f32[1,2,2,3,3] loc("volumetric")
+  %thin = "GridSample"(%t, %gt) {padding_mode = "reflection"} : f32[2,1,3,2] loc("thin")
+  return %l, %n, %c, %vol, %thin
+})"});
+  // GridSample fused with an elementwise producer of X (recomputed per tap)
+  // and a consumer.
+  cs.push_back({"gridsample_fused", R"(graph @gridsamplefused(%x: f32[1,4,6,6], %g: f32[1,5,5,2], %r: f32[1,4,5,5]) -> (%y) {
+  %e = "Sigmoid"(%x) : f32[1,4,6,6] loc("act")
+  %s = "GridSample"(%e, %g) {padding_mode = "border"} : f32[1,4,5,5] loc("warp")
+  %y = "Add"(%s, %r) : f32[1,4,5,5] loc("add")
+  return %y
+})"});
+  // CumProd along the last and a middle axis, exclusive / reverse, an i32
+  // scan; Det of a batch of 3x3 and of one 2x2 and 4x4.
+  cs.push_back({"cumprod_det", R"(graph @cumproddet(%x: f32[3,7], %u: f32[2,5,3], %k: i32[4,6], %m: f32[5,3,3], %m2: f32[2,2], %m4: f32[2,4,4]) -> (%a, %b, %c, %d, %e, %f) {
+  %ax1 = constant i64[] dense<[1]>
+  %axm = constant i64[] dense<[-2]>
+  %a = "CumProd"(%x, %ax1) : f32[3,7] loc("scan")
+  %b = "CumProd"(%u, %axm) {exclusive = 1, reverse = 1} : f32[2,5,3] loc("scan_mid")
+  %c = "CumProd"(%k, %ax1) {exclusive = 1} : i32[4,6] loc("scan_int")
+  %d = "Det"(%m) : f32[5] loc("det3")
+  %e = "Det"(%m2) : f32[] loc("det2")
+  %f = "Det"(%m4) : f32[2] loc("det4")
+  return %a, %b, %c, %d, %e, %f
+})"});
+  // RoiAlign as its own kernel: avg with half_pixel and max with
+  // output_half_pixel, regions inside, across and past the image, batch 2.
+  cs.push_back({"roialign", R"(graph @roialign(%x: f32[2,3,6,7]) -> (%a, %m) {
+  %rois = constant f32[3,4] dense<[0.0, 0.0, 5.0, 4.0, 1.5, 0.5, 6.2, 5.9, -2.0, -1.0, 9.0, 8.0]>
+  %bi = constant i64[3] dense<[0, 1, 1]>
+  %a = "RoiAlign"(%x, %rois, %bi) {output_height = 2, output_width = 3, sampling_ratio = 2, spatial_scale = 0.75} : f32[3,3,2,3] loc("align_avg")
+  %m = "RoiAlign"(%x, %rois, %bi) {coordinate_transformation_mode = "output_half_pixel", mode = "max", output_height = 3, output_width = 2, sampling_ratio = 1} : f32[3,3,3,2] loc("align_max")
+  return %a, %m
+})"});
   return cs;
 }
 

@@ -261,6 +261,40 @@ TEST(ReductionTest, CumSumAxesDtypesAndEdges) {
 }
 
 
+TEST(ReductionTest, CumProdModesAndDtypes) {
+  Tensor x = f32({4}, {1, 2, 3, 4});
+  Tensor ax = i64({}, {0});
+  expectNear(run1("CumProd", {x, ax}), DType::kF32, {4}, {1, 2, 6, 24});
+  expectNear(run1("CumProd", {x, ax}, {{"exclusive", I(1)}}), DType::kF32, {4}, {1, 1, 2, 6});
+  expectNear(run1("CumProd", {x, ax}, {{"reverse", I(1)}}), DType::kF32, {4}, {24, 24, 12, 4});
+  expectNear(run1("CumProd", {x, ax}, {{"exclusive", I(1)}, {"reverse", I(1)}}), DType::kF32, {4},
+             {24, 12, 4, 1});
+  // Other axes, a zero, negatives, i32 (wrapping), empty and length-1 axes.
+  expectNear(run1("CumProd", {f32({2, 3}, {1, -2, 0, 4, 5, 6}), i64({1}, {-1})}), DType::kF32, {2, 3},
+             {1, -2, 0, 4, 20, 120});
+  expectInts(run1("CumProd", {it(DType::kI32, {2}, {65536, 65536}), i64({}, {0})}), DType::kI32, {2},
+             {65536, 0});
+  expectNear(run1("CumProd", {f32({0, 3}, {}), i64({}, {0})}), DType::kF32, {0, 3}, {});
+  expectNear(run1("CumProd", {f32({2, 1}, {5, 7}), i64({}, {1})}, {{"exclusive", I(1)}}), DType::kF32,
+             {2, 1}, {1, 1});
+  EXPECT_EQ(code("CumProd", {x, i64({}, {1})}), StatusCode::kInvalidArgument);
+  EXPECT_EQ(code("CumProd", {f32({}, {1}), i64({}, {0})}), StatusCode::kInvalidArgument);
+}
+
+TEST(ReductionTest, DetBatchedSingularAndEmpty) {
+  // numpy.linalg.det: 27 and -3.
+  expectNear(run1("Det", {f32({2, 3, 3}, {1.5, 2, -1, 0, 4, 2, 3, 1, 1, 1, 2, 3, 4, 5, 6, 7, 8, 10})}),
+             DType::kF32, {2}, {27, -3});
+  // A pivot needed (zero leading entry), a singular matrix, 1x1 and 0x0.
+  expectNear(run1("Det", {f32({2, 2}, {0, 1, 1, 0})}), DType::kF32, {}, {-1});
+  expectNear(run1("Det", {f32({2, 2}, {1, 2, 2, 4})}), DType::kF32, {}, {0});
+  expectNear(run1("Det", {f32({1, 1}, {-3.5})}), DType::kF32, {}, {-3.5});
+  expectNear(run1("Det", {f32({0, 0}, {})}), DType::kF32, {}, {1});
+  expectNear(run1("Det", {f32({0, 2, 2}, {})}), DType::kF32, {0}, {});
+  EXPECT_EQ(code("Det", {f32({2, 3}, {1, 2, 3, 4, 5, 6})}), StatusCode::kInvalidArgument);
+  EXPECT_EQ(code("Det", {f32({3}, {1, 2, 3})}), StatusCode::kInvalidArgument);
+}
+
 TEST(ReductionTest, TopKOrdersAndTies) {
   // Ties: the lower index first, largest and smallest; k = 0 and k = len.
   Tensor x = f32({2, 5}, {3, 1, 3, 2, 1, -1, 4, 4, 0, 4});

@@ -4,7 +4,10 @@
 // with each nearest_mode, linear with half_pixel / align_corners, cubic,
 // tf_crop_and_resize extrapolation, sizes with axes and
 // keep_aspect_ratio_policy, antialias, integer data, empty tensors, and the
-// errors. Expected values marked "onnx.reference" were computed with
+// errors; GridSample (every mode and padding mode, 2-D and 3-D, points
+// outside the input, batches, empty grids) and RoiAlign (avg / max, both
+// coordinate modes, adaptive and fixed sampling). Expected values marked
+// "onnx.reference" were computed with
 // onnx 1.23.2's ReferenceEvaluator on the same inputs.
 //
 //===----------------------------------------------------------------------===//
@@ -155,6 +158,97 @@ TEST(ResizeTest, Errors) {
             StatusCode::kInvalidArgument);
   EXPECT_EQ(code("Resize", {f32({0, 3}, {}), std::nullopt, std::nullopt, i64({2}, {2, 3})}),
             StatusCode::kInvalidArgument);  // an empty axis resized to 2
+}
+
+// GridSample: X = 1..6 as [1, 1, 2, 3]; six grid points, several outside
+// [-1, 1] (expected values: onnx.reference).
+Tensor gsGrid() {
+  return f32({1, 2, 3, 2}, {-1.2, -1.0, 0.3, 0.9, 1.4, -0.6, 0.0, 0.0, -0.7, 1.3, 2.5, -2.2});
+}
+
+TEST(GridSampleTest, LinearPaddingModes) {
+  auto gs = [&](const char *pad, int64_t ac) {
+    return run1("GridSample", {x23(), gsGrid()}, {{"padding_mode", S(pad)}, {"align_corners", I(ac)}});
+  };
+  expectNear(gs("zeros", 0), DType::kF32, {1, 1, 2, 3}, {0.0999999642, 3.26999998, 0, 3.5, 0.760000229, 0});
+  expectNear(gs("zeros", 1), DType::kF32, {1, 1, 2, 3}, {0.799999952, 5.15000057, 2.15999961, 3.5, 3.65500021, 0});
+  expectNear(gs("border", 0), DType::kF32, {1, 1, 2, 3}, {1, 5.44999981, 3, 3.5, 4, 3});
+  expectNear(gs("border", 1), DType::kF32, {1, 1, 2, 3}, {1, 5.15000057, 3.5999999, 3.5, 4.30000019, 3});
+  expectNear(gs("reflection", 0), DType::kF32, {1, 1, 2, 3}, {1, 5.44999981, 2.89999986, 3.5, 4, 3.35000014});
+  expectNear(gs("reflection", 1), DType::kF32, {1, 1, 2, 3},
+             {1.20000005, 5.15000057, 3.19999981, 3.5, 3.85000014, 3.29999995});
+  // opset 16's name for linear.
+  expectNear(run1("GridSample", {x23(), gsGrid()}, {{"mode", S("bilinear")}}), DType::kF32, {1, 1, 2, 3},
+             {0.0999999642, 3.26999998, 0, 3.5, 0.760000229, 0});
+}
+
+TEST(GridSampleTest, NearestAndCubic) {
+  auto gs = [&](const char *mode, const char *pad, int64_t ac) {
+    return run1("GridSample", {x23(), gsGrid()},
+                {{"mode", S(mode)}, {"padding_mode", S(pad)}, {"align_corners", I(ac)}});
+  };
+  expectNear(gs("nearest", "zeros", 0), DType::kF32, {1, 1, 2, 3}, {0, 5, 0, 2, 0, 0});
+  expectNear(gs("nearest", "zeros", 1), DType::kF32, {1, 1, 2, 3}, {1, 5, 3, 2, 4, 0});
+  expectNear(gs("nearest", "reflection", 0), DType::kF32, {1, 1, 2, 3}, {1, 5, 3, 2, 4, 4});
+  expectNear(gs("cubic", "zeros", 0), DType::kF32, {1, 1, 2, 3},
+             {0.0265000388, 4.05188465, -0.156233832, 4.15625, 0.739537954, 0});
+  expectNear(gs("cubic", "border", 1), DType::kF32, {1, 1, 2, 3},
+             {1, 5.27131319, 3.52800179, 3.5, 4.23175097, 3});
+  expectNear(gs("bicubic", "reflection", 0), DType::kF32, {1, 1, 2, 3},
+             {0.317499816, 6.08590651, 2.72225046, 3.5, 4.32437277, 3.35440755});
+}
+
+TEST(GridSampleTest, VolumetricBatchesAndEdges) {
+  // 3-D: X = 0..7 as [1, 1, 2, 2, 2], two points (onnx.reference).
+  Tensor x = f32({1, 1, 2, 2, 2}, {0, 1, 2, 3, 4, 5, 6, 7});
+  Tensor g = f32({1, 1, 1, 2, 3}, {0.1, -0.3, 0.5, 1.2, 0.4, -1.1});
+  expectNear(run1("GridSample", {x, g}), DType::kF32, {1, 1, 1, 1, 2}, {5, 0.335999936});
+  expectNear(run1("GridSample", {x, g}, {{"padding_mode", S("border")}}), DType::kF32, {1, 1, 1, 1, 2},
+             {5, 2.79999971});
+  expectNear(run1("GridSample", {x, g}, {{"mode", S("nearest")}}), DType::kF32, {1, 1, 1, 1, 2}, {5, 0});
+  // Batch 2 of 1x1 images: each batch reads its own image; a 1-pixel axis
+  // with align_corners reflects onto its only pixel.
+  Tensor one = f32({2, 1, 1, 1}, {7, -2});
+  Tensor g2 = f32({2, 1, 2, 2}, {0.2, 0.9, -3.0, 0.0, 0.0, 0.0, 1.0, 1.0});
+  expectNear(run1("GridSample", {one, g2}), DType::kF32, {2, 1, 1, 2}, {3.46499991, 0, -2, -0.5});
+  expectNear(run1("GridSample", {one, g2}, {{"padding_mode", S("reflection")}, {"align_corners", I(1)}}),
+             DType::kF32, {2, 1, 1, 2}, {7, 7, -2, -2});
+  // An empty grid gives an empty result.
+  expectNear(run1("GridSample", {x23(), f32({1, 0, 3, 2}, {})}), DType::kF32, {1, 1, 0, 3}, {});
+  // Errors: cubic on 3-D, a grid of the wrong width, an unknown mode.
+  EXPECT_EQ(code("GridSample", {x, g}, {{"mode", S("cubic")}}), StatusCode::kInvalidArgument);
+  EXPECT_EQ(code("GridSample", {x23(), f32({1, 1, 1, 3}, {0, 0, 0})}), StatusCode::kInvalidArgument);
+  EXPECT_EQ(code("GridSample", {x23(), gsGrid()}, {{"mode", S("area")}}), StatusCode::kInvalidArgument);
+}
+
+// RoiAlign: X = (0..24) / 3 as [1, 1, 5, 5], three regions (one past the
+// image), 2 x 3 bins (expected values: onnx.reference).
+TEST(RoiAlignTest, ModesAndSampling) {
+  std::vector<double> xv(25);
+  for (int i = 0; i < 25; ++i) xv[i] = i / 3.0;
+  Tensor x = f32({1, 1, 5, 5}, xv);
+  Tensor rois = f32({3, 4}, {0, 0, 4, 4, 1.5, 0.5, 3.2, 4.9, -2, -1, 7, 8});
+  Tensor bi = i64({3}, {0, 0, 0});
+  auto ra = [&](const char *mode, const char *ctm, int64_t sr) {
+    return run1("RoiAlign", {x, rois, bi},
+                {{"mode", S(mode)}, {"coordinate_transformation_mode", S(ctm)}, {"output_height", I(2)},
+                 {"output_width", I(3)}, {"sampling_ratio", I(sr)}});
+  };
+  expectNear(ra("avg", "half_pixel", 0), DType::kF32, {3, 1, 2, 3},
+             {0.916666627, 1.33333325, 1.77777779, 4.25, 4.66666698, 5.11111116, 2.26111126, 2.45000005,
+              2.63888884, 5.9092598, 6.09814835, 6.2870369, 1.10000002, 2.18333364, 1.81111121, 1.65555549,
+              2.75, 2.01111126});
+  expectNear(ra("avg", "output_half_pixel", 2), DType::kF32, {3, 1, 2, 3},
+             {1.88888896, 2.33333325, 2.77777791, 5.22222233, 5.66666698, 6.11111116, 3.26111126, 3.45000005,
+              3.63888884, 6.63611126, 6.82499981, 7.01388884, 1.08333337, 2.91666675, 1.70833325, 1.6875, 3.75,
+              2});
+  expectNear(ra("max", "half_pixel", 2), DType::kF32, {3, 1, 2, 3},
+             {1.66666663, 1.94444442, 2.22222209, 5, 4.72222233, 4.99999952, 2.04569483, 2.57833338,
+              1.88500071, 5.10708427, 6.18138933, 4.51916838, 2.91666651, 2.84375, 4.08333302, 6.66666651,
+              5.75, 8});
+  // No regions: an empty result; a batch index outside X is an error.
+  expectNear(run1("RoiAlign", {x, f32({0, 4}, {}), i64({0}, {})}), DType::kF32, {0, 1, 1, 1}, {});
+  EXPECT_EQ(code("RoiAlign", {x, f32({1, 4}, {0, 0, 1, 1}), i64({1}, {1})}), StatusCode::kInvalidArgument);
 }
 
 }  // namespace

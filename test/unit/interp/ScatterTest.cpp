@@ -3,7 +3,7 @@
 // interp/ops/Movement.cpp: OneHot (axes, negative and out-of-range indices,
 // float indices, empty), ScatterElements and ScatterND with every reduction,
 // duplicate and negative indices, empty updates, and the errors for bad
-// inputs.
+// inputs; Compress and NonMaxSuppression (results sized by the data).
 //
 //===----------------------------------------------------------------------===//
 #include <vector>
@@ -91,6 +91,40 @@ TEST(ScatterTest, ScatterNDSlicesElementsAndReductions) {
             StatusCode::kInvalidArgument);
 }
 
+
+TEST(ScatterTest, CompressAxesAndShortCondition) {
+  Tensor x = f32({3, 2}, {1, 2, 3, 4, 5, 6});
+  expectNear(run1("Compress", {x, boolT({3}, {0, 1, 1})}, {{"axis", I(0)}}), DType::kF32, {2, 2},
+             {3, 4, 5, 6});
+  expectNear(run1("Compress", {x, boolT({2}, {0, 1})}, {{"axis", I(-1)}}), DType::kF32, {3, 1}, {2, 4, 6});
+  // No axis: the flattened input; a condition shorter than the axis.
+  expectNear(run1("Compress", {x, boolT({4}, {1, 0, 0, 1})}), DType::kF32, {2}, {1, 4});
+  expectNear(run1("Compress", {x, boolT({3}, {0, 0, 0})}, {{"axis", I(0)}}), DType::kF32, {0, 2}, {});
+  expectInts(run1("Compress", {i64({2}, {7, 8}), boolT({2}, {1, 1})}), DType::kI64, {2}, {7, 8});
+  EXPECT_EQ(code("Compress", {x, boolT({4}, {1, 1, 1, 1})}, {{"axis", I(0)}}), StatusCode::kInvalidArgument);
+  EXPECT_EQ(code("Compress", {x, boolT({1, 3}, {1, 1, 1})}, {{"axis", I(0)}}), StatusCode::kInvalidArgument);
+}
+
+TEST(ScatterTest, NonMaxSuppressionThresholdsAndFormats) {
+  // Class 0 keeps 3, 0, 5 (1 and 2 overlap 0; 4, flipped, overlaps 3);
+  // class 1 keeps 5, 4, 2 above the score threshold (onnx.reference).
+  Tensor boxes = f32({1, 6, 4}, {0, 0, 1, 1, 0, 0.1, 1, 1.1, 0, -0.1, 1, 0.9, 0, 10, 1, 11, 1, 10.1, 0, 11.1,
+                                  0, 100, 1, 101});
+  Tensor scores = f32({1, 2, 6}, {0.9, 0.75, 0.6, 0.95, 0.5, 0.3, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6});
+  expectInts(run1("NonMaxSuppression", {boxes, scores, i64({1}, {3}), f32({1}, {0.5}), f32({1}, {0.25})}),
+             DType::kI64, {6, 3}, {0, 0, 3, 0, 0, 0, 0, 0, 5, 0, 1, 5, 0, 1, 4, 0, 1, 2});
+  // At most one per class; no limit given selects nothing.
+  expectInts(run1("NonMaxSuppression", {boxes, scores, i64({1}, {1})}), DType::kI64, {2, 3},
+             {0, 0, 3, 0, 1, 5});
+  expectInts(run1("NonMaxSuppression", {boxes, scores}), DType::kI64, {0, 3}, {});
+  // Centre format: two boxes of one centre overlap fully; ties keep the lower index.
+  Tensor c = f32({1, 2, 4}, {0.5, 0.5, 1, 1, 0.5, 0.5, 1, 1});
+  expectInts(run1("NonMaxSuppression", {c, f32({1, 1, 2}, {0.5, 0.5}), i64({1}, {5})},
+                  {{"center_point_box", I(1)}}),
+             DType::kI64, {1, 3}, {0, 0, 0});
+  EXPECT_EQ(code("NonMaxSuppression", {boxes, f32({1, 2, 5}, std::vector<double>(10, 0.5))}),
+            StatusCode::kInvalidArgument);
+}
 
 }  // namespace
 }  // namespace fusec::interp

@@ -197,6 +197,67 @@ TEST(ShapeInference, CumSum) {
             "error:");
 }
 
+TEST(ShapeInference, CumProd) {
+  EXPECT_EQ(inferType("%x: i32[b,s]", "%ax = constant i64[] dense<[1]>\n%out = \"CumProd\"(%x, %ax)"),
+            "i32[b,s]");
+  EXPECT_EQ(inferType("%x: f32[b,s]", "%ax = constant i64[] dense<[-3]>\n%out = \"CumProd\"(%x, %ax)")
+                .substr(0, 6),
+            "error:");
+  EXPECT_EQ(inferType("%x: f32[]", "%ax = constant i64[] dense<[0]>\n%out = \"CumProd\"(%x, %ax)").substr(0, 6),
+            "error:");
+}
+
+TEST(ShapeInference, GridSample) {
+  EXPECT_EQ(inferType("%x: f32[n,3,h,w], %g: f32[n,7,9,2]", "%out = \"GridSample\"(%x, %g)"), "f32[n,3,7,9]");
+  EXPECT_EQ(inferType("%x: f32[2,3,4,5,6], %g: f32[2,1,2,3,3]",
+                      "%out = \"GridSample\"(%x, %g) {mode = \"nearest\", padding_mode = \"border\"}"),
+            "f32[2,3,1,2,3]");
+  // Refused: cubic in 3-D, a grid of the wrong width or rank, a batch
+  // mismatch, unknown modes, integer grids.
+  for (const char *bad : {"%out = \"GridSample\"(%x5, %g5) {mode = \"cubic\"}",
+                          "%out = \"GridSample\"(%x, %g3)",
+                          "%out = \"GridSample\"(%x, %g5)",
+                          "%out = \"GridSample\"(%x, %gb)",
+                          "%out = \"GridSample\"(%x, %g) {mode = \"area\"}",
+                          "%out = \"GridSample\"(%x, %g) {padding_mode = \"wrap\"}",
+                          "%out = \"GridSample\"(%x, %gi)"})
+    EXPECT_EQ(inferType("%x: f32[2,3,4,5], %g: f32[2,6,6,2], %g3: f32[2,6,6,3], %gb: f32[1,6,6,2], "
+                        "%x5: f32[2,3,4,5,6], %g5: f32[2,1,2,3,3], %gi: i64[2,6,6,2]",
+                        bad)
+                  .substr(0, 6),
+              "error:")
+        << bad;
+}
+
+TEST(ShapeInference, RoiAlignCompressNmsDet) {
+  EXPECT_EQ(inferType("%x: f32[n,256,h,w], %r: f32[k,4], %b: i64[k]",
+                      "%out = \"RoiAlign\"(%x, %r, %b) {output_height = 7, output_width = 5}"),
+            "f32[k,256,7,5]");
+  EXPECT_EQ(inferType("%x: f32[1,2,8,8], %r: f32[3,5], %b: i64[3]", "%out = \"RoiAlign\"(%x, %r, %b)").substr(0, 6),
+            "error:");
+  EXPECT_EQ(inferType("%x: f32[1,2,8,8], %r: f32[3,4], %b: i64[2]", "%out = \"RoiAlign\"(%x, %r, %b)").substr(0, 6),
+            "error:");
+  EXPECT_EQ(inferType("%x: f32[1,2,8,8], %r: f32[3,4], %b: i64[3]", "%out = \"RoiAlign\"(%x, %r, %b) {mode = \"min\"}")
+                .substr(0, 6),
+            "error:");
+  // Compress: the selected count is unknown at compile time.
+  EXPECT_EQ(inferType("%x: f32[3,2], %c: bool[3]", "%out = \"Compress\"(%x, %c) {axis = 0}"), "f32[?,2]");
+  EXPECT_EQ(inferType("%x: f32[3,2], %c: bool[3]", "%out = \"Compress\"(%x, %c)"), "f32[?]");
+  EXPECT_EQ(inferType("%x: f32[3,2], %c: bool[4]", "%out = \"Compress\"(%x, %c) {axis = 0}").substr(0, 6), "error:");
+  EXPECT_EQ(inferType("%x: f32[3,2], %c: f32[3]", "%out = \"Compress\"(%x, %c) {axis = 0}").substr(0, 6), "error:");
+  EXPECT_EQ(inferType("%x: f32[3,2], %c: bool[3]", "%out = \"Compress\"(%x, %c) {axis = 2}").substr(0, 6), "error:");
+  EXPECT_EQ(inferType("%b: f32[1,6,4], %s: f32[1,2,6]", "%out = \"NonMaxSuppression\"(%b, %s)"), "i64[?,3]");
+  EXPECT_EQ(inferType("%b: f32[1,6,4], %s: f32[1,2,5]", "%out = \"NonMaxSuppression\"(%b, %s)").substr(0, 6),
+            "error:");
+  EXPECT_EQ(inferType("%b: f32[1,6,4], %s: f32[1,2,6]", "%out = \"NonMaxSuppression\"(%b, %s) {center_point_box = 2}")
+                .substr(0, 6),
+            "error:");
+  EXPECT_EQ(inferType("%x: f32[b,3,3]", "%out = \"Det\"(%x)"), "f32[b]");
+  EXPECT_EQ(inferType("%x: f32[2,2]", "%out = \"Det\"(%x)"), "f32[]");
+  EXPECT_EQ(inferType("%x: f32[2,3]", "%out = \"Det\"(%x)").substr(0, 6), "error:");
+  EXPECT_EQ(inferType("%x: i64[2,2]", "%out = \"Det\"(%x)").substr(0, 6), "error:");
+}
+
 TEST(ShapeInference, Resize) {
   EXPECT_EQ(inferType("%x: f32[n,3,20,30]",
                       "%s = constant f32[4] dense<[1.0, 1.0, 2.0, 1.5]>\n%out = \"Resize\"(%x, _, %s)"),

@@ -251,6 +251,29 @@ TEST(OpCostTest, PReluCumSumAndResize) {
   EXPECT_EQ(rn.bytesRead, 24 * 4);
 }
 
+TEST(OpCostTest, GridSampleRoiAlignScansAndDet) {
+  ir::Graph g;
+  auto *x = g.addInput("x", f32({2, 3, 4, 4}));
+  auto *grid = g.addInput("grid", f32({2, 5, 5, 2}));
+  ir::Node *lin = add(g, "GridSample", {x, grid}, {f32({2, 3, 5, 5})});
+  EXPECT_EQ(opCost(*lin).flops, 2 * 4 * 150);  // 2^2 taps, a multiply-add each
+  ir::Node *cub = add(g, "GridSample", {x, grid}, {f32({2, 3, 5, 5})});
+  cub->setAttr("mode", ir::Attribute(std::string("cubic")));
+  EXPECT_EQ(opCost(*cub).flops, 2 * 16 * 150);
+  ir::Node *nn = add(g, "GridSample", {x, grid}, {f32({2, 3, 5, 5})});
+  nn->setAttr("mode", ir::Attribute(std::string("nearest")));
+  EXPECT_EQ(opCost(*nn).flops, 0);
+  auto *rois = g.addInput("rois", f32({3, 4}));
+  auto *bi = g.addInput("bi", ir::TensorType(DType::kI64, {ir::Dim(3)}));
+  ir::Node *ra = add(g, "RoiAlign", {x, rois, bi}, {f32({3, 3, 2, 2})});
+  ra->setAttr("sampling_ratio", ir::Attribute(int64_t{2}));
+  EXPECT_EQ(opCost(*ra).flops, 8 * 4 * 36);  // 4 samples of 4 taps per output element
+  auto *axis = g.addConstant("axis", ir::Tensor::vectorI64({1}));
+  EXPECT_EQ(opCost(*add(g, "CumProd", {x, axis}, {f32({2, 3, 4, 4})})).flops, 96);
+  auto *m = g.addInput("m", f32({5, 3, 3}));
+  EXPECT_EQ(opCost(*add(g, "Det", {m}, {f32({5})})).flops, 45 * 3);
+}
+
 TEST(OpCostTest, ConvTransposeCountsTapsPerInputElement) {
   ir::Graph g;
   auto *x = g.addInput("x", f32({1, 4, 5, 5}));
