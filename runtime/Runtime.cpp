@@ -43,12 +43,16 @@ fusert_status fail(const Status &s) {
   return s.code();
 }
 
-/// True when the artifact's kernel steps need its library (cpu, cuda).
-bool usesLibrary(const Manifest &m) {
-  return !m.library.empty() &&
-         std::any_of(m.steps.begin(), m.steps.end(),
-                     [](const StepDesc &s) { return s.kind == StepKind::kKernel; });
-}
+/// True when the manifest names a library (cpu, cuda). fusec names one only
+/// when a step calls it, and the loader then always loads it and compares the
+/// manifest digest it records, whatever the steps are now: a manifest whose
+/// kernel steps were removed or replaced by copies is refused like every
+/// other edit.
+bool usesLibrary(const Manifest &m) { return !m.library.empty(); }
+
+/// The largest library the loader hashes and dlopens (generated kernels of
+/// the largest models are tens of MiB).
+constexpr uint64_t kMaxLibraryBytes = uint64_t{1} << 30;
 
 /// Checks the manifest's checksums before anything is dlopened or read: the
 /// library (when a kernel step uses it and the manifest does not say
@@ -76,6 +80,7 @@ Status verifyChecksums(const fusert_model &model) {
     uint64_t size = 0;
     if (!fileSize(path, size))
       return notFound(r.what, " ", path, " not found");
+
     if (!listed(r.file))
       return invalidArgument("manifest: 'checksums' has no entry for the ", r.what, " '", r.file,
                              "' (fusec records one for every file it writes): the artifact was "
@@ -86,6 +91,14 @@ Status verifyChecksums(const fusert_model &model) {
     uint64_t size = 0;
     if (!fileSize(path, size))
       return notFound(file, " not found in ", model.dir);
+    // Sizes before contents: a 20 GB (sparse) file would otherwise be read in
+    // full before the mismatch shows.
+    if (file == m.weightsFile && size != m.weightsBytes)
+      return invalidArgument("weights file ", path, " has ", size, " bytes, the manifest says ",
+                             m.weightsBytes);
+    if (file == m.library && size > kMaxLibraryBytes)
+      return invalidArgument("library ", path, " has ", size, " bytes, more than the ",
+                             kMaxLibraryBytes >> 20, " MiB a fusec library can have");
     std::string got;
     if (!fusec::artifact_checksum::fileChecksum(path, got))
       return invalidArgument("cannot read ", path);

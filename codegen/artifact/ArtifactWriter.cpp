@@ -182,12 +182,25 @@ Json previousManifest(const fs::path &dir) {
 /// from before that list: the files every backend writes), and the
 /// manifest itself. Recompiling replaces the folder whole, so these would
 /// be lost: the writer refuses instead.
+/// Every name the writer or a backend ever puts in an artifact folder
+/// (writeArtifact refuses a backend file not listed). A previous manifest's
+/// "files" list can only narrow this set, never widen it: the list is not
+/// covered by the manifest digest or a checksum, so a list naming a user's
+/// file (an artifact received from elsewhere, a rewritten manifest) must not
+/// make recompiling delete it (red team s25 F2).
+const std::set<std::string> &namesFusecWrites() {
+  static const std::set<std::string> names = {artifact_format::kManifestFile, artifact_format::kWeightsFile,
+                                              artifact_format::kFusionFile, "model.cu", "libmodel.so", "model.ll",
+                                              "kernels.py", "run.py"};
+  return names;
+}
+
 std::vector<std::string> foreignEntries(const fs::path &dir, const Json &manifest) {
   std::set<std::string> ours = {artifact_format::kManifestFile, artifact_format::kWeightsFile,
                                 artifact_format::kFusionFile};
   if (manifest.contains("files") && manifest["files"].is_array()) {
     for (const Json &f : manifest["files"])
-      if (f.is_string()) ours.insert(f.get<std::string>());
+      if (f.is_string() && namesFusecWrites().count(f.get<std::string>())) ours.insert(f.get<std::string>());
   } else {
     for (const char *f : {"model.cu", "libmodel.so", "kernels.py", "run.py"}) ours.insert(f);
   }
@@ -617,7 +630,12 @@ absl::Status writeArtifact(const ir::Graph &graph, const passes::FusionPlan &pla
   TempDirGuard guard(tmp);
   if (!markOwned(tmp))
     return absl::InternalError(absl::StrCat("cannot write into '", tmp.string(), "'"));
-  for (const auto &[name, contents] : mod.files) FUSEC_RETURN_IF_ERROR(writeFile(tmp / name, contents));
+  for (const auto &[name, contents] : mod.files) {
+    if (!namesFusecWrites().count(name))
+      return absl::InternalError(absl::StrCat(backend->name(), ": writes '", name,
+                                              "', which is not in the writer's list of artifact file names"));
+    FUSEC_RETURN_IF_ERROR(writeFile(tmp / name, contents));
+  }
   FUSEC_RETURN_IF_ERROR(writeWeights(tmp / artifact_format::kWeightsFile, mem));
   FUSEC_RETURN_IF_ERROR(writeFile(tmp / artifact_format::kFusionFile, fusionJson));
 

@@ -25,7 +25,7 @@
 #include "passes/cost/TargetSpec.h"
 #include "passes/fusion/FusionDump.h"
 #include "tools/fusec-opt/FusecOpt.h"
-#include "support/Stack.h"
+#include "support/ToolMain.h"
 
 namespace {
 
@@ -109,7 +109,8 @@ static int toolMain(int argc, char **argv) {
   return fusec::opt::fusecOptMain(argc, argv, hooks);
 }
 
-// The whole tool runs on a thread with a large stack (support/Stack.h).
+// The whole tool runs on a thread with a large stack, and an exception that
+// escapes it becomes an error line and status 1 (support/ToolMain.h).
 int main(int argc, char **argv) {
-  return fusec::support::runWithLargeStack([&] { return toolMain(argc, argv); });
+  return fusec::support::runToolMain("fusec-opt", [&] { return toolMain(argc, argv); });
 }

@@ -28,7 +28,7 @@
 #include "support/Status.h"
 #include "tools/fusec-run/GpuRun.h"
 #include "tools/fusec-run/NkiRun.h"
-#include "support/Stack.h"
+#include "support/ToolMain.h"
 
 namespace fs = std::filesystem;
 using namespace fusec;
@@ -271,7 +271,8 @@ static int toolMain(int argc, char **argv) {
   return *pass ? 0 : 1;
 }
 
-// The whole tool runs on a thread with a large stack (support/Stack.h).
+// The whole tool runs on a thread with a large stack, and an exception that
+// escapes it becomes an error line and status 1 (support/ToolMain.h).
 int main(int argc, char **argv) {
-  return fusec::support::runWithLargeStack([&] { return toolMain(argc, argv); });
+  return fusec::support::runToolMain("fusec-run", [&] { return toolMain(argc, argv); });
 }

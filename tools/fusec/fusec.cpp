@@ -27,7 +27,7 @@
 #include "passes/fusion/FusionDump.h"
 #include "support/Escape.h"
 #include "support/Status.h"
-#include "support/Stack.h"
+#include "support/ToolMain.h"
 
 namespace {
 
@@ -153,7 +153,7 @@ absl::Status runDriver(ToolOptions &opts, std::ostream &out) {
   if (!result.wroteArtifact) return absl::OkStatus();
   const driver::ArtifactReport &a = result.artifact;
   for (const std::string &w : a.warnings) std::cerr << "fusec: warning: " << fusec::printableLines(w) << "\n";
-  std::cerr << "fusec: wrote " << c.output << ": " << a.numSteps << " steps, " << a.numKernels
+  std::cerr << "fusec: wrote " << fusec::printable(c.output) << ": " << a.numSteps << " steps, " << a.numKernels
             << " generated kernels, weights " << a.weightsBytes << " bytes, arena "
             << a.arenaBytes << " bytes"
             << (a.builtLibrary ? ", libmodel.so built" : ", library not built") << "\n";
@@ -180,7 +180,8 @@ static int toolMain(int argc, char **argv) {
   return 0;
 }
 
-// The whole tool runs on a thread with a large stack (support/Stack.h).
+// The whole tool runs on a thread with a large stack, and an exception that
+// escapes it becomes an error line and status 1 (support/ToolMain.h).
 int main(int argc, char **argv) {
-  return fusec::support::runWithLargeStack([&] { return toolMain(argc, argv); });
+  return fusec::support::runToolMain("fusec", [&] { return toolMain(argc, argv); });
 }

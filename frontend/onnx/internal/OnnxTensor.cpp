@@ -24,6 +24,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <new>
 #include <system_error>
 
 #include "absl/strings/numbers.h"
@@ -70,10 +71,43 @@ absl::StatusOr<std::string> readFileBytes(const std::string &path) {
   if (ec || !fs::exists(st)) return absl::NotFoundError(absl::StrCat("no such file: ", q(path)));
   if (!fs::is_regular_file(st))
     return absl::InvalidArgumentError(absl::StrCat(q(path), " is not a regular file"));
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::InvalidArgumentError(absl::StrCat("cannot open ", q(path)));
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) return absl::InvalidArgumentError(absl::StrCat("error reading ", q(path)));
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return absl::InvalidArgumentError(absl::StrCat("cannot open ", q(path), ": ", std::strerror(errno)));
+  struct FdCloser {
+    int fd;
+    ~FdCloser() { ::close(fd); }
+  } closer{fd};
+  struct stat info {};
+  if (::fstat(fd, &info) != 0)
+    return absl::InvalidArgumentError(absl::StrCat("cannot read ", q(path), ": ", std::strerror(errno)));
+  // A protobuf message (a ModelProto, a TensorProto of test data) cannot be
+  // larger than 2 GiB; weights that big live in external data.
+  constexpr uint64_t kMaxMessageBytes = uint64_t{1} << 31;
+  if (static_cast<uint64_t>(info.st_size) > kMaxMessageBytes)
+    return absl::InvalidArgumentError(absl::StrCat(
+        q(path), " has ", static_cast<uint64_t>(info.st_size), " bytes, more than protobuf's 2 GiB limit for one "
+        "message (ONNX keeps larger weights in external data files)"));
+  std::string bytes;
+  try {
+    bytes.reserve(static_cast<size_t>(info.st_size));
+    char buf[1 << 16];
+    for (;;) {
+      const ssize_t got = ::read(fd, buf, sizeof buf);
+      if (got < 0) {
+        if (errno == EINTR) continue;
+        return absl::InvalidArgumentError(absl::StrCat("cannot read ", q(path), ": ", std::strerror(errno)));
+      }
+      if (got == 0) break;
+      if (bytes.size() + static_cast<size_t>(got) > kMaxMessageBytes)
+        return absl::InvalidArgumentError(
+            absl::StrCat(q(path), " is larger than protobuf's 2 GiB limit for one message"));
+      bytes.append(buf, static_cast<size_t>(got));
+    }
+  } catch (const std::bad_alloc &) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("out of memory reading ", q(path), " (", static_cast<uint64_t>(info.st_size), " bytes)"));
+  }
   return bytes;
 }
 

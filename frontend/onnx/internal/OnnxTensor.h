@@ -45,8 +45,10 @@ absl::StatusOr<ir::Tensor> tensorFromProto(const onnx::TensorProto &proto,
 absl::StatusOr<std::string> resolveExternalPath(const std::string &baseDir,
                                                 const std::string &location);
 
-/// Reads a whole file. Errors: NotFound, InvalidArgument (not a regular file
-/// or unreadable).
+/// Reads a whole file holding one protobuf message (a model or a test-data
+/// tensor) with read(2). Errors: NotFound, InvalidArgument (not a regular
+/// file, a read error such as EIO with its strerror, or over protobuf's 2 GiB
+/// message limit, checked before reading), ResourceExhausted (out of memory).
 absl::StatusOr<std::string> readFileBytes(const std::string &path);
 
 }  // namespace fusec::frontend::internal

@@ -106,6 +106,20 @@ TEST_F(ArtifactFolderTest, FilesTheUserAddedAreNeverDeleted) {
   EXPECT_TRUE(fs::exists(out_ / "manifest.json"));
 }
 
+// Red team s25 F2: the previous manifest's "files" list is not trusted to
+// widen what fusec owns: a list naming the user's file does not get it deleted.
+TEST_F(ArtifactFolderTest, AFilesListNamingAUsersFileDoesNotDeleteIt) {
+  ASSERT_TRUE(compile().ok());
+  std::ofstream(out_ / "notes.txt") << "keep me";
+  Json m = manifest();
+  m["files"].push_back("notes.txt");
+  std::ofstream(out_ / "manifest.json", std::ios::trunc) << m.dump(2);
+  absl::Status s = compile();
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(std::string(s.message()), HasSubstr("notes.txt"));
+  EXPECT_TRUE(fs::exists(out_ / "notes.txt"));
+}
+
 TEST_F(ArtifactFolderTest, StaleTemporaryFoldersAreRemoved) {
   staleFolder(root_ / "out.tmp-Ab12Cd", "model.cu");
   staleFolder(root_ / "out.old-Zz99Yy", "manifest.json");

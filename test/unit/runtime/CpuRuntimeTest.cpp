@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -561,6 +562,27 @@ TEST_F(CpuRuntimeTest, ManifestEditedAfterTheBuildIsRefused) {
     EXPECT_EQ(load(), FUSERT_INVALID_ARGUMENT) << field;
     EXPECT_THAT(fusert_last_error(), HasSubstr("libmodel.so was built for another manifest")) << field;
     EXPECT_EQ(model_, nullptr);
+  }
+  // Red team s25 F1: with no kernel step left (removed, or replaced by a copy
+  // from an input to an output) the library is still loaded and its digest
+  // compared.
+  {
+    Json none = m;
+    none["steps"] = Json::array();
+    std::ofstream(dir_ / "manifest.json") << none.dump(2);
+    EXPECT_EQ(load(), FUSERT_INVALID_ARGUMENT);
+    EXPECT_THAT(fusert_last_error(), HasSubstr("libmodel.so was built for another manifest"));
+  }
+  // Red team s25 F1b: a weights file of another size is refused before it is
+  // hashed (a 20 GB sparse file took 45 s).
+  {
+    std::ofstream(dir_ / "manifest.json") << m.dump(2);
+    fs::resize_file(dir_ / "weights.bin", 64ull << 30);  // sparse
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_EQ(load(), FUSERT_INVALID_ARGUMENT);
+    EXPECT_THAT(fusert_last_error(), HasSubstr("bytes, the manifest says"));
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+    fs::resize_file(dir_ / "weights.bin", art_.weights.size());
   }
   // A library whose digest was never filled in (the writer's placeholder),
   // its checksum recomputed.

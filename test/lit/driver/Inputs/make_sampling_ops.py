@@ -6,7 +6,8 @@ flow-warp GridSample (Sigmoid producer, bilinear, border padding) feeding an
 Add, a nearest / zeros GridSample with align_corners, a 3-D reflection one,
 CumProd along a middle axis, Det of a batch of 3x3 matrices, LRN (AlexNet's
 attributes), LpPool (p = 2 and p = 3), ReverseSequence (time-major), a
-GroupNormalization (opset 18: per-group scale and bias), a Compress with
+GroupNormalization (GroupNormalization-21: per-channel scale and bias; the
+model is opset 26, CumProd's first), a Compress with
 a constant condition and a RoiAlign (sampling_ratio 2).
 
 And models each refused by `fusec -o` with a reason naming the node:
@@ -55,8 +56,8 @@ nodes = [
     h.make_node("LpPool", ["x"], ["y_lp2"], name="lppool2", kernel_shape=[2, 3], strides=[1, 2], pads=[1, 1, 0, 1]),
     h.make_node("LpPool", ["x"], ["y_lp3"], name="lppool3", kernel_shape=[3, 3], p=3),
     h.make_node("ReverseSequence", ["seq", "lens"], ["y_rev"], name="reverse", batch_axis=1, time_axis=0),
-    const("gscale", np.array([1.5, -0.5], np.float32)),
-    const("gbias", np.array([0.1, 0.2], np.float32)),
+    const("gscale", np.array([1.5, -0.5, 0.7, 1.1], np.float32)),
+    const("gbias", np.array([0.1, 0.2, -0.3, 0.0], np.float32)),
     h.make_node("GroupNormalization", ["x", "gscale", "gbias"], ["y_gn"], name="groupnorm", num_groups=2),
     const("keep", np.array([True, False, True, True], bool)),
     h.make_node("Compress", ["x", "keep"], ["y_cmp"], name="compress", axis=1),
@@ -70,7 +71,7 @@ m = save("new_ops", nodes,
           F("gv", [1, 2, 3, 2, 3]), F("m", [4, 3, 3]), F("seq", [5, 3, 2]), I("lens", [3])],
          [F("y_warp", None), F("y_near", None), F("y_vol", None), F("y_cp", None), F("y_det", None),
           F("y_lrn", None), F("y_lp2", None), F("y_lp3", None), F("y_rev", None), F("y_gn", None),
-          F("y_cmp", None), F("y_roi", None)], opset=18)
+          F("y_cmp", None), F("y_roi", None)], opset=26)
 feeds = {"x": rng.standard_normal((1, 4, 6, 8)).astype(np.float32),
          "grid": rng.uniform(-1.3, 1.3, (1, 5, 7, 2)).astype(np.float32),
          "res": rng.standard_normal((1, 4, 5, 7)).astype(np.float32),
