@@ -132,3 +132,21 @@ save("relu_bogus_21", [helper.make_node("Relu", ["x"], ["y"], name="relu21", bog
      [vi("x", F, [8])], [vi("y", F, [8])], feeds=[("x", x8)], opset=21)
 save("split_18_ok", [helper.make_node("Split", ["x"], ["a", "b"], name="split18ok", axis=0, num_outputs=2)],
      [vi("x", F, [8])], [vi("a", F, [4]), vi("b", F, [4])], feeds=[("x", x8)], opset=18)
+# Red team, stop 25: invalid attribute and operand values that fusec compiled
+# while the reference or onnxruntime refused them.
+save("gelu20_bad_approx", [helper.make_node("Gelu", ["x"], ["y"], name="gelu_fast", approximate="fast")],
+     [vi("x", F, [8])], [vi("y", F, [8])], feeds=[("x", x8)], opset=20)
+save("reduce_axes_dup", [helper.make_node("ReduceSum", ["x", "ax"], ["y"], name="rs_dup")],
+     [vi("x", F, [2, 4])], [vi("y", F, [2, 1])], inits=[("ax", np.array([1, -1], np.int64))],
+     feeds=[("x", x8.reshape(2, 4))], opset=13)
+save("maxpool_pad_ge_kernel", [helper.make_node("MaxPool", ["x"], ["y"], name="mp_pad", kernel_shape=[2, 2], pads=[3, 3, 3, 3])],
+     [vi("x", F, [1, 1, 4, 4])], [vi("y", F, None)], feeds=[("x", np.ones((1, 1, 4, 4), np.float32))])
+save("avgpool_pad_ge_kernel", [helper.make_node("AveragePool", ["x"], ["y"], name="ap_pad", kernel_shape=[3, 2], pads=[0, 2, 0, 0])],
+     [vi("x", F, [1, 1, 4, 4])], [vi("y", F, None)], feeds=[("x", np.ones((1, 1, 4, 4), np.float32))])
+save("split18_both", [helper.make_node("Split", ["x", "s"], ["a", "b"], name="split_both", axis=0, num_outputs=2)],
+     [vi("x", F, [8])], [vi("a", F, [4]), vi("b", F, [4])], inits=[("s", np.array([4, 4], np.int64))],
+     feeds=[("x", x8)], opset=18)
+save("dropout_ratio_bad", [helper.make_node("Dropout", ["x", "r"], ["y"], name="drop_r")],
+     [vi("x", F, [8])], [vi("y", F, [8])], inits=[("r", np.array(1.5, np.float32))], feeds=[("x", x8)], opset=13)
+save("dropout_ratio_neg", [helper.make_node("Dropout", ["x", "r"], ["y"], name="drop_n")],
+     [vi("x", F, [8])], [vi("y", F, [8])], inits=[("r", np.array(-0.5, np.float32))], feeds=[("x", x8)], opset=13)
