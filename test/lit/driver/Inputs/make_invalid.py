@@ -150,3 +150,19 @@ save("dropout_ratio_bad", [helper.make_node("Dropout", ["x", "r"], ["y"], name="
      [vi("x", F, [8])], [vi("y", F, [8])], inits=[("r", np.array(1.5, np.float32))], feeds=[("x", x8)], opset=13)
 save("dropout_ratio_neg", [helper.make_node("Dropout", ["x", "r"], ["y"], name="drop_n")],
      [vi("x", F, [8])], [vi("y", F, [8])], inits=[("r", np.array(-0.5, np.float32))], feeds=[("x", x8)], opset=13)
+# Sign(NaN) is NaN and pow(-0.0, odd negative integer) is -inf in the cpu
+# artifact as in the reference (stop 25: 0 and +inf).
+def save_expected(name, arrays):
+    for i, (n, a) in enumerate(arrays):
+        with open(os.path.join(out, name, "data", "output_%d.pb" % i), "wb") as f:
+            f.write(numpy_helper.from_array(a, n).SerializeToString())
+xs = np.array([np.nan, -2.0, -0.0, 0.0, 3.0, np.inf, -np.inf, np.nan], np.float32)
+save("sign_nan", [helper.make_node("Sign", ["x"], ["y"], name="sgn")],
+     [vi("x", F, [8])], [vi("y", F, [8])], feeds=[("x", xs)])
+save_expected("sign_nan", [("y", np.sign(xs))])
+pb = np.array([-0.0, -0.0, 0.0, -0.0, -2.0, -0.0, 4.0, -0.0], np.float32)
+pe = np.array([-1.0, -3.0, -1.0, -2.0, 3.0, 0.5, 0.5, 3.0], np.float32)
+save("pow_negzero", [helper.make_node("Pow", ["x", "e"], ["y"], name="pw")],
+     [vi("x", F, [8]), vi("e", F, [8])], [vi("y", F, [8])], feeds=[("x", pb), ("e", pe)])
+with np.errstate(divide="ignore"):
+    save_expected("pow_negzero", [("y", np.power(pb, pe))])
