@@ -12,12 +12,13 @@ out = sys.argv[1]
 F, I = TP.FLOAT, TP.INT64
 
 
-def save(name, nodes, inputs, outputs, inits=(), feeds=(), opset=17):
+def save(name, nodes, inputs, outputs, inits=(), feeds=(), opset=17, domains=()):
     d = os.path.join(out, name)
     os.makedirs(os.path.join(d, "data"), exist_ok=True)
     g = helper.make_graph(nodes, name, inputs, outputs,
                           initializer=[numpy_helper.from_array(a, n) for n, a in inits])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)] +
+                          [helper.make_opsetid(d, v) for d, v in domains])
     m.ir_version = 8
     onnx.save(m, os.path.join(d, "model.onnx"))
     for i, (n, a) in enumerate(feeds):
@@ -166,3 +167,22 @@ save("pow_negzero", [helper.make_node("Pow", ["x", "e"], ["y"], name="pw")],
      [vi("x", F, [8]), vi("e", F, [8])], [vi("y", F, [8])], feeds=[("x", pb), ("e", pe)])
 with np.errstate(divide="ignore"):
     save_expected("pow_negzero", [("y", np.power(pb, pe))])
+# F3: a constant sequence_lens outside [0, seq_length] (GRU, LSTM, RNN) or
+# seqlens_k outside [0, total_sequence_length) (GroupQueryAttention):
+# onnxruntime refuses them; fusec computed something.
+x213 = np.ones((2, 1, 3), np.float32)
+for name, sl in (("gru_seqlen_oob", 100), ("gru_seqlen_neg", -7)):
+    save(name, [helper.make_node("GRU", ["x", "W", "R", "", "sl"], ["Y"], name="gru_sl", hidden_size=2)],
+         [vi("x", F, [2, 1, 3])], [vi("Y", F, [2, 1, 1, 2])],
+         inits=[("W", np.ones((1, 6, 3), np.float32)), ("R", np.ones((1, 6, 2), np.float32)),
+                ("sl", np.array([sl], np.int32))], feeds=[("x", x213)])
+save("lstm_seqlen_oob", [helper.make_node("LSTM", ["x", "W", "R", "", "sl"], ["Y"], name="lstm_sl", hidden_size=2)],
+     [vi("x", F, [2, 1, 3])], [vi("Y", F, [2, 1, 1, 2])],
+     inits=[("W", np.ones((1, 8, 3), np.float32)), ("R", np.ones((1, 8, 2), np.float32)),
+            ("sl", np.array([3], np.int32))], feeds=[("x", x213)])
+save("gqa_seqlens_oob", [helper.make_node("GroupQueryAttention", ["q", "k", "v", "", "", "sl", "tsl"], ["o"],
+                                          name="gqa_sl", domain="com.microsoft", num_heads=2, kv_num_heads=1, causal=0)],
+     [vi("q", F, [1, 4, 16]), vi("k", F, [1, 4, 8]), vi("v", F, [1, 4, 8])], [vi("o", F, [1, 4, 16])],
+     inits=[("sl", np.array([100], np.int32)), ("tsl", np.array(4, np.int32))],
+     feeds=[("q", np.ones((1, 4, 16), np.float32)), ("k", np.ones((1, 4, 8), np.float32)),
+            ("v", np.ones((1, 4, 8), np.float32))], domains=[("com.microsoft", 1)])
