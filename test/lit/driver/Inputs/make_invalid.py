@@ -186,3 +186,18 @@ save("gqa_seqlens_oob", [helper.make_node("GroupQueryAttention", ["q", "k", "v",
      inits=[("sl", np.array([100], np.int32)), ("tsl", np.array(4, np.int32))],
      feeds=[("q", np.ones((1, 4, 16), np.float32)), ("k", np.ones((1, 4, 8), np.float32)),
             ("v", np.ones((1, 4, 8), np.float32))], domains=[("com.microsoft", 1)])
+# F5: ReduceLogSumExp as max + log(sum(exp(x - max))): inputs around +-1000
+# gave +-inf (the log of an overflowed sum); a row of -inf stays -inf.
+xl = np.array([[1000, 1000, 999], [-1000, -1000, -1001], [-np.inf, -np.inf, -np.inf], [1, 2, 3]], np.float32)
+def lse(a, axis, keep):
+    m = np.max(a, axis=axis, keepdims=True)
+    m = np.where(np.isinf(m), 0, m)
+    with np.errstate(divide="ignore"):
+        r = np.log(np.sum(np.exp(a.astype(np.float64) - m), axis=axis, keepdims=True)) + m
+    return (r if keep else np.squeeze(r, axis)).astype(np.float32)
+save("reducelogsumexp_big13", [helper.make_node("ReduceLogSumExp", ["x"], ["y"], name="rlse13", axes=[1], keepdims=0)],
+     [vi("x", F, [4, 3])], [vi("y", F, [4])], feeds=[("x", xl)], opset=13)
+save_expected("reducelogsumexp_big13", [("y", lse(xl, 1, False))])
+save("reducelogsumexp_big18", [helper.make_node("ReduceLogSumExp", ["x", "ax"], ["y"], name="rlse18")],
+     [vi("x", F, [4, 3])], [vi("y", F, [1, 3])], inits=[("ax", np.array([0], np.int64))], feeds=[("x", xl)], opset=18)
+save_expected("reducelogsumexp_big18", [("y", lse(xl, 0, True))])
