@@ -437,8 +437,10 @@ llvm::Value *Lanes::unary(const Expr &e) {
     case UnaryOp::kRound: return B.CreateUnaryIntrinsic(llvm::Intrinsic::rint, x);  // default mode: half to even
     case UnaryOp::kSign: {
       llvm::Value *z = splatF(I, et, w_, 0.0);
+      // Neither above nor below zero: x itself (a signed zero or NaN, which
+      // stays NaN as in the reference).
       return B.CreateSelect(B.CreateFCmpOGT(x, z), splatF(I, et, w_, 1.0),
-                            B.CreateSelect(B.CreateFCmpOLT(x, z), splatF(I, et, w_, -1.0), z));
+                            B.CreateSelect(B.CreateFCmpOLT(x, z), splatF(I, et, w_, -1.0), x));
     }
     case UnaryOp::kNot: return B.CreateFCmpOEQ(x, splatF(I, et, w_, 0.0));
     case UnaryOp::kIsNaN: return B.CreateFCmpUNO(x, x);

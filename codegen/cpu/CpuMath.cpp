@@ -167,7 +167,13 @@ struct F {
     llvm::Value *h = mul(b, c(0.5));
     llvm::Value *odd = B.CreateAnd(bi, B.CreateFCmpUNE(B.CreateUnaryIntrinsic(llvm::Intrinsic::rint, h), h));
     llvm::Value *neg = B.CreateFCmpOLT(a, c(0.0));
-    r = sel(neg, sel(bi, sel(odd, B.CreateFNeg(r), r), c(std::nan(""))), r);
+    // -0.0 keeps its sign under an odd integral exponent (IEEE pow:
+    // pow(-0, -1) = -inf, pow(-0, 3) = -0).
+    llvm::Type *it = llvm::FixedVectorType::get(I.i32, widthOf(a));  // f32 lanes (f64 goes to libm)
+    llvm::Value *negZero = B.CreateAnd(B.CreateFCmpOEQ(a, c(0.0)),
+                                       B.CreateICmpSLT(B.CreateBitCast(a, it), llvm::Constant::getNullValue(it)));
+    r = sel(neg, sel(bi, sel(odd, B.CreateFNeg(r), r), c(std::nan(""))),
+            sel(B.CreateAnd(negZero, odd), B.CreateFNeg(r), r));
     return sel(B.CreateOr(B.CreateFCmpOEQ(b, c(0.0)), B.CreateFCmpOEQ(a, c(1.0))), c(1.0), r);
   }
 };

@@ -137,7 +137,7 @@ __device__ __forceinline__ long long abs(long long x) { return x < 0 ? -x : x; }
 template <class T> __device__ __forceinline__ T recip(T x) { return (T)1 / x; }
 __device__ __forceinline__ float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 __device__ __forceinline__ double sigmoid(double x) { return 1.0 / (1.0 + ::exp(-x)); }
-template <class T> __device__ __forceinline__ T sign(T x) { return (T)((x > (T)0) - (x < (T)0)); }
+template <class T> __device__ __forceinline__ T sign(T x) { return x != x ? x : (T)((x > (T)0) - (x < (T)0)); }
 template <class T> __device__ __forceinline__ bool isnan(T x) { return x != x; }
 __device__ __forceinline__ bool isnan(long long) { return false; }
 template <class T> __device__ __forceinline__ bool isposinf(T x) { return x == inf<T>(); }

@@ -131,7 +131,21 @@ absl::Status checkConstantOperands(const Node &n) {
           return nodeError(n, absl::StrCat("integer division by a constant zero (divisor element ", i, ")"));
       return absl::OkStatus();
     }
+    case OpKind::kGelu: {
+      // The reference and onnxruntime refuse any other value; the lowering
+      // would compute the exact (erf) form.
+      const std::string approx = n.getString("approximate", "none");
+      if (approx != "none" && approx != "tanh")
+        return nodeError(n, absl::StrCat("attribute approximate = '", approx, "' must be 'none' or 'tanh'"));
+      return absl::OkStatus();
+    }
     case OpKind::kDropout: {
+      // A constant ratio must lie in [0, 1) (onnxruntime refuses others).
+      if (const Tensor *ratio = constant(1); ratio && ratio->numElements() == 1) {
+        const double rv = ratio->getDouble(0);
+        if (!(rv >= 0.0 && rv < 1.0))
+          return nodeError(n, absl::StrCat("ratio = ", rv, " must be in [0, 1)"));
+      }
       // training_mode (input 2) absent or constant false: inference, a copy.
       // Constant true with a constant zero ratio is a copy too (ONNX). A
       // runtime training_mode is accepted: the reference interpreter refuses
@@ -168,7 +182,7 @@ absl::Status checkConstantOperands(const Node &n) {
     case OpKind::kAbs: case OpKind::kNeg: case OpKind::kExp: case OpKind::kLog: case OpKind::kSqrt:
     case OpKind::kReciprocal: case OpKind::kErf: case OpKind::kTanh: case OpKind::kSigmoid:
     case OpKind::kRelu: case OpKind::kLeakyRelu: case OpKind::kElu: case OpKind::kHardSigmoid:
-    case OpKind::kSoftplus: case OpKind::kGelu: case OpKind::kSin: case OpKind::kCos:
+    case OpKind::kSoftplus: case OpKind::kSin: case OpKind::kCos:
     case OpKind::kTan: case OpKind::kAsin: case OpKind::kAcos: case OpKind::kAtan: case OpKind::kSinh:
     case OpKind::kCosh: case OpKind::kAsinh: case OpKind::kAcosh: case OpKind::kAtanh:
     case OpKind::kFloor: case OpKind::kCeil: case OpKind::kRound: case OpKind::kSign:

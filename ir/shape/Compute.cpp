@@ -178,6 +178,13 @@ absl::StatusOr<TensorType> Inferrer::convOrPool(bool isConv) {
       return error("strides, dilations and kernel_shape must be positive");
   std::string autoPad = node_.attrS("auto_pad");
   bool ceilMode = !isConv && node_.attrI("ceil_mode") != 0;
+  // A pooling pad as large as the kernel gives windows that lie wholly in
+  // the padding (onnxruntime refuses it).
+  if (!isConv && autoPad == "NOTSET")
+    for (int64_t i = 0; i < nsp; ++i)
+      if (pads[i] >= kernel[i] || pads[nsp + i] >= kernel[i])
+        return error(absl::StrCat("pads ", pads[i], " and ", pads[nsp + i], " on spatial axis ", i,
+                                  " must be smaller than the kernel extent ", kernel[i]));
   for (int64_t i = 0; i < nsp; ++i) {
     absl::StatusOr<Dim> d = windowDim(x.shape[2 + i], kernel[i], strides[i], dil[i], pads[i],
                                       pads[nsp + i], autoPad, ceilMode);
@@ -212,6 +219,9 @@ absl::StatusOr<TensorType> Inferrer::reduce() {
   std::vector<bool> reduced(x.rank(), axes->empty());
   for (int64_t a : *axes) {
     FUSEC_ASSIGN_OR_RETURN(int64_t na, normAxis(a, x.rank()));
+    // As the reference interpreter: an axis named twice is an error.
+    if (reduced[na] && !axes->empty())
+      return error(absl::StrCat("axes contains axis ", na, " more than once"));
     reduced[na] = true;
   }
   Dims out;

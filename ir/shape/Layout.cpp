@@ -275,6 +275,9 @@ absl::StatusOr<std::vector<TensorType>> Inferrer::split() {
   const Dim &d = x.shape[axis];
   std::vector<Dim> sizes(n, Dim::unknown());
   if (has(1)) {
+    if (node_.hasAttr("num_outputs"))
+      return error("both the 'split' input and the 'num_outputs' attribute are given; "
+                   "Split-18 takes exactly one of them");
     auto s = ints(1);
     if (s) {
       if (static_cast<int>(s->size()) != n)

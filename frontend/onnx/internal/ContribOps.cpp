@@ -836,6 +836,17 @@ absl::StatusOr<std::vector<Node *>> expandGqa(const NodeSpec &spec, ExpansionBui
     return unsupported(absl::StrCat(
         what, ": total_sequence_length ", total->constant()->getInt(0), " != sequence length ", sq,
         " needs a past KV cache, which is not supported"));
+  // seqlens_k[b] is the index of batch b's last key: a constant one must lie
+  // in [0, total_sequence_length) (onnxruntime refuses others).
+  if (seqlensK->isConstant() && total->isConstant() && total->constant()->numElements() == 1) {
+    const ir::Tensor *sl = seqlensK->constant();
+    const int64_t totalLen = total->constant()->getInt(0);
+    for (int64_t i = 0; i < sl->numElements(); ++i)
+      if (sl->getInt(i) < 0 || sl->getInt(i) >= totalLen)
+        return absl::InvalidArgumentError(absl::StrCat(what, ": seqlens_k[", i, "] = ", sl->getInt(i),
+                                                       " is out of range [0, ", totalLen,
+                                                       ") (total_sequence_length ", totalLen, ")"));
+  }
   if (scale == 0.0) scale = 1.0 / std::sqrt(static_cast<double>(head));
 
   Value *q4 = b.op("Reshape", {q, b.ints({0, 0, heads, head})});  // (B, S, N, H)

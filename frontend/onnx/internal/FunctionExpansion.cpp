@@ -108,7 +108,8 @@ constexpr std::string_view kExpanded[] = {"LpNormalization", "InstanceNormalizat
                                           "Attention", "LSTM", "GRU", "RNN", "MatMulInteger",
                                           "ConvInteger", "QLinearMatMul", "QLinearConv", "CastLike",
                                           "LRN", "LpPool", "ReverseSequence", "GroupNormalization",
-                                          "CenterCropPad", "MaxUnpool", "Upsample", "DFT"};
+                                          "CenterCropPad", "MaxUnpool", "Upsample", "DFT",
+                                          "ReduceLogSumExp"};
 
 using Builder = ExpansionBuilder;
 
@@ -771,6 +772,33 @@ absl::StatusOr<std::vector<Node *>> expand(Graph &graph, NodeSpec &spec, int64_t
     Value *s = trailing.empty() ? scale : b.op("Unsqueeze", {scale, b.ints(trailing)});
     Value *bb = trailing.empty() ? bias : b.op("Unsqueeze", {bias, b.ints(trailing)});
     return b.finish("Add", {b.op("Mul", {back, s}), bb});
+  }
+  if (op == "ReduceLogSumExp") {
+    // max + log(sum(exp(x - max))) in f64, as ONNX's reference computes it
+    // (ONNX's body, log(sum(exp(x))), overflows for |x| around 1000 even in
+    // f64). An infinite max is replaced by 0 so that all -inf gives -inf and
+    // a +inf gives +inf, not NaN.
+    FUSEC_ASSIGN_OR_RETURN(int64_t keepdims, intAttr(spec, "keepdims", 1));
+    FUSEC_ASSIGN_OR_RETURN(int64_t noop, intAttr(spec, "noop_with_empty_axes", 0));
+    Value *axes = spec.inputs.size() > 1 ? optionalInput(spec, 1) : nullptr;
+    if (auto it = spec.attrs.find("axes"); it != spec.attrs.end()) {  // before opset 18
+      if (it->second.kind() != Attribute::Kind::kInts)
+        return absl::InvalidArgumentError("attribute 'axes' must be a list of ints");
+      axes = b.ints(it->second.ints());
+    }
+    auto reduce = [&](const char *r, Value *v, int64_t keep) {
+      ir::AttributeMap attrs = {{"keepdims", Attribute(keep)}, {"noop_with_empty_axes", Attribute(noop)}};
+      return axes ? b.op(r, {v, axes}, attrs) : b.op(r, {v}, attrs);
+    };
+    auto finite = [&](Value *m) {
+      return b.op("Where", {b.op("IsInf", {m}), b.scalar(DType::kF64, 0.0), m});
+    };
+    Value *xd = b.op("Cast", {x}, {{"to", Attribute(static_cast<int64_t>(DType::kF64))}});
+    Value *m = finite(reduce("ReduceMax", xd, 1));
+    Value *sum = reduce("ReduceSum", b.op("Exp", {b.op("Sub", {xd, m})}), keepdims);
+    Value *mOut = keepdims != 0 ? m : finite(reduce("ReduceMax", xd, 0));
+    return b.finish("Cast", {b.op("Add", {b.op("Log", {sum}), mOut})},
+                    {{"to", Attribute(static_cast<int64_t>(dt))}});
   }
   if (op == "CenterCropPad") {
     // Per listed axis: pad (max(target - len, 0), split as floor half before)

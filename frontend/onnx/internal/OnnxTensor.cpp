@@ -189,6 +189,11 @@ absl::StatusOr<std::string> readExternalData(const onnx::TensorProto &proto,
     }
     // "checksum" and unknown keys are ignored.
   }
+  // The file system would stop at a NUL: the file read would not be the
+  // one the location names.
+  if (location.find('\0') != std::string::npos)
+    return absl::InvalidArgumentError(
+        absl::StrCat("external data location ", q(location), " contains a NUL byte"));
   FUSEC_ASSIGN_OR_RETURN(std::string path, resolveExternalPath(baseDir, location));
   // The checks above are by name. A hard link inside the folder can still
   // name a file outside it, and the path can be swapped for a link between
@@ -370,7 +375,12 @@ absl::StatusOr<ir::Tensor> convert(const onnx::TensorProto &proto, const std::st
           for (int32_t v : proto.int32_data()) t.data()[i++] = v != 0 ? 1 : 0;
           break;
         }
-        default:  // f16 / bf16: the low 16 bits are the bit pattern.
+        default:  // f16 / bf16: the value is the 16-bit pattern.
+          for (int64_t i = 0; i < proto.int32_data_size(); ++i)
+            if (proto.int32_data(i) < 0 || proto.int32_data(i) > 0xFFFF)
+              return absl::InvalidArgumentError(absl::StrCat(
+                  "int32_data element ", i, " = ", proto.int32_data(i), " is outside 0..65535, ",
+                  "the bit patterns of ", ir::dtypeName(dt)));
           storeAll<uint16_t>(t, proto.int32_data());
           break;
       }

@@ -249,6 +249,12 @@ absl::StatusOr<std::vector<Node *>> Unroller::run() {
   if (lens && lens->isConstant()) {
     bool all = true;
     const ir::Tensor *lt = lens->constant();
+    // onnxruntime refuses a length outside [0, seq_length]; the mask would
+    // silently clamp it.
+    for (int64_t i = 0; i < lt->numElements(); ++i)
+      if (lt->getInt(i) < 0 || lt->getInt(i) > T)
+        return absl::InvalidArgumentError(absl::StrCat(op, ": sequence_lens[", i, "] = ", lt->getInt(i),
+                                                       " is out of range [0, ", T, "] (the sequence length)"));
     for (int64_t i = 0; i < lt->numElements(); ++i) all = all && lt->getInt(i) == T;
     if (all) lens64 = nullptr;  // every sequence is full length
   }

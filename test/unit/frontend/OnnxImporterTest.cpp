@@ -938,5 +938,43 @@ TEST(OnnxImporterTest, OnnxNodeTestModelsImportOrAreUnsupported) {
   EXPECT_GT(imported, 300);
 }
 
+
+// Red team, stop 25 (F10): a 16-bit float in int32_data is its bit pattern,
+// 0..65535; a larger value was truncated silently (onnxruntime refuses it).
+TEST(OnnxImporterTest, HalfInInt32DataOutOfRangeIsRejected) {
+  for (auto dt : {onnx::TensorProto::FLOAT16, onnx::TensorProto::BFLOAT16}) {
+    TempDir dir;
+    auto m = makeModel(17);
+    addInput(m, "x", {2}, dt);
+    auto *h = m.mutable_graph()->add_initializer();
+    h->set_name("h");
+    h->set_data_type(dt);
+    h->add_dims(2);
+    h->add_int32_data(0x3C00);
+    h->add_int32_data(0x7FFFFFFF);
+    addNode(m, "Add", {"x", "h"}, {"y"}, "add");
+    addOutput(m, "y", {2}, dt);
+    auto g = importOnnxModel(writeModel(m, dir.file("model.onnx")));
+    ASSERT_FALSE(g.ok());
+    EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(g.status().message()), HasSubstr("'h'"));
+    EXPECT_THAT(std::string(g.status().message()),
+                HasSubstr("int32_data element 1 = 2147483647 is outside 0..65535"));
+  }
+}
+
+// Red team, stop 25 (F16): a NUL byte in a location named another file than
+// the one read (everything after it was dropped).
+TEST(OnnxImporterTest, ExternalDataLocationWithNulIsRejected) {
+  TempDir dir;
+  writeBytes(dir.file("w.bin"), floatBytes({1, 2, 3, 4, 5, 6}));
+  auto g = importOnnxModel(writeModel(externalModel(std::string("w.bin\0../secret.bin", 19)),
+                                      dir.file("model.onnx")));
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument) << g.status();
+  EXPECT_THAT(std::string(g.status().message()), HasSubstr("'w'"));
+  EXPECT_THAT(std::string(g.status().message()), HasSubstr("contains a NUL byte"));
+}
+
 }  // namespace
 }  // namespace fusec::frontend

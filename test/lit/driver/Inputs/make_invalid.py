@@ -12,12 +12,13 @@ out = sys.argv[1]
 F, I = TP.FLOAT, TP.INT64
 
 
-def save(name, nodes, inputs, outputs, inits=(), feeds=(), opset=17):
+def save(name, nodes, inputs, outputs, inits=(), feeds=(), opset=17, domains=()):
     d = os.path.join(out, name)
     os.makedirs(os.path.join(d, "data"), exist_ok=True)
     g = helper.make_graph(nodes, name, inputs, outputs,
                           initializer=[numpy_helper.from_array(a, n) for n, a in inits])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)] +
+                          [helper.make_opsetid(d, v) for d, v in domains])
     m.ir_version = 8
     onnx.save(m, os.path.join(d, "model.onnx"))
     for i, (n, a) in enumerate(feeds):
@@ -132,3 +133,71 @@ save("relu_bogus_21", [helper.make_node("Relu", ["x"], ["y"], name="relu21", bog
      [vi("x", F, [8])], [vi("y", F, [8])], feeds=[("x", x8)], opset=21)
 save("split_18_ok", [helper.make_node("Split", ["x"], ["a", "b"], name="split18ok", axis=0, num_outputs=2)],
      [vi("x", F, [8])], [vi("a", F, [4]), vi("b", F, [4])], feeds=[("x", x8)], opset=18)
+# Red team, stop 25: invalid attribute and operand values that fusec compiled
+# while the reference or onnxruntime refused them.
+save("gelu20_bad_approx", [helper.make_node("Gelu", ["x"], ["y"], name="gelu_fast", approximate="fast")],
+     [vi("x", F, [8])], [vi("y", F, [8])], feeds=[("x", x8)], opset=20)
+save("reduce_axes_dup", [helper.make_node("ReduceSum", ["x", "ax"], ["y"], name="rs_dup")],
+     [vi("x", F, [2, 4])], [vi("y", F, [2, 1])], inits=[("ax", np.array([1, -1], np.int64))],
+     feeds=[("x", x8.reshape(2, 4))], opset=13)
+save("maxpool_pad_ge_kernel", [helper.make_node("MaxPool", ["x"], ["y"], name="mp_pad", kernel_shape=[2, 2], pads=[3, 3, 3, 3])],
+     [vi("x", F, [1, 1, 4, 4])], [vi("y", F, None)], feeds=[("x", np.ones((1, 1, 4, 4), np.float32))])
+save("avgpool_pad_ge_kernel", [helper.make_node("AveragePool", ["x"], ["y"], name="ap_pad", kernel_shape=[3, 2], pads=[0, 2, 0, 0])],
+     [vi("x", F, [1, 1, 4, 4])], [vi("y", F, None)], feeds=[("x", np.ones((1, 1, 4, 4), np.float32))])
+save("split18_both", [helper.make_node("Split", ["x", "s"], ["a", "b"], name="split_both", axis=0, num_outputs=2)],
+     [vi("x", F, [8])], [vi("a", F, [4]), vi("b", F, [4])], inits=[("s", np.array([4, 4], np.int64))],
+     feeds=[("x", x8)], opset=18)
+save("dropout_ratio_bad", [helper.make_node("Dropout", ["x", "r"], ["y"], name="drop_r")],
+     [vi("x", F, [8])], [vi("y", F, [8])], inits=[("r", np.array(1.5, np.float32))], feeds=[("x", x8)], opset=13)
+save("dropout_ratio_neg", [helper.make_node("Dropout", ["x", "r"], ["y"], name="drop_n")],
+     [vi("x", F, [8])], [vi("y", F, [8])], inits=[("r", np.array(-0.5, np.float32))], feeds=[("x", x8)], opset=13)
+# Sign(NaN) is NaN and pow(-0.0, odd negative integer) is -inf in the cpu
+# artifact as in the reference (stop 25: 0 and +inf).
+def save_expected(name, arrays):
+    for i, (n, a) in enumerate(arrays):
+        with open(os.path.join(out, name, "data", "output_%d.pb" % i), "wb") as f:
+            f.write(numpy_helper.from_array(a, n).SerializeToString())
+xs = np.array([np.nan, -2.0, -0.0, 0.0, 3.0, np.inf, -np.inf, np.nan], np.float32)
+save("sign_nan", [helper.make_node("Sign", ["x"], ["y"], name="sgn")],
+     [vi("x", F, [8])], [vi("y", F, [8])], feeds=[("x", xs)])
+save_expected("sign_nan", [("y", np.sign(xs))])
+pb = np.array([-0.0, -0.0, 0.0, -0.0, -2.0, -0.0, 4.0, -0.0], np.float32)
+pe = np.array([-1.0, -3.0, -1.0, -2.0, 3.0, 0.5, 0.5, 3.0], np.float32)
+save("pow_negzero", [helper.make_node("Pow", ["x", "e"], ["y"], name="pw")],
+     [vi("x", F, [8]), vi("e", F, [8])], [vi("y", F, [8])], feeds=[("x", pb), ("e", pe)])
+with np.errstate(divide="ignore"):
+    save_expected("pow_negzero", [("y", np.power(pb, pe))])
+# F3: a constant sequence_lens outside [0, seq_length] (GRU, LSTM, RNN) or
+# seqlens_k outside [0, total_sequence_length) (GroupQueryAttention):
+# onnxruntime refuses them; fusec computed something.
+x213 = np.ones((2, 1, 3), np.float32)
+for name, sl in (("gru_seqlen_oob", 100), ("gru_seqlen_neg", -7)):
+    save(name, [helper.make_node("GRU", ["x", "W", "R", "", "sl"], ["Y"], name="gru_sl", hidden_size=2)],
+         [vi("x", F, [2, 1, 3])], [vi("Y", F, [2, 1, 1, 2])],
+         inits=[("W", np.ones((1, 6, 3), np.float32)), ("R", np.ones((1, 6, 2), np.float32)),
+                ("sl", np.array([sl], np.int32))], feeds=[("x", x213)])
+save("lstm_seqlen_oob", [helper.make_node("LSTM", ["x", "W", "R", "", "sl"], ["Y"], name="lstm_sl", hidden_size=2)],
+     [vi("x", F, [2, 1, 3])], [vi("Y", F, [2, 1, 1, 2])],
+     inits=[("W", np.ones((1, 8, 3), np.float32)), ("R", np.ones((1, 8, 2), np.float32)),
+            ("sl", np.array([3], np.int32))], feeds=[("x", x213)])
+save("gqa_seqlens_oob", [helper.make_node("GroupQueryAttention", ["q", "k", "v", "", "", "sl", "tsl"], ["o"],
+                                          name="gqa_sl", domain="com.microsoft", num_heads=2, kv_num_heads=1, causal=0)],
+     [vi("q", F, [1, 4, 16]), vi("k", F, [1, 4, 8]), vi("v", F, [1, 4, 8])], [vi("o", F, [1, 4, 16])],
+     inits=[("sl", np.array([100], np.int32)), ("tsl", np.array(4, np.int32))],
+     feeds=[("q", np.ones((1, 4, 16), np.float32)), ("k", np.ones((1, 4, 8), np.float32)),
+            ("v", np.ones((1, 4, 8), np.float32))], domains=[("com.microsoft", 1)])
+# F5: ReduceLogSumExp as max + log(sum(exp(x - max))): inputs around +-1000
+# gave +-inf (the log of an overflowed sum); a row of -inf stays -inf.
+xl = np.array([[1000, 1000, 999], [-1000, -1000, -1001], [-np.inf, -np.inf, -np.inf], [1, 2, 3]], np.float32)
+def lse(a, axis, keep):
+    m = np.max(a, axis=axis, keepdims=True)
+    m = np.where(np.isinf(m), 0, m)
+    with np.errstate(divide="ignore"):
+        r = np.log(np.sum(np.exp(a.astype(np.float64) - m), axis=axis, keepdims=True)) + m
+    return (r if keep else np.squeeze(r, axis)).astype(np.float32)
+save("reducelogsumexp_big13", [helper.make_node("ReduceLogSumExp", ["x"], ["y"], name="rlse13", axes=[1], keepdims=0)],
+     [vi("x", F, [4, 3])], [vi("y", F, [4])], feeds=[("x", xl)], opset=13)
+save_expected("reducelogsumexp_big13", [("y", lse(xl, 1, False))])
+save("reducelogsumexp_big18", [helper.make_node("ReduceLogSumExp", ["x", "ax"], ["y"], name="rlse18")],
+     [vi("x", F, [4, 3])], [vi("y", F, [1, 3])], inits=[("ax", np.array([0], np.int64))], feeds=[("x", xl)], opset=18)
+save_expected("reducelogsumexp_big18", [("y", lse(xl, 0, True))])
