@@ -898,8 +898,10 @@ absl::StatusOr<TensorType> Inferrer::col2Im() {
   int64_t r = -1;
   if (image) r = static_cast<int64_t>(image->size());
   else if (is.rankKnown && is.shape[0].isStatic()) r = is.shape[0].value;
-  if (block && r >= 0 && static_cast<int64_t>(block->size()) != r)
-    return error(absl::StrCat("image_shape has ", r, " entries but block_shape ", block->size()));
+  int64_t rb = block ? static_cast<int64_t>(block->size()) : -1;
+  if (rb < 0 && bs.rankKnown && bs.shape[0].isStatic()) rb = bs.shape[0].value;
+  if (rb >= 0 && r >= 0 && rb != r)
+    return error(absl::StrCat("image_shape has ", r, " entries but block_shape ", rb));
   if (r == 0) return error("image_shape must name at least one spatial axis");
   const Dim n = x.rankKnown ? x.shape[0] : Dim::unknown();
   if (r < 0) return TensorType::unranked(x.dtype);
