@@ -929,6 +929,52 @@ Result unique(const KernelArgs &a) {
   return outs;
 }
 
+/// TensorScatter: past_cache with update[p..., s, q...] written at
+/// [p..., write_indices[p0] + s, q...] (circular: modulo the cache length
+/// along axis; linear: a position past the end is refused).
+Result tensorScatter(const KernelArgs &a) {
+  FUSEC_ASSIGN_OR_RETURN(const Tensor *cache, required(a, 0, "past_cache"));
+  FUSEC_ASSIGN_OR_RETURN(const Tensor *upd, required(a, 1, "update"));
+  const std::string mode = a.node.attrS("mode");
+  if (mode != "linear" && mode != "circular")
+    return invalid(absl::StrCat("mode must be linear or circular, got '", mode, "'"));
+  const bool circular = mode == "circular";
+  const int64_t r = cache->rank();
+  if (r < 2) return invalid(absl::StrCat("past_cache must have rank >= 2, got ", shapeStr(cache->shape())));
+  FUSEC_ASSIGN_OR_RETURN(int64_t axis, normAxis(a.node.attrI("axis"), r));
+  if (axis == 0) return invalid("axis must not be 0 (the batch axis)");
+  if (upd->rank() != r) return invalid(absl::StrCat("update ", shapeStr(upd->shape()), " and past_cache ",
+                                                    shapeStr(cache->shape()), " differ in rank"));
+  for (int64_t d = 0; d < r; ++d)
+    if (d == axis ? upd->shape()[d] > cache->shape()[d] : upd->shape()[d] != cache->shape()[d])
+      return invalid(absl::StrCat("update ", shapeStr(upd->shape()), " does not fit past_cache ",
+                                  shapeStr(cache->shape()), " (axis ", axis, ")"));
+  const int64_t B = cache->shape()[0], T = cache->shape()[axis], S = upd->shape()[axis];
+  std::vector<int64_t> wi(static_cast<size_t>(B), 0);
+  if (const Tensor *w = a.in(2)) {
+    if (w->rank() != 1 || w->shape()[0] != B)
+      return invalid(absl::StrCat("write_indices must be [", B, "], got ", shapeStr(w->shape())));
+    wi = w->toInts();
+  }
+  int64_t outer = 1, inner = 1;  // per batch: the axes between batch and axis; after axis
+  for (int64_t d = 1; d < axis; ++d) outer *= cache->shape()[d];
+  for (int64_t d = axis + 1; d < r; ++d) inner *= cache->shape()[d];
+  Tensor out = *cache;
+  ElemCopier copy(*upd, out);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t s = 0; s < S; ++s) {
+      int64_t t = wi[b] + s;
+      if (circular) t = ((t % T) + T) % T;
+      if (t < 0 || t >= T)
+        return invalid(absl::StrCat("write_indices[", b, "] = ", wi[b], " + ", S, " update positions exceed the ",
+                                    T, " of axis ", axis));
+      for (int64_t o = 0; o < outer; ++o)
+        for (int64_t e = 0; e < inner; ++e)
+          copy(((b * outer + o) * T + t) * inner + e, ((b * outer + o) * S + s) * inner + e);
+    }
+  return one(std::move(out));
+}
+
 }  // namespace
 
 void registerMovementKernels(KernelTable &table) {
@@ -954,6 +1000,7 @@ void registerMovementKernels(KernelTable &table) {
   set(OpKind::kBitCast, bitCast);
   set(OpKind::kCol2Im, col2Im);
   set(OpKind::kUnique, unique);
+  set(OpKind::kTensorScatter, tensorScatter);
 }
 
 }  // namespace fusec::interp

@@ -973,4 +973,34 @@ absl::StatusOr<std::vector<TensorType>> Inferrer::unique() {
   return out;
 }
 
+absl::StatusOr<TensorType> Inferrer::tensorScatter() {
+  const TensorType cache = inType(0), upd = inType(1), wi = inType(2);
+  const std::string mode = node_.attrS("mode");
+  if (mode != "linear" && mode != "circular")
+    return error(absl::StrCat("mode must be linear or circular, got '", mode, "'"));
+  if (!cache.rankKnown) return cache;
+  if (cache.rank() < 2) return error(absl::StrCat("past_cache must have rank >= 2 (batch, ...), got ", cache.str()));
+  FUSEC_ASSIGN_OR_RETURN(int64_t axis, normAxis(node_.attrI("axis"), cache.rank()));
+  if (axis == 0) return error("axis must not be 0 (the batch axis)");
+  if (upd.rankKnown) {
+    if (upd.rank() != cache.rank())
+      return error(absl::StrCat("update ", upd.str(), " must have past_cache's rank ", cache.rank()));
+    for (int64_t d = 0; d < cache.rank(); ++d) {
+      const Dim &a = cache.shape[d], &b = upd.shape[d];
+      if (d == axis) {
+        if (a.isStatic() && b.isStatic() && b.value > a.value)
+          return error(absl::StrCat("update ", upd.str(), " is longer than past_cache ", cache.str(), " on axis ",
+                                    axis));
+      } else {
+        FUSEC_RETURN_IF_ERROR(mergeEqual(a, b, "TensorScatter past_cache / update").status());
+      }
+    }
+  }
+  if (wi.rankKnown) {
+    if (wi.rank() != 1) return error(absl::StrCat("write_indices must be 1-D [batch], got ", wi.str()));
+    FUSEC_RETURN_IF_ERROR(mergeEqual(cache.shape[0], wi.shape[0], "TensorScatter batch").status());
+  }
+  return cache;
+}
+
 }  // namespace fusec::ir::shape

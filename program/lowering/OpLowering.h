@@ -152,6 +152,7 @@ inline constexpr ScalarLowering Det = ScalarLowering::kOwnKernel;        // cofa
 inline constexpr ScalarLowering BitCast = ScalarLowering::kOwnKernel;    // no bit-cast scalar op: refused
 inline constexpr ScalarLowering Col2Im = ScalarLowering::kOwnKernel;     // no kernel yet: refused
 inline constexpr ScalarLowering Unique = ScalarLowering::kOwnKernel;     // data-dependent size: refused
+inline constexpr ScalarLowering TensorScatter = ScalarLowering::kOwnKernel;  // no kernel yet: refused
 inline constexpr ScalarLowering Shape = ScalarLowering::kLayout;
 inline constexpr ScalarLowering Size = ScalarLowering::kLayout;
 inline constexpr ScalarLowering ConstantOfShape = ScalarLowering::kLayout;

@@ -99,7 +99,7 @@ bool isViewNode(const Node &node) {
     case OpKind::kTrilu: case OpKind::kPad: case OpKind::kShape: case OpKind::kSize:
     case OpKind::kConstantOfShape: case OpKind::kRange: case OpKind::kConstant:
     case OpKind::kFusedAttention: case OpKind::kUnregistered:
-    case OpKind::kPRelu: case OpKind::kConvTranspose: case OpKind::kCumSum: case OpKind::kGridSample: case OpKind::kRoiAlign: case OpKind::kCumProd: case OpKind::kCompress: case OpKind::kBitCast: case OpKind::kCol2Im: case OpKind::kUnique: case OpKind::kNonMaxSuppression: case OpKind::kDet: case OpKind::kResize:
+    case OpKind::kPRelu: case OpKind::kConvTranspose: case OpKind::kCumSum: case OpKind::kGridSample: case OpKind::kRoiAlign: case OpKind::kCumProd: case OpKind::kCompress: case OpKind::kBitCast: case OpKind::kCol2Im: case OpKind::kUnique: case OpKind::kTensorScatter: case OpKind::kNonMaxSuppression: case OpKind::kDet: case OpKind::kResize:
     case OpKind::kTopK: case OpKind::kHardmax: case OpKind::kOneHot: case OpKind::kScatterND:
     case OpKind::kScatterElements: case OpKind::kBitShift: case OpKind::kQuantizeLinear: case OpKind::kDequantizeLinear:
     case OpKind::kBitwiseAnd: case OpKind::kBitwiseOr: case OpKind::kBitwiseXor: case OpKind::kBitwiseNot:
@@ -316,6 +316,8 @@ absl::StatusOr<WorkItem> GroupLowering::run(const std::set<const Value *> &exter
                                              "result's shape is not known at compile time; fusec has no Col2Im "
                                              "kernel either (the reference interpreter runs it)");
     }
+    if (n->kind() == OpKind::kTensorScatter)
+      return unimplemented(*n, "TensorScatter has no kernel yet (the reference interpreter runs it)");
     if (n->kind() == OpKind::kNonMaxSuppression)
       return unimplemented(*n, "the number of selected boxes depends on the data (a result of shape "
                                "[num_selected, 3]); fusec compiles only static result shapes (the "

@@ -4,7 +4,7 @@
 // float indices, empty), ScatterElements and ScatterND with every reduction,
 // duplicate and negative indices, empty updates, and the errors for bad
 // inputs; Compress and NonMaxSuppression (results sized by the data);
-// BitCast, Col2Im and Unique.
+// BitCast, Col2Im, Unique and TensorScatter.
 //
 //===----------------------------------------------------------------------===//
 #include <cmath>
@@ -171,6 +171,25 @@ TEST(ScatterTest, UniqueSortedUnsortedAxisAndEmpty) {
   expectNear((*r)[0], DType::kF32, {0}, {});
   expectInts((*r)[2], DType::kI64, {0}, {});
   EXPECT_EQ(code("Unique", {f32({}, {1})}, {{"axis", I(0)}}), StatusCode::kInvalidArgument);
+}
+
+TEST(ScatterTest, TensorScatterLinearCircularAndBounds) {
+  // Cache [2, 3, 1] (batch, seq, 1), update [2, 2, 1], axis -2.
+  Tensor cache = f32({2, 3, 1}, {0, 0, 0, 0, 0, 0});
+  Tensor upd = f32({2, 2, 1}, {1, 2, 3, 4});
+  expectNear(run1("TensorScatter", {cache, upd, i64({2}, {0, 1})}), DType::kF32, {2, 3, 1}, {1, 2, 0, 0, 3, 4});
+  expectNear(run1("TensorScatter", {cache, upd, i64({2}, {2, 1})}, {{"mode", S("circular")}}), DType::kF32,
+             {2, 3, 1}, {2, 0, 1, 0, 3, 4});
+  // No write_indices: from 0; batch 1 with an axis between batch and seq; empty update.
+  expectNear(run1("TensorScatter", {cache, upd}), DType::kF32, {2, 3, 1}, {1, 2, 0, 3, 4, 0});
+  expectNear(run1("TensorScatter", {f32({1, 2, 2, 1}, {0, 0, 0, 0}), f32({1, 2, 1, 1}, {5, 6}), i64({1}, {1})}),
+             DType::kF32, {1, 2, 2, 1}, {0, 5, 0, 6});
+  expectNear(run1("TensorScatter", {cache, f32({2, 0, 1}, {}), i64({2}, {3, 3})}), DType::kF32, {2, 3, 1},
+             {0, 0, 0, 0, 0, 0});
+  EXPECT_EQ(code("TensorScatter", {cache, upd, i64({2}, {2, 0})}), StatusCode::kInvalidArgument);  // past the end
+  EXPECT_EQ(code("TensorScatter", {cache, upd, i64({2}, {0, 0})}, {{"axis", I(0)}}), StatusCode::kInvalidArgument);
+  EXPECT_EQ(code("TensorScatter", {cache, f32({2, 4, 1}, {0, 0, 0, 0, 0, 0, 0, 0})}), StatusCode::kInvalidArgument);
+  EXPECT_EQ(code("TensorScatter", {cache, upd, i64({3}, {0, 0, 0})}), StatusCode::kInvalidArgument);
 }
 
 TEST(ScatterTest, NonMaxSuppressionThresholdsAndFormats) {

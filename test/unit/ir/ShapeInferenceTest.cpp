@@ -295,6 +295,21 @@ TEST(ShapeInference, BitCastCol2ImUnique) {
   EXPECT_EQ(inferType("%x: f32[0]", "%out, %i, %inv = \"Unique\"(%x)", "inv"), "i64[0]");
   EXPECT_EQ(inferType("%x: f32[3]", "%out = \"Unique\"(%x) {axis = 1}").substr(0, 6), "error:");
   EXPECT_EQ(inferType("%x: f32[3]", "%out = \"Unique\"(%x) {sorted = 2}").substr(0, 6), "error:");
+  // TensorScatter: the cache's type; update fits it, write_indices is [batch].
+  EXPECT_EQ(inferType("%c: f16[b,8,t,64], %u: f16[b,8,1,64], %w: i64[b]", "%out = \"TensorScatter\"(%c, %u, %w)"),
+            "f16[b,8,t,64]");
+  EXPECT_EQ(inferType("%c: f32[1,4,5], %u: f32[1,5,5]", "%out = \"TensorScatter\"(%c, %u) {axis = 1}").substr(0, 6),
+            "error:");
+  EXPECT_EQ(inferType("%c: f32[1,4,5], %u: f32[1,2,4]", "%out = \"TensorScatter\"(%c, %u) {axis = 1}").substr(0, 6),
+            "error:");
+  EXPECT_EQ(inferType("%c: f32[2,4,5], %u: f32[2,2,5]", "%out = \"TensorScatter\"(%c, %u) {axis = 0}").substr(0, 6),
+            "error:");
+  EXPECT_EQ(inferType("%c: f32[2,4,5], %u: f32[2,2,5], %w: i64[3]", "%out = \"TensorScatter\"(%c, %u, %w) {axis = 1}")
+                .substr(0, 6),
+            "error:");
+  EXPECT_EQ(inferType("%c: f32[2,4,5], %u: f32[2,2,5]", "%out = \"TensorScatter\"(%c, %u) {mode = \"ring\"}")
+                .substr(0, 6),
+            "error:");
 }
 
 TEST(ShapeInference, Resize) {
