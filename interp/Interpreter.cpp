@@ -61,7 +61,7 @@ Family familyOf(ir::OpKind kind) {
     case K::kGather: case K::kGatherElements: case K::kGatherND: case K::kExpand: case K::kTile:
     case K::kTrilu: case K::kPad: case K::kShape: case K::kSize: case K::kConstantOfShape:
     case K::kRange: case K::kConstant: case K::kOneHot: case K::kScatterND:
-    case K::kScatterElements: case K::kCompress: case K::kNonMaxSuppression:
+    case K::kScatterElements: case K::kCompress: case K::kBitCast: case K::kCol2Im: case K::kUnique: case K::kTensorScatter: case K::kNonMaxSuppression:
       return Family::kMovement;
     case K::kResize: case K::kGridSample: case K::kRoiAlign:
       return Family::kResize;

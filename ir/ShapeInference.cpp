@@ -326,7 +326,7 @@ std::optional<Elems> Inferrer::trackNode(const Node &n, int depth) {
     case OpKind::kFlatten: case OpKind::kSplit: case OpKind::kGatherElements:
     case OpKind::kGatherND: case OpKind::kExpand: case OpKind::kTile: case OpKind::kTrilu:
     case OpKind::kPad: case OpKind::kRange: case OpKind::kFusedAttention:
-    case OpKind::kPRelu: case OpKind::kCumSum: case OpKind::kGridSample: case OpKind::kRoiAlign: case OpKind::kCumProd: case OpKind::kCompress: case OpKind::kNonMaxSuppression: case OpKind::kDet: case OpKind::kResize: case OpKind::kConvTranspose:
+    case OpKind::kPRelu: case OpKind::kCumSum: case OpKind::kGridSample: case OpKind::kRoiAlign: case OpKind::kCumProd: case OpKind::kCompress: case OpKind::kBitCast: case OpKind::kCol2Im: case OpKind::kUnique: case OpKind::kTensorScatter: case OpKind::kNonMaxSuppression: case OpKind::kDet: case OpKind::kResize: case OpKind::kConvTranspose:
     case OpKind::kTopK: case OpKind::kHardmax: case OpKind::kOneHot: case OpKind::kScatterND:
     case OpKind::kScatterElements: case OpKind::kBitShift: case OpKind::kQuantizeLinear: case OpKind::kDequantizeLinear:
     case OpKind::kBitwiseAnd: case OpKind::kBitwiseOr: case OpKind::kBitwiseXor: case OpKind::kBitwiseNot:
@@ -506,6 +506,10 @@ absl::StatusOr<std::vector<TensorType>> Inferrer::run() {
     case OpKind::kCompress: return one(compress());
     case OpKind::kNonMaxSuppression: return one(nonMaxSuppression());
     case OpKind::kDet: return one(det());
+    case OpKind::kBitCast: return one(bitCast());
+    case OpKind::kCol2Im: return one(col2Im());
+    case OpKind::kUnique: return unique();
+    case OpKind::kTensorScatter: return one(tensorScatter());
     case OpKind::kTopK: return topK();
     case OpKind::kOneHot: return one(oneHot());
     case OpKind::kScatterND: return one(scatterND());

@@ -117,7 +117,7 @@ Policy policyOf(ir::OpKind k) {
     case ir::OpKind::kReduceMean: case ir::OpKind::kReduceSum: case ir::OpKind::kReduceSumSquare:
     case ir::OpKind::kReduceL2: case ir::OpKind::kReduceProd: case ir::OpKind::kAveragePool:
     case ir::OpKind::kGlobalAveragePool: case ir::OpKind::kExp: case ir::OpKind::kPow:
-    case ir::OpKind::kCumSum: case ir::OpKind::kGridSample: case ir::OpKind::kRoiAlign: case ir::OpKind::kCumProd: case ir::OpKind::kCompress: case ir::OpKind::kNonMaxSuppression: case ir::OpKind::kDet:
+    case ir::OpKind::kCumSum: case ir::OpKind::kGridSample: case ir::OpKind::kRoiAlign: case ir::OpKind::kCumProd: case ir::OpKind::kCompress: case ir::OpKind::kBitCast: case ir::OpKind::kCol2Im: case ir::OpKind::kUnique: case ir::OpKind::kTensorScatter: case ir::OpKind::kNonMaxSuppression: case ir::OpKind::kDet:
       return Policy::kFp32;
     // Everything else: the precision of its inputs, promoted to f32 when
     // they mix f32 and the low dtype.
@@ -200,7 +200,7 @@ bool isElementwiseArithmetic(ir::OpKind k) {
     case ir::OpKind::kPad: case ir::OpKind::kShape: case ir::OpKind::kSize:
     case ir::OpKind::kConstantOfShape: case ir::OpKind::kRange: case ir::OpKind::kConstant:
     case ir::OpKind::kFusedAttention: case ir::OpKind::kUnregistered:
-    case ir::OpKind::kPRelu: case ir::OpKind::kCumSum: case ir::OpKind::kGridSample: case ir::OpKind::kRoiAlign: case ir::OpKind::kCumProd: case ir::OpKind::kCompress: case ir::OpKind::kNonMaxSuppression: case ir::OpKind::kDet: case ir::OpKind::kResize: case ir::OpKind::kConvTranspose:
+    case ir::OpKind::kPRelu: case ir::OpKind::kCumSum: case ir::OpKind::kGridSample: case ir::OpKind::kRoiAlign: case ir::OpKind::kCumProd: case ir::OpKind::kCompress: case ir::OpKind::kBitCast: case ir::OpKind::kCol2Im: case ir::OpKind::kUnique: case ir::OpKind::kTensorScatter: case ir::OpKind::kNonMaxSuppression: case ir::OpKind::kDet: case ir::OpKind::kResize: case ir::OpKind::kConvTranspose:
     case ir::OpKind::kTopK: case ir::OpKind::kHardmax: case ir::OpKind::kOneHot: case ir::OpKind::kScatterND: case ir::OpKind::kScatterElements: case ir::OpKind::kBitShift: case ir::OpKind::kQuantizeLinear: case ir::OpKind::kDequantizeLinear:
     case ir::OpKind::kBitwiseAnd: case ir::OpKind::kBitwiseOr: case ir::OpKind::kBitwiseXor: case ir::OpKind::kBitwiseNot:
       return false;
@@ -385,7 +385,7 @@ class PrecisionLowering : public Pass {
         case ir::OpKind::kTile: case ir::OpKind::kTrilu: case ir::OpKind::kPad:
         case ir::OpKind::kShape: case ir::OpKind::kSize: case ir::OpKind::kRange:
         case ir::OpKind::kFusedAttention: case ir::OpKind::kUnregistered:
-        case ir::OpKind::kPRelu: case ir::OpKind::kCumSum: case ir::OpKind::kGridSample: case ir::OpKind::kRoiAlign: case ir::OpKind::kCumProd: case ir::OpKind::kCompress: case ir::OpKind::kNonMaxSuppression: case ir::OpKind::kDet: case ir::OpKind::kResize: case ir::OpKind::kConvTranspose:
+        case ir::OpKind::kPRelu: case ir::OpKind::kCumSum: case ir::OpKind::kGridSample: case ir::OpKind::kRoiAlign: case ir::OpKind::kCumProd: case ir::OpKind::kCompress: case ir::OpKind::kBitCast: case ir::OpKind::kCol2Im: case ir::OpKind::kUnique: case ir::OpKind::kTensorScatter: case ir::OpKind::kNonMaxSuppression: case ir::OpKind::kDet: case ir::OpKind::kResize: case ir::OpKind::kConvTranspose:
         case ir::OpKind::kTopK: case ir::OpKind::kHardmax: case ir::OpKind::kOneHot: case ir::OpKind::kScatterND: case ir::OpKind::kScatterElements: case ir::OpKind::kBitShift: case ir::OpKind::kQuantizeLinear: case ir::OpKind::kDequantizeLinear:
         case ir::OpKind::kBitwiseAnd: case ir::OpKind::kBitwiseOr: case ir::OpKind::kBitwiseXor: case ir::OpKind::kBitwiseNot:
           break;

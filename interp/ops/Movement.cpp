@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -733,6 +734,247 @@ Result nonMaxSuppression(const KernelArgs &a) {
   return one(Tensor::fromInts(DType::kI64, {n, 3}, sel));
 }
 
+//===----------------------------------------------------------------------===//
+// BitCast, Col2Im, Unique
+//===----------------------------------------------------------------------===//
+
+/// BitCast: the bits of each element read as dtype `to` of the same width.
+/// Narrow dtypes hold their code in one byte (a narrow integer its value):
+/// the code is the low dtypeBits bits, sign-extended into a signed narrow
+/// integer.
+Result bitCast(const KernelArgs &a) {
+  FUSEC_ASSIGN_OR_RETURN(const Tensor *x, required(a, 0, "input"));
+  if (!a.node.hasAttr("to")) return invalid("BitCast requires attribute 'to'");
+  const int64_t code = a.node.getInt("to", 0);
+  std::optional<DType> to = ir::dtypeFromOnnx(static_cast<int32_t>(code));
+  if (!to) return invalid(absl::StrCat("unsupported BitCast target type ", code));
+  if (*to == DType::kString || x->dtype() == DType::kString)
+    return invalid("BitCast from or to string is not defined");
+  if (ir::dtypeBits(*to) != ir::dtypeBits(x->dtype()))
+    return invalid(absl::StrCat("BitCast needs dtypes of one width, got ", ir::dtypeName(x->dtype()), " (",
+                                ir::dtypeBits(x->dtype()), " bits) to ", ir::dtypeName(*to), " (",
+                                ir::dtypeBits(*to), " bits)"));
+  Tensor out(*to, x->shape());
+  if (!ir::isNarrow(*to) && !ir::isNarrow(x->dtype())) {
+    std::copy(x->bytes().begin(), x->bytes().end(), out.bytes().begin());
+    return one(std::move(out));
+  }
+  const int64_t bits = ir::dtypeBits(*to);
+  const unsigned mask = (1u << bits) - 1u;
+  const bool signExtend = ir::isNarrowInt(*to) && ir::isSigned(*to) && bits < 8;
+  for (int64_t i = 0; i < x->numElements(); ++i) {
+    unsigned c = x->data()[i] & mask;
+    if (signExtend && (c & (1u << (bits - 1)))) c |= ~mask;
+    out.data()[i] = static_cast<uint8_t>(c);
+  }
+  return one(std::move(out));
+}
+
+/// Reads an integer list input (image_shape, block_shape) of \p n entries.
+absl::StatusOr<std::vector<int64_t>> intList(const KernelArgs &a, size_t i, const char *what) {
+  FUSEC_ASSIGN_OR_RETURN(const Tensor *t, required(a, i, what));
+  if (t->dtype() != DType::kI64 && t->dtype() != DType::kI32)
+    return invalid(absl::StrCat(what, " must be i32 or i64, got ", ir::dtypeName(t->dtype())));
+  if (t->rank() != 1) return invalid(absl::StrCat(what, " must be 1-D, got ", shapeStr(t->shape())));
+  return t->toInts();
+}
+
+/// Col2Im: input [N, C * prod(block), L]; block b (a multi-index over
+/// block_shape) of sliding position l (a multi-index over the positions
+/// per axis, (image + pads - dilation * (block - 1) - 1) / stride + 1) adds
+/// input[n, c * prod(block) + b, l] to image[n, c, l * stride - pad_begin +
+/// b * dilation] when that lies in the image.
+Result col2Im(const KernelArgs &a) {
+  FUSEC_ASSIGN_OR_RETURN(const Tensor *x, required(a, 0, "input"));
+  FUSEC_ASSIGN_OR_RETURN(std::vector<int64_t> image, intList(a, 1, "image_shape"));
+  FUSEC_ASSIGN_OR_RETURN(std::vector<int64_t> block, intList(a, 2, "block_shape"));
+  const size_t r = image.size();
+  if (r == 0 || block.size() != r)
+    return invalid(absl::StrCat("image_shape (", image.size(), " entries) and block_shape (", block.size(),
+                                ") must name the same number >= 1 of spatial axes"));
+  if (x->rank() != 3) return invalid(absl::StrCat("input must be [N, C * prod(block_shape), L], got ",
+                                                  shapeStr(x->shape())));
+  std::vector<int64_t> dil = a.node.getInts("dilations", std::vector<int64_t>(r, 1));
+  std::vector<int64_t> str = a.node.getInts("strides", std::vector<int64_t>(r, 1));
+  std::vector<int64_t> pads = a.node.getInts("pads", std::vector<int64_t>(2 * r, 0));
+  if (dil.size() != r || str.size() != r || pads.size() != 2 * r)
+    return invalid(absl::StrCat("dilations and strides need ", r, " entries and pads ", 2 * r));
+  int64_t K = 1, L = 1;
+  std::vector<int64_t> npos(r);
+  for (size_t d = 0; d < r; ++d) {
+    if (image[d] < 0 || block[d] < 1 || dil[d] < 1 || str[d] < 1 || pads[d] < 0 || pads[d + r] < 0)
+      return invalid("Col2Im needs image_shape >= 0, block_shape, dilations, strides >= 1 and pads >= 0");
+    K *= block[d];
+    npos[d] = (image[d] + pads[d] + pads[d + r] - dil[d] * (block[d] - 1) - 1) / str[d] + 1;
+    if (npos[d] < 1) return invalid(absl::StrCat("no sliding block fits axis ", d, " of image_shape"));
+    L *= npos[d];
+  }
+  const int64_t N = x->shape()[0], CK = x->shape()[1];
+  if (CK % K != 0)
+    return invalid(absl::StrCat("input dim 1 (", CK, ") is not a multiple of prod(block_shape) = ", K));
+  if (x->shape()[2] != L)
+    return invalid(absl::StrCat("input dim 2 (", x->shape()[2], ") is not the ", L, " sliding blocks"));
+  const int64_t C = CK / K;
+  Shape outShape = {N, C};
+  outShape.insert(outShape.end(), image.begin(), image.end());
+  FUSEC_RETURN_IF_ERROR(checkShape(outShape, "output shape"));
+  int64_t plane = 1;
+  for (int64_t v : image) plane *= v;
+  std::vector<double> acc(static_cast<size_t>(N * C * plane), 0.0);
+  std::vector<int64_t> b(r), l(r);
+  for (int64_t nc = 0; nc < N * C; ++nc) {
+    for (int64_t k = 0; k < K; ++k) {
+      for (int64_t rem = k, d = static_cast<int64_t>(r) - 1; d >= 0; --d) { b[d] = rem % block[d]; rem /= block[d]; }
+      for (int64_t p = 0; p < L; ++p) {
+        for (int64_t rem = p, d = static_cast<int64_t>(r) - 1; d >= 0; --d) { l[d] = rem % npos[d]; rem /= npos[d]; }
+        int64_t o = 0;
+        bool inside = true;
+        for (size_t d = 0; d < r && inside; ++d) {
+          const int64_t q = l[d] * str[d] - pads[d] + b[d] * dil[d];
+          inside = q >= 0 && q < image[d];
+          o = o * image[d] + q;
+        }
+        if (inside) acc[static_cast<size_t>(nc * plane + o)] += x->getDouble((nc * K + k) * L + p);
+      }
+    }
+  }
+  return one(Tensor::fromDoubles(x->dtype(), outShape, acc));
+}
+
+/// Unique: the distinct items of the input, an item being an element of the
+/// flattened input (no axis) or a slice along axis. sorted = 1 orders them
+/// ascending (slices lexicographically, NaN last and equal to NaN), else in
+/// order of first occurrence. Outputs: Y, indices (each item's first
+/// occurrence), inverse_indices (per input item, its position in Y), counts.
+Result unique(const KernelArgs &a) {
+  FUSEC_ASSIGN_OR_RETURN(const Tensor *x, required(a, 0, "X"));
+  if (x->dtype() == DType::kString) return absl::UnimplementedError("Unique of strings is not supported");
+  const bool hasAxis = a.node.hasAttr("axis");
+  const Shape in = hasAxis ? x->shape() : Shape{x->numElements()};
+  int64_t axis = 0;
+  if (hasAxis) {
+    if (x->rank() == 0) return invalid("Unique with an axis needs an input of rank >= 1");
+    FUSEC_ASSIGN_OR_RETURN(axis, normAxis(a.node.getInt("axis", 0), x->rank()));
+  }
+  const int64_t M = in[axis];
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= in[d];
+  for (size_t d = axis + 1; d < in.size(); ++d) inner *= in[d];
+  const bool isF = ir::isFloat(x->dtype()) || ir::isNarrowFloat(x->dtype());
+  // -1, 0, 1 comparing element offsets p and q (NaN equal to NaN, above all).
+  auto cmpElem = [&](int64_t p, int64_t q) -> int {
+    if (isF) {
+      const double u = x->getDouble(p), v = x->getDouble(q);
+      const bool nu = std::isnan(u), nv = std::isnan(v);
+      if (nu || nv) return nu == nv ? 0 : (nu ? 1 : -1);
+      return u < v ? -1 : (u > v ? 1 : 0);
+    }
+    const int64_t u = x->getInt(p), v = x->getInt(q);
+    return u < v ? -1 : (u > v ? 1 : 0);
+  };
+  auto cmpItem = [&](int64_t i, int64_t j) -> int {
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t e = 0; e < inner; ++e) {
+        const int c = cmpElem((o * M + i) * inner + e, (o * M + j) * inner + e);
+        if (c != 0) return c;
+      }
+    return 0;
+  };
+  std::vector<int64_t> order(static_cast<size_t>(M));
+  for (int64_t i = 0; i < M; ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](int64_t i, int64_t j) { return cmpItem(i, j) < 0; });
+  // Groups of equal items in sorted order: first occurrence and count.
+  std::vector<int64_t> first, counts, group(static_cast<size_t>(M));
+  for (size_t k = 0; k < order.size(); ++k) {
+    if (k == 0 || cmpItem(order[k - 1], order[k]) != 0) {
+      first.push_back(order[k]);
+      counts.push_back(0);
+    }
+    group[order[k]] = static_cast<int64_t>(first.size()) - 1;
+    ++counts.back();
+  }
+  const int64_t U = static_cast<int64_t>(first.size());
+  std::vector<int64_t> pos(static_cast<size_t>(U));  // group -> position in Y
+  for (int64_t g = 0; g < U; ++g) pos[g] = g;
+  if (a.node.attrI("sorted") == 0) {
+    std::vector<int64_t> byFirst(static_cast<size_t>(U));
+    for (int64_t g = 0; g < U; ++g) byFirst[g] = g;
+    std::sort(byFirst.begin(), byFirst.end(), [&](int64_t g, int64_t h) { return first[g] < first[h]; });
+    std::vector<int64_t> f2(U), c2(U);
+    for (int64_t k = 0; k < U; ++k) {
+      pos[byFirst[k]] = k;
+      f2[k] = first[byFirst[k]];
+      c2[k] = counts[byFirst[k]];
+    }
+    first = std::move(f2);
+    counts = std::move(c2);
+  }
+  std::vector<int64_t> inverse(static_cast<size_t>(M));
+  for (int64_t i = 0; i < M; ++i) inverse[i] = pos[group[i]];
+  Shape yShape = in;
+  yShape[axis] = U;
+  const Shape strides = ir::rowMajorStrides(in);
+  const int64_t rk = static_cast<int64_t>(in.size());
+  FUSEC_ASSIGN_OR_RETURN(Tensor y, buildByIndex(*x, yShape, [&](const std::vector<int64_t> &i) {
+                           int64_t s = 0;
+                           for (int64_t d = 0; d < rk; ++d) s += (d == axis ? first[i[d]] : i[d]) * strides[d];
+                           return s;
+                         }));
+  std::vector<Tensor> outs;
+  outs.push_back(std::move(y));
+  const int n = a.node.numOutputs();
+  if (n > 1) outs.push_back(Tensor::fromInts(DType::kI64, {U}, first));
+  if (n > 2) outs.push_back(Tensor::fromInts(DType::kI64, {M}, inverse));
+  if (n > 3) outs.push_back(Tensor::fromInts(DType::kI64, {U}, counts));
+  return outs;
+}
+
+/// TensorScatter: past_cache with update[p..., s, q...] written at
+/// [p..., write_indices[p0] + s, q...] (circular: modulo the cache length
+/// along axis; linear: a position past the end is refused).
+Result tensorScatter(const KernelArgs &a) {
+  FUSEC_ASSIGN_OR_RETURN(const Tensor *cache, required(a, 0, "past_cache"));
+  FUSEC_ASSIGN_OR_RETURN(const Tensor *upd, required(a, 1, "update"));
+  const std::string mode = a.node.attrS("mode");
+  if (mode != "linear" && mode != "circular")
+    return invalid(absl::StrCat("mode must be linear or circular, got '", mode, "'"));
+  const bool circular = mode == "circular";
+  const int64_t r = cache->rank();
+  if (r < 2) return invalid(absl::StrCat("past_cache must have rank >= 2, got ", shapeStr(cache->shape())));
+  FUSEC_ASSIGN_OR_RETURN(int64_t axis, normAxis(a.node.attrI("axis"), r));
+  if (axis == 0) return invalid("axis must not be 0 (the batch axis)");
+  if (upd->rank() != r) return invalid(absl::StrCat("update ", shapeStr(upd->shape()), " and past_cache ",
+                                                    shapeStr(cache->shape()), " differ in rank"));
+  for (int64_t d = 0; d < r; ++d)
+    if (d == axis ? upd->shape()[d] > cache->shape()[d] : upd->shape()[d] != cache->shape()[d])
+      return invalid(absl::StrCat("update ", shapeStr(upd->shape()), " does not fit past_cache ",
+                                  shapeStr(cache->shape()), " (axis ", axis, ")"));
+  const int64_t B = cache->shape()[0], T = cache->shape()[axis], S = upd->shape()[axis];
+  std::vector<int64_t> wi(static_cast<size_t>(B), 0);
+  if (const Tensor *w = a.in(2)) {
+    if (w->rank() != 1 || w->shape()[0] != B)
+      return invalid(absl::StrCat("write_indices must be [", B, "], got ", shapeStr(w->shape())));
+    wi = w->toInts();
+  }
+  int64_t outer = 1, inner = 1;  // per batch: the axes between batch and axis; after axis
+  for (int64_t d = 1; d < axis; ++d) outer *= cache->shape()[d];
+  for (int64_t d = axis + 1; d < r; ++d) inner *= cache->shape()[d];
+  Tensor out = *cache;
+  ElemCopier copy(*upd, out);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t s = 0; s < S; ++s) {
+      int64_t t = wi[b] + s;
+      if (circular) t = ((t % T) + T) % T;
+      if (t < 0 || t >= T)
+        return invalid(absl::StrCat("write_indices[", b, "] = ", wi[b], " + ", S, " update positions exceed the ",
+                                    T, " of axis ", axis));
+      for (int64_t o = 0; o < outer; ++o)
+        for (int64_t e = 0; e < inner; ++e)
+          copy(((b * outer + o) * T + t) * inner + e, ((b * outer + o) * S + s) * inner + e);
+    }
+  return one(std::move(out));
+}
+
 }  // namespace
 
 void registerMovementKernels(KernelTable &table) {
@@ -755,6 +997,10 @@ void registerMovementKernels(KernelTable &table) {
   set(OpKind::kConstant, constant);
   set(OpKind::kCompress, compress);
   set(OpKind::kNonMaxSuppression, nonMaxSuppression);
+  set(OpKind::kBitCast, bitCast);
+  set(OpKind::kCol2Im, col2Im);
+  set(OpKind::kUnique, unique);
+  set(OpKind::kTensorScatter, tensorScatter);
 }
 
 }  // namespace fusec::interp

@@ -870,4 +870,140 @@ absl::StatusOr<TensorType> Inferrer::det() {
   return TensorType(x.dtype, out);
 }
 
+//===----------------------------------------------------------------------===//
+// BitCast, Col2Im, Unique
+//===----------------------------------------------------------------------===//
+
+absl::StatusOr<TensorType> Inferrer::bitCast() {
+  const TensorType x = inType(0);
+  if (!node_.hasAttr("to")) return error("BitCast requires attribute 'to'");
+  const int64_t code = node_.getInt("to", 0);
+  auto to = dtypeFromOnnx(static_cast<int32_t>(code));
+  if (!to) return error(absl::StrCat("unsupported BitCast target type ", code));
+  if (*to == DType::kString || x.dtype == DType::kString)
+    return error("BitCast from or to string is not defined");
+  if (x.dtype != DType::kUndefined && dtypeBits(x.dtype) != dtypeBits(*to))
+    return error(absl::StrCat("BitCast needs dtypes of one width, got ", dtypeName(x.dtype), " (",
+                              dtypeBits(x.dtype), " bits) to ", dtypeName(*to), " (", dtypeBits(*to), " bits)"));
+  TensorType out = x;
+  out.dtype = *to;
+  return out;
+}
+
+absl::StatusOr<TensorType> Inferrer::col2Im() {
+  const TensorType x = inType(0), is = inType(1), bs = inType(2);
+  if (x.rankKnown && x.rank() != 3)
+    return error(absl::StrCat("input must be [N, C * prod(block_shape), L], got ", x.str()));
+  if (is.rankKnown && is.rank() != 1) return error(absl::StrCat("image_shape must be 1-D, got ", is.str()));
+  if (bs.rankKnown && bs.rank() != 1) return error(absl::StrCat("block_shape must be 1-D, got ", bs.str()));
+  auto image = ints(1);
+  auto block = ints(2);
+  int64_t r = -1;
+  if (image) r = static_cast<int64_t>(image->size());
+  else if (is.rankKnown && is.shape[0].isStatic()) r = is.shape[0].value;
+  int64_t rb = block ? static_cast<int64_t>(block->size()) : -1;
+  if (rb < 0 && bs.rankKnown && bs.shape[0].isStatic()) rb = bs.shape[0].value;
+  if (rb >= 0 && r >= 0 && rb != r)
+    return error(absl::StrCat("image_shape has ", r, " entries but block_shape ", rb));
+  if (r == 0) return error("image_shape must name at least one spatial axis");
+  const Dim n = x.rankKnown ? x.shape[0] : Dim::unknown();
+  if (r < 0) return TensorType::unranked(x.dtype);
+  const auto ur = static_cast<size_t>(r);
+  const std::vector<int64_t> dil = node_.getInts("dilations", std::vector<int64_t>(ur, 1));
+  const std::vector<int64_t> str = node_.getInts("strides", std::vector<int64_t>(ur, 1));
+  const std::vector<int64_t> pads = node_.getInts("pads", std::vector<int64_t>(2 * ur, 0));
+  if (dil.size() != ur || str.size() != ur || pads.size() != 2 * ur)
+    return error(absl::StrCat("dilations and strides need ", r, " entries and pads ", 2 * r, " (got ", dil.size(),
+                              ", ", str.size(), ", ", pads.size(), ")"));
+  for (size_t d = 0; d < ur; ++d)
+    if (dil[d] < 1 || str[d] < 1 || pads[d] < 0 || pads[d + ur] < 0)
+      return error("dilations and strides must be >= 1 and pads >= 0");
+  Dim c = Dim::unknown();
+  if (block) {
+    int64_t K = 1;
+    for (int64_t b : *block) {
+      if (b < 1) return error(absl::StrCat("block_shape entries must be >= 1, got ", b));
+      K *= b;
+    }
+    if (x.rankKnown && x.shape[1].isStatic()) {
+      if (x.shape[1].value % K != 0)
+        return error(absl::StrCat("input dim 1 (", x.shape[1].value, ") is not a multiple of prod(block_shape) = ", K));
+      c = Dim(x.shape[1].value / K);
+    }
+    if (image) {
+      int64_t L = 1;
+      for (size_t d = 0; d < ur; ++d) {
+        const int64_t v = (*image)[d];
+        if (v < 0) return error(absl::StrCat("image_shape entries must be >= 0, got ", v));
+        const int64_t p = (v + pads[d] + pads[d + ur] - dil[d] * ((*block)[d] - 1) - 1) / str[d] + 1;
+        if (p < 1) return error(absl::StrCat("no sliding block fits axis ", d, " of image_shape"));
+        L *= p;
+      }
+      if (x.rankKnown && x.shape[2].isStatic() && x.shape[2].value != L)
+        return error(absl::StrCat("input dim 2 (", x.shape[2].value, ") is not the ", L, " sliding blocks"));
+    }
+  }
+  Dims out = {n, c};
+  for (size_t d = 0; d < ur; ++d) out.push_back(image ? Dim((*image)[d]) : Dim::unknown());
+  return TensorType(x.dtype, out);
+}
+
+absl::StatusOr<std::vector<TensorType>> Inferrer::unique() {
+  const TensorType x = inType(0);
+  if (x.dtype == DType::kString) return error("Unique of strings is not supported");
+  const int64_t sorted = node_.attrI("sorted");
+  if (sorted != 0 && sorted != 1) return error(absl::StrCat("sorted must be 0 or 1, got ", sorted));
+  // How many distinct items there are depends on the data.
+  std::vector<TensorType> out;
+  Dim items = Dim::unknown();
+  if (!node_.hasAttr("axis")) {
+    out.push_back(TensorType(x.dtype, {Dim::unknown()}));
+    if (auto ne = x.numElements()) items = Dim(*ne);
+  } else if (!x.rankKnown) {
+    out.push_back(TensorType::unranked(x.dtype));
+  } else {
+    if (x.rank() == 0) return error("Unique with an axis needs an input of rank >= 1");
+    FUSEC_ASSIGN_OR_RETURN(int64_t axis, normAxis(node_.getInt("axis", 0), x.rank()));
+    TensorType y = x;
+    items = x.shape[axis];
+    y.shape[axis] = Dim::unknown();
+    out.push_back(y);
+  }
+  const TensorType perItem(DType::kI64, {Dim::unknown()});
+  if (node_.numOutputs() > 1) out.push_back(perItem);
+  if (node_.numOutputs() > 2) out.push_back(TensorType(DType::kI64, {items}));
+  if (node_.numOutputs() > 3) out.push_back(perItem);
+  return out;
+}
+
+absl::StatusOr<TensorType> Inferrer::tensorScatter() {
+  const TensorType cache = inType(0), upd = inType(1), wi = inType(2);
+  const std::string mode = node_.attrS("mode");
+  if (mode != "linear" && mode != "circular")
+    return error(absl::StrCat("mode must be linear or circular, got '", mode, "'"));
+  if (!cache.rankKnown) return cache;
+  if (cache.rank() < 2) return error(absl::StrCat("past_cache must have rank >= 2 (batch, ...), got ", cache.str()));
+  FUSEC_ASSIGN_OR_RETURN(int64_t axis, normAxis(node_.attrI("axis"), cache.rank()));
+  if (axis == 0) return error("axis must not be 0 (the batch axis)");
+  if (upd.rankKnown) {
+    if (upd.rank() != cache.rank())
+      return error(absl::StrCat("update ", upd.str(), " must have past_cache's rank ", cache.rank()));
+    for (int64_t d = 0; d < cache.rank(); ++d) {
+      const Dim &a = cache.shape[d], &b = upd.shape[d];
+      if (d == axis) {
+        if (a.isStatic() && b.isStatic() && b.value > a.value)
+          return error(absl::StrCat("update ", upd.str(), " is longer than past_cache ", cache.str(), " on axis ",
+                                    axis));
+      } else {
+        FUSEC_RETURN_IF_ERROR(mergeEqual(a, b, "TensorScatter past_cache / update").status());
+      }
+    }
+  }
+  if (wi.rankKnown) {
+    if (wi.rank() != 1) return error(absl::StrCat("write_indices must be 1-D [batch], got ", wi.str()));
+    FUSEC_RETURN_IF_ERROR(mergeEqual(cache.shape[0], wi.shape[0], "TensorScatter batch").status());
+  }
+  return cache;
+}
+
 }  // namespace fusec::ir::shape

@@ -113,6 +113,10 @@ class Inferrer {
   absl::StatusOr<TensorType> compress();
   absl::StatusOr<TensorType> nonMaxSuppression();
   absl::StatusOr<TensorType> det();
+  absl::StatusOr<TensorType> bitCast();
+  absl::StatusOr<TensorType> col2Im();
+  absl::StatusOr<std::vector<TensorType>> unique();
+  absl::StatusOr<TensorType> tensorScatter();
   absl::StatusOr<TensorType> convTranspose();
   /// TopK: Values (x's dtype) and Indices (i64), x's shape with the axis of
   /// length k (input 1: static, a symbol tracked from Shape data, or unknown).

@@ -339,6 +339,16 @@ OpRule opRule(const ir::Node &n) {
       r.partialData = true;
       break;
     }
+    case OpKind::kBitCast:  // bytes reinterpreted: pure data movement
+      break;
+    case OpKind::kCol2Im:  // an add per input element (block entries outside the image dropped)
+      r.flops = in;
+      break;
+    case OpKind::kUnique:  // a sort of the items: about log2(n) compares per element
+      r.flops = in * std::max(1.0, std::log2(std::max(1.0, in)));
+      break;
+    case OpKind::kTensorScatter:  // a copy of the cache with update written in
+      break;
     case OpKind::kCompress:  // data movement of the selected slices
       r.partialData = true;
       break;

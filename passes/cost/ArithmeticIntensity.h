@@ -31,7 +31,8 @@
 //                over the k resized axes (antialias's wider window not counted)
 //   GridSample   as Resize over the spatial axes (nearest 0); RoiAlign 8 per
 //                bilinear sample, sampling_ratio^2 per output element (2^2 if 0)
-//   CumProd 1 per input element; Compress 0 (movement); NonMaxSuppression 10
+//   CumProd 1 per input element; Compress 0 (movement); BitCast 0; Col2Im 1 per
+//   input element; Unique n log2 n (the sort); NonMaxSuppression 10
 //                per (score, box) pair; Det M per input element (LU)
 //   layout (Reshape, Transpose, Gather, Slice, Concat, ...) and Shape-class 0
 //

@@ -208,7 +208,7 @@ std::optional<Poly3> polynomialIn(ir::Value *v, ir::Value *x, std::vector<ir::No
     case ir::OpKind::kPad: case ir::OpKind::kShape: case ir::OpKind::kSize:
     case ir::OpKind::kConstantOfShape: case ir::OpKind::kRange: case ir::OpKind::kConstant:
     case ir::OpKind::kFusedAttention: case ir::OpKind::kUnregistered:
-    case ir::OpKind::kPRelu: case ir::OpKind::kConvTranspose: case ir::OpKind::kCumSum: case ir::OpKind::kGridSample: case ir::OpKind::kRoiAlign: case ir::OpKind::kCumProd: case ir::OpKind::kCompress: case ir::OpKind::kNonMaxSuppression: case ir::OpKind::kDet: case ir::OpKind::kResize:
+    case ir::OpKind::kPRelu: case ir::OpKind::kConvTranspose: case ir::OpKind::kCumSum: case ir::OpKind::kGridSample: case ir::OpKind::kRoiAlign: case ir::OpKind::kCumProd: case ir::OpKind::kCompress: case ir::OpKind::kBitCast: case ir::OpKind::kCol2Im: case ir::OpKind::kUnique: case ir::OpKind::kTensorScatter: case ir::OpKind::kNonMaxSuppression: case ir::OpKind::kDet: case ir::OpKind::kResize:
     case ir::OpKind::kTopK: case ir::OpKind::kHardmax: case ir::OpKind::kOneHot: case ir::OpKind::kScatterND: case ir::OpKind::kScatterElements: case ir::OpKind::kBitShift: case ir::OpKind::kQuantizeLinear: case ir::OpKind::kDequantizeLinear:
     case ir::OpKind::kBitwiseAnd: case ir::OpKind::kBitwiseOr: case ir::OpKind::kBitwiseXor: case ir::OpKind::kBitwiseNot:
       return std::nullopt;

@@ -99,7 +99,7 @@ bool isViewNode(const Node &node) {
     case OpKind::kTrilu: case OpKind::kPad: case OpKind::kShape: case OpKind::kSize:
     case OpKind::kConstantOfShape: case OpKind::kRange: case OpKind::kConstant:
     case OpKind::kFusedAttention: case OpKind::kUnregistered:
-    case OpKind::kPRelu: case OpKind::kConvTranspose: case OpKind::kCumSum: case OpKind::kGridSample: case OpKind::kRoiAlign: case OpKind::kCumProd: case OpKind::kCompress: case OpKind::kNonMaxSuppression: case OpKind::kDet: case OpKind::kResize:
+    case OpKind::kPRelu: case OpKind::kConvTranspose: case OpKind::kCumSum: case OpKind::kGridSample: case OpKind::kRoiAlign: case OpKind::kCumProd: case OpKind::kCompress: case OpKind::kBitCast: case OpKind::kCol2Im: case OpKind::kUnique: case OpKind::kTensorScatter: case OpKind::kNonMaxSuppression: case OpKind::kDet: case OpKind::kResize:
     case OpKind::kTopK: case OpKind::kHardmax: case OpKind::kOneHot: case OpKind::kScatterND:
     case OpKind::kScatterElements: case OpKind::kBitShift: case OpKind::kQuantizeLinear: case OpKind::kDequantizeLinear:
     case OpKind::kBitwiseAnd: case OpKind::kBitwiseOr: case OpKind::kBitwiseXor: case OpKind::kBitwiseNot:
@@ -302,6 +302,22 @@ absl::StatusOr<WorkItem> GroupLowering::run(const std::set<const Value *> &exter
       return unimplemented(*n, "the condition (input 1) arrives at run time, so the result's size "
                                "depends on the data; fusec compiles Compress with a constant condition "
                                "(written as a Gather at import)");
+    if (n->kind() == OpKind::kUnique)
+      return unimplemented(*n, "the number of distinct items depends on the data (results of shape "
+                               "[num_unique, ...]); fusec compiles only static result shapes (the "
+                               "reference interpreter runs it)");
+    if (n->kind() == OpKind::kBitCast)
+      return unimplemented(*n, "the kernel language has no bit-reinterpreting scalar op (the reference "
+                               "interpreter runs BitCast)");
+    if (n->kind() == OpKind::kCol2Im) {
+      const bool constShapes = n->input(1) && n->input(1)->isConstant() && n->input(2) && n->input(2)->isConstant();
+      return unimplemented(*n, constShapes ? "Col2Im has no kernel yet (the reference interpreter runs it)"
+                                           : "image_shape / block_shape (inputs 1, 2) arrive at run time, so the "
+                                             "result's shape is not known at compile time; fusec has no Col2Im "
+                                             "kernel either (the reference interpreter runs it)");
+    }
+    if (n->kind() == OpKind::kTensorScatter)
+      return unimplemented(*n, "TensorScatter has no kernel yet (the reference interpreter runs it)");
     if (n->kind() == OpKind::kNonMaxSuppression)
       return unimplemented(*n, "the number of selected boxes depends on the data (a result of shape "
                                "[num_selected, 3]); fusec compiles only static result shapes (the "

@@ -258,6 +258,60 @@ TEST(ShapeInference, RoiAlignCompressNmsDet) {
   EXPECT_EQ(inferType("%x: i64[2,2]", "%out = \"Det\"(%x)").substr(0, 6), "error:");
 }
 
+TEST(ShapeInference, BitCastCol2ImUnique) {
+  // BitCast: same shape, dtype 'to' (ONNX codes: 6 = int32, 10 = float16,
+  // 2 = uint8, 9 = bool, 22 = int4, 23 = float4e2m1), equal widths only.
+  EXPECT_EQ(inferType("%x: f32[b,3]", "%out = \"BitCast\"(%x) {to = 6}"), "i32[b,3]");
+  EXPECT_EQ(inferType("%x: bool[]", "%out = \"BitCast\"(%x) {to = 2}"), "u8[]");
+  EXPECT_EQ(inferType("%x: u4[0,5]", "%out = \"BitCast\"(%x) {to = 22}"), "i4[0,5]");
+  EXPECT_EQ(inferType("%x: f32[2]", "%out = \"BitCast\"(%x) {to = 10}").substr(0, 6), "error:");
+  EXPECT_EQ(inferType("%x: u8[2]", "%out = \"BitCast\"(%x) {to = 23}").substr(0, 6), "error:");
+  EXPECT_EQ(inferType("%x: f32[2]", "%out = \"BitCast\"(%x) {to = 8}").substr(0, 6), "error:");
+  EXPECT_EQ(inferType("%x: f32[2]", "%out = \"BitCast\"(%x)").substr(0, 6), "error:");
+  // Col2Im: constant image / block shapes give the full shape and are checked.
+  const char *sh = "%i = constant i64[2] dense<[5, 5]>\n%k = constant i64[2] dense<[1, 5]>\n";
+  EXPECT_EQ(inferType("%x: f32[1,5,5]", std::string(sh) + "%out = \"Col2Im\"(%x, %i, %k)"), "f32[1,1,5,5]");
+  EXPECT_EQ(inferType("%x: f32[n,10,5]", std::string(sh) + "%out = \"Col2Im\"(%x, %i, %k)"), "f32[n,2,5,5]");
+  EXPECT_EQ(inferType("%x: f32[1,6,5]", std::string(sh) + "%out = \"Col2Im\"(%x, %i, %k)").substr(0, 6), "error:");
+  EXPECT_EQ(inferType("%x: f32[1,5,4]", std::string(sh) + "%out = \"Col2Im\"(%x, %i, %k)").substr(0, 6), "error:");
+  EXPECT_EQ(inferType("%x: f32[1,5,5]", std::string(sh) + "%out = \"Col2Im\"(%x, %i, %k) {strides = [1]}").substr(0, 6),
+            "error:");
+  // Odd sizes with strides, pads and dilations: (7 + 1 + 1 - 2 * 2 - 1) / 2 + 1 = 3 blocks per axis.
+  EXPECT_EQ(inferType("%x: f32[1,9,9]",
+                      "%i = constant i64[2] dense<[7, 7]>\n%k = constant i64[2] dense<[3, 3]>\n"
+                      "%out = \"Col2Im\"(%x, %i, %k) {dilations = [2, 2], pads = [1, 1, 1, 1], strides = [2, 2]}"),
+            "f32[1,1,7,7]");
+  // Run-time shapes: the rank from image_shape's length, the dims unknown.
+  EXPECT_EQ(inferType("%x: f32[1,5,5], %i: i64[2], %k: i64[2]", "%out = \"Col2Im\"(%x, %i, %k)"), "f32[1,?,?,?]");
+  EXPECT_EQ(inferType("%x: f32[1,5,5], %i: i64[2], %k: i64[3]", "%out = \"Col2Im\"(%x, %i, %k)").substr(0, 6), "error:");
+  EXPECT_EQ(inferType("%x: f32[1,5], %i: i64[2], %k: i64[2]", "%out = \"Col2Im\"(%x, %i, %k)").substr(0, 6), "error:");
+  EXPECT_EQ(inferType("%x: f32[1,5,5], %i: f32[2], %k: i64[2]", "%out = \"Col2Im\"(%x, %i, %k)").substr(0, 6), "error:");
+  // Unique: the distinct count is unknown; inverse_indices has one entry per item.
+  EXPECT_EQ(inferType("%x: f32[2,3]", "%out = \"Unique\"(%x)"), "f32[?]");
+  EXPECT_EQ(inferType("%x: f32[2,3]", "%out, %i, %inv, %c = \"Unique\"(%x)", "inv"), "i64[6]");
+  EXPECT_EQ(inferType("%x: f32[2,3]", "%out, %i, %inv, %c = \"Unique\"(%x)", "c"), "i64[?]");
+  EXPECT_EQ(inferType("%x: i64[4,b]", "%out, %i, %inv = \"Unique\"(%x) {axis = -2}"), "i64[?,b]");
+  EXPECT_EQ(inferType("%x: i64[4,b]", "%out, %i, %inv = \"Unique\"(%x) {axis = 0}", "inv"), "i64[4]");
+  EXPECT_EQ(inferType("%x: f32[0]", "%out, %i, %inv = \"Unique\"(%x)", "inv"), "i64[0]");
+  EXPECT_EQ(inferType("%x: f32[3]", "%out = \"Unique\"(%x) {axis = 1}").substr(0, 6), "error:");
+  EXPECT_EQ(inferType("%x: f32[3]", "%out = \"Unique\"(%x) {sorted = 2}").substr(0, 6), "error:");
+  // TensorScatter: the cache's type; update fits it, write_indices is [batch].
+  EXPECT_EQ(inferType("%c: f16[b,8,t,64], %u: f16[b,8,1,64], %w: i64[b]", "%out = \"TensorScatter\"(%c, %u, %w)"),
+            "f16[b,8,t,64]");
+  EXPECT_EQ(inferType("%c: f32[1,4,5], %u: f32[1,5,5]", "%out = \"TensorScatter\"(%c, %u) {axis = 1}").substr(0, 6),
+            "error:");
+  EXPECT_EQ(inferType("%c: f32[1,4,5], %u: f32[1,2,4]", "%out = \"TensorScatter\"(%c, %u) {axis = 1}").substr(0, 6),
+            "error:");
+  EXPECT_EQ(inferType("%c: f32[2,4,5], %u: f32[2,2,5]", "%out = \"TensorScatter\"(%c, %u) {axis = 0}").substr(0, 6),
+            "error:");
+  EXPECT_EQ(inferType("%c: f32[2,4,5], %u: f32[2,2,5], %w: i64[3]", "%out = \"TensorScatter\"(%c, %u, %w) {axis = 1}")
+                .substr(0, 6),
+            "error:");
+  EXPECT_EQ(inferType("%c: f32[2,4,5], %u: f32[2,2,5]", "%out = \"TensorScatter\"(%c, %u) {mode = \"ring\"}")
+                .substr(0, 6),
+            "error:");
+}
+
 TEST(ShapeInference, Resize) {
   EXPECT_EQ(inferType("%x: f32[n,3,20,30]",
                       "%s = constant f32[4] dense<[1.0, 1.0, 2.0, 1.5]>\n%out = \"Resize\"(%x, _, %s)"),

@@ -71,11 +71,11 @@ def lstm_models(out):
                               [helper.make_tensor_value_info("Y", f, None)], inits)
         onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)]),
                   os.path.join(out, fname))
-    # An If whose branches hold an LSTM (supported) and a Unique (not).
+    # An If whose branches hold an LSTM (supported) and a StringNormalizer (not).
     node, inits = lstm_graph("inner_lstm", [5, 2, 4])
     then_g = helper.make_graph([node], "then", [], [helper.make_tensor_value_info("Y", f, None)],
                                inits)
-    uniq = helper.make_node("Unique", ["X"], ["U"], name="inner_unique")
+    uniq = helper.make_node("StringNormalizer", ["X"], ["U"], name="inner_strnorm")
     else_g = helper.make_graph([uniq], "else", [], [helper.make_tensor_value_info("U", f, None)])
     if_node = helper.make_node("If", ["c"], ["out"], name="the_if", then_branch=then_g,
                                else_branch=else_g)
@@ -86,7 +86,7 @@ def lstm_models(out):
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)]),
               os.path.join(out, "if_lstm.onnx"))
     # An If on a Constant condition: the then branch (which reads the outer
-    # X and a branch initializer) is inlined; the else branch's Unique is
+    # X and a branch initializer) is inlined; the else branch's StringNormalizer is
     # never imported.
     one = helper.make_tensor("one", f, [1], [1.0])
     add = helper.make_node("Add", ["X", "one"], ["Y"], name="inner_add")
