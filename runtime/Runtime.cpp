@@ -55,11 +55,12 @@ bool usesLibrary(const Manifest &m) { return !m.library.empty(); }
 constexpr uint64_t kMaxLibraryBytes = uint64_t{1} << 30;
 
 /// Checks the manifest's checksums before anything is dlopened or read: the
-/// library (when a kernel step uses it and the manifest does not say
-/// "library_build": "by hand") and the weights file (when the manifest names
-/// one) must each have an entry, since fusec writes one for
-/// both (docs/ARTIFACT.md) and a deleted entry would otherwise let a swapped
-/// file through; then every listed file's checksum is recomputed and
+/// library (when the manifest names one and does not say "library_build":
+/// "by hand") and the weights file (when the manifest names one) must each
+/// have an entry, since fusec writes one for both (docs/ARTIFACT.md) and a
+/// deleted entry would otherwise let a swapped file through; then every
+/// listed file's size is checked (the weights' against the manifest, the
+/// library's against kMaxLibraryBytes) before its checksum is recomputed and
 /// compared. A required file that is missing is FUSERT_NOT_FOUND, a missing
 /// entry or a mismatch FUSERT_INVALID_ARGUMENT.
 Status verifyChecksums(const fusert_model &model) {
@@ -80,7 +81,6 @@ Status verifyChecksums(const fusert_model &model) {
     uint64_t size = 0;
     if (!fileSize(path, size))
       return notFound(r.what, " ", path, " not found");
-
     if (!listed(r.file))
       return invalidArgument("manifest: 'checksums' has no entry for the ", r.what, " '", r.file,
                              "' (fusec records one for every file it writes): the artifact was "
@@ -110,7 +110,7 @@ Status verifyChecksums(const fusert_model &model) {
   return Status();
 }
 
-/// dlopens the library (when there are kernel steps) and resolves every
+/// dlopens the library (when the manifest names one) and resolves every
 /// kernel step's symbol into model.symbols.
 Status loadLibrary(fusert_model &model) {
   const Manifest &m = model.manifest;

@@ -96,7 +96,7 @@ struct Manifest {
   uint64_t arenaBytes = 0;
   /// "checksums": file name (the library or the weights file) -> checksum
   /// text (runtime/internal/Checksum.h). The loader requires an entry for
-  /// the weights file and for a library the kernel steps use (unless
+  /// the weights file and for the library the manifest names (unless
   /// libraryBuiltByHand) and verifies every entry.
   std::vector<std::pair<std::string, std::string>> checksums;
   /// "library_build": "by hand": written by `fusec --no-nvcc`, whose library
