@@ -43,6 +43,24 @@ absl::StatusOr<int64_t> fixIndex(int64_t idx, int64_t dim, int64_t axis) {
   return idx < 0 ? idx + dim : idx;
 }
 
+/// The slices of \p data, read as the row-major shape \p in (its own shape,
+/// or [numElements] for the flattened forms), at positions \p picks (each in
+/// [0, in[axis])) of \p axis, in that order: Gather with 1-D indices.
+/// Shape: \p in with picks.size() on axis. Serves Compress (the kept
+/// positions) and Unique (each unique slice's first occurrence).
+absl::StatusOr<Tensor> takeAlongAxis(const Tensor &data, const Shape &in, int64_t axis,
+                                     const std::vector<int64_t> &picks) {
+  Shape out = in;
+  out[axis] = static_cast<int64_t>(picks.size());
+  const Shape strides = ir::rowMajorStrides(in);
+  const int64_t r = static_cast<int64_t>(in.size());
+  return buildByIndex(data, out, [&](const std::vector<int64_t> &i) {
+    int64_t s = 0;
+    for (int64_t d = 0; d < r; ++d) s += (d == axis ? picks[i[d]] : i[d]) * strides[d];
+    return s;
+  });
+}
+
 Result gather(const KernelArgs &a) {
   FUSEC_ASSIGN_OR_RETURN(const Tensor *data, required(a, 0, "data"));
   FUSEC_ASSIGN_OR_RETURN(const Tensor *indT, required(a, 1, "indices"));
@@ -648,15 +666,7 @@ Result compress(const KernelArgs &a) {
   std::vector<int64_t> keep;
   for (int64_t i = 0; i < cond->numElements(); ++i)
     if (cond->getInt(i) != 0) keep.push_back(i);
-  Shape out = in;
-  out[axis] = static_cast<int64_t>(keep.size());
-  const Shape strides = ir::rowMajorStrides(in);
-  const int64_t r = static_cast<int64_t>(in.size());
-  FUSEC_ASSIGN_OR_RETURN(Tensor t, buildByIndex(*data, out, [&](const std::vector<int64_t> &i) {
-                           int64_t s = 0;
-                           for (int64_t d = 0; d < r; ++d) s += (d == axis ? keep[i[d]] : i[d]) * strides[d];
-                           return s;
-                         }));
+  FUSEC_ASSIGN_OR_RETURN(Tensor t, takeAlongAxis(*data, in, axis, keep));
   return one(std::move(t));
 }
 
@@ -911,15 +921,7 @@ Result unique(const KernelArgs &a) {
   }
   std::vector<int64_t> inverse(static_cast<size_t>(M));
   for (int64_t i = 0; i < M; ++i) inverse[i] = pos[group[i]];
-  Shape yShape = in;
-  yShape[axis] = U;
-  const Shape strides = ir::rowMajorStrides(in);
-  const int64_t rk = static_cast<int64_t>(in.size());
-  FUSEC_ASSIGN_OR_RETURN(Tensor y, buildByIndex(*x, yShape, [&](const std::vector<int64_t> &i) {
-                           int64_t s = 0;
-                           for (int64_t d = 0; d < rk; ++d) s += (d == axis ? first[i[d]] : i[d]) * strides[d];
-                           return s;
-                         }));
+  FUSEC_ASSIGN_OR_RETURN(Tensor y, takeAlongAxis(*x, in, axis, first));
   std::vector<Tensor> outs;
   outs.push_back(std::move(y));
   const int n = a.node.numOutputs();
