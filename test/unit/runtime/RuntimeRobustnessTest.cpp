@@ -29,14 +29,12 @@ namespace checksum = fusec::artifact_checksum;
 
 class RuntimeRobustnessTest : public RuntimeTest {
  protected:
-  /// Writes the pipeline artifact with checksums of its library and weights.
+  /// Writes the pipeline artifact; write() records the checksums of its
+  /// library and weights, as fusec does. Asserts both are there.
   void writeWithChecksums() {
     write(p_.manifest, p_.weights);
-    std::string lib, weights;
-    ASSERT_TRUE(checksum::fileChecksum((dir_ / "libmodel.so").string(), lib));
-    ASSERT_TRUE(checksum::fileChecksum((dir_ / "weights.bin").string(), weights));
-    p_.manifest["checksums"] = {{"libmodel.so", lib}, {"weights.bin", weights}};
-    std::ofstream(dir_ / "manifest.json") << p_.manifest.dump(2);
+    const Json m = Json::parse(std::ifstream(dir_ / "manifest.json"));
+    ASSERT_EQ(m["checksums"].size(), 2u) << m["checksums"].dump();
   }
   /// The load error when everything before the device checks out.
   static bool acceptedUpToTheDevice(fusert_status s) {
