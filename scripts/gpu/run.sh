@@ -19,10 +19,17 @@
 #      memcheck;
 #   5. bench/e2e/run_e2e.sh (GPT-2 small, BERT-base vs PyTorch);
 #   6. bench/attention's benchmark, when present;
-#   7. $OUT/summary.txt (also printed last).
+#   7. model families (scripts/families: real-world exports of YOLOv8,
+#      DBNet, MobileNetV3, MTCNN, Silero VAD, int8 CRNN, BLOOM, OPT,
+#      DeBERTa-v2, ... with torch on the device; imports / reference /
+#      fp32 / bf16 per family, $OUT/families.txt); last, so that it takes
+#      what is left of the budget: for the whole step alone, run with
+#      --skip tests,sanitizer,models,e2e,attention;
+#   8. $OUT/summary.txt (also printed last).
 # Output: $OUT/run.log (everything), $OUT/summary.txt, $OUT/e2e.json; OUT
 # defaults to ./gpu-out. Options: --skip STEP[,STEP] with STEP in tests,
-# sanitizer, models, e2e, attention; FUSEC_E2E_ARGS passes options to e2e.py.
+# sanitizer, models, e2e, attention, families; FUSEC_E2E_ARGS passes options to
+# e2e.py, FUSEC_FAMILIES_ARGS to scripts/families/export_families.py.
 set -uo pipefail
 source "$(dirname "$0")/env.sh"
 cd "$FUSEC_ROOT" || exit 1
@@ -304,6 +311,32 @@ if ! skipped attention; then
     cat "$WORK/attention.log" 2>/dev/null
     sum "attention (bench/attention/bench_attention.py): rc $rc$([ $rc -eq 124 ] && echo ', timed out')"
     [ -f "$WORK/attention.log" ] && tail -15 "$WORK/attention.log" | sed 's/^/  /' >> "$SUMMARY"
+  fi
+fi
+
+# --- 7. model families (scripts/families) -----------------------------------
+if ! skipped families && [ -f scripts/families/export_families.py ]; then
+  section "model families: export (torch), then scripts/families/check_families.sh"
+  FAM=$WORK/families
+  rm -rf "$FAM" && mkdir -p "$FAM"
+  # shellcheck disable=SC2086
+  timeout "$(cap 120)" python3 scripts/families/export_families.py --out "$FAM/models" \
+    ${FUSEC_FAMILIES_ARGS:-} > "$FAM/export.log" 2>&1
+  rc=$?
+  cat "$FAM/export.log"
+  cp "$FAM/export.log" "$OUT/families-export.log"
+  sum "model families (scripts/families; export rc $rc; table in \$OUT/families.txt):"
+  grep -E '^\S+ +(exported|failed|skipped)' "$FAM/export.log" | grep -v ' exported ' | sed 's/^/  export: /' >> "$SUMMARY"
+  if ls "$FAM"/models/*/model.onnx > /dev/null 2>&1; then
+    left=$(cap 400)
+    OUT=$OUT FUSEC_BIN=$FUSEC_BIN FAMILIES_TIMEOUT_S=$(( left < 240 ? left : 240 )) \
+      timeout "$left" bash scripts/families/check_families.sh -j 8 --work "$FAM/work" "$FAM/models"
+    rc=$?
+    if [ -f "$OUT/families.txt" ]; then
+      sed 's/^/  /' "$OUT/families.txt" >> "$SUMMARY"
+    else
+      sum "  check_families.sh: rc $rc$([ $rc -eq 124 ] && echo ', timed out'), no table"
+    fi
   fi
 fi
 

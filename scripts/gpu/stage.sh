@@ -11,6 +11,9 @@
 #                non-system shared libraries the binaries link (Abseil,
 #                protobuf, ONNX, GoogleTest; not CUDA: the device has it)
 #   .gpu/shared  ../shared/models and ../shared/bench
+# Scripts such as scripts/families (run.sh's families step: the model
+# exports run with the device's torch) travel with the working tree, not in
+# .gpu; this checks that they are not ignored.
 # Then, on the device tool: carry [".gpu"] and run `bash scripts/gpu/run.sh`
 # (carrying build-gpu/bin and build-gpu/lib too also works, at a larger
 # size). The script checks that the tree that travels (tracked and
@@ -116,6 +119,14 @@ echo "$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- 2>/dev/null || ech
   > .gpu/COMMIT
 cp -r ../shared/models .gpu/shared/models
 cp -r ../shared/bench .gpu/shared/bench
+
+# scripts/families travels with the working tree (tracked, or untracked and
+# not ignored); run.sh's families step needs both scripts there.
+for f in scripts/families/export_families.py scripts/families/check_families.sh; do
+  if ! git ls-files -co --exclude-standard --error-unmatch "$f" > /dev/null 2>&1; then
+    echo "stage.sh: warning: $f does not travel (missing or ignored): run.sh skips its families step" >&2
+  fi
+done
 
 # Size of what travels: the working tree (tracked + untracked-not-ignored)
 # plus .gpu; the device tool refuses more than 64 MiB.
