@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "frontend/onnx/OnnxImporter.h"
 #include "passes/cost/TargetSpec.h"
 
 namespace fusec::driver {
@@ -111,6 +112,44 @@ FlagSpec shapeFlag(ShapeMap &shapes) {
         if (absl::Status s = parseShapeBinding(v, name, dims); !s.ok()) return s;
         if (!shapes.emplace(name, dims).second)
           return absl::InvalidArgumentError(absl::StrCat("--shape names input '", name, "' twice"));
+        return absl::OkStatus();
+      }};
+}
+
+FlagSpec inputValueFlag(std::map<std::string, ir::Tensor> &values) {
+  return {
+      "input-value", "NAME=VALUE",
+      "compile graph input NAME as a constant: VALUE is @FILE.pb (a serialized TensorProto, e.g. "
+      "a test set's input_1.pb) or numbers v1,v2,... (a 1-D tensor, converted to the input's "
+      "dtype); for inputs that decide shapes or indices (axes, pads, scales, sizes, k). The "
+      "artifact then has no such input (repeatable, once per input)",
+      [&values](const std::string &v) -> absl::Status {
+        size_t eq = v.find("=@");
+        if (eq == std::string::npos) eq = v.rfind('=');
+        if (eq == std::string::npos || eq == 0)
+          return absl::InvalidArgumentError(absl::StrCat(
+              "--input-value '", v, "': expected NAME=@FILE.pb or NAME=v1,v2,..."));
+        const std::string name = v.substr(0, eq), value = v.substr(eq + 1);
+        ir::Tensor t;
+        if (!value.empty() && value[0] == '@') {
+          absl::StatusOr<ir::Tensor> loaded = frontend::loadTensorProtoFile(value.substr(1));
+          if (!loaded.ok())
+            return absl::InvalidArgumentError(
+                absl::StrCat("--input-value ", name, ": ", loaded.status().message()));
+          t = *std::move(loaded);
+        } else {
+          std::vector<double> numbers;
+          for (absl::string_view part : absl::StrSplit(value, ',')) {
+            double d = 0;
+            if (!absl::SimpleAtod(part, &d))
+              return absl::InvalidArgumentError(absl::StrCat(
+                  "--input-value ", name, ": '", part, "' is not a number (NAME=v1,v2,... or NAME=@FILE.pb)"));
+            numbers.push_back(d);
+          }
+          t = ir::Tensor::fromDoubles(ir::DType::kF64, {static_cast<int64_t>(numbers.size())}, numbers);
+        }
+        if (!values.emplace(name, std::move(t)).second)
+          return absl::InvalidArgumentError(absl::StrCat("--input-value names input '", name, "' twice"));
         return absl::OkStatus();
       }};
 }

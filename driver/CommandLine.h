@@ -30,6 +30,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "ir/Tensor.h"
 
 namespace fusec::driver {
 
@@ -78,6 +79,14 @@ absl::Status parseShapeBinding(const std::string &text, std::string &name,
 /// twice is an error ("--shape names input 'x' twice"): the last-wins
 /// reading would silently drop a binding.
 FlagSpec shapeFlag(ShapeMap &shapes);
+/// --input-value NAME=@FILE.pb or NAME=v1,v2,... (repeatable, once per
+/// input): compile graph input NAME as a constant of that value (the
+/// importer converts the inline form, read as f64 values of a rank-1
+/// tensor, to the input's dtype; frontend::ImportOptions::inputValues).
+/// FILE.pb is a serialized onnx.TensorProto (the backend-test layout's
+/// input_<i>.pb). Errors name the flag: no '=', an unreadable file, a bad
+/// number, the same input twice.
+FlagSpec inputValueFlag(std::map<std::string, ir::Tensor> &values);
 /// --precision fp32|fp16|bf16 (\p help: the tool's own description).
 FlagSpec precisionFlag(std::string &precision, const char *help);
 /// --target BACKEND; values are checked by passes::resolveTarget(). The

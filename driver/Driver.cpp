@@ -43,6 +43,8 @@ absl::Status emitArtifact(const std::string &modelPath, const CompileOptions &op
   ao.runNvcc = options.runNvcc;
   ao.emitIr = options.emitIr;
   ao.modelPath = modelPath;
+  for (const auto &[name, t] : c.boundValues)
+    ao.boundInputs.push_back({name, ir::dtypeName(t.dtype()), t.shape(), artifact::boundValueDigest(t)});
   ao.modelName = !options.modelName.empty()
                      ? options.modelName
                      : std::filesystem::path(modelPath).parent_path().filename().string();
@@ -107,7 +109,15 @@ absl::StatusOr<Compilation> compile(const std::string &modelPath, const CompileO
   const bool writeArtifact = options.stopAfter == Stage::kArtifact && !options.output.empty();
   // Refuse a missing backend before any work, so nothing is half-written.
   if (writeArtifact && !hasBackend(c.target.target)) return backendMissing(c.target.target);
-  FUSEC_ASSIGN_OR_RETURN(c.graph, frontend::importOnnxModel(modelPath));
+  frontend::ImportOptions io;
+  io.inputShapes = options.inputShapes;
+  io.inputValues = options.inputValues;
+  FUSEC_ASSIGN_OR_RETURN(c.graph, frontend::importOnnxModel(modelPath, io));
+  for (const auto &[name, given] : options.inputValues) {
+    // As compiled: converted to the input's dtype and shape by the importer.
+    const ir::Value *v = c.graph->findValue(name);
+    c.boundValues.emplace(name, v && v->isConstant() ? *v->constant() : given);
+  }
   if (options.onImported) options.onImported(*c.graph);
   if (options.stopAfter == Stage::kImport) return c;
 

@@ -33,6 +33,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "ir/Graph.h"
+#include "ir/Tensor.h"
 #include "passes/Pass.h"
 #include "passes/cost/TargetSpec.h"
 
@@ -59,6 +60,11 @@ struct CompileOptions {
   /// --shape: input name -> static dims (elements per dim), bound by
   /// shape-specialize before the other passes.
   std::map<std::string, std::vector<int64_t>> inputShapes;
+  /// --input-value: input name -> the value it is compiled with (a constant;
+  /// the artifact has no such input; the manifest lists it under
+  /// "bound_inputs"). Bound while importing, like inputShapes
+  /// (frontend::ImportOptions).
+  std::map<std::string, ir::Tensor> inputValues;
   /// --precision: storage dtype of activations and weights, "fp32", "fp16"
   /// or "bf16" (the lower-precision pass; GEMMs accumulate in fp32).
   std::string precision = "fp32";
@@ -106,6 +112,8 @@ struct Compilation {
   passes::ResolvedTarget target;     ///< target, arch and device used
   std::vector<std::string> pipeline; ///< the pass names run (empty at kImport)
   passes::PassContext context;       ///< fusion plan, statistics, bound symbols
+  /// --input-value bindings as compiled (the input's dtype and shape).
+  std::map<std::string, ir::Tensor> boundValues;
   bool wroteArtifact = false;
   ArtifactReport artifact;           ///< valid when wroteArtifact
 };

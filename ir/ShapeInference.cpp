@@ -35,6 +35,7 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "ir/QuantGeometry.h"
 #include "ir/shape/ShapeInferrer.h"
 #include "support/Status.h"
@@ -671,6 +672,71 @@ absl::Status checkDeclaredType(const TensorType &inferred, const TensorType &dec
         inferred.shape[i].value != declared.shape[i].value)
       return conflict();
   return absl::OkStatus();
+}
+
+absl::StatusOr<bool> bindInputDims(Graph &graph,
+                                   const std::map<std::string, std::vector<int64_t>> &shapes,
+                                   std::map<std::string, int64_t> &symbolBindings) {
+  // Largest element count accepted for a bound input (2^40: 4 TiB of f32):
+  // every later byte count (cost model, arena plan, kernel grids) is an int64.
+  constexpr int64_t kMaxElements = int64_t{1} << 40;
+  for (const auto &[inputName, dims] : shapes) {
+    Value *input = nullptr;
+    for (Value *v : graph.inputs())
+      if (v->name() == inputName) input = v;
+    if (!input)
+      return absl::InvalidArgumentError(
+          absl::StrCat("--shape names '", inputName, "', which is not a graph input"));
+    const TensorType &ty = input->type();
+    if (ty.rankKnown && ty.rank() != static_cast<int64_t>(dims.size()))
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--shape ", inputName, "=", absl::StrJoin(dims, "x"), " has rank ", dims.size(),
+          " but input '", inputName, "' has type ", ty.str()));
+    int64_t elements = 1;
+    for (int64_t d : dims) {
+      if (d > 0 && elements > kMaxElements / d)
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--shape ", inputName, "=", absl::StrJoin(dims, "x"), " has more than 2^40 elements"));
+      elements *= d > 0 ? d : 1;
+    }
+    for (size_t d = 0; d < dims.size(); ++d) {
+      if (dims[d] < 0)
+        return absl::InvalidArgumentError(
+            absl::StrCat("--shape ", inputName, ": negative dimension ", dims[d]));
+      if (!ty.rankKnown) continue;
+      const Dim &dim = ty.shape[d];
+      if (dim.isStatic() && dim.value != dims[d])
+        return absl::InvalidArgumentError(absl::StrCat("--shape ", inputName, ": dim ", d, " is ",
+                                                       dim.value, " in the model, not ", dims[d]));
+      if (dim.isSymbolic()) {
+        auto [it, inserted] = symbolBindings.emplace(dim.symbol, dims[d]);
+        if (!inserted && it->second != dims[d])
+          return absl::InvalidArgumentError(absl::StrCat("--shape binds symbol '", dim.symbol,
+                                                         "' to both ", it->second, " and ", dims[d]));
+      }
+    }
+  }
+  bool changed = false;
+  for (Value *v : graph.inputs()) {
+    auto it = shapes.find(v->name());
+    TensorType ty = v->type();
+    if (it != shapes.end() && !ty.rankKnown) {
+      ty = TensorType::fromShape(ty.dtype, it->second);
+    } else {
+      for (Dim &d : ty.shape) {
+        if (!d.isSymbolic()) continue;
+        auto b = symbolBindings.find(d.symbol);
+        if (b != symbolBindings.end()) d = Dim(b->second);
+      }
+      if (it != shapes.end())
+        for (size_t d = 0; d < it->second.size(); ++d) ty.shape[d] = Dim(it->second[d]);
+    }
+    if (ty != v->type()) {
+      v->setType(ty);
+      changed = true;
+    }
+  }
+  return changed;
 }
 
 absl::Status inferShapes(Graph &graph) {

@@ -8,6 +8,9 @@
 #ifndef FUSEC_IR_SHAPEINFERENCE_H
 #define FUSEC_IR_SHAPEINFERENCE_H
 
+#include <cstdint>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -36,6 +39,18 @@ absl::StatusOr<std::vector<TensorType>> computeNodeTypes(const Node &node);
 /// invalid (ONNX Runtime rejects it), never silently overridden.
 absl::Status checkDeclaredType(const TensorType &inferred, const TensorType &declared,
                                const std::string &what);
+
+/// Binds graph-input dims (fusec --shape NAME=2x24): \p shapes maps an input
+/// name to static dims. Each bound dim that is a symbol binds that symbol in
+/// every graph input (recorded in \p symbolBindings, which may hold earlier
+/// bindings); an unranked input takes the dims as given. Sets the inputs'
+/// types and \returns whether any changed; does not re-infer other values.
+/// Errors (InvalidArgument, naming the flag): a name that is not a graph
+/// input, a rank or static dim that disagrees with the model, a negative
+/// dim, a symbol bound to two extents, more than 2^40 elements.
+absl::StatusOr<bool> bindInputDims(Graph &graph,
+                                   const std::map<std::string, std::vector<int64_t>> &shapes,
+                                   std::map<std::string, int64_t> &symbolBindings);
 
 /// Runs inferNodeTypes over all nodes in order.
 absl::Status inferShapes(Graph &graph);

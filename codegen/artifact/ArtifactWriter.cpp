@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -513,6 +514,87 @@ absl::Status checkStaticShapes(const ir::Graph &graph) {
   return absl::OkStatus();
 }
 
+namespace {
+
+/// Graph inputs whose values, not only their shapes, an artifact needs at
+/// compile time: those that reach a metadata operand (ir::isMetadataOperand:
+/// axes, pads, scales, sizes, k, depth, ...) or an operand of Range (a
+/// window length) that is still not a constant after the passes, when every
+/// graph input it depends on has a static shape. Ops whose result shape
+/// depends on tensor data (NonZero, Unique, ...) are not counted: binding
+/// their data would fold the model away. Such a model compiles once those inputs are bound with
+/// --input-value; this names them, and the operands they decide, instead of
+/// the refusal of the first kernel that meets one. Inputs of symbolic shape
+/// are left to checkStaticShapes (bind them with --shape).
+absl::Status checkCompileTimeValues(const ir::Graph &graph) {
+  std::set<const ir::Value *> graphInputs(graph.inputs().begin(), graph.inputs().end());
+  // The graph inputs \p v depends on (memoised; iterative, graphs can be deep).
+  std::map<const ir::Value *, std::set<const ir::Value *>> memo;
+  auto inputsOf = [&](const ir::Value *root) -> const std::set<const ir::Value *> & {
+    std::vector<std::pair<const ir::Value *, bool>> stack{{root, false}};
+    while (!stack.empty()) {
+      auto [v, expanded] = stack.back();
+      stack.pop_back();
+      if (memo.count(v)) continue;
+      const ir::Node *p = v->producer();
+      if (v->isConstant() || !p) {
+        memo[v] = graphInputs.count(v) ? std::set<const ir::Value *>{v} : std::set<const ir::Value *>{};
+        continue;
+      }
+      if (!expanded) {
+        stack.push_back({v, true});
+        for (const ir::Value *in : p->inputs())
+          if (in && !memo.count(in)) stack.push_back({in, false});
+        continue;
+      }
+      std::set<const ir::Value *> all;
+      for (const ir::Value *in : p->inputs())
+        if (in) all.insert(memo[in].begin(), memo[in].end());
+      memo[v] = std::move(all);
+    }
+    return memo[root];
+  };
+  std::set<const ir::Value *> needed;
+  std::vector<std::string> uses;
+  auto note = [&](const ir::Value *v, std::string use) {
+    const std::set<const ir::Value *> &ins = inputsOf(v);
+    bool allStatic = !ins.empty();
+    for (const ir::Value *in : ins) allStatic &= in->type().rankKnown && in->type().isStatic();
+    if (!allStatic) return;
+    needed.insert(ins.begin(), ins.end());
+    if (uses.size() < 4) uses.push_back(std::move(use));
+  };
+  for (const ir::Node *n : graph.nodes()) {
+    // Range's start, limit and delta decide its length (window functions
+    // expand into one), as the metadata operands decide their op's shape.
+    const bool range = n->kind() == ir::OpKind::kRange;
+    for (int i = 0; i < n->numInputs(); ++i) {
+      const ir::Value *in = n->input(i);
+      if (in && !in->isConstant() && (range || ir::isMetadataOperand(n->kind(), i)))
+        note(in, absl::StrCat("input ", i, " of ", n->describe()));
+    }
+  }
+  if (needed.empty()) return absl::OkStatus();
+  std::vector<std::string> names;
+  for (const ir::Value *in : graph.inputs())
+    if (needed.count(in)) names.push_back(absl::StrCat("'", in->name(), "'"));
+  return absl::InvalidArgumentError(absl::StrCat(
+      "the artifact needs the value of graph input", names.size() == 1 ? " " : "s ",
+      absl::StrJoin(names, ", "), " at compile time (it decides ", absl::StrJoin(uses, "; "),
+      uses.size() >= 4 ? "; ..." : "",
+      "): fusec compiles such operands as constants. Bind ", names.size() == 1 ? "it" : "each",
+      " with --input-value NAME=@FILE.pb (a TensorProto) or NAME=v1,v2,...; the artifact then "
+      "has no such input"));
+}
+
+}  // namespace
+
+std::string boundValueDigest(const ir::Tensor &t) {
+  artifact_checksum::Fnv1a64 h;
+  h.update(t.data(), static_cast<size_t>(t.byteSize()));
+  return artifact_checksum::checksumText(h.digest());
+}
+
 absl::Status writeArtifact(const ir::Graph &graph, const passes::FusionPlan &plan,
                            const passes::TargetSpec &target, const ArtifactOptions &opts,
                            const std::string &outDir, ArtifactSummary *summary) {
@@ -521,6 +603,9 @@ absl::Status writeArtifact(const ir::Graph &graph, const passes::FusionPlan &pla
   sum = ArtifactSummary();
 
   FUSEC_ASSIGN_OR_RETURN(const codegen::Backend *backend, codegen::backendFor(opts.target));
+  // Before the kernels' refusals: an operand fusec needs as a constant that
+  // comes from a graph input is fixed by binding that input.
+  FUSEC_RETURN_IF_ERROR(checkCompileTimeValues(graph));
   // The one legality rule: a kernel the fusion pass found the lowering
   // refuses (shown in --dump-fusion) stops the compile before any file.
   // Every refused kernel is named at once, as unsupported ops are.
@@ -574,7 +659,7 @@ absl::Status writeArtifact(const ir::Graph &graph, const passes::FusionPlan &pla
   for (const auto &f : mod.manifestFields)
     for (const char *own : {"format", "version", "model", "target", "arch", "library", "weights", "arena_bytes",
                             "buffers", "inputs", "outputs", "steps", "kernels", "checksums", "files",
-                            "library_build"})
+                            "library_build", "bound_inputs"})
       if (f.first == own)
         return absl::InternalError(absl::StrCat(backend->name(), ": backend manifest field '", f.first,
                                                 "' is one the writer owns"));
@@ -587,6 +672,15 @@ absl::Status writeArtifact(const ir::Graph &graph, const passes::FusionPlan &pla
     Json m = Json::parse(manifest, nullptr, /*allow_exceptions=*/false);
     if (!m.is_object()) return absl::InternalError("the manifest the writer made is not an object");
     m["library_build"] = "by hand";
+    manifest = m.dump(2);
+  }
+  if (!opts.boundInputs.empty()) {
+    Json m = Json::parse(manifest, nullptr, /*allow_exceptions=*/false);
+    if (!m.is_object()) return absl::InternalError("the manifest the writer made is not an object");
+    Json list = Json::array();
+    for (const BoundInput &b : opts.boundInputs)
+      list.push_back({{"name", b.name}, {"dtype", b.dtype}, {"shape", b.shape}, {"digest", b.digest}});
+    m["bound_inputs"] = std::move(list);
     manifest = m.dump(2);
   }
   // The library records the digest of this manifest (ArtifactFormat.h): put

@@ -52,6 +52,20 @@ inline constexpr const char *kOwnerMarkerFile = ".fusec-owned";
 inline constexpr const char *kOwnerMarkerText =
     "fusec: a temporary artifact folder; a later fusec run removes it if it is left behind\n";
 
+/// A graph input compiled as a constant (fusec --input-value): the manifest
+/// lists it under "bound_inputs" so that a caller who still has the value
+/// can check it is the one compiled in (fusec-run refuses data that
+/// differs). docs/ARTIFACT.md.
+struct BoundInput {
+  std::string name;
+  std::string dtype;           ///< ir::dtypeName ("i64")
+  std::vector<int64_t> shape;
+  std::string digest;          ///< "fnv1a64:<16 hex>" of the value's bytes (row-major, little-endian)
+};
+
+/// The digest BoundInput::digest records for \p t.
+std::string boundValueDigest(const ir::Tensor &t);
+
 struct ArtifactOptions {
   std::string target = "cuda";  ///< the backend (codegen::backendFor): only "cuda" today
   /// GPU architecture for nvcc -arch; empty = the TargetSpec's arch, else sm_90.
@@ -73,6 +87,8 @@ struct ArtifactOptions {
   /// Also write the backend's intermediate form (cpu: model.ll, the
   /// optimised LLVM IR); codegen::BackendOptions::emitIr.
   bool emitIr = false;
+  /// Graph inputs compiled as constants (fusec --input-value).
+  std::vector<BoundInput> boundInputs;
 };
 
 /// What writeArtifact did, for the driver to print.

@@ -16,6 +16,7 @@
 #include <climits>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <map>
 #include <set>
 #include <string>
@@ -35,6 +36,7 @@
 #include "frontend/onnx/internal/OpsetUpgrade.h"
 #include "frontend/onnx/internal/RecurrentOps.h"
 #include "google/protobuf/io/coded_stream.h"
+#include "interp/Interpreter.h"
 #include "ir/ShapeInference.h"
 #include "ir/Verifier.h"
 #include "onnx/defs/schema.h"
@@ -243,8 +245,8 @@ onnx::TypeProto typeProtoOf(const ir::Value *v) {
 
 class Importer {
  public:
-  Importer(const onnx::ModelProto &model, std::string modelDir)
-      : model_(model), graphProto_(model.graph()), dir_(std::move(modelDir)),
+  Importer(const onnx::ModelProto &model, std::string modelDir, const ImportOptions &options)
+      : model_(model), graphProto_(model.graph()), dir_(std::move(modelDir)), options_(options),
         graph_(std::make_unique<ir::Graph>()) {}
 
   absl::StatusOr<std::unique_ptr<ir::Graph>> run();
@@ -253,6 +255,11 @@ class Importer {
   absl::Status readOpsets();
   void assignNodeNames();
   absl::Status checkSupported();
+  /// Whether If condition \p value is computed only from \p known constants,
+  /// --input-value inputs and Shape/Size of values (so that it may fold while
+  /// importing).
+  bool conditionMayFold(const std::string &value,
+                        const absl::flat_hash_map<std::string, const onnx::TensorProto *> &known) const;
   void collectUnsupportedInSubgraphs(const onnx::NodeProto &n, const std::string &path,
                                      std::vector<std::string> &problems) const;
   std::string domainName(const std::string &domain) const;
@@ -260,6 +267,7 @@ class Importer {
   std::string freshSymbol(const std::string &base);
   absl::Status readDeclaredTypes();
   absl::Status importInitializersAndInputs();
+  absl::StatusOr<ir::Tensor> boundValueFor(const onnx::ValueInfoProto &in, const ir::Tensor &given);
   void checkAgainstOpsetSchema(const onnx::NodeProto &n, int numIn, std::vector<std::string> &reasons) const;
   absl::Status importNode(const onnx::NodeProto &n, const std::string &name, int64_t opset,
                           int depth);
@@ -292,6 +300,7 @@ class Importer {
   const onnx::ModelProto &model_;
   const onnx::GraphProto &graphProto_;
   std::string dir_;
+  const ImportOptions &options_;
   std::unique_ptr<ir::Graph> graph_;
   int64_t opset_ = 0;
   /// The model's ai.onnx opset when it is below kMinOpset (then opset_ is
@@ -546,6 +555,31 @@ std::string Importer::opsetText(const std::string &domain) const {
   return it == domainOpsets_.end() ? std::string("?") : absl::StrCat(it->second);
 }
 
+bool Importer::conditionMayFold(
+    const std::string &value,
+    const absl::flat_hash_map<std::string, const onnx::TensorProto *> &known) const {
+  absl::flat_hash_map<std::string, int> producer;
+  for (int i = 0; i < graphProto_.node_size(); ++i)
+    for (const auto &o : graphProto_.node(i).output()) producer[o] = i;
+  std::vector<std::string> stack{value};
+  absl::flat_hash_set<std::string> seen;
+  int budget = 64;
+  while (!stack.empty()) {
+    const std::string v = stack.back();
+    stack.pop_back();
+    if (v.empty() || !seen.insert(v).second) continue;
+    if (known.contains(v) || options_.inputValues.count(v)) continue;
+    auto it = producer.find(v);
+    if (it == producer.end() || --budget < 0) return false;  // a graph input, or too long
+    const auto &p = graphProto_.node(it->second);
+    if (!isOnnxDomain(p.domain())) return false;
+    if (p.op_type() == "Shape" || p.op_type() == "Size") continue;  // static once --shape binds it
+    if (p.op_type() == "If" || p.op_type() == "Loop" || p.op_type() == "Scan") return false;
+    for (const auto &in : p.input()) stack.push_back(in);
+  }
+  return true;
+}
+
 absl::Status Importer::checkSupported() {
   std::vector<std::string> problems;
   std::set<int> legacyRefused;  // reported once, not again below
@@ -589,14 +623,25 @@ absl::Status Importer::checkSupported() {
     if (!info && isOnnxDomain(n.domain()) && n.op_type() == "If") {
       // Inlined when its condition is known while importing (importConstantIf).
       auto known = n.input_size() < 1 ? knownConstants.end() : knownConstants.find(n.input(0));
+      auto bound = n.input_size() < 1 ? options_.inputValues.end()
+                                      : options_.inputValues.find(n.input(0));
       absl::StatusOr<ir::Tensor> cond =
-          known == knownConstants.end()
+          bound != options_.inputValues.end() ? absl::StatusOr<ir::Tensor>(bound->second)
+          : known == knownConstants.end()
               ? absl::StatusOr<ir::Tensor>(absl::NotFoundError(""))
               : internal::tensorFromProto(*known->second, dir_);
+      if (!cond.ok() && n.input_size() >= 1 && conditionMayFold(n.input(0), knownConstants)) {
+        // Computed from constants, bound inputs or shapes: evaluated while
+        // importing (importConstantIf), which names it if it does not fold.
+        // Either branch may be taken: the ops of both must be supported.
+        collectUnsupportedInSubgraphs(n, printable(nodeNames_[i]), problems);
+        continue;
+      }
       if (!cond.ok() || cond->numElements() != 1) {
         problems.push_back(absl::StrCat(
             line, " (its condition is not a compile-time constant: fusec inlines an If only when "
-                  "its condition is an initializer or a Constant)"));
+                  "its condition is an initializer or a Constant, or a graph input bound with "
+                  "--input-value)"));
         collectUnsupportedInSubgraphs(n, printable(nodeNames_[i]), problems);
         continue;
       }
@@ -760,8 +805,34 @@ absl::Status Importer::importInitializersAndInputs() {
       continue;
     }
     FUSEC_RETURN_IF_ERROR(checkNewValueName(in.name(), "graph input"));
+    auto bound = options_.inputValues.find(in.name());
+    if (bound != options_.inputValues.end()) {  // --input-value: compiled as a constant
+      FUSEC_ASSIGN_OR_RETURN(ir::Tensor value, boundValueFor(in, bound->second));
+      graph_->addConstant(in.name(), std::move(value));
+      continue;
+    }
     FUSEC_ASSIGN_OR_RETURN(TensorType t, typeFromValueInfo(in, "graph input"));
     graph_->addInput(in.name(), std::move(t));
+  }
+  for (const auto &[name, value] : options_.inputValues) {
+    bool isInput = false;
+    for (const auto &in : graphProto_.input()) isInput |= in.name() == name && !initNames.contains(name);
+    if (!isInput)
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--input-value names ", quotedName(name),
+          initNames.contains(name) ? ", which has an initializer (it is a constant already)"
+                                   : ", which is not a graph input"));
+    if (options_.inputShapes.count(name))
+      return absl::InvalidArgumentError(absl::StrCat(
+          "both --shape and --input-value name ", quotedName(name),
+          " (a value binds the shape too: give only --input-value)"));
+  }
+  // --shape: bind input dims now, so that what the importer expands (an LSTM
+  // unrolled over its sequence length, ConvInteger's geometry) sees them; the
+  // shape-specialize pass checks the same bindings again.
+  if (!options_.inputShapes.empty()) {
+    std::map<std::string, int64_t> symbols;
+    FUSEC_RETURN_IF_ERROR(ir::bindInputDims(*graph_, options_.inputShapes, symbols).status());
   }
   if (!frozen.empty()) {
     const size_t shown = std::min<size_t>(frozen.size(), 5);
@@ -773,6 +844,56 @@ absl::Status Importer::importInitializersAndInputs() {
         "constant; the artifact has no such input"));
   }
   return absl::OkStatus();
+}
+
+// --input-value: the tensor a graph input is compiled with. \p given has the
+// input's dtype, or is the inline form (f64, rank 1), converted here when
+// every value converts exactly; its dims must agree with the declared ones
+// (a declared fully static shape with as many elements reshapes the values).
+absl::StatusOr<ir::Tensor> Importer::boundValueFor(const onnx::ValueInfoProto &in,
+                                                   const ir::Tensor &given) {
+  FUSEC_ASSIGN_OR_RETURN(TensorType declared, typeFromValueInfo(in, "graph input"));
+  ir::Tensor value = given;
+  const std::string what = absl::StrCat("--input-value ", quotedName(in.name()));
+  if (value.dtype() != declared.dtype) {
+    if (value.dtype() != ir::DType::kF64 || value.shape().size() != 1)
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, ": the value has dtype ", ir::dtypeName(value.dtype()), ", the input is declared ",
+          declared.str()));
+    std::vector<double> values(static_cast<size_t>(value.numElements()));
+    for (int64_t i = 0; i < value.numElements(); ++i) values[static_cast<size_t>(i)] = value.getDouble(i);
+    ir::Tensor converted = ir::Tensor::fromDoubles(declared.dtype, value.shape(), values);
+    for (int64_t i = 0; i < value.numElements(); ++i) {
+      const double a = converted.getDouble(i), b = values[static_cast<size_t>(i)];
+      if (!(a == b || (a != a && b != b)))
+        return absl::InvalidArgumentError(absl::StrCat(what, ": value ", b, " is not exactly a ",
+                                                       ir::dtypeName(declared.dtype)));
+    }
+    value = std::move(converted);
+  }
+  if (declared.rankKnown && declared.rank() != static_cast<int64_t>(value.shape().size())) {
+    bool allStatic = true;
+    int64_t n = 1;
+    ir::Shape shape;
+    for (const ir::Dim &d : declared.shape) {
+      allStatic &= d.isStatic();
+      if (d.isStatic()) {
+        n *= d.value;
+        shape.push_back(d.value);
+      }
+    }
+    if (!allStatic || n != value.numElements())
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, ": the value has shape [", absl::StrJoin(value.shape(), ","),
+          "], the input is declared ", declared.str()));
+    value = value.reshaped(shape);
+  }
+  for (int64_t i = 0; declared.rankKnown && i < declared.rank(); ++i)
+    if (declared.shape[i].isStatic() && declared.shape[i].value != value.shape()[static_cast<size_t>(i)])
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, ": the value has shape [", absl::StrJoin(value.shape(), ","),
+          "], the input is declared ", declared.str()));
+  return value;
 }
 
 absl::StatusOr<Attribute> Importer::convertAttribute(const onnx::AttributeProto &a) {
@@ -868,6 +989,49 @@ void renameValues(onnx::NodeProto &n, const absl::flat_hash_map<std::string, std
 
 }  // namespace
 
+namespace {
+
+/// The value of \p v when the nodes that compute it read only constants
+/// (and the shapes of values whose shape is static): evaluated with the
+/// reference interpreter, as the const-fold pass would later. For If
+/// conditions computed from an input bound with --input-value or from a
+/// --shape-bound shape (`Equal(sr, 16000)`, `Greater(Shape(x)[0], 1)`).
+/// At most 64 nodes and 4096 elements per value; nullopt otherwise.
+std::optional<ir::Tensor> evaluateConstantChain(const ir::Value *v, int &budget,
+                                                std::map<const ir::Value *, ir::Tensor> &memo) {
+  if (v->isConstant()) return *v->constant();
+  if (auto it = memo.find(v); it != memo.end()) return it->second;
+  const ir::Node *p = v->producer();
+  if (!p || --budget < 0) return std::nullopt;
+  std::vector<ir::Tensor> results;
+  if (p->kind() == ir::OpKind::kShape && p->numInputs() == 1 && p->input(0) &&
+      p->input(0)->type().rankKnown && p->input(0)->type().isStatic() && p->attrs().empty()) {
+    std::vector<int64_t> dims;
+    for (const ir::Dim &d : p->input(0)->type().shape) dims.push_back(d.value);
+    results.push_back(ir::Tensor::vectorI64(dims));
+  } else {
+    if (!interp::supports(p->kind())) return std::nullopt;
+    std::vector<std::optional<ir::Tensor>> held(static_cast<size_t>(p->numInputs()));
+    for (int i = 0; i < p->numInputs(); ++i) {
+      if (!p->input(i)) continue;
+      held[static_cast<size_t>(i)] = evaluateConstantChain(p->input(i), budget, memo);
+      if (!held[static_cast<size_t>(i)] || held[static_cast<size_t>(i)]->numElements() > 4096)
+        return std::nullopt;
+    }
+    std::vector<const ir::Tensor *> args;
+    for (auto &t : held) args.push_back(t ? &*t : nullptr);
+    absl::StatusOr<std::vector<ir::Tensor>> r = interp::evaluateNode(*p, args);
+    if (!r.ok() || r->size() < p->outputs().size()) return std::nullopt;
+    results = std::move(*r);
+  }
+  for (size_t i = 0; i < p->outputs().size(); ++i)
+    if (p->outputs()[i]) memo[p->outputs()[i]] = results[i];
+  auto it = memo.find(v);
+  return it == memo.end() ? std::nullopt : std::optional<ir::Tensor>(it->second);
+}
+
+}  // namespace
+
 // If (ONNX Operators.md "If"): when the condition is known while importing
 // (an initializer or a Constant), the taken branch's nodes are imported in
 // place of the If, its values renamed apart (outer-scope names resolve to
@@ -880,12 +1044,16 @@ absl::Status Importer::importConstantIf(const onnx::NodeProto &n, const std::str
         absl::StrCat("If bodies nest deeper than ", kMaxFunctionDepth, " levels"));
   ir::Value *c = n.input_size() > 0 ? graph_->findValue(n.input(0)) : nullptr;
   if (!c) return absl::InvalidArgumentError("If needs its condition input");
-  if (!c->isConstant() || c->constant()->numElements() != 1)
+  int budget = 64;
+  std::map<const ir::Value *, ir::Tensor> memo;
+  std::optional<ir::Tensor> cond = evaluateConstantChain(c, budget, memo);
+  if (!cond || cond->numElements() != 1)
     return absl::UnimplementedError(absl::StrCat(
         "If: the condition ", quotedName(n.input(0)),
         " is not a compile-time constant of one element (fusec inlines an If only when its "
-        "condition is an initializer or a Constant)"));
-  const bool taken = c->constant()->getDouble(0) != 0.0;
+        "condition is computed from initializers, Constants, static shapes and graph inputs "
+        "bound with --input-value; the runtime does not choose branches yet)"));
+  const bool taken = cond->getDouble(0) != 0.0;
   const onnx::GraphProto *branch = nullptr;
   for (const auto &a : n.attribute())
     if (a.name() == (taken ? "then_branch" : "else_branch") && a.has_g()) branch = &a.g();
@@ -1231,18 +1399,24 @@ namespace {
 
 absl::StatusOr<std::unique_ptr<ir::Graph>> importParsed(onnx::ModelProto &model,
                                                         const std::string &what,
-                                                        const std::string &modelDir) {
+                                                        const std::string &modelDir,
+                                                        const ImportOptions &options) {
   if (!model.has_graph())
     return absl::InvalidArgumentError(
         absl::StrCat("failed to parse ", what, " as an ONNX ModelProto: it has no graph"));
   FUSEC_RETURN_IF_ERROR(internal::inlineLocalFunctions(model));
-  Importer importer(model, modelDir);
+  Importer importer(model, modelDir, options);
   return importer.run();
 }
 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ir::Graph>> importOnnxModel(const std::string &path) {
+  return importOnnxModel(path, ImportOptions{});
+}
+
+absl::StatusOr<std::unique_ptr<ir::Graph>> importOnnxModel(const std::string &path,
+                                                           const ImportOptions &options) {
   FUSEC_ASSIGN_OR_RETURN(std::string bytes, internal::readFileBytes(path));
   onnx::ModelProto model;
   if (!parseLarge(bytes, model))
@@ -1250,11 +1424,11 @@ absl::StatusOr<std::unique_ptr<ir::Graph>> importOnnxModel(const std::string &pa
         "failed to parse ", quotedName(path), " as an ONNX ModelProto (truncated or corrupt file?)"));
   bytes.clear();
   bytes.shrink_to_fit();
-  return importParsed(model, quotedName(path), parentDir(path));
+  return importParsed(model, quotedName(path), parentDir(path), options);
 }
 
-absl::StatusOr<std::unique_ptr<ir::Graph>> importOnnxModelFromBytes(const std::string &bytes,
-                                                                    const std::string &modelDir) {
+absl::StatusOr<std::unique_ptr<ir::Graph>> importOnnxModelFromBytes(
+    const std::string &bytes, const std::string &modelDir, const ImportOptions &options) {
   onnx::ModelProto model;
   if (!parseLarge(bytes, model))
     return absl::InvalidArgumentError(
@@ -1262,7 +1436,8 @@ absl::StatusOr<std::unique_ptr<ir::Graph>> importOnnxModelFromBytes(const std::s
   // With no folder, every external location resolves inside an empty,
   // non-existent one and is refused as not found.
   return importParsed(model, "the model bytes",
-                      modelDir.empty() ? std::string("/nonexistent-fusec-model-dir") : modelDir);
+                      modelDir.empty() ? std::string("/nonexistent-fusec-model-dir") : modelDir,
+                      options);
 }
 
 bool importerSupportsOp(const std::string &domain, const std::string &opType, int64_t opset) {

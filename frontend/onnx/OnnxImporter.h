@@ -9,14 +9,36 @@
 #define FUSEC_FRONTEND_ONNX_ONNXIMPORTER_H
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "ir/Graph.h"
 #include "ir/Tensor.h"
 
 namespace fusec::frontend {
+
+/// Graph inputs bound while importing, before any node is read, so that
+/// expansions done at import (recurrent ops unrolled over a static sequence
+/// length, ConvInteger's geometry, If on a constant condition, shape
+/// subgraphs) see them: fusec --shape and --input-value.
+struct ImportOptions {
+  /// Input name -> static dims (elements per dim). Each symbolic dim bound
+  /// here binds its symbol in every other graph input too; a rank or static
+  /// dim that disagrees with the model is InvalidArgument.
+  std::map<std::string, std::vector<int64_t>> inputShapes;
+  /// Input name -> the value the input is compiled with (it becomes a
+  /// constant and the graph has no such input any more). The tensor must
+  /// have the input's declared dtype and agree with its declared dims; a
+  /// tensor of dtype f64 and rank 1 (the inline form NAME=v,v,...) is
+  /// converted to the declared dtype when every value converts exactly, and
+  /// to a scalar when the input is declared rank 0 and there is one value.
+  /// Unknown names, inputs with an initializer and values that do not fit
+  /// are InvalidArgument.
+  std::map<std::string, ir::Tensor> inputValues;
+};
 
 /// Imports the ONNX model at \p path.
 ///
@@ -26,13 +48,16 @@ namespace fusec::frontend {
 /// listing every unsupported op: node name, op type, domain, opset; or an
 /// opset outside [11, newest the op table knows]).
 absl::StatusOr<std::unique_ptr<ir::Graph>> importOnnxModel(const std::string &path);
+/// Same, with graph inputs bound as \p options says.
+absl::StatusOr<std::unique_ptr<ir::Graph>> importOnnxModel(const std::string &path,
+                                                           const ImportOptions &options);
 
 /// Imports a serialized ModelProto held in memory (\p bytes). External data
 /// locations resolve against \p modelDir, with the same checks as above;
 /// pass "" to refuse every external data reference. Errors as above. Used by
 /// the fuzzing harness (fuzz/) and by callers that already hold the bytes.
-absl::StatusOr<std::unique_ptr<ir::Graph>> importOnnxModelFromBytes(const std::string &bytes,
-                                                                    const std::string &modelDir);
+absl::StatusOr<std::unique_ptr<ir::Graph>> importOnnxModelFromBytes(
+    const std::string &bytes, const std::string &modelDir, const ImportOptions &options = {});
 
 /// True if the importer accepts ONNX op \p opType of \p domain ("" or
 /// "ai.onnx" for the default domain) at ai.onnx opset \p opset: an op of the

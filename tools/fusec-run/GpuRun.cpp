@@ -30,6 +30,7 @@
 #include "absl/strings/str_cat.h"
 #include "frontend/onnx/OnnxImporter.h"
 #include "interp/Compare.h"
+#include "runtime/internal/Checksum.h"
 #include "ir/Tensor.h"
 #include "support/Escape.h"
 #include "support/Status.h"
@@ -300,6 +301,42 @@ absl::StatusOr<std::string> artifactTarget(const std::string &artifactDir) {
   return t->get<std::string>();
 }
 
+/// Drops from \p inputs the data of graph inputs the artifact was compiled
+/// with as constants (manifest "bound_inputs", fusec --input-value), after
+/// checking that the data holds the value compiled in: a different value is
+/// InvalidArgument (the artifact would silently compute with the old one).
+/// Unnamed data is left alone (matched by position as before).
+absl::Status consumeBoundInputs(const std::string &artifactDir,
+                                std::vector<std::pair<std::string, ir::Tensor>> &inputs) {
+  std::ifstream in(fs::path(artifactDir) / "manifest.json");
+  nlohmann::json m = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (m.is_discarded() || !m.is_object()) return absl::OkStatus();  // fusert_load reports it
+  auto b = m.find("bound_inputs");
+  if (b == m.end()) return absl::OkStatus();
+  if (!b->is_array())
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot load artifact '", artifactDir, "': manifest: 'bound_inputs' is not an array"));
+  for (const nlohmann::json &e : *b) {
+    if (!e.is_object() || !e.contains("name") || !e["name"].is_string() || !e.contains("digest") ||
+        !e["digest"].is_string())
+      return absl::InvalidArgumentError(absl::StrCat(
+          "cannot load artifact '", artifactDir, "': manifest: a 'bound_inputs' entry lacks name or digest"));
+    const std::string name = e["name"].get<std::string>();
+    for (auto it = inputs.begin(); it != inputs.end(); ++it) {
+      if (it->first != name) continue;
+      artifact_checksum::Fnv1a64 h;
+      h.update(it->second.data(), static_cast<size_t>(it->second.byteSize()));
+      if (artifact_checksum::checksumText(h.digest()) != e["digest"].get<std::string>())
+        return absl::InvalidArgumentError(absl::StrCat(
+            "input '", printable(name), "': the artifact was compiled with another value of this input "
+            "(fusec --input-value); recompile with this value to run this data"));
+      inputs.erase(it);
+      break;
+    }
+  }
+  return absl::OkStatus();
+}
+
 /// One input or output as the model describes it.
 struct TensorSlot {
   std::string name;
@@ -404,6 +441,7 @@ absl::StatusOr<bool> runChecked(Session &sess, const std::string &artifactDir,
   FUSEC_ASSIGN_OR_RETURN(auto expected, loadSeries(dataDir, "output"));
   if (expected.empty())
     return absl::NotFoundError(absl::StrCat("no output_0.pb in '", dataDir, "'"));
+  FUSEC_RETURN_IF_ERROR(consumeBoundInputs(artifactDir, inputs));
 
   fusert_status s = fusert_load(artifactDir.c_str(), &sess.model);
   if (s != FUSERT_OK)

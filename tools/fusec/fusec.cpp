@@ -61,6 +61,7 @@ std::vector<driver::FlagSpec> flagTable(ToolOptions &o) {
          return absl::OkStatus();
        }},
       driver::shapeFlag(c.inputShapes),
+      driver::inputValueFlag(c.inputValues),
       driver::targetFlag(c.target),
       driver::archFlag(c.arch),
       driver::deviceFlag(c.device),
