@@ -29,7 +29,11 @@ ScalarType computeTypeOf(ir::DType storage) {
     case ir::DType::kF64: return ScalarType::kF64;
     case ir::DType::kF32:
     case ir::DType::kF16:
-    case ir::DType::kBF16: return ScalarType::kF32;
+    case ir::DType::kBF16:
+    case ir::DType::kF8E4M3FN:
+    case ir::DType::kF8E4M3FNUZ:
+    case ir::DType::kF8E5M2:
+    case ir::DType::kF8E5M2FNUZ: return ScalarType::kF32;
     case ir::DType::kBool: return ScalarType::kBool;
     default: return ScalarType::kI64;
   }
@@ -40,15 +44,65 @@ const char *unaryOpName(UnaryOp op) {
       "neg",   "abs",  "exp",   "log",  "sqrt",   "rsqrt",    "recip",    "erf",
       "tanh",  "sigmoid", "sin", "cos", "floor",  "ceil",     "round",    "sign",
       "not",   "isnan", "isposinf", "isneginf", "log1p", "round_f16", "round_bf16", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh",
-      "acosh", "atanh"};
+      "acosh", "atanh", "round_f8e4m3fn", "round_f8e4m3fnuz", "round_f8e5m2", "round_f8e5m2fnuz",
+      "round_f8e4m3fn_nosat", "round_f8e4m3fnuz_nosat", "round_f8e5m2_nosat", "round_f8e5m2fnuz_nosat"};
   return kNames[static_cast<int>(op)];
+}
+
+bool isKernelFloat8(ir::DType t) {
+  return t == ir::DType::kF8E4M3FN || t == ir::DType::kF8E4M3FNUZ || t == ir::DType::kF8E5M2 ||
+         t == ir::DType::kF8E5M2FNUZ;
+}
+
+namespace {
+constexpr ir::DType kF8Order[] = {ir::DType::kF8E4M3FN, ir::DType::kF8E4M3FNUZ, ir::DType::kF8E5M2,
+                                  ir::DType::kF8E5M2FNUZ};
+}  // namespace
+
+UnaryOp roundF8Op(ir::DType t, bool saturate) {
+  int i = 0;
+  while (i < 3 && kF8Order[i] != t) ++i;
+  return static_cast<UnaryOp>(static_cast<int>(saturate ? UnaryOp::kRoundF8E4M3FN : UnaryOp::kRoundF8E4M3FNNoSat) + i);
+}
+
+bool roundF8Of(UnaryOp op, ir::DType *t, bool *saturate) {
+  const int i = static_cast<int>(op) - static_cast<int>(UnaryOp::kRoundF8E4M3FN);
+  if (i < 0 || i >= 8) return false;
+  if (t) *t = kF8Order[i % 4];
+  if (saturate) *saturate = i < 4;
+  return true;
+}
+
+Float8Format float8Format(ir::DType t) {
+  switch (t) {
+    case ir::DType::kF8E4M3FNUZ: return {3, 8, 240.0, false, true, 0x80};
+    case ir::DType::kF8E5M2: return {2, 15, 57344.0, true, false, 0x7e};
+    case ir::DType::kF8E5M2FNUZ: return {2, 16, 57344.0, false, true, 0x80};
+    default: return {3, 7, 448.0, false, false, 0x7f};
+  }
+}
+
+BinaryOp unsignedBinaryOp(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::kDiv: return BinaryOp::kDivU;
+    case BinaryOp::kMod: return BinaryOp::kModU;
+    case BinaryOp::kMax: return BinaryOp::kMaxU;
+    case BinaryOp::kMin: return BinaryOp::kMinU;
+    case BinaryOp::kLt: return BinaryOp::kLtU;
+    case BinaryOp::kLe: return BinaryOp::kLeU;
+    case BinaryOp::kGt: return BinaryOp::kGtU;
+    case BinaryOp::kGe: return BinaryOp::kGeU;
+    case BinaryOp::kShr: return BinaryOp::kShrU;
+    default: return op;
+  }
 }
 
 const char *binaryOpName(BinaryOp op) {
   static const char *const kNames[] = {"add", "sub", "mul", "div", "mod", "fmod",
                                        "pow", "max", "min", "eq",  "ne",  "lt",
                                        "le",  "gt",  "ge",  "and", "or",  "xor",
-                                       "shl", "shr", "bitand", "bitor", "bitxor"};
+                                       "shl", "shr", "bitand", "bitor", "bitxor",
+                                       "divu", "modu", "maxu", "minu", "ltu", "leu", "gtu", "geu", "shru"};
   return kNames[static_cast<int>(op)];
 }
 
@@ -214,7 +268,8 @@ int KernelSpec::binary(BinaryOp op, int a, int b) {
   switch (op) {
     case BinaryOp::kEq: case BinaryOp::kNe: case BinaryOp::kLt: case BinaryOp::kLe:
     case BinaryOp::kGt: case BinaryOp::kGe: case BinaryOp::kAnd: case BinaryOp::kOr:
-    case BinaryOp::kXor:
+    case BinaryOp::kXor: case BinaryOp::kLtU: case BinaryOp::kLeU: case BinaryOp::kGtU:
+    case BinaryOp::kGeU:
       e.type = ScalarType::kBool;
       break;
     default:
@@ -241,6 +296,19 @@ int KernelSpec::cast(int a, ScalarType t) {
   Expr e;
   e.kind = ExprKind::kCast;
   e.type = t;
+  e.operands = {a};
+  return intern(std::move(e));
+}
+
+int KernelSpec::castU64(int a, ScalarType t) {
+  const ScalarType from = exprs[a].type;
+  const bool f = from == ScalarType::kF32 || from == ScalarType::kF64;
+  const bool tf = t == ScalarType::kF32 || t == ScalarType::kF64;
+  if (f == tf) return cast(a, t);  // integer <-> integer keeps the bits
+  Expr e;
+  e.kind = ExprKind::kCast;
+  e.type = t;
+  e.ival = 1;
   e.operands = {a};
   return intern(std::move(e));
 }
@@ -371,7 +439,7 @@ std::string exprText(const KernelSpec &s, int id) {
     case ExprKind::kSelect:
       return absl::StrCat("select ", t, " ", ops);
     case ExprKind::kCast:
-      return absl::StrCat("cast ", t, " ", ops);
+      return absl::StrCat(e.ival ? "cast_u64 " : "cast ", t, " ", ops);
     case ExprKind::kReduceResult:
       return absl::StrCat("result ", t, " red", e.ival);
   }

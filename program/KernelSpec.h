@@ -61,7 +61,7 @@ enum class ExprKind {
   kUnary,         ///< op = UnaryOp, operands[0]
   kBinary,        ///< op = BinaryOp, operands[0..1]
   kSelect,        ///< operands[0] (bool) ? operands[1] : operands[2]
-  kCast,          ///< convert operands[0] to type
+  kCast,          ///< convert operands[0] to type; ival 1: its i64 side is u64 bits (castU64)
   kReduceResult,  ///< result of reduction `ival` (row-level)
 };
 
@@ -70,15 +70,48 @@ enum class UnaryOp {
   kFloor, kCeil, kRound /* half to even */, kSign, kNot, kIsNaN, kIsPosInf, kIsNegInf,
   kLog1p, kRoundF16 /* round an f32 to the nearest f16, keep f32 */, kRoundBF16,
   kTan, kAsin, kAcos, kAtan, kSinh, kCosh, kAsinh, kAcosh, kAtanh,  ///< C's tan, asin, ... (libm semantics)
+  /// Round a float (f32 or f64, kept in its type) to the nearest value of a
+  /// float8 format, ties to even, as ir::encodeNarrowFloat (Cast to it):
+  /// saturating, an overflow or Inf gives the largest finite value of its
+  /// sign; the *NoSat forms give NaN, or +-Inf for E5M2. FNUZ formats give +0
+  /// for a negative value that rounds to zero. The result decodes exactly.
+  kRoundF8E4M3FN, kRoundF8E4M3FNUZ, kRoundF8E5M2, kRoundF8E5M2FNUZ,
+  kRoundF8E4M3FNNoSat, kRoundF8E4M3FNUZNoSat, kRoundF8E5M2NoSat, kRoundF8E5M2FNUZNoSat,
 };
 enum class BinaryOp {
   kAdd, kSub, kMul, kDiv /* integers truncate */, kMod /* sign of divisor */, kFmod,
   kPow, kMax, kMin, kEq, kNe, kLt, kLe, kGt, kGe, kAnd, kOr, kXor,
   kShl, kShr,  ///< integers only: a << b, a >> b (arithmetic); b must lie in [0, 63]
   kBitAnd, kBitOr, kBitXor,  ///< integers only: a & b, a | b, a ^ b on the i64 bits
+  /// Integers only, the i64 bits read as u64 (values of u64 tensors):
+  /// a / b (b = 0 gives 0), a % b, max, min, the four orders, a >> b
+  /// (logical; b in [0, 63]).
+  kDivU, kModU, kMaxU, kMinU, kLtU, kLeU, kGtU, kGeU, kShrU,
 };
 const char *unaryOpName(UnaryOp op);
 const char *binaryOpName(BinaryOp op);
+/// True for the float8 formats kernels store (ir::DType f8e4m3fn,
+/// f8e4m3fnuz, f8e5m2, f8e5m2fnuz): one byte per element, computed in f32.
+bool isKernelFloat8(ir::DType t);
+/// The kRoundF8* op for float8 dtype \p t (isKernelFloat8) and saturation.
+UnaryOp roundF8Op(ir::DType t, bool saturate);
+/// For a kRoundF8* op: its dtype and saturation; false for other ops.
+bool roundF8Of(UnaryOp op, ir::DType *t, bool *saturate);
+/// The format parameters of float8 dtype \p t (isKernelFloat8), as the
+/// backends' conversions use them (ir/DType.cpp has the same table).
+struct Float8Format {
+  int mantBits;      ///< explicit mantissa bits
+  int bias;          ///< exponent bias; the smallest normal is 2^(1 - bias)
+  double maxFinite;  ///< largest finite value
+  bool hasInf;       ///< E5M2: Inf codes 0x7c / 0xfc
+  bool fnuz;         ///< single NaN 0x80, no -0
+  int nanCode;       ///< positive NaN written (0x80 for FNUZ)
+};
+Float8Format float8Format(ir::DType t);
+/// For a binary op on u64 values: its unsigned form (kDiv -> kDivU, ...),
+/// or \p op itself where the i64 bits give the u64 result (add, sub, mul,
+/// eq, ne, shl, bitwise).
+BinaryOp unsignedBinaryOp(BinaryOp op);
 
 struct Expr {
   ExprKind kind = ExprKind::kConst;
@@ -171,6 +204,10 @@ class KernelSpec {
   int binary(BinaryOp op, int a, int b);
   int select(int c, int a, int b);
   int cast(int a, ScalarType t);
+  /// cast() where the integer side (operand or result, kI64) holds u64
+  /// bits: u64 -> float converts the unsigned value, float -> u64 truncates
+  /// to an unsigned value (out-of-range as C leaves it; kernels clamp first).
+  int castU64(int a, ScalarType t);
   int reduceResult(int reduction);
   int addReduction(ReduceKind k, int body, bool selectLast = false);
   void addStore(int buffer, std::vector<int> idx, int value, int guard = -1);

@@ -51,6 +51,10 @@ const char *manifestDTypeName(ir::DType t) {
     case ir::DType::kU16: return "u16";
     case ir::DType::kU32: return "u32";
     case ir::DType::kU64: return "u64";
+    case ir::DType::kF8E4M3FN: return "f8e4m3fn";
+    case ir::DType::kF8E4M3FNUZ: return "f8e4m3fnuz";
+    case ir::DType::kF8E5M2: return "f8e5m2";
+    case ir::DType::kF8E5M2FNUZ: return "f8e5m2fnuz";
     default: return nullptr;
   }
 }

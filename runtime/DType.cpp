@@ -36,6 +36,14 @@ const char *fusert_dtype_name(fusert_dtype dtype) {
     return "u32";
   case FUSERT_U64:
     return "u64";
+  case FUSERT_F8E4M3FN:
+    return "f8e4m3fn";
+  case FUSERT_F8E4M3FNUZ:
+    return "f8e4m3fnuz";
+  case FUSERT_F8E5M2:
+    return "f8e5m2";
+  case FUSERT_F8E5M2FNUZ:
+    return "f8e5m2fnuz";
   }
   return "?";
 }
@@ -58,6 +66,10 @@ size_t fusert_dtype_size(fusert_dtype dtype) {
   case FUSERT_I8:
   case FUSERT_U8:
   case FUSERT_BOOL:
+  case FUSERT_F8E4M3FN:
+  case FUSERT_F8E4M3FNUZ:
+  case FUSERT_F8E5M2:
+  case FUSERT_F8E5M2FNUZ:
     return 1;
   }
   return 0;

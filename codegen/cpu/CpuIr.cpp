@@ -133,6 +133,8 @@ llvm::Type *storageType(CpuModuleBuilder::Impl &I, ir::DType dtype) {
     case ir::DType::kF16: return I.f16;
     case ir::DType::kBF16: return I.i16;
     case ir::DType::kU8: case ir::DType::kI8: case ir::DType::kBool: return I.i8;
+    case ir::DType::kF8E4M3FN: case ir::DType::kF8E4M3FNUZ: case ir::DType::kF8E5M2:
+    case ir::DType::kF8E5M2FNUZ: return I.i8;
     case ir::DType::kU16: case ir::DType::kI16: return I.i16;
     case ir::DType::kU32: case ir::DType::kI32: return I.i32;
     case ir::DType::kI64: case ir::DType::kU64: return I.i64;
@@ -162,7 +164,102 @@ int widthOf(llvm::Value *v) {
 }
 bool isFloatT(ScalarType t) { return t == ScalarType::kF32 || t == ScalarType::kF64; }
 bool isIntT(ScalarType t) { return t == ScalarType::kI64 || t == ScalarType::kIdx; }
+
+llvm::Value *splatLike(CpuModuleBuilder::Impl &I, llvm::Type *elem, llvm::Value *like, double v, bool fp) {
+  llvm::Constant *c = fp ? llvm::ConstantFP::get(elem, v) : llvm::ConstantInt::get(elem, static_cast<int64_t>(v), true);
+  const int w = widthOf(like);
+  return like->getType()->isVectorTy() ? I.B.CreateVectorSplat(w, c) : static_cast<llvm::Value *>(c);
+}
+
+/// The 256 values of float8 dtype \p dtype as a constant f32 table
+/// (ir::decodeNarrowFloat, the interpreter's decoding: every code is exact
+/// in f32), one per module.
+llvm::GlobalVariable *float8Table(CpuModuleBuilder::Impl &I, ir::DType dtype) {
+  const std::string name = std::string("fusec.decode.") + ir::dtypeName(dtype);
+  if (llvm::GlobalVariable *g = I.mod->getNamedGlobal(name)) return g;
+  std::vector<llvm::Constant *> vals;
+  for (int c = 0; c < 256; ++c)
+    vals.push_back(llvm::ConstantFP::get(I.f32, static_cast<float>(ir::decodeNarrowFloat(dtype, static_cast<uint8_t>(c)))));
+  auto *ty = llvm::ArrayType::get(I.f32, 256);
+  return new llvm::GlobalVariable(*I.mod, ty, true, llvm::GlobalValue::PrivateLinkage,
+                                  llvm::ConstantArray::get(ty, vals), name);
+}
+
+/// Float8 codes (i8 lanes) of \p dtype to f32 by table lookup.
+llvm::Value *decodeFloat8(CpuModuleBuilder::Impl &I, llvm::Value *raw, ir::DType dtype) {
+  auto &B = I.B;
+  llvm::GlobalVariable *tab = float8Table(I, dtype);
+  llvm::Value *idx = B.CreateZExt(raw, vecOf(I.i64, raw));
+  llvm::Value *ptrs = B.CreateInBoundsGEP(tab->getValueType(), tab, {I.c64(0), idx});
+  if (!raw->getType()->isVectorTy()) return B.CreateAlignedLoad(I.f32, ptrs, llvm::Align(4));
+  auto *vt = llvm::FixedVectorType::get(I.f32, widthOf(raw));
+  return B.CreateMaskedGather(vt, ptrs, llvm::Align(4),
+                              llvm::Constant::getAllOnesValue(llvm::FixedVectorType::get(I.i1, widthOf(raw))));
+}
+
+/// The code of \p dtype (i8 lanes) for f32 lanes \p v that hold values of
+/// the format (roundToFloat8's results), NaN or an Inf.
+llvm::Value *exactFloat8Code(CpuModuleBuilder::Impl &I, llvm::Value *v, ir::DType dtype) {
+  auto &B = I.B;
+  const program::Float8Format f = program::float8Format(dtype);
+  const int minExp = 1 - f.bias;
+  auto ci = [&](int64_t x) { return splatLike(I, I.i32, v, static_cast<double>(x), false); };
+  auto cf = [&](double x) { return splatLike(I, I.f32, v, x, true); };
+  llvm::Value *bits = B.CreateBitCast(v, vecOf(I.i32, v));
+  llvm::Value *sign = B.CreateShl(B.CreateLShr(bits, ci(31)), ci(7));
+  llvm::Value *a = B.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, v);
+  llvm::Value *ab = B.CreateBitCast(a, vecOf(I.i32, v));
+  // Below the smallest normal: a multiple of 2^(minExp - mantBits).
+  llvm::Value *sub = B.CreateFCmpOLT(a, cf(std::ldexp(1.0, minExp)));
+  llvm::Value *subCode = B.CreateFPToUI(B.CreateFMul(a, cf(std::ldexp(1.0, f.mantBits - minExp))), vecOf(I.i32, v));
+  // Normal: the f32 exponent and top mantissa bits, rebiased.
+  llvm::Value *normCode = B.CreateSub(B.CreateLShr(ab, ci(23 - f.mantBits)), ci(int64_t{127 - f.bias} << f.mantBits));
+  llvm::Value *code = B.CreateSelect(sub, subCode, normCode);
+  llvm::Value *nan = B.CreateFCmpUNO(v, v);
+  llvm::Value *inf = B.CreateICmpEQ(ab, ci(0x7f800000));
+  if (f.fnuz) {
+    // One NaN (0x80), no -0; no Inf (an Inf here means NaN, as an overflow).
+    llvm::Value *signedCode = B.CreateSelect(B.CreateICmpEQ(code, ci(0)), ci(0), B.CreateOr(code, sign));
+    code = B.CreateSelect(B.CreateOr(nan, inf), ci(0x80), signedCode);
+  } else {
+    code = B.CreateSelect(nan, ci(f.nanCode), B.CreateSelect(inf, ci(f.hasInf ? 0x7c : f.nanCode), code));
+    code = B.CreateOr(code, sign);
+  }
+  return B.CreateTrunc(code, vecOf(I.i8, v));
+}
+
 }  // namespace
+
+llvm::Value *roundToFloat8(CpuModuleBuilder::Impl &I, llvm::Value *x, ir::DType dtype, bool saturate) {
+  // Round to nearest even at the quantum of x's binade in the format (the
+  // subnormal quantum below its normal range): |x| * 2^-q is exact, rint
+  // rounds it half to even in the default mode, times 2^q is exact. The
+  // exponent of |x| comes from its bits (f32 / f64 subnormals, zero: below
+  // the format's range anyway); Inf and NaN go through as Inf (an overflow)
+  // and NaN. Then the overflow rule and the sign (ir::encodeNarrowFloat).
+  auto &B = I.B;
+  const program::Float8Format f = program::float8Format(dtype);
+  llvm::Type *ft = x->getType()->getScalarType();
+  const bool dbl = ft == I.f64;
+  llvm::Type *it = dbl ? I.i64 : I.i32;
+  const int mb = dbl ? 52 : 23, eb = dbl ? 1023 : 127;
+  auto ci = [&](int64_t v) { return splatLike(I, it, x, static_cast<double>(v), false); };
+  auto cf = [&](double v) { return splatLike(I, ft, x, v, true); };
+  llvm::Value *a = B.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
+  llvm::Value *e = B.CreateSub(B.CreateLShr(B.CreateBitCast(a, vecOf(it, x)), ci(mb)), ci(eb));
+  llvm::Value *minE = ci(1 - f.bias);
+  llvm::Value *q = B.CreateSub(B.CreateSelect(B.CreateICmpSGT(e, minE), e, minE), ci(f.mantBits));
+  llvm::Value *inv = B.CreateBitCast(B.CreateShl(B.CreateSub(ci(eb), q), ci(mb)), vecOf(ft, x));
+  llvm::Value *quantum = B.CreateBitCast(B.CreateShl(B.CreateAdd(ci(eb), q), ci(mb)), vecOf(ft, x));
+  llvm::Value *r = B.CreateFMul(B.CreateUnaryIntrinsic(llvm::Intrinsic::rint, B.CreateFMul(a, inv)), quantum);
+  const double overflow = saturate ? f.maxFinite
+                          : f.hasInf ? std::numeric_limits<double>::infinity()
+                                     : std::numeric_limits<double>::quiet_NaN();
+  r = B.CreateSelect(B.CreateFCmpOGT(r, cf(f.maxFinite)), cf(overflow), r);
+  r = B.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, r, x);
+  if (f.fnuz) r = B.CreateSelect(B.CreateFCmpOEQ(r, cf(0.0)), cf(0.0), r);  // no -0
+  return r;
+}
 
 llvm::Value *widenStorage(CpuModuleBuilder::Impl &I, llvm::Value *raw, ir::DType dtype) {
   auto &B = I.B;
@@ -176,6 +273,8 @@ llvm::Value *widenStorage(CpuModuleBuilder::Impl &I, llvm::Value *raw, ir::DType
     case ir::DType::kI8: case ir::DType::kI16: case ir::DType::kI32: return B.CreateSExt(raw, vecOf(I.i64, raw));
     case ir::DType::kU8: case ir::DType::kU16: case ir::DType::kU32: return B.CreateZExt(raw, vecOf(I.i64, raw));
     case ir::DType::kBool: return B.CreateICmpNE(raw, llvm::Constant::getNullValue(raw->getType()));
+    case ir::DType::kF8E4M3FN: case ir::DType::kF8E4M3FNUZ: case ir::DType::kF8E5M2: case ir::DType::kF8E5M2FNUZ:
+      return decodeFloat8(I, raw, dtype);
     default: return raw;
   }
 }
@@ -196,6 +295,11 @@ llvm::Value *narrowToStorage(CpuModuleBuilder::Impl &I, llvm::Value *v, ScalarTy
       return B.CreateTrunc(B.CreateSelect(nan, q, r), vecOf(I.i16, v));
     }
     case ir::DType::kBool: return B.CreateZExt(v, vecOf(I.i8, v));
+    case ir::DType::kF8E4M3FN: case ir::DType::kF8E4M3FNUZ: case ir::DType::kF8E5M2: case ir::DType::kF8E5M2FNUZ:
+      // Values of the format (rounded by a kRoundF8* op or decoded) keep
+      // their code; anything else rounds as Cast with saturate = 0 would,
+      // so that a decoded Inf or NaN stores as itself.
+      return exactFloat8Code(I, roundToFloat8(I, v, dtype, false), dtype);
     default: {
       llvm::Type *st = storageType(I, dtype);
       return st == I.i64 ? v : B.CreateTrunc(v, vecOf(st, v));
@@ -377,7 +481,17 @@ llvm::Value *Lanes::emit(int id) {
     case ExprKind::kSelect:
       v = B.CreateSelect(emit(e.operands[0]), emit(e.operands[1]), emit(e.operands[2]));
       break;
-    case ExprKind::kCast: v = convertScalar(I, emit(e.operands[0]), s_.exprs[e.operands[0]].type, e.type); break;
+    case ExprKind::kCast: {
+      const ScalarType from = s_.exprs[e.operands[0]].type;
+      llvm::Value *x = emit(e.operands[0]);
+      if (e.ival == 1 && isIntT(from) && isFloatT(e.type))  // castU64: the i64 bits are a u64
+        v = B.CreateUIToFP(x, vecOf(computeType(I, e.type), x));
+      else if (e.ival == 1 && isFloatT(from) && isIntT(e.type))
+        v = B.CreateFreeze(B.CreateFPToUI(x, vecOf(I.i64, x)));
+      else
+        v = convertScalar(I, x, from, e.type);
+      break;
+    }
     case ExprKind::kReduceResult: {
       llvm::Value *slot = (*slots_)[e.ival];
       llvm::Type *t = llvm::FixedVectorType::get(computeType(I, e.type), 1);
@@ -457,7 +571,12 @@ llvm::Value *Lanes::unary(const Expr &e) {
       llvm::Value *r = widenStorage(I, narrowToStorage(I, x, ScalarType::kF32, ir::DType::kBF16), ir::DType::kBF16);
       return et == I.f64 ? B.CreateFPExt(r, vt) : r;
     }
-    default: return mathUnary(I, op, x);
+    default: {
+      ir::DType f8 = ir::DType::kF8E4M3FN;
+      bool saturate = true;
+      if (program::roundF8Of(op, &f8, &saturate)) return roundToFloat8(I, x, f8, saturate);
+      return mathUnary(I, op, x);
+    }
   }
 }
 
@@ -543,6 +662,19 @@ llvm::Value *Lanes::binary(const Expr &e) {
       case BinaryOp::kBitAnd: return B.CreateAnd(a, b);
       case BinaryOp::kBitOr: return B.CreateOr(a, b);
       case BinaryOp::kBitXor: return B.CreateXor(a, b);
+      // u64 values in the i64 bits.
+      case BinaryOp::kDivU: case BinaryOp::kModU: {
+        llvm::Value *bz = B.CreateICmpEQ(b, zero);
+        llvm::Value *safe = B.CreateSelect(bz, one, b);
+        return B.CreateSelect(bz, zero, op == BinaryOp::kDivU ? B.CreateUDiv(a, safe) : B.CreateURem(a, safe));
+      }
+      case BinaryOp::kMaxU: return B.CreateSelect(B.CreateICmpUGT(a, b), a, b);
+      case BinaryOp::kMinU: return B.CreateSelect(B.CreateICmpULT(a, b), a, b);
+      case BinaryOp::kLtU: return B.CreateICmpULT(a, b);
+      case BinaryOp::kLeU: return B.CreateICmpULE(a, b);
+      case BinaryOp::kGtU: return B.CreateICmpUGT(a, b);
+      case BinaryOp::kGeU: return B.CreateICmpUGE(a, b);
+      case BinaryOp::kShrU: return B.CreateLShr(a, b);
     }
     return a;
   }
@@ -594,6 +726,8 @@ llvm::Value *Lanes::binary(const Expr &e) {
       return op == BinaryOp::kAnd ? B.CreateAnd(x, y) : op == BinaryOp::kOr ? B.CreateOr(x, y) : B.CreateXor(x, y);
     }
     case BinaryOp::kShl: case BinaryOp::kShr: case BinaryOp::kBitAnd: case BinaryOp::kBitOr: case BinaryOp::kBitXor:  // integers only (KernelSpec.h); never built on floats
+    case BinaryOp::kDivU: case BinaryOp::kModU: case BinaryOp::kMaxU: case BinaryOp::kMinU: case BinaryOp::kLtU:
+    case BinaryOp::kLeU: case BinaryOp::kGtU: case BinaryOp::kGeU: case BinaryOp::kShrU:
       return a;
   }
   return a;

@@ -89,6 +89,9 @@ llvm::Value *widenStorage(CpuModuleBuilder::Impl &I, llvm::Value *raw, ir::DType
 /// round to nearest even; bf16 by bit arithmetic, NaN stays NaN).
 llvm::Value *narrowToStorage(CpuModuleBuilder::Impl &I, llvm::Value *v, program::ScalarType from,
                              ir::DType dtype);
+/// Float8 (program::isKernelFloat8): \p x (f32 or f64 lanes) rounded to the
+/// nearest value of \p dtype, kept in x's type (UnaryOp::kRoundF8*).
+llvm::Value *roundToFloat8(CpuModuleBuilder::Impl &I, llvm::Value *x, ir::DType dtype, bool saturate);
 /// Converts \p v between compute types (kCast semantics).
 llvm::Value *convertScalar(CpuModuleBuilder::Impl &I, llvm::Value *v, program::ScalarType from,
                            program::ScalarType to);

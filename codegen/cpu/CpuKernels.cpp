@@ -45,7 +45,8 @@ bool storable(ir::DType d) {
     case ir::DType::kF32: case ir::DType::kF64: case ir::DType::kF16: case ir::DType::kBF16:
     case ir::DType::kU8: case ir::DType::kI8: case ir::DType::kBool: case ir::DType::kU16:
     case ir::DType::kI16: case ir::DType::kU32: case ir::DType::kI32: case ir::DType::kI64:
-    case ir::DType::kU64:
+    case ir::DType::kU64: case ir::DType::kF8E4M3FN: case ir::DType::kF8E4M3FNUZ: case ir::DType::kF8E5M2:
+    case ir::DType::kF8E5M2FNUZ:
       return true;
     default: return false;
   }
@@ -88,11 +89,11 @@ absl::Status checkCpuKernel(const KernelSpec &s) {
         if (e.ival < 0 || e.ival >= static_cast<int64_t>(s.reductions.size())) return bad("unknown reduction result");
         break;
       case ExprKind::kUnary:
-        if (e.op < 0 || e.op > static_cast<int>(program::UnaryOp::kAtanh) || e.operands.size() != 1)
+        if (e.op < 0 || e.op > static_cast<int>(program::UnaryOp::kRoundF8E5M2FNUZNoSat) || e.operands.size() != 1)
           return bad(absl::StrCat("unknown unary op ", e.op));
         break;
       case ExprKind::kBinary:
-        if (e.op < 0 || e.op > static_cast<int>(program::BinaryOp::kBitXor) || e.operands.size() != 2)
+        if (e.op < 0 || e.op > static_cast<int>(program::BinaryOp::kShrU) || e.operands.size() != 2)
           return bad(absl::StrCat("unknown binary op ", e.op));
         break;
       case ExprKind::kSelect:

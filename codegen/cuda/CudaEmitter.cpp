@@ -74,6 +74,7 @@ std::string cudaPrelude() {
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
 #include <stdint.h>
+#include <string.h>
 
 namespace fx {
 // Storage <-> compute conversions.
@@ -93,6 +94,99 @@ __device__ __forceinline__ long long cvt(uint64_t x) { return (long long)x; }
 template <class T> struct Conv { template <class V> __device__ static T to(V v) { return static_cast<T>(v); } };
 template <> struct Conv<__half> { template <class V> __device__ static __half to(V v) { return __float2half_rn((float)v); } };
 template <> struct Conv<__nv_bfloat16> { template <class V> __device__ static __nv_bfloat16 to(V v) { return __float2bfloat16_rn((float)v); } };
+
+// float8 storage (program::isKernelFloat8): one byte holding the code, and
+// the format: M mantissa bits, exponent BIAS, largest finite value MAX, INF
+// (E5M2's Inf codes), FNUZ (one NaN 0x80, no -0), NAN_CODE (positive NaN).
+// The conversions are ir::encodeNarrowFloat / decodeNarrowFloat's, on bits
+// (not cuda_fp8.h's): loads decode exactly; stores encode a value of the
+// format (a kRoundF8* result) exactly, anything else rounds as Cast with
+// saturate = 0 would, so that a decoded Inf or NaN stores as itself.
+struct f8e4m3fn { uint8_t bits; static constexpr int M = 3, BIAS = 7, MAX = 448, NAN_CODE = 0x7f; static constexpr bool INF = false, FNUZ = false; };
+struct f8e4m3fnuz { uint8_t bits; static constexpr int M = 3, BIAS = 8, MAX = 240, NAN_CODE = 0x80; static constexpr bool INF = false, FNUZ = true; };
+struct f8e5m2 { uint8_t bits; static constexpr int M = 2, BIAS = 15, MAX = 57344, NAN_CODE = 0x7e; static constexpr bool INF = true, FNUZ = false; };
+struct f8e5m2fnuz { uint8_t bits; static constexpr int M = 2, BIAS = 16, MAX = 57344, NAN_CODE = 0x80; static constexpr bool INF = false, FNUZ = true; };
+template <class T> struct FBits;
+template <> struct FBits<float> {
+  typedef unsigned int U;
+  static constexpr int MB = 23, EB = 127;
+  static constexpr U INF_BITS = 0x7f800000u, NAN_BITS = 0x7fc00000u;
+};
+template <> struct FBits<double> {
+  typedef unsigned long long U;
+  static constexpr int MB = 52, EB = 1023;
+  static constexpr U INF_BITS = 0x7ff0000000000000ull, NAN_BITS = 0x7ff8000000000000ull;
+};
+template <class T> __host__ __device__ __forceinline__ T fromBits(typename FBits<T>::U u) { T x; memcpy(&x, &u, sizeof x); return x; }
+template <class T> __host__ __device__ __forceinline__ typename FBits<T>::U toBits(T x) { typename FBits<T>::U u; memcpy(&u, &x, sizeof x); return u; }
+__host__ __device__ __forceinline__ float f8abs(float x) { return fabsf(x); }
+__host__ __device__ __forceinline__ double f8abs(double x) { return ::fabs(x); }
+__host__ __device__ __forceinline__ float f8rint(float x) { return rintf(x); }
+__host__ __device__ __forceinline__ double f8rint(double x) { return ::rint(x); }
+__host__ __device__ __forceinline__ float f8copysign(float x, float y) { return copysignf(x, y); }
+__host__ __device__ __forceinline__ double f8copysign(double x, double y) { return ::copysign(x, y); }
+// x rounded to the nearest value of F, ties to even (UnaryOp::kRoundF8*):
+// |x| * 2^-q is exact for the quantum 2^q of x's binade in F (the subnormal
+// quantum below F's normal range), rint rounds it half to even, times 2^q is
+// exact; Inf and NaN pass as an overflow and NaN.
+template <class F, bool SAT, class T> __host__ __device__ __forceinline__ T f8_round(T x) {
+  typedef FBits<T> B;
+  typedef typename B::U U;
+  const T a = f8abs(x);
+  const int e = (int)(toBits(a) >> B::MB) - B::EB;
+  const int minE = 1 - F::BIAS;
+  const int q = (e > minE ? e : minE) - F::M;
+  T r = f8rint(a * fromBits<T>((U)(B::EB - q) << B::MB)) * fromBits<T>((U)(B::EB + q) << B::MB);
+  if (r > (T)F::MAX) r = SAT ? (T)F::MAX : fromBits<T>(F::INF ? B::INF_BITS : B::NAN_BITS);
+  r = f8copysign(r, x);
+  if (F::FNUZ && r == (T)0) r = (T)0;  // no -0
+  return r;
+}
+// The code of v: a value of F, NaN or an Inf.
+template <class F> __host__ __device__ __forceinline__ uint8_t f8_code(float v) {
+  const unsigned sign = (toBits(v) >> 31) << 7;
+  const float a = f8abs(v);
+  const unsigned ab = toBits(a);
+  if (v != v || ab == 0x7f800000u)
+    return F::FNUZ ? 0x80 : (uint8_t)(((v != v || !F::INF) ? F::NAN_CODE : 0x7c) | sign);
+  const int minE = 1 - F::BIAS;
+  unsigned code;
+  if (a < fromBits<float>((unsigned)(127 + minE) << 23))  // subnormal: a multiple of 2^(minE - M)
+    code = (unsigned)(a * fromBits<float>((unsigned)(127 + F::M - minE) << 23));
+  else
+    code = (ab >> (23 - F::M)) - ((unsigned)(127 - F::BIAS) << F::M);
+  if (F::FNUZ && code == 0) return 0;
+  return (uint8_t)(code | sign);
+}
+template <class F> __host__ __device__ __forceinline__ float f8_value(uint8_t c) {
+  const unsigned s = c >> 7, e = (c >> F::M) & ((1u << (7 - F::M)) - 1), m = c & ((1u << F::M) - 1);
+  const float nan = fromBits<float>(0x7fc00000u | (s << 31));
+  if (F::FNUZ && c == 0x80) return fromBits<float>(0x7fc00000u);
+  if (!F::FNUZ && !F::INF && (c & 0x7f) == 0x7f) return nan;
+  if (F::INF && e == (1u << (7 - F::M)) - 1) return m ? nan : fromBits<float>(0x7f800000u | (s << 31));
+  const int minE = 1 - F::BIAS;
+  const float v = e == 0 ? (float)m * fromBits<float>((unsigned)(127 + minE - F::M) << 23)
+                         : fromBits<float>(((e - F::BIAS + 127) << 23) | (m << (23 - F::M)));
+  return s ? -v : v;
+}
+#define FX_F8(name)                                                                                          \
+  template <class T> __host__ __device__ __forceinline__ T round_##name(T x) { return f8_round<name, true>(x); } \
+  template <class T> __host__ __device__ __forceinline__ T round_##name##_nosat(T x) {                       \
+    return f8_round<name, false>(x);                                                                         \
+  }                                                                                                          \
+  __device__ __forceinline__ float cvt(name x) { return f8_value<name>(x.bits); }                           \
+  template <> struct Conv<name> {                                                                            \
+    template <class V> __device__ static name to(V v) {                                                      \
+      name r;                                                                                                \
+      r.bits = f8_code<name>(f8_round<name, false>((float)v));                                               \
+      return r;                                                                                              \
+    }                                                                                                        \
+  };
+FX_F8(f8e4m3fn)
+FX_F8(f8e4m3fnuz)
+FX_F8(f8e5m2)
+FX_F8(f8e5m2fnuz)
+#undef FX_F8
 template <class T, class V> __device__ __forceinline__ T to(V v) { return Conv<T>::to(v); }
 template <class T, class I> __device__ __forceinline__ auto ld(const T *p, I i) -> decltype(cvt(p[0])) { return cvt(p[i]); }
 template <class T, class I, class V> __device__ __forceinline__ void st(T *p, I i, V v) { p[i] = to<T>(v); }
@@ -156,6 +250,17 @@ __device__ __forceinline__ long long imod(long long a, long long b) {
   long long r = a % b;
   return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
+// u64 values in the i64 bits (BinaryOp::kDivU, ...).
+typedef unsigned long long u64_t;
+__device__ __forceinline__ long long divu(long long a, long long b) { return b == 0 ? 0 : (long long)((u64_t)a / (u64_t)b); }
+__device__ __forceinline__ long long modu(long long a, long long b) { return b == 0 ? 0 : (long long)((u64_t)a % (u64_t)b); }
+__device__ __forceinline__ long long maxu(long long a, long long b) { return (u64_t)a > (u64_t)b ? a : b; }
+__device__ __forceinline__ long long minu(long long a, long long b) { return (u64_t)a < (u64_t)b ? a : b; }
+__device__ __forceinline__ bool ltu(long long a, long long b) { return (u64_t)a < (u64_t)b; }
+__device__ __forceinline__ bool leu(long long a, long long b) { return (u64_t)a <= (u64_t)b; }
+__device__ __forceinline__ bool gtu(long long a, long long b) { return (u64_t)a > (u64_t)b; }
+__device__ __forceinline__ bool geu(long long a, long long b) { return (u64_t)a >= (u64_t)b; }
+__device__ __forceinline__ long long shru(long long a, long long b) { return (long long)((u64_t)a >> b); }
 __device__ __forceinline__ float pow(float a, float b) { return powf(a, b); }
 __device__ __forceinline__ double pow(double a, double b) { return ::pow(a, b); }
 __device__ __forceinline__ long long pow(long long a, long long b) {
@@ -316,6 +421,10 @@ const char *cudaStorageType(ir::DType t) {
     case ir::DType::kU32: return "uint32_t";
     case ir::DType::kU64: return "uint64_t";
     case ir::DType::kBool: return "bool";
+    case ir::DType::kF8E4M3FN: return "fx::f8e4m3fn";
+    case ir::DType::kF8E4M3FNUZ: return "fx::f8e4m3fnuz";
+    case ir::DType::kF8E5M2: return "fx::f8e5m2";
+    case ir::DType::kF8E5M2FNUZ: return "fx::f8e5m2fnuz";
     default: return nullptr;
   }
 }

@@ -154,6 +154,10 @@ class ExprPrinter {
       case ExprKind::kSelect:
         return absl::StrCat("(", op(0), " ? ", op(1), " : ", op(2), ")");
       case ExprKind::kCast:
+        if (e.ival == 1)  // castU64: the integer side's i64 bits are a u64
+          return e.type == ScalarType::kF32 || e.type == ScalarType::kF64
+                     ? absl::StrCat("static_cast<", cType(e.type), ">((fx::u64_t)", op(0), ")")
+                     : absl::StrCat("static_cast<long long>((fx::u64_t)", op(0), ")");
         return absl::StrCat("static_cast<", cType(e.type), ">(", op(0), ")");
       default:
         return "0";

@@ -67,6 +67,8 @@ const char *aluOf(BinaryOp op) {
     case BinaryOp::kOr: return "nl.logical_or";
     case BinaryOp::kXor: return "nl.logical_xor";
     case BinaryOp::kShl: case BinaryOp::kShr: case BinaryOp::kBitAnd: case BinaryOp::kBitOr: case BinaryOp::kBitXor:
+    case BinaryOp::kDivU: case BinaryOp::kModU: case BinaryOp::kMaxU: case BinaryOp::kMinU: case BinaryOp::kLtU:
+    case BinaryOp::kLeU: case BinaryOp::kGtU: case BinaryOp::kGeU: case BinaryOp::kShrU:
       return nullptr;  // not printed: the group is refused
   }
   return nullptr;

@@ -97,7 +97,7 @@ class Unroller {
       case ExprKind::kUnary: r = out_.unary(static_cast<program::UnaryOp>(e.op), ops[0]); break;
       case ExprKind::kBinary: r = out_.binary(static_cast<BinaryOp>(e.op), ops[0], ops[1]); break;
       case ExprKind::kSelect: r = out_.select(ops[0], ops[1], ops[2]); break;
-      case ExprKind::kCast: r = out_.cast(ops[0], e.type); break;
+      case ExprKind::kCast: r = e.ival == 1 ? out_.castU64(ops[0], e.type) : out_.cast(ops[0], e.type); break;
       case ExprKind::kReduceResult: r = reduction(static_cast<int>(e.ival)); break;
     }
     if (!failed_ && out_.expr(r).type != e.type) failed_ = true;  // a builder retyped it: do not guess

@@ -295,7 +295,7 @@ bool foldIntoGemmEpilogue(const WorkItem &kernel, const Value *acc, GemmParams &
       case ExprKind::kUnary: map[i] = E.unary(static_cast<UnaryOp>(x.op), ops[0]); break;
       case ExprKind::kBinary: map[i] = E.binary(static_cast<BinaryOp>(x.op), ops[0], ops[1]); break;
       case ExprKind::kSelect: map[i] = E.select(ops[0], ops[1], ops[2]); break;
-      case ExprKind::kCast: map[i] = E.cast(ops[0], x.type); break;
+      case ExprKind::kCast: map[i] = x.ival == 1 ? E.castU64(ops[0], x.type) : E.cast(ops[0], x.type); break;
       case ExprKind::kReduceResult: return false;
     }
   }

@@ -440,16 +440,19 @@ absl::StatusOr<std::vector<WorkItem>> lowerGroup(
     const LoweringOptions &opts,
     const absl::flat_hash_map<const Value *, std::vector<Node *>> &users) {
   std::vector<WorkItem> items;
-  // Narrow dtypes (float8, float4, 4- and 2-bit integers; ir/DType.h) have
-  // no scalar conversions in the kernel language yet: refused, naming the
-  // node and the dtype, rather than computed as some other dtype.
+  // Narrow dtypes (ir/DType.h): the four float8 formats are stored one byte
+  // per element and computed in f32 (loads decode, stores encode; Cast and
+  // QuantizeLinear round with UnaryOp::kRoundF8*). f8e8m0, float4 and the
+  // packed 4- and 2-bit integers have no scalar conversions in the kernel
+  // language yet: refused, naming the node and the dtype, rather than
+  // computed as some other dtype.
   for (const Node *n : members) {
     for (int i = 0; i < n->numInputs() + n->numOutputs(); ++i) {
       const Value *v = i < n->numInputs() ? n->input(i) : n->output(i - n->numInputs());
-      if (v && ir::isNarrow(v->type().dtype))
+      if (v && ir::isNarrow(v->type().dtype) && !isKernelFloat8(v->type().dtype))
         return unimplemented(*n, absl::StrCat("value '", v->name(), "' has dtype ",
                                               ir::dtypeName(v->type().dtype),
-                                              ", which kernels do not support (float8, float4, int4 "
+                                              ", which kernels do not support (f8e8m0, float4, int4 "
                                               "and int2 run in the reference interpreter only)"));
     }
   }

@@ -260,8 +260,20 @@ std::string u64Hazard(const Node &n) {
     case OpKind::kCast: {
       const DType from = n.input(0)->type().dtype, to = n.output(0)->type().dtype;
       if ((ir::isInteger(from) || from == DType::kBool) && (ir::isInteger(to) || to == DType::kBool)) return "";
+      if (from == DType::kU64 && ir::isFloat(to)) return "";  // castU64
       break;
     }
+    // The unsigned ops (BinaryOp::kDivU, ...; elementwiseAt picks them for
+    // u64 operands).
+    case OpKind::kLess: case OpKind::kLessOrEqual: case OpKind::kGreater: case OpKind::kGreaterOrEqual:
+    case OpKind::kDiv: case OpKind::kMax: case OpKind::kMin:
+      return "";
+    case OpKind::kMod:
+      if (!n.getInt("fmod", 0)) return "";
+      break;
+    case OpKind::kPow:  // a float base with a u64 exponent: castU64
+      if (n.input(0)->type().dtype != DType::kU64) return "";
+      break;
     default: break;
   }
   return "u64 operands: kernels compute integers as i64, so values of 2^63 and above would compare, "
@@ -292,6 +304,10 @@ absl::StatusOr<int> GroupLowering::elementwiseAt(const Node &n, int result,
   const DType outDt = n.output(result)->type().dtype;
   const ScalarType ot = computeTypeOf(outDt);
   auto in = [&](int i) { return bcastInput(n, i, idx, os); };
+  // u64 operands (i64 bits, u64Hazard lets these through): the unsigned
+  // forms of the ops whose result depends on the sign bit.
+  const bool u64 = n.numInputs() > 0 && n.input(0) && n.input(0)->type().dtype == DType::kU64;
+  auto intOp = [&](BinaryOp op) { return u64 ? unsignedBinaryOp(op) : op; };
   auto unaryOp = [&](UnaryOp op) -> absl::StatusOr<int> {
     FUSEC_ASSIGN_OR_RETURN(int a, in(0));
     return un(op, a);
@@ -300,7 +316,7 @@ absl::StatusOr<int> GroupLowering::elementwiseAt(const Node &n, int result,
     FUSEC_ASSIGN_OR_RETURN(int a, in(0));
     FUSEC_ASSIGN_OR_RETURN(int b, in(1));
     if (typeOf(a) != typeOf(b)) b = spec_.cast(b, typeOf(a));
-    return bin(op, a, b);
+    return bin(intOp(op), a, b);
   };
   switch (n.kind()) {
     case OpKind::kAbs: return unaryOp(UnaryOp::kAbs);
@@ -382,9 +398,16 @@ absl::StatusOr<int> GroupLowering::elementwiseAt(const Node &n, int result,
     }
     case OpKind::kCast: {
       FUSEC_ASSIGN_OR_RETURN(int a, in(0));
-      int r = spec_.cast(a, ot);
+      int r = u64 ? spec_.castU64(a, ot) : spec_.cast(a, ot);
       if (outDt == DType::kF16) r = un(UnaryOp::kRoundF16, r);
       if (outDt == DType::kBF16) r = un(UnaryOp::kRoundBF16, r);
+      // To float8: rounded in the source's float type (f64 stays f64, so
+      // no double rounding through f32), then to f32, which holds it exactly.
+      if (isKernelFloat8(outDt)) {
+        const bool saturate = n.getInt("saturate", 1) != 0;
+        r = isFloatCompute(typeOf(a)) ? spec_.cast(un(roundF8Op(outDt, saturate), a), ot)
+                                      : un(roundF8Op(outDt, saturate), r);
+      }
       return r;
     }
     case OpKind::kIdentity:
@@ -417,9 +440,6 @@ absl::StatusOr<int> GroupLowering::elementwiseAt(const Node &n, int result,
       const ScalarType t = typeOf(a);
       if (t != ScalarType::kI64) return unimplemented(n, "BitShift of a non-integer tensor");
       const bool left = n.getString("direction", "") == "LEFT";
-      if (!left && outDt == DType::kU64)
-        return unimplemented(n, "a right shift of u64: kernels compute integers in i64, whose "
-                                "right shift is arithmetic");
       const int64_t width = 8 * ir::dtypeSize(outDt);
       s = spec_.cast(s, t);
       const int inRange = bin(BinaryOp::kAnd, bin(BinaryOp::kGe, s, c(0, t)),
@@ -438,6 +458,8 @@ absl::StatusOr<int> GroupLowering::elementwiseAt(const Node &n, int result,
         }
         return spec_.select(inRange, r, c(0, t));
       }
+      if (outDt == DType::kU64)  // logical: the i64 bits hold a u64
+        return spec_.select(inRange, bin(BinaryOp::kShrU, a, count), c(0, t));
       return spec_.select(inRange, bin(BinaryOp::kShr, a, count),
                           spec_.select(bin(BinaryOp::kLt, a, c(0, t)), c(-1, t), c(0, t)));
     }
@@ -503,8 +525,6 @@ absl::StatusOr<int> GroupLowering::elementwiseAt(const Node &n, int result,
       }
       absl::StatusOr<DType> cdt = ir::quantizeComputeDType(n, n.input(0)->type().dtype, sdt);
       if (!cdt.ok()) return unimplemented(n, std::string(cdt.status().message()));
-      int64_t lo = 0, hi = 0;
-      if (!ir::quantRange(outDt, &lo, &hi)) return unimplemented(n, "a result dtype without an integer range");
       // The quotient in f64, then rounded to the compute dtype: the f32
       // quotient exactly as an f32 division rounds it (53 >= 2 * 24 + 2
       // bits), whatever a backend makes of an f32 division by a uniform
@@ -512,6 +532,18 @@ absl::StatusOr<int> GroupLowering::elementwiseAt(const Node &n, int result,
       const ScalarType ct = computeTypeOf(*cdt);
       auto operand = [&](int v) { return spec_.cast(roundTo(spec_.cast(v, ct), *cdt), ScalarType::kF64); };
       const int q = roundTo(spec_.cast(bin(BinaryOp::kDiv, operand(x), operand(s)), ct), *cdt);
+      if (isKernelFloat8(outDt)) {
+        // q + zero point in the compute dtype, then rounded to the float8
+        // dtype with 'saturate' (the interpreter's quantizeLinear).
+        int y = q;
+        if (n.input(2)) {
+          FUSEC_ASSIGN_OR_RETURN(int zp, param(2));
+          y = roundTo(bin(BinaryOp::kAdd, q, spec_.cast(zp, ct)), *cdt);
+        }
+        return spec_.cast(un(roundF8Op(outDt, n.getInt("saturate", 1) != 0), y), ot);
+      }
+      int64_t lo = 0, hi = 0;
+      if (!ir::quantRange(outDt, &lo, &hi)) return unimplemented(n, "a result dtype without an integer range");
       // Clamped in float first so that the conversion to i64 is defined.
       const int r = bin(BinaryOp::kMax, bin(BinaryOp::kMin, un(UnaryOp::kRound, q), c(4.0e18, ct)), c(-4.0e18, ct));
       int v = spec_.cast(r, ScalarType::kI64);
@@ -554,6 +586,7 @@ absl::StatusOr<int> GroupLowering::elementwiseAt(const Node &n, int result,
         if (p == 0.5 && isFloatCompute(typeOf(a))) return un(UnaryOp::kSqrt, a);
       }
       FUSEC_ASSIGN_OR_RETURN(int b, in(1));
+      if (n.input(1)->type().dtype == DType::kU64) return bin(BinaryOp::kPow, a, spec_.castU64(b, typeOf(a)));
       return bin(BinaryOp::kPow, a, spec_.cast(b, typeOf(a)));
     }
     case OpKind::kMax: case OpKind::kMin: case OpKind::kSum: case OpKind::kMean: {
@@ -563,7 +596,7 @@ absl::StatusOr<int> GroupLowering::elementwiseAt(const Node &n, int result,
                                                : BinaryOp::kAdd;
       for (int i = 1; i < n.numInputs(); ++i) {
         FUSEC_ASSIGN_OR_RETURN(int b, in(i));
-        acc = bin(op, acc, spec_.cast(b, typeOf(acc)));
+        acc = bin(intOp(op), acc, spec_.cast(b, typeOf(acc)));
       }
       if (n.kind() == OpKind::kMean) acc = bin(BinaryOp::kDiv, acc, c(n.numInputs(), typeOf(acc)));
       return acc;

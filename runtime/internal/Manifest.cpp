@@ -572,7 +572,7 @@ int Manifest::bufferIndex(int id) const {
 }
 
 bool parseDType(const std::string &name, fusert_dtype &out) {
-  for (int d = FUSERT_F32; d <= FUSERT_U64; ++d)
+  for (int d = FUSERT_F32; d <= FUSERT_F8E5M2FNUZ; ++d)
     if (name == fusert_dtype_name(static_cast<fusert_dtype>(d))) {
       out = static_cast<fusert_dtype>(d);
       return true;

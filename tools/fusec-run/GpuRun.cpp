@@ -105,6 +105,10 @@ bool toFusert(ir::DType t, fusert_dtype &out) {
     case ir::DType::kU16: out = FUSERT_U16; return true;
     case ir::DType::kU32: out = FUSERT_U32; return true;
     case ir::DType::kU64: out = FUSERT_U64; return true;
+    case ir::DType::kF8E4M3FN: out = FUSERT_F8E4M3FN; return true;
+    case ir::DType::kF8E4M3FNUZ: out = FUSERT_F8E4M3FNUZ; return true;
+    case ir::DType::kF8E5M2: out = FUSERT_F8E5M2; return true;
+    case ir::DType::kF8E5M2FNUZ: out = FUSERT_F8E5M2FNUZ; return true;
     default: return false;
   }
 }
@@ -124,6 +128,10 @@ bool fromFusert(fusert_dtype t, ir::DType &out) {
     case FUSERT_U16: out = ir::DType::kU16; return true;
     case FUSERT_U32: out = ir::DType::kU32; return true;
     case FUSERT_U64: out = ir::DType::kU64; return true;
+    case FUSERT_F8E4M3FN: out = ir::DType::kF8E4M3FN; return true;
+    case FUSERT_F8E4M3FNUZ: out = ir::DType::kF8E4M3FNUZ; return true;
+    case FUSERT_F8E5M2: out = ir::DType::kF8E5M2; return true;
+    case FUSERT_F8E5M2FNUZ: out = ir::DType::kF8E5M2FNUZ; return true;
   }
   return false;
 }

@@ -72,7 +72,13 @@ typedef enum fusert_dtype {
   FUSERT_I16 = 9,  /**< "i16" */
   FUSERT_U16 = 10, /**< "u16" */
   FUSERT_U32 = 11, /**< "u32" */
-  FUSERT_U64 = 12  /**< "u64" */
+  FUSERT_U64 = 12, /**< "u64" */
+  /* float8 (ONNX's FLOAT8E4M3FN, FLOAT8E4M3FNUZ, FLOAT8E5M2, FLOAT8E5M2FNUZ),
+     one byte per element holding the format's code. */
+  FUSERT_F8E4M3FN = 13,   /**< "f8e4m3fn" */
+  FUSERT_F8E4M3FNUZ = 14, /**< "f8e4m3fnuz" */
+  FUSERT_F8E5M2 = 15,     /**< "f8e5m2" */
+  FUSERT_F8E5M2FNUZ = 16  /**< "f8e5m2fnuz" */
 } fusert_dtype;
 
 /** A tensor handed to fusert_run: dense, row-major, in device memory for a

@@ -501,6 +501,41 @@ inline std::vector<Case> corpus() {
   %m = "RoiAlign"(%x, %rois, %bi) {coordinate_transformation_mode = "output_half_pixel", mode = "max", output_height = 3, output_width = 2, sampling_ratio = 1} : f32[3,3,3,2] loc("align_max")
   return %a, %m
 })"});
+  // float8 storage (issue 11): Cast to each format, saturating and not
+  // (x * 300 overflows E4M3FNUZ's 240 and E4M3FN's 448), decoded in the
+  // same kernel and by a data-movement kernel, QuantizeLinear to and
+  // DequantizeLinear from float8 with a zero point.
+  cs.push_back({"float8", R"(graph @float8(%x: f32[4,33]) -> (%a, %b, %c, %d, %t, %q, %dq) {
+  %k = constant f32[] dense<[300.0]>
+  %s = "Mul"(%x, %k) : f32[4,33] loc("scale")
+  %a = "Cast"(%s) {to = 17} : f8e4m3fn[4,33] loc("sat")
+  %b = "Cast"(%s) {saturate = 0, to = 18} : f8e4m3fnuz[4,33] loc("nosat")
+  %c = "Cast"(%s) {saturate = 0, to = 19} : f8e5m2[4,33] loc("e5m2")
+  %d0 = "Cast"(%s) {to = 20} : f8e5m2fnuz[4,33] loc("e5m2fnuz")
+  %d = "Cast"(%d0) {to = 1} : f32[4,33] loc("decode")
+  %t = "Transpose"(%c) {perm = [1, 0]} : f8e5m2[33,4] loc("move")
+  %sc = constant f32[] dense<[0.125]>
+  %zp = constant f8e4m3fn[] dense<[1.0]>
+  %q = "QuantizeLinear"(%x, %sc, %zp) : f8e4m3fn[4,33] loc("quant")
+  %dq = "DequantizeLinear"(%q, %sc, %zp) : f32[4,33] loc("dequant")
+  return %a, %b, %c, %d, %t, %q, %dq
+})"});
+  // u64 operands of order-dependent ops: BitwiseNot makes values of 2^63
+  // and above, which i64 arithmetic would read as negative.
+  cs.push_back({"u64_ops", R"(graph @u64ops(%u: u64[4,9], %v: u64[4,9]) -> (%lt, %ge, %dv, %md, %mx, %mn, %sh, %f) {
+  %nu = "BitwiseNot"(%u) : u64[4,9] loc("big")
+  %one = constant u64[] dense<[1]>
+  %v1 = "Add"(%v, %one) : u64[4,9] loc("nonzero")
+  %lt = "Less"(%nu, %v) : bool[4,9] loc("lt")
+  %ge = "GreaterOrEqual"(%nu, %u) : bool[4,9] loc("ge")
+  %dv = "Div"(%nu, %v1) : u64[4,9] loc("div")
+  %md = "Mod"(%nu, %v1) : u64[4,9] loc("mod")
+  %mx = "Max"(%nu, %v) : u64[4,9] loc("max")
+  %mn = "Min"(%nu, %v) : u64[4,9] loc("min")
+  %sh = "BitShift"(%nu, %v1) {direction = "RIGHT"} : u64[4,9] loc("shr")
+  %f = "Cast"(%nu) {to = 1} : f32[4,9] loc("to_f32")
+  return %lt, %ge, %dv, %md, %mx, %mn, %sh, %f
+})"});
   return cs;
 }
 

@@ -176,7 +176,9 @@ inline absl::StatusOr<std::vector<ir::Tensor>> runCpuArtifact(const std::string 
       static const std::map<std::string, ir::DType> kNames = {
           {"f32", ir::DType::kF32}, {"f16", ir::DType::kF16}, {"bf16", ir::DType::kBF16}, {"f64", ir::DType::kF64},
           {"i64", ir::DType::kI64}, {"i32", ir::DType::kI32}, {"bool", ir::DType::kBool}, {"u8", ir::DType::kU8},
-          {"i8", ir::DType::kI8}};
+          {"i8", ir::DType::kI8}, {"i16", ir::DType::kI16}, {"u16", ir::DType::kU16}, {"u32", ir::DType::kU32},
+          {"u64", ir::DType::kU64}, {"f8e4m3fn", ir::DType::kF8E4M3FN}, {"f8e4m3fnuz", ir::DType::kF8E4M3FNUZ},
+          {"f8e5m2", ir::DType::kF8E5M2}, {"f8e5m2fnuz", ir::DType::kF8E5M2FNUZ}};
       auto it = kNames.find(dts);
       if (it == kNames.end()) {
         status = absl::InvalidArgumentError("output dtype " + dts);

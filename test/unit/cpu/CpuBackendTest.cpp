@@ -12,6 +12,7 @@
 #include <fstream>
 #include <iterator>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <tuple>
@@ -439,6 +440,86 @@ TEST(CpuRun, EmptyTensors) {
   for (int i = 0; i < 3; ++i) {
     EXPECT_EQ(sum[i], 0.0f);
     EXPECT_EQ(mx[i], -std::numeric_limits<float>::infinity());
+  }
+}
+
+/// Float8 conversions of the cpu backend against the interpreter's
+/// (ir::encodeNarrowFloat / decodeNarrowFloat), bit for bit: every f16
+/// value, the codes, their neighbours and midpoints (ties), random f32 bit
+/// patterns, Inf and NaN, through each kRoundF8* op (f32 and f64 lanes)
+/// and a float8 store; every code through a load and a store back.
+TEST(CpuRun, Float8ConversionsMatchInterpreter) {
+  using namespace program;
+  TempDir tmp;
+  const ir::DType kinds[] = {ir::DType::kF8E4M3FN, ir::DType::kF8E4M3FNUZ, ir::DType::kF8E5M2,
+                             ir::DType::kF8E5M2FNUZ};
+  std::vector<float> xs;
+  for (uint32_t h = 0; h < 65536; ++h) xs.push_back(ir::halfToFloat(static_cast<uint16_t>(h)));
+  for (ir::DType t : kinds)
+    for (int c = 0; c < 256; ++c) {
+      const float v = static_cast<float>(ir::decodeNarrowFloat(t, static_cast<uint8_t>(c)));
+      const float w = static_cast<float>(ir::decodeNarrowFloat(t, static_cast<uint8_t>(c + 1)));
+      for (float y : {v, (v + w) / 2})
+        for (float z : {y, std::nextafter(y, INFINITY), std::nextafter(y, -INFINITY)}) xs.push_back(z);
+    }
+  std::mt19937 rng(7);
+  for (int i = 0; i < 200000; ++i) {
+    const uint32_t u = rng();
+    float f;
+    std::memcpy(&f, &u, 4);
+    xs.push_back(f);
+  }
+  for (float f : {INFINITY, -INFINITY, NAN, -NAN, 0.0f, -0.0f, 1e-45f, -1e-45f}) xs.push_back(f);
+  const int64_t n = static_cast<int64_t>(xs.size());
+  std::vector<double> xd(xs.begin(), xs.end());
+  for (ir::DType t : kinds) {
+    SCOPED_TRACE(ir::dtypeName(t));
+    // Buffers: x f32, x f64, then per saturation: rounded f32 -> f8, rounded f64 -> f8.
+    KernelSpec k;
+    k.addDim(n, false);
+    k.addBuffer(ir::DType::kF32, {n}, false);
+    k.addBuffer(ir::DType::kF64, {n}, false);
+    const int x = k.load(0, {k.index(0)}), x64 = k.load(1, {k.index(0)});
+    for (bool sat : {true, false}) {
+      const int b32 = k.addBuffer(t, {n}, true), b64 = k.addBuffer(t, {n}, true);
+      k.addStore(b32, {k.index(0)}, k.unary(roundF8Op(t, sat), x));
+      k.addStore(b64, {k.index(0)}, k.cast(k.unary(roundF8Op(t, sat), x64), ScalarType::kF32));
+    }
+    std::vector<std::vector<uint8_t>> outs(4, std::vector<uint8_t>(n));
+    runSpec(k, {xs.data(), xd.data(), outs[0].data(), outs[1].data(), outs[2].data(), outs[3].data()}, tmp.path);
+    int bad = 0;
+    for (int64_t i = 0; i < n && bad < 10; ++i)
+      for (int o = 0; o < 4; ++o) {
+        const uint8_t want = ir::encodeNarrowFloat(t, xs[i], o < 2);
+        if (outs[o][i] != want) {
+          ++bad;
+          ADD_FAILURE() << absl::StrFormat("x = %a, %s, %s: got 0x%02x, want 0x%02x", xs[i], o < 2 ? "saturate" : "no saturate",
+                                           o % 2 ? "f64" : "f32", outs[o][i], want);
+        }
+      }
+    // Every code: decoded to f32, and loaded and stored back as itself
+    // (NaN codes as the format's NaN of their sign).
+    KernelSpec d;
+    d.addDim(256, false);
+    d.addBuffer(t, {256}, false);
+    d.addBuffer(ir::DType::kF32, {256}, true);
+    d.addBuffer(t, {256}, true);
+    const int c = d.load(0, {d.index(0)});
+    d.addStore(1, {d.index(0)}, c);
+    d.addStore(2, {d.index(0)}, c);
+    std::vector<uint8_t> codes(256), back(256);
+    for (int i = 0; i < 256; ++i) codes[i] = static_cast<uint8_t>(i);
+    std::vector<float> vals(256);
+    runSpec(d, {codes.data(), vals.data(), back.data()}, tmp.path);
+    for (int i = 0; i < 256; ++i) {
+      const double want = ir::decodeNarrowFloat(t, static_cast<uint8_t>(i));
+      if (std::isnan(want)) {
+        EXPECT_TRUE(std::isnan(vals[i])) << i;
+      } else {
+        EXPECT_EQ(vals[i], want) << i;
+      }
+      EXPECT_EQ(back[i], ir::encodeNarrowFloat(t, want, false)) << i;
+    }
   }
 }
 

@@ -87,7 +87,8 @@ TEST(ManifestTest, ParsesValidManifest) {
 
 TEST(ManifestTest, DTypeNames) {
   for (const char *name :
-       {"f32", "f16", "bf16", "f64", "i64", "i32", "i16", "i8", "u64", "u32", "u16", "u8", "bool"}) {
+       {"f32", "f16", "bf16", "f64", "i64", "i32", "i16", "i8", "u64", "u32", "u16", "u8", "bool", "f8e4m3fn",
+        "f8e4m3fnuz", "f8e5m2", "f8e5m2fnuz"}) {
     fusert_dtype d;
     ASSERT_TRUE(parseDType(name, d)) << name;
     EXPECT_STREQ(fusert_dtype_name(d), name);
@@ -101,6 +102,11 @@ TEST(ManifestTest, DTypeNames) {
   EXPECT_EQ(fusert_dtype_size(FUSERT_U16), 2u);
   EXPECT_EQ(fusert_dtype_size(FUSERT_U32), 4u);
   EXPECT_EQ(fusert_dtype_size(FUSERT_U64), 8u);
+  // float8: one byte per element; f8e8m0 and the packed types stay out.
+  EXPECT_EQ(fusert_dtype_size(FUSERT_F8E4M3FN), 1u);
+  EXPECT_EQ(fusert_dtype_size(FUSERT_F8E5M2FNUZ), 1u);
+  EXPECT_FALSE(parseDType("f8e8m0", d));
+  EXPECT_FALSE(parseDType("f4e2m1", d));
 }
 
 TEST(ManifestTest, ParsesQuantisedDTypes) {
