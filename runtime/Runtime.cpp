@@ -263,7 +263,13 @@ namespace fusec::rt {
 std::string joinPath(const std::string &dir, const std::string &file) {
   if (!file.empty() && file[0] == '/')
     return file;
-  return dir.empty() || dir.back() == '/' ? dir + file : dir + "/" + file;
+  // An empty folder is the current directory, spelled with a slash: dlopen
+  // of a bare "libmodel.so" searches LD_LIBRARY_PATH and the system folders
+  // instead, so fusert_load("") hashed ./libmodel.so and then loaded (and
+  // ran the constructors of) whatever libmodel.so the search found first.
+  if (dir.empty())
+    return "./" + file;
+  return dir.back() == '/' ? dir + file : dir + "/" + file;
 }
 
 bool fileSize(const std::string &path, uint64_t &size) {

@@ -197,13 +197,29 @@ const std::set<std::string> &namesFusecWrites() {
 }
 
 std::vector<std::string> foreignEntries(const fs::path &dir, const Json &manifest) {
-  std::set<std::string> ours = {artifact_format::kManifestFile, artifact_format::kWeightsFile,
-                                artifact_format::kFusionFile};
+  // The manifest is ours; with a "files" list, so are the names in it that
+  // fusec writes (weights.bin and fusion.json included: a list that leaves
+  // them out leaves a user's file of that name alone). Without one (an
+  // artifact from before the list, or a list someone deleted), only the
+  // names fusec writes for the previous manifest's target: a user's run.py
+  // beside a cuda artifact, or a model.cu beside a cpu one, is not fusec's
+  // (red team s26: both were deleted on recompile).
+  std::set<std::string> ours = {artifact_format::kManifestFile};
   if (manifest.contains("files") && manifest["files"].is_array()) {
     for (const Json &f : manifest["files"])
       if (f.is_string() && namesFusecWrites().count(f.get<std::string>())) ours.insert(f.get<std::string>());
   } else {
-    for (const char *f : {"model.cu", "libmodel.so", "kernels.py", "run.py"}) ours.insert(f);
+    ours.insert(artifact_format::kWeightsFile);
+    ours.insert(artifact_format::kFusionFile);
+    const std::string target =
+        manifest.contains("target") && manifest["target"].is_string() ? manifest["target"].get<std::string>() : "";
+    if (target == "cpu") {
+      for (const char *f : {"libmodel.so", "model.ll"}) ours.insert(f);
+    } else if (target == "nki") {
+      for (const char *f : {"kernels.py", "run.py"}) ours.insert(f);
+    } else if (target.empty() || target == "cuda") {
+      for (const char *f : {"model.cu", "libmodel.so"}) ours.insert(f);
+    }
   }
   std::vector<std::string> foreign;
   std::error_code ec;

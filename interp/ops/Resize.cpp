@@ -128,6 +128,19 @@ double reflectInto(double x, double lo, double hi) {
   return below == even ? lo + r : hi - r;
 }
 
+/// \p f (an integral value: a floor or a rounding) as a tap index. A
+/// position that is NaN, infinite or beyond +-2^60 (a grid or region
+/// coordinate of NaN / inf / 1e30) converts to +-2^60: outside any tensor,
+/// so zeros padding reads 0 and border / reflection map it in, with no
+/// undefined float-to-int conversion or overflow in the taps' arithmetic
+/// (UBSan: red team s26).
+int64_t tapBase(double f) {
+  constexpr int64_t kFar = int64_t{1} << 60;
+  if (!(f > -static_cast<double>(kFar))) return -kFar;
+  if (!(f < static_cast<double>(kFar))) return kFar;
+  return static_cast<int64_t>(f);
+}
+
 /// Keys' cubic weights (A = -0.75) of the four taps floor(x) - 1 .. + 2 at
 /// fraction \p t = x - floor(x).
 void cubicWeights(double t, double w[4]) {
@@ -208,20 +221,20 @@ Result gridSample(const KernelArgs &args) {
         }
         pos[d] = v;
         if (nearest) {
-          idx[d][0] = tapIndex(d, static_cast<int64_t>(std::nearbyint(v)));
+          idx[d][0] = tapIndex(d, tapBase(std::nearbyint(v)));
           w[d][0] = 1;
         } else if (cubic) {
           const double f = std::floor(v);
           double cw[4];
           cubicWeights(v - f, cw);
           for (int t = 0; t < 4; ++t) {
-            idx[d][t] = tapIndex(d, static_cast<int64_t>(f) - 1 + t);
+            idx[d][t] = tapIndex(d, tapBase(f) - 1 + t);
             w[d][t] = cw[t];
           }
         } else {
           const double f = std::floor(v);
-          idx[d][0] = tapIndex(d, static_cast<int64_t>(f));
-          idx[d][1] = tapIndex(d, static_cast<int64_t>(f) + 1);
+          idx[d][0] = tapIndex(d, tapBase(f));
+          idx[d][1] = tapIndex(d, tapBase(f) + 1);
           w[d][0] = 1 - (v - f);
           w[d][1] = v - f;
         }
@@ -300,8 +313,21 @@ Result roiAlign(const KernelArgs &args) {
       rh = std::max(rh, 1.0);
     }
     const double bh = rh / static_cast<double>(oh), bw = rw / static_cast<double>(ow);
-    const int64_t gh = ratio > 0 ? ratio : static_cast<int64_t>(std::ceil(rh / static_cast<double>(oh)));
-    const int64_t gw = ratio > 0 ? ratio : static_cast<int64_t>(std::ceil(rw / static_cast<double>(ow)));
+    // sampling_ratio 0: ceil(bin size) samples per axis. A NaN or
+    // non-positive size takes one sample (outside the image: 0); a size whose
+    // grid would exceed 2^20 samples per axis is refused (a region of 1e30
+    // pixels converted to int64 was undefined, and 1e7 allocated 1e14 samples).
+    auto adaptive = [&](double size, int64_t bins, const char *axis) -> absl::StatusOr<int64_t> {
+      if (ratio > 0) return ratio;
+      const double n = std::ceil(size / static_cast<double>(bins));
+      if (!(n >= 1)) return int64_t{1};
+      if (n > static_cast<double>(int64_t{1} << 20))
+        return invalidArg("RoiAlign region ", r, ": sampling_ratio 0 would take ", n, " samples per bin along ",
+                          axis, " (more than 2^20)");
+      return static_cast<int64_t>(n);
+    };
+    FUSEC_ASSIGN_OR_RETURN(const int64_t gh, adaptive(rh, oh, "y"));
+    FUSEC_ASSIGN_OR_RETURN(const int64_t gw, adaptive(rw, ow, "x"));
     const double count = static_cast<double>(std::max<int64_t>(gh * gw, 1));
     for (int64_t ph = 0; ph < oh; ++ph) {
       for (int64_t pw = 0; pw < ow; ++pw) {
@@ -311,7 +337,10 @@ Result roiAlign(const KernelArgs &args) {
           for (int64_t ix = 0; ix < gw; ++ix) {
             double xx = x1 + static_cast<double>(pw) * bw + (static_cast<double>(ix) + 0.5) * bw / static_cast<double>(gw);
             Sample s{{0, 0, 0, 0}, {0, 0, 0, 0}};
-            if (!(y < -1.0 || y > static_cast<double>(H) || xx < -1.0 || xx > static_cast<double>(W))) {
+            // NaN coordinates (a NaN region or spatial_scale) read 0, like
+            // the outside: converting them to an index was undefined.
+            if (std::isfinite(y) && std::isfinite(xx) &&
+                !(y < -1.0 || y > static_cast<double>(H) || xx < -1.0 || xx > static_cast<double>(W))) {
               double yy = std::max(y, 0.0), xc = std::max(xx, 0.0);
               int64_t yl = static_cast<int64_t>(yy), xl = static_cast<int64_t>(xc), yh, xh;
               if (yl >= H - 1) { yh = yl = H - 1; yy = static_cast<double>(yl); } else { yh = yl + 1; }

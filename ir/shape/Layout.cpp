@@ -576,6 +576,10 @@ absl::StatusOr<TensorType> Inferrer::pad() {
     if (!ax) return TensorType(x.dtype, Dims(r));
     for (int64_t a : *ax) {
       FUSEC_ASSIGN_OR_RETURN(int64_t na, normAxis(a, r));
+      // As the reference interpreter and onnxruntime: an axis named twice
+      // is an error (summing its pads would compute something neither does).
+      if (std::find(axes.begin(), axes.end(), na) != axes.end())
+        return error(absl::StrCat("axes contains axis ", na, " more than once"));
       axes.push_back(na);
     }
   } else {
@@ -690,8 +694,13 @@ absl::StatusOr<TensorType> Inferrer::shape() {
 
 absl::StatusOr<TensorType> Inferrer::constantOfShape() {
   DType dt = DType::kF32;
-  if (const Attribute *a = node_.attr("value"); a && a->kind() == Attribute::Kind::kTensor)
+  if (const Attribute *a = node_.attr("value"); a && a->kind() == Attribute::Kind::kTensor) {
     dt = a->t().dtype();
+    // One element (ONNX; the reference and onnxruntime refuse others): the
+    // lowering would fill with the first and drop the rest.
+    if (a->t().numElements() != 1)
+      return error(absl::StrCat("attribute 'value' must have one element, has ", a->t().numElements()));
+  }
   bool rankKnown;
   int64_t rank;
   auto elems = shapeElems(0, &rankKnown, &rank);

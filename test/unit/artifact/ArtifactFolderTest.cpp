@@ -120,6 +120,39 @@ TEST_F(ArtifactFolderTest, AFilesListNamingAUsersFileDoesNotDeleteIt) {
   EXPECT_TRUE(fs::exists(out_ / "notes.txt"));
 }
 
+// Red team s26: without a "files" list (deleted, or not an array) fusec
+// claimed every name any backend writes, so a user's run.py beside a cuda
+// artifact was deleted; and a list without fusion.json still had a user's
+// fusion.json replaced. Only the previous target's names are fusec's now.
+TEST_F(ArtifactFolderTest, WithoutAFilesListOnlyTheTargetsNamesAreFusecs) {
+  for (const char *how : {"removed", "not an array"}) {
+    ASSERT_TRUE(compile().ok());
+    std::ofstream(out_ / "run.py") << "print('my driver')";
+    Json m = manifest();
+    if (std::string(how) == "removed") m.erase("files");
+    else m["files"] = "run.py";
+    std::ofstream(out_ / "manifest.json", std::ios::trunc) << m.dump(2);
+    absl::Status s = compile();
+    ASSERT_FALSE(s.ok()) << how;
+    EXPECT_THAT(std::string(s.message()), HasSubstr("run.py")) << how;
+    EXPECT_TRUE(fs::exists(out_ / "run.py")) << how;
+    fs::remove(out_ / "run.py");
+  }
+  ASSERT_TRUE(compile().ok());
+  Json m = manifest();
+  Json files = Json::array();
+  for (const Json &f : m["files"])
+    if (f != "fusion.json") files.push_back(f);
+  m["files"] = files;
+  std::ofstream(out_ / "manifest.json", std::ios::trunc) << m.dump(2);
+  std::ofstream(out_ / "fusion.json", std::ios::trunc) << "{\"mine\": 1}";
+  absl::Status s = compile();
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(std::string(s.message()), HasSubstr("fusion.json"));
+  std::ifstream in(out_ / "fusion.json");
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "{\"mine\": 1}");
+}
+
 TEST_F(ArtifactFolderTest, StaleTemporaryFoldersAreRemoved) {
   staleFolder(root_ / "out.tmp-Ab12Cd", "model.cu");
   staleFolder(root_ / "out.old-Zz99Yy", "manifest.json");

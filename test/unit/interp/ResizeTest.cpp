@@ -11,6 +11,7 @@
 // onnx 1.23.2's ReferenceEvaluator on the same inputs.
 //
 //===----------------------------------------------------------------------===//
+#include <limits>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -249,6 +250,45 @@ TEST(RoiAlignTest, ModesAndSampling) {
   // No regions: an empty result; a batch index outside X is an error.
   expectNear(run1("RoiAlign", {x, f32({0, 4}, {}), i64({0}, {})}), DType::kF32, {0, 1, 1, 1}, {});
   EXPECT_EQ(code("RoiAlign", {x, f32({1, 4}, {0, 0, 1, 1}), i64({1}, {1})}), StatusCode::kInvalidArgument);
+}
+
+// Red team s26: grid and region coordinates of NaN, +-inf or 1e30 were
+// converted to int64 undefined (UBSan: signed overflow in GridSample's cubic
+// taps and RoiAlign's tap index; -fno-sanitize-recover aborts the ASan
+// build), and an adaptive RoiAlign over a 1e7-pixel region allocated 1e14
+// samples. Far or NaN positions now read as outside; the huge grid is an
+// error naming the region.
+TEST(GridSampleTest, NonFiniteAndHugeCoordinatesAreOutside) {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::nan("");
+  Tensor g = f32({1, 2, 3, 2}, {nan, 0.0, -inf, 0.0, inf, 0.0, 1e30, 0.0, -1e30, 0.0, 0.0, nan});
+  for (const char *mode : {"linear", "nearest", "cubic"}) {
+    Tensor t = run1("GridSample", {x23(), g}, {{"mode", S(mode)}});
+    ASSERT_EQ(t.numElements(), 6) << mode;
+    for (int i = 1; i < 5; ++i) EXPECT_EQ(t.getDouble(i), 0.0) << mode << " point " << i;
+    for (const char *pad : {"border", "reflection"})
+      EXPECT_EQ(code("GridSample", {x23(), g}, {{"mode", S(mode)}, {"padding_mode", S(pad)}}),
+                absl::StatusCode::kOk)
+          << mode << " " << pad;
+  }
+}
+
+TEST(RoiAlignTest, NonFiniteRegionsAndHugeAdaptiveGrids) {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::nan("");
+  Tensor x = f32({1, 1, 5, 5}, std::vector<double>(25, 1.0));
+  Tensor rois = f32({3, 4}, {nan, 0, 2, 2, 0, 0, inf, 2, -1e30, -1e30, 1e30, 1e30});
+  Tensor bi = i64({3}, {0, 0, 0});
+  EXPECT_EQ(run1("RoiAlign", {x, rois, bi}, {{"sampling_ratio", I(2)}}).numElements(), 3);
+  // sampling_ratio 0: the infinite and the 1e30 regions would take more than 2^20 samples per bin.
+  auto r = run("RoiAlign", {x, rois, bi}, {{"sampling_ratio", I(0)}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(std::string(r.status().message()).find("more than 2^20"), std::string::npos) << r.status();
+  Tensor t = run1("RoiAlign", {x, f32({1, 4}, {0, 0, 2, 2}), i64({1}, {0})},
+                  {{"spatial_scale", F(nan)}, {"sampling_ratio", I(2)}});
+  ASSERT_EQ(t.numElements(), 1);
+  EXPECT_EQ(t.getDouble(0), 0.0);
+  EXPECT_EQ(code("RoiAlign", {x, f32({1, 4}, {0, 0, 1e7, 1e7}), i64({1}, {0})},
+                 {{"sampling_ratio", I(0)}, {"output_height", I(1)}, {"output_width", I(1)}}),
+            absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

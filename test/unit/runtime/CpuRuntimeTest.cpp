@@ -409,6 +409,31 @@ TEST_F(CpuRuntimeTest, FilesOutsideTheArtifactFolderAreRefused) {
                   "weights.file must be a file name inside the artifact folder");
 }
 
+// fusert_load("") is the current directory: it loads the libmodel.so whose
+// checksum it verified there, not one found on the library search path
+// (dlopen of a name without a slash; red team s26).
+TEST_F(CpuRuntimeTest, EmptyArtifactDirIsTheCurrentDirectory) {
+  write(art_.manifest, art_.weights);
+  std::error_code ec;
+  const fs::path before = fs::current_path(ec);
+  ASSERT_FALSE(ec);
+  fs::current_path(dir_, ec);
+  ASSERT_FALSE(ec);
+  fusert_unload(model_);
+  model_ = nullptr;
+  const fusert_status st = fusert_load("", &model_);
+  const std::string err = st == FUSERT_OK ? "" : fusert_last_error();
+  // The library mapped into the process is the one in dir_.
+  bool mapped = false;
+  std::ifstream maps("/proc/self/maps");
+  const std::string want = fs::canonical(dir_ / "libmodel.so", ec).string();
+  for (std::string line; std::getline(maps, line);)
+    mapped = mapped || line.find(want) != std::string::npos;
+  fs::current_path(before, ec);
+  ASSERT_EQ(st, FUSERT_OK) << err;
+  EXPECT_TRUE(mapped) << want << " is not mapped";
+}
+
 TEST_F(CpuRuntimeTest, ShapeWhoseElementCountWrapsIsRefused) {
   // (2^32+1)(2^32-1)(2^32+1)(2^32-1) wraps to 1 modulo 2^64: the product is
   // checked for overflow, not compared modulo 2^64.

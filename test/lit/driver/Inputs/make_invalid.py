@@ -201,3 +201,14 @@ save_expected("reducelogsumexp_big13", [("y", lse(xl, 1, False))])
 save("reducelogsumexp_big18", [helper.make_node("ReduceLogSumExp", ["x", "ax"], ["y"], name="rlse18")],
      [vi("x", F, [4, 3])], [vi("y", F, [1, 3])], inits=[("ax", np.array([0], np.int64))], feeds=[("x", xl)], opset=18)
 save_expected("reducelogsumexp_big18", [("y", lse(xl, 0, True))])
+# Red team s26: Pad-18 with an axis named twice (the compiler summed both
+# pads into a [2, 10] output; the reference and onnxruntime refuse it), and
+# ConstantOfShape whose 'value' has two elements (the compiler filled with
+# the first; the reference and onnxruntime refuse it).
+save("pad_axes_dup", [helper.make_node("Pad", ["x", "p", "", "ax"], ["y"], name="pad_dup")],
+     [vi("x", F, [2, 4])], [vi("y", F, [2, 10])],
+     inits=[("p", np.array([1, 1, 2, 2], np.int64)), ("ax", np.array([1, -1], np.int64))],
+     feeds=[("x", np.ones((2, 4), np.float32))], opset=18)
+save("constantofshape_two_values", [helper.make_node("ConstantOfShape", ["s"], ["y"], name="cos2",
+                                                     value=numpy_helper.from_array(np.array([1.5, 2.0], np.float32)))],
+     [], [vi("y", F, [2, 3])], inits=[("s", np.array([2, 3], np.int64))], opset=17)
