@@ -584,6 +584,10 @@ absl::Status checkCompileTimeValues(const ir::Graph &graph) {
     // Range's start, limit and delta decide its length (window functions
     // expand into one), as the metadata operands decide their op's shape.
     const bool range = n->kind() == ir::OpKind::kRange;
+    // Their own refusals say more: Dropout's training_mode must be false
+    // (inference only), and NonMaxSuppression's result length depends on
+    // the boxes whatever its limits are.
+    if (n->kind() == ir::OpKind::kDropout || n->kind() == ir::OpKind::kNonMaxSuppression) continue;
     for (int i = 0; i < n->numInputs(); ++i) {
       const ir::Value *in = n->input(i);
       if (in && !in->isConstant() && (range || ir::isMetadataOperand(n->kind(), i)))

@@ -632,9 +632,10 @@ absl::Status Importer::checkSupported() {
               : internal::tensorFromProto(*known->second, dir_);
       if (!cond.ok() && n.input_size() >= 1 && conditionMayFold(n.input(0), knownConstants)) {
         // Computed from constants, bound inputs or shapes: evaluated while
-        // importing (importConstantIf), which names it if it does not fold.
-        // Either branch may be taken: the ops of both must be supported.
-        collectUnsupportedInSubgraphs(n, printable(nodeNames_[i]), problems);
+        // importing (importConstantIf), which names it if it does not fold;
+        // the branch taken is imported like the graph, so its unsupported
+        // ops are reported then (the other branch's, nested Ifs on folding
+        // conditions included, do not matter).
         continue;
       }
       if (!cond.ok() || cond->numElements() != 1) {
