@@ -501,6 +501,28 @@ inline std::vector<Case> corpus() {
   %m = "RoiAlign"(%x, %rois, %bi) {coordinate_transformation_mode = "output_half_pixel", mode = "max", output_height = 3, output_width = 2, sampling_ratio = 1} : f32[3,3,3,2] loc("align_max")
   return %a, %m
 })"});
+  // Empty tensors: kernels over an empty domain (the Relu, the Add) launch
+  // nothing and their outputs are 0 bytes; reductions over an empty axis
+  // write the identity of the reduction and of the stored dtype: 0 (sum,
+  // sum of squares), 1 (prod), -inf / +inf (f32 max / min), INT32_MIN /
+  // INT32_MAX (i32), 0 / 255 (u8), false / true (bool).
+  cs.push_back({"empty_tensors", R"(graph @emptytensors(%x: f32[3,0,4], %k: i32[2,0], %u: u8[2,0], %b: bool[2,0], %e: f32[0,5]) -> (%s, %mx, %mn, %p, %sq, %r, %kmx, %kmn, %umx, %umn, %bmx, %bmn, %ee) {
+  %ax = constant i64[1] dense<[1]>
+  %s = "ReduceSum"(%x, %ax) {keepdims = 1} : f32[3,1,4] loc("sum")
+  %mx = "ReduceMax"(%x, %ax) {keepdims = 0} : f32[3,4] loc("max")
+  %mn = "ReduceMin"(%x, %ax) : f32[3,1,4] loc("min")
+  %p = "ReduceProd"(%x, %ax) : f32[3,1,4] loc("prod")
+  %sq = "ReduceSumSquare"(%x, %ax) : f32[3,1,4] loc("sumsq")
+  %r = "Relu"(%x) : f32[3,0,4] loc("relu")
+  %kmx = "ReduceMax"(%k, %ax) : i32[2,1] loc("imax")
+  %kmn = "ReduceMin"(%k, %ax) {keepdims = 0} : i32[2] loc("imin")
+  %umx = "ReduceMax"(%u, %ax) : u8[2,1] loc("umax")
+  %umn = "ReduceMin"(%u, %ax) : u8[2,1] loc("umin")
+  %bmx = "ReduceMax"(%b, %ax) : bool[2,1] loc("bmax")
+  %bmn = "ReduceMin"(%b, %ax) : bool[2,1] loc("bmin")
+  %ee = "Add"(%e, %e) : f32[0,5] loc("add")
+  return %s, %mx, %mn, %p, %sq, %r, %kmx, %kmn, %umx, %umn, %bmx, %bmn, %ee
+})"});
   return cs;
 }
 
