@@ -523,6 +523,22 @@ inline std::vector<Case> corpus() {
   %ee = "Add"(%e, %e) : f32[0,5] loc("add")
   return %s, %mx, %mn, %p, %sq, %r, %kmx, %kmn, %umx, %umn, %bmx, %bmn, %ee
 })"});
+  // Bool and integer Max / Min over non-empty rows (any / all for bool):
+  // the accumulators start at false / true and the int extremes. Rows
+  // that are all false (%no) / all true (%yes) tell a wrong start apart.
+  cs.push_back({"bool_int_minmax", R"(graph @boolintminmax(%x: f32[4,37], %b: bool[4,37], %k: i32[4,37]) -> (%any, %all, %none, %every, %kmx, %kmn) {
+  %ax = constant i64[1] dense<[1]>
+  %lo = constant f32[] dense<[-5.0]>
+  %no = "Less"(%x, %lo) : bool[4,37] loc("no")
+  %yes = "Greater"(%x, %lo) : bool[4,37] loc("yes")
+  %any = "ReduceMax"(%b, %ax) : bool[4,1] loc("any")
+  %all = "ReduceMin"(%b, %ax) {keepdims = 0} : bool[4] loc("all")
+  %none = "ReduceMax"(%no, %ax) : bool[4,1] loc("any_false")
+  %every = "ReduceMin"(%yes, %ax) : bool[4,1] loc("all_true")
+  %kmx = "ReduceMax"(%k, %ax) : i32[4,1] loc("imax")
+  %kmn = "ReduceMin"(%k, %ax) : i32[4,1] loc("imin")
+  return %any, %all, %none, %every, %kmx, %kmn
+})"});
   return cs;
 }
 
