@@ -277,7 +277,7 @@ struct Max { template <class T> __device__ T operator()(T a, T b) const { return
 struct Min { template <class T> __device__ T operator()(T a, T b) const { return fx::min(a, b); } };
 template <int G, class T, class Op> __device__ __forceinline__ T groupReduce(T v, Op op) {
 #pragma unroll
-  for (int o = (G < 32 ? G : 32) / 2; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+  for (int o = (G < 32 ? G : 32) / 2; o > 0; o >>= 1) v = op(v, (T)__shfl_xor_sync(0xffffffffu, v, o));  // (T): bool shuffles as int
   if (G > 32) {
     __shared__ T buf[32];
     if ((threadIdx.x & 31) == 0) buf[threadIdx.x / 32] = v;

@@ -168,6 +168,9 @@ const char *combineName(ReduceKind k) {
 std::string initValue(ReduceKind k, ScalarType t) {
   const bool f = t == ScalarType::kF32 || t == ScalarType::kF64;
   const std::string ty = cType(t);
+  // bool: false / true (an int64 extreme converts to true for both).
+  if (t == ScalarType::kBool && (k == ReduceKind::kMax || k == ReduceKind::kMin))
+    return k == ReduceKind::kMax ? "false" : "true";
   switch (k) {
     case ReduceKind::kSum: return absl::StrCat("(", ty, ")0");
     case ReduceKind::kProd: return absl::StrCat("(", ty, ")1");

@@ -726,12 +726,17 @@ absl::StatusOr<TensorType> Importer::typeFromValueInfo(const onnx::ValueInfoProt
   for (int i = 0; i < tt.shape().dim_size(); ++i) {
     const auto &d = tt.shape().dim(i);
     if (d.has_dim_value()) {
-      // Some exporters write -1 (old paddle2onnx, some TF converters) or 0
-      // (older TF and Caffe2 converters) for "unknown": either becomes a
-      // symbol of its own, as a dim_param would. A genuinely empty input is
-      // still accepted (the symbol binds to 0 when the data arrives); an
-      // artifact then needs it bound with --shape, like any symbolic dim.
-      if (d.dim_value() == -1 || d.dim_value() == 0) {
+      // The ONNX spec reads dim_value as the dimension's size, so 0 is a
+      // static 0 (an empty tensor: test_castlike_*'s 'like', the
+      // *_empty_set reductions). -1, which old paddle2onnx and some TF
+      // converters write for "unknown", is not a size: it becomes a symbol
+      // of its own, as a dim_param would. (Older TF / Caffe2 converters
+      // also wrote 0 for "unknown"; before, 0 read as a symbol too, which
+      // made every genuinely empty input need --shape and every declared
+      // empty output non-static. Such a model now gets a static 0; its
+      // real inputs are refused at run time by the shape check, and
+      // --shape cannot rebind a static dim: README.md.)
+      if (d.dim_value() == -1) {
         dims.push_back(ir::Dim::symbolic(freshSymbol(absl::StrCat(vi.name(), "_dim", i))));
         continue;
       }

@@ -314,6 +314,28 @@ absl::StatusOr<int> GroupLowering::reductionAt(const Node &n, int result,
           case OpKind::kBitwiseAnd: case OpKind::kBitwiseOr: case OpKind::kBitwiseXor: case OpKind::kBitwiseNot:
             return unimplemented(n, "unknown reduction");
         }
+        // Max / Min over an empty set of integers or bools: the identity of
+        // the *stored* dtype (ONNX: the lowest / highest value of the type;
+        // false / true for bool). The accumulator's identity is that of
+        // int64, which would store truncated (INT64_MIN as i32 is 0, as
+        // bool true). Floats already give -inf / +inf.
+        const bool isMax = n.kind() == OpKind::kReduceMax || n.kind() == OpKind::kGlobalMaxPool;
+        if (len == 0 && (isMax || n.kind() == OpKind::kReduceMin) && !isFloatCompute(xt)) {
+          const ir::DType dt = n.input(0)->type().dtype;
+          if (dt == ir::DType::kBool) {
+            r = spec_.constB(!isMax);
+          } else {
+            const int64_t bits = ir::dtypeBits(dt);
+            int64_t lo = 0, hi = -1;  // unsigned 64: all ones
+            if (ir::isSigned(dt)) {
+              lo = bits >= 64 ? std::numeric_limits<int64_t>::min() : -(int64_t{1} << (bits - 1));
+              hi = bits >= 64 ? std::numeric_limits<int64_t>::max() : (int64_t{1} << (bits - 1)) - 1;
+            } else if (bits < 64) {
+              hi = (int64_t{1} << bits) - 1;
+            }
+            r = spec_.constI(isMax ? lo : hi, xt);
+          }
+        }
         reds = {r};
       }
       return reds[0];

@@ -535,6 +535,43 @@ inline std::vector<Case> corpus() {
   %sh = "BitShift"(%nu, %v1) {direction = "RIGHT"} : u64[4,9] loc("shr")
   %f = "Cast"(%nu) {to = 1} : f32[4,9] loc("to_f32")
   return %lt, %ge, %dv, %md, %mx, %mn, %sh, %f
+  // Empty tensors: kernels over an empty domain (the Relu, the Add) launch
+  // nothing and their outputs are 0 bytes; reductions over an empty axis
+  // write the identity of the reduction and of the stored dtype: 0 (sum,
+  // sum of squares), 1 (prod), -inf / +inf (f32 max / min), INT32_MIN /
+  // INT32_MAX (i32), 0 / 255 (u8), false / true (bool).
+  cs.push_back({"empty_tensors", R"(graph @emptytensors(%x: f32[3,0,4], %k: i32[2,0], %u: u8[2,0], %b: bool[2,0], %e: f32[0,5]) -> (%s, %mx, %mn, %p, %sq, %r, %kmx, %kmn, %umx, %umn, %bmx, %bmn, %ee) {
+  %ax = constant i64[1] dense<[1]>
+  %s = "ReduceSum"(%x, %ax) {keepdims = 1} : f32[3,1,4] loc("sum")
+  %mx = "ReduceMax"(%x, %ax) {keepdims = 0} : f32[3,4] loc("max")
+  %mn = "ReduceMin"(%x, %ax) : f32[3,1,4] loc("min")
+  %p = "ReduceProd"(%x, %ax) : f32[3,1,4] loc("prod")
+  %sq = "ReduceSumSquare"(%x, %ax) : f32[3,1,4] loc("sumsq")
+  %r = "Relu"(%x) : f32[3,0,4] loc("relu")
+  %kmx = "ReduceMax"(%k, %ax) : i32[2,1] loc("imax")
+  %kmn = "ReduceMin"(%k, %ax) {keepdims = 0} : i32[2] loc("imin")
+  %umx = "ReduceMax"(%u, %ax) : u8[2,1] loc("umax")
+  %umn = "ReduceMin"(%u, %ax) : u8[2,1] loc("umin")
+  %bmx = "ReduceMax"(%b, %ax) : bool[2,1] loc("bmax")
+  %bmn = "ReduceMin"(%b, %ax) : bool[2,1] loc("bmin")
+  %ee = "Add"(%e, %e) : f32[0,5] loc("add")
+  return %s, %mx, %mn, %p, %sq, %r, %kmx, %kmn, %umx, %umn, %bmx, %bmn, %ee
+})"});
+  // Bool and integer Max / Min over non-empty rows (any / all for bool):
+  // the accumulators start at false / true and the int extremes. Rows
+  // that are all false (%no) / all true (%yes) tell a wrong start apart.
+  cs.push_back({"bool_int_minmax", R"(graph @boolintminmax(%x: f32[4,37], %b: bool[4,37], %k: i32[4,37]) -> (%any, %all, %none, %every, %kmx, %kmn) {
+  %ax = constant i64[1] dense<[1]>
+  %lo = constant f32[] dense<[-5.0]>
+  %no = "Less"(%x, %lo) : bool[4,37] loc("no")
+  %yes = "Greater"(%x, %lo) : bool[4,37] loc("yes")
+  %any = "ReduceMax"(%b, %ax) : bool[4,1] loc("any")
+  %all = "ReduceMin"(%b, %ax) {keepdims = 0} : bool[4] loc("all")
+  %none = "ReduceMax"(%no, %ax) : bool[4,1] loc("any_false")
+  %every = "ReduceMin"(%yes, %ax) : bool[4,1] loc("all_true")
+  %kmx = "ReduceMax"(%k, %ax) : i32[4,1] loc("imax")
+  %kmn = "ReduceMin"(%k, %ax) : i32[4,1] loc("imin")
+  return %any, %all, %none, %every, %kmx, %kmn
 })"});
   return cs;
 }
