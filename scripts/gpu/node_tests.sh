@@ -4,7 +4,7 @@
 # compiled with fusec -o and run on the H200 by the GPU script").
 #
 # On the device tool, after scripts/gpu/stage.sh here (carry [".gpu"]):
-#   bash scripts/gpu/node_tests.sh [--jobs J] [--precision fp32|bf16|both] [--filter F] [--seconds S]
+#   bash scripts/gpu/node_tests.sh [--jobs J] [--precision fp32|bf16|both] [--filter F] [--seconds S] [--skip-first N]
 # Writes the node tests of the installed onnx package with
 # test/conformance/generate_node_tests.py (the device has pip onnx), keeps
 # those that pass the reference interpreter (fusec-node-tests), compiles each
@@ -26,6 +26,7 @@ while [ $# -gt 0 ]; do
     --precision) precision=$2; shift 2 ;;
     --filter) filter=$2; shift 2 ;;
     --seconds) seconds=$2; shift 2 ;;
+    --skip-first) export SKIP_FIRST=$2; shift 2 ;;
     *) echo "usage: $0 [--jobs J] [--precision fp32|bf16|both] [--filter F] [--seconds S]" >&2; exit 2 ;;
   esac
 done

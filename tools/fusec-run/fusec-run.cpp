@@ -153,8 +153,21 @@ absl::StatusOr<std::vector<std::pair<std::string, ir::Tensor>>> loadSeries(
 }
 
 absl::StatusOr<bool> run(const Options &opt) {
-  FUSEC_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, frontend::importOnnxModel(opt.model));
   FUSEC_ASSIGN_OR_RETURN(auto inputs, loadSeries(opt.data, "input"));
+  // The data's shapes are bound while importing, as fusec --shape would, so
+  // that what the importer expands or folds (ConvInteger's geometry, an If
+  // on a shape, an LSTM's length) sees them. Data naming no graph input
+  // (an input with an initializer, say) makes that binding fail: then the
+  // model is imported unbound, as before.
+  frontend::ImportOptions io;
+  for (const auto &[name, t] : inputs)
+    if (!name.empty()) io.inputShapes[name] = t.shape();
+  absl::StatusOr<std::unique_ptr<ir::Graph>> bound = frontend::importOnnxModel(opt.model, io);
+  if (!bound.ok() && !io.inputShapes.empty()) {
+    absl::StatusOr<std::unique_ptr<ir::Graph>> unbound = frontend::importOnnxModel(opt.model);
+    if (unbound.ok()) bound = std::move(unbound);
+  }
+  FUSEC_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, std::move(bound));
   FUSEC_ASSIGN_OR_RETURN(auto expected, loadSeries(opt.data, "output"));
   if (expected.empty())
     return absl::NotFoundError(absl::StrCat("no output_0.pb in '", opt.data, "'"));
