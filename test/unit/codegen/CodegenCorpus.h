@@ -535,6 +535,7 @@ inline std::vector<Case> corpus() {
   %sh = "BitShift"(%nu, %v1) {direction = "RIGHT"} : u64[4,9] loc("shr")
   %f = "Cast"(%nu) {to = 1} : f32[4,9] loc("to_f32")
   return %lt, %ge, %dv, %md, %mx, %mn, %sh, %f
+})"});
   // Empty tensors: kernels over an empty domain (the Relu, the Add) launch
   // nothing and their outputs are 0 bytes; reductions over an empty axis
   // write the identity of the reduction and of the stored dtype: 0 (sum,
