@@ -331,7 +331,17 @@ absl::Status Importer::readOpsets() {
                                                  ", newer than fusec reads (", kMinIrVersion,
                                                  " to ", kMaxIrVersion, ")"));
   bool found = false;
+  std::set<std::string> domainsSeen;
   for (const auto &os : model_.opset_import()) {
+    const std::string domain = isOnnxDomain(os.domain()) ? std::string() : os.domain();
+    if (!domainsSeen.insert(domain).second)
+      return absl::InvalidArgumentError(absl::StrCat(
+          "model imports domain ", quotedName(domain.empty() ? "ai.onnx" : domain),
+          " twice (opset_import must name each domain once)"));
+    if (os.domain() == internal::kContribDomain && os.version() != 1)
+      return absl::UnimplementedError(absl::StrCat(
+          "com.microsoft opset ", os.version(), " is not supported (ONNX Runtime's contrib ops are "
+          "opset 1)"));
     domainOpsets_[os.domain()] = os.version();
     if (isOnnxDomain(os.domain())) {
       opset_ = os.version();
@@ -1320,6 +1330,18 @@ absl::Status Importer::importNode(const onnx::NodeProto &n, const std::string &n
   for (const auto &a : n.attribute()) {
     FUSEC_ASSIGN_OR_RETURN(Attribute attr, convertAttribute(a));
     if (schema) FUSEC_RETURN_IF_ERROR(ir::verifyAttributeKind(schema->kind, a.name(), attr));
+    // The IR verifier lets an int stand for a float (text IR writes
+    // `alpha = 2`); an ONNX file must use the declared type (the checker
+    // and ONNX Runtime refuse an INT where a FLOAT is declared).
+    if (schema && attr.kind() == Attribute::Kind::kInt) {
+      const ir::AttrSpec *as = ir::findAttrSpec(schema->kind, a.name());
+      if (as && as->kind == Attribute::Kind::kFloat)
+        return absl::InvalidArgumentError(absl::StrCat("attribute ", quotedName(a.name()),
+                                                       " is INT, expected FLOAT"));
+    }
+    if (spec.attrs.count(a.name()))
+      return absl::InvalidArgumentError(
+          absl::StrCat("attribute ", quotedName(a.name()), " is given twice"));
     spec.attrs[a.name()] = std::move(attr);
   }
 

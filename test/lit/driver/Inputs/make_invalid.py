@@ -212,3 +212,15 @@ save("pad_axes_dup", [helper.make_node("Pad", ["x", "p", "", "ax"], ["y"], name=
 save("constantofshape_two_values", [helper.make_node("ConstantOfShape", ["s"], ["y"], name="cos2",
                                                      value=numpy_helper.from_array(np.array([1.5, 2.0], np.float32)))],
      [], [vi("y", F, [2, 3])], inits=[("s", np.array([2, 3], np.int64))], opset=17)
+# Schema leniencies (red team s26 G3-G5): a duplicate attribute, an INT where
+# a FLOAT is declared, a domain imported twice, com.microsoft opset 99.
+lr = helper.make_node("LeakyRelu", ["x"], ["y"], name="lrelu")
+lr.attribute.extend([helper.make_attribute("alpha", 0.5), helper.make_attribute("alpha", 2.0)])
+save("attr_twice", [lr], [vi("x", F, [8])], [vi("y", F, [8])], feeds=[("x", x8)])
+lri = helper.make_node("LeakyRelu", ["x"], ["y"], name="lrelu_i")
+lri.attribute.extend([helper.make_attribute("alpha", 3)])
+save("attr_int_for_float", [lri], [vi("x", F, [8])], [vi("y", F, [8])], feeds=[("x", x8)])
+save("opset_twice", [helper.make_node("Relu", ["x"], ["y"], name="relu2")],
+     [vi("x", F, [8])], [vi("y", F, [8])], domains=[("ai.onnx", 22)])
+save("ms_opset_99", [helper.make_node("Relu", ["x"], ["y"], name="relu_ms")],
+     [vi("x", F, [8])], [vi("y", F, [8])], domains=[("com.microsoft", 99)])
