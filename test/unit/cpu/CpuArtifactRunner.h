@@ -89,10 +89,10 @@ inline absl::StatusOr<std::vector<ir::Tensor>> runCpuArtifact(const std::string 
     weights.assign(std::istreambuf_iterator<char>(wf), std::istreambuf_iterator<char>());
   }
   AlignedBuf wbuf(weights.size());
-  std::memcpy(wbuf.p, weights.data(), weights.size());
+  if (!weights.empty()) std::memcpy(wbuf.p, weights.data(), weights.size());
   const int64_t arenaBytes = m.value("arena_bytes", int64_t{0});
   AlignedBuf arena(arenaBytes);
-  std::memset(arena.p, 0xff, arenaBytes);  // NaN in every float format
+  if (arenaBytes > 0) std::memset(arena.p, 0xff, arenaBytes);  // NaN in every float format
   const Json &bufs = m["buffers"];
   std::vector<std::unique_ptr<AlignedBuf>> outBufs;
   std::vector<void *> addr(bufs.size(), nullptr);
@@ -111,11 +111,12 @@ inline absl::StatusOr<std::vector<ir::Tensor>> runCpuArtifact(const std::string 
       if (static_cast<int64_t>(it->second.byteSize()) != bytes[i])
         return absl::InvalidArgumentError(absl::StrCat("input ", name, " has ", it->second.byteSize(), " bytes, want ", bytes[i]));
       inCopies.push_back(std::make_unique<AlignedBuf>(bytes[i]));
-      std::memcpy(inCopies.back()->p, it->second.data(), bytes[i]);
+      // memcpy with a null pointer is undefined even for 0 bytes (an empty input).
+      if (bytes[i] > 0) std::memcpy(inCopies.back()->p, it->second.data(), bytes[i]);
       addr[i] = inCopies.back()->p;
     } else if (st == "output") {
       outBufs.push_back(std::make_unique<AlignedBuf>(bytes[i]));
-      std::memset(outBufs.back()->p, 0xff, bytes[i]);
+      if (bytes[i] > 0) std::memset(outBufs.back()->p, 0xff, bytes[i]);
       addr[i] = outBufs.back()->p;
       outIdx[b["index"].get<size_t>()] = outBufs.back().get();
     } else if (st == "weight") {
@@ -186,7 +187,7 @@ inline absl::StatusOr<std::vector<ir::Tensor>> runCpuArtifact(const std::string 
       }
       ir::Tensor t(it->second, outs[k]["shape"].get<std::vector<int64_t>>());
       const void *src = b["storage"] == "output" ? outIdx[k]->p : addr[outs[k]["buffer"].get<int>()];
-      std::memcpy(t.data(), src, t.byteSize());
+      if (t.byteSize() > 0) std::memcpy(t.data(), src, t.byteSize());
       out.push_back(std::move(t));
     }
   }
