@@ -159,6 +159,21 @@ absl::StatusOr<std::vector<Node *>> upgrade(
   } else if (op == "Softmax" || op == "LogSoftmax" || op == "Hardmax") {
     if (opset < 13) return upgradeCoercingSoftmax(graph, std::move(spec), uniqueNodeName);
     if (!spec.attrs.count("axis")) spec.attrs["axis"] = Attribute(int64_t{-1});
+  } else if (op == "GridSample") {
+    // GridSample-16 names its modes bilinear / nearest / bicubic; opset 20
+    // renamed them linear / nearest / cubic (ONNX Changelog, GridSample-20).
+    // A name of the other version is an invalid model (the checker and ONNX
+    // Runtime refuse it); the lowering reads both spellings.
+    auto it = spec.attrs.find("mode");
+    if (it != spec.attrs.end() && it->second.kind() == Attribute::Kind::kString) {
+      const std::string &m = it->second.s();
+      const bool old = m == "bilinear" || m == "bicubic", renamed = m == "linear" || m == "cubic";
+      if ((opset >= 20 && old) || (opset < 20 && renamed))
+        return absl::InvalidArgumentError(absl::StrCat(
+            "GridSample mode '", m, "' is GridSample-", opset >= 20 ? "16's" : "20's",
+            " name; at opset ", opset, " the modes are ",
+            opset >= 20 ? "linear, nearest, cubic" : "bilinear, nearest, bicubic"));
+    }
   } else if (op == "Range") {
     // Opset 27: stash_type names the accumulation type for f16/bf16. fusec
     // computes start + i * delta exactly and rounds once, which is what

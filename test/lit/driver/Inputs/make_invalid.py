@@ -224,3 +224,6 @@ save("opset_twice", [helper.make_node("Relu", ["x"], ["y"], name="relu2")],
      [vi("x", F, [8])], [vi("y", F, [8])], domains=[("ai.onnx", 22)])
 save("ms_opset_99", [helper.make_node("Relu", ["x"], ["y"], name="relu_ms")],
      [vi("x", F, [8])], [vi("y", F, [8])], domains=[("com.microsoft", 99)])
+# GridSample-16's mode names at opset 22 (renamed at 20; red team s26 G7).
+save("gridsample_old_mode", [helper.make_node("GridSample", ["x", "g"], ["y"], name="gs", mode="bilinear")],
+     [vi("x", F, [1, 1, 4, 4]), vi("g", F, [1, 2, 2, 2])], [vi("y", F, [1, 1, 2, 2])], opset=22)
