@@ -24,7 +24,13 @@ namespace {
 bool hasBackend(const std::string &target) { return codegen::backendFor(target).ok(); }
 
 absl::Status backendMissing(const std::string &target) {
-  return absl::UnimplementedError(absl::StrCat("the ", target, " backend is not implemented yet"));
+  // The targets table knows every target; only the cpu backend can be left
+  // out of a build (-DFUSEC_CPU_BACKEND=OFF: no LLVM, as the GPU staging
+  // build is configured).
+  return absl::UnimplementedError(absl::StrCat(
+      "this fusec was built without the ", target, " backend",
+      target == "cpu" ? " (configure with -DFUSEC_CPU_BACKEND=ON, which needs LLVM's development package)"
+                      : ""));
 }
 
 /// Lowering, backend emission and the artifact folder: the one call into
@@ -56,6 +62,8 @@ absl::Status emitArtifact(const std::string &modelPath, const CompileOptions &op
   c.artifact.warnings.insert(c.artifact.warnings.end(), summary.warnings.begin(), summary.warnings.end());
   c.artifact.builtLibrary = summary.builtLibrary;
   c.artifact.numSteps = summary.numSteps;
+  c.artifact.numGuardedSteps = summary.numGuardedSteps;
+  c.artifact.guardedRanges = summary.guardedRanges;
   c.artifact.numKernels = summary.numKernels;
   c.artifact.weightsBytes = summary.weightsBytes;
   c.artifact.arenaBytes = summary.arenaBytes;

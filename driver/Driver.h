@@ -14,8 +14,8 @@
 // Errors (absl::Status): InvalidArgument for bad options and models (unknown
 // or mismatched --target/--arch/--device, --shape naming a non-input,
 // unbound symbolic dims when writing an artifact, an unknown pass name);
-// Unimplemented for ONNX ops fusec lacks and for a target whose backend does
-// not exist yet ("the cpu backend is not implemented yet", returned before
+// Unimplemented for ONNX ops fusec lacks and for a target whose backend this
+// build left out ("this fusec was built without the cpu backend", returned before
 // any file is written); NotFound for a missing model file; Internal for
 // compiler bugs and a failing nvcc. Messages name what failed.
 //
@@ -101,6 +101,8 @@ struct ArtifactReport {
   std::vector<std::string> warnings;  ///< e.g. "nvcc not found: build with ..."
   bool builtLibrary = false;          ///< the backend's library was built
   int numSteps = 0;                   ///< steps in the manifest
+  int numGuardedSteps = 0;            ///< of them, steps with a guard (ARTIFACT.md)
+  std::vector<std::string> guardedRanges;  ///< ArtifactSummary::guardedRanges
   int numKernels = 0;                 ///< unique generated kernels
   int64_t weightsBytes = 0;           ///< size of weights.bin
   int64_t arenaBytes = 0;             ///< activation arena after the memory plan

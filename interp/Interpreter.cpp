@@ -156,12 +156,49 @@ absl::StatusOr<std::vector<ir::Tensor>> runGraph(
     return v->constant();
   };
   for (const ir::Node *node : graph.nodes()) {
+    // A guarded node (an If branch) runs only when its guard holds, its
+    // terms read in order (a later one only when the earlier ones hold). A
+    // skipped node's results read as zeros of their declared static type
+    // (only the If's Where, which discards them, reads them); without a
+    // static type they stay undefined and reading one is an error.
+    bool holds = true;
+    for (const ir::GuardTerm &term : node->guard()) {
+      const ir::Tensor *c = lookup(term.cond);
+      if (!c || c->numElements() != 1)
+        return absl::InternalError(absl::StrCat("guard '", term.cond->name(), "' of ",
+                                                node->describe(), " has no value of one element"));
+      if ((c->getDouble(0) != 0.0) != term.when) {
+        holds = false;
+        break;
+      }
+    }
+    if (!holds) {
+      for (const ir::Value *v : node->outputs())
+        if (v && v->type().isStatic() && v->type().dtype != ir::DType::kString &&
+            ir::checkTensorSize(v->type().dtype, v->type().staticShape()).ok())
+          env[v] = ir::Tensor(v->type().dtype, v->type().staticShape());
+      continue;
+    }
     std::vector<const ir::Tensor *> args;
+    // The If's Where reading a skipped branch's value of a symbolic type:
+    // zeros shaped like the taken operand (the types agree, importRuntimeIf).
+    if (node->kind() == ir::OpKind::kWhere && node->numInputs() == 3)
+      for (int k = 1; k <= 2; ++k) {
+        const ir::Value *v = node->input(k), *other = node->input(3 - k);
+        const ir::Tensor *o = lookup(other);
+        if (v && !lookup(v) && v->producer() && v->producer()->guarded() && o &&
+            o->dtype() == v->type().dtype) {
+          env[v] = ir::Tensor(o->dtype(), o->shape());
+        }
+      }
     for (const ir::Value *v : node->inputs()) {
       const ir::Tensor *t = lookup(v);
       if (v && !t)
         return absl::InternalError(absl::StrCat("value '", v->name(), "' used by ",
-                                                node->describe(), " has no value"));
+                                                node->describe(), " has no value",
+                                                v->producer() && v->producer()->guarded()
+                                                    ? " (its producer's guard did not hold)"
+                                                    : ""));
       args.push_back(t);
     }
     FUSEC_ASSIGN_OR_RETURN(std::vector<ir::Tensor> results, evaluateNode(*node, args));

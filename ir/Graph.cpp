@@ -100,6 +100,23 @@ void Node::setInputs(std::vector<Value *> v) {
     if (in) addUse(in, this, in->uses_);
 }
 
+void Node::setGuard(Guard g) {
+  for (const GuardTerm &t : guard_)
+    if (t.cond) removeUse(t.cond->guardUses_, this);
+  guard_ = std::move(g);
+  for (const GuardTerm &t : guard_)
+    if (t.cond) t.cond->guardUses_.push_back(this);
+}
+
+std::string describeGuard(const Guard &g) {
+  if (g.empty()) return "always";
+  std::string out = "when ";
+  for (size_t i = 0; i < g.size(); ++i)
+    absl::StrAppend(&out, i ? " and " : "", g[i].when ? "" : "not ",
+                    "'", g[i].cond ? g[i].cond->name() : "?", "'");
+  return out;
+}
+
 //===----------------------------------------------------------------------===//
 // Graph
 //===----------------------------------------------------------------------===//
@@ -168,9 +185,12 @@ std::vector<Node *> Graph::nodes() const {
 
 std::vector<Value *> Graph::constants() const {
   absl::flat_hash_set<const Value *> used(outputs_.begin(), outputs_.end());
-  for (const auto &n : nodes_)
+  for (const auto &n : nodes_) {
     for (Value *v : n->inputs_)
       if (v) used.insert(v);
+    for (const GuardTerm &t : n->guard_)
+      if (t.cond) used.insert(t.cond);
+  }
   std::vector<Value *> out;
   for (const auto &v : values_)
     if (v->constant_ && used.contains(v.get())) out.push_back(v.get());
@@ -231,6 +251,14 @@ void Graph::replaceAllUsesWith(Value *from, Value *to) {
         in = to;
         if (to) to->uses_.push_back(n);
       }
+  std::vector<Node *> guarded = std::move(from->guardUses_);
+  from->guardUses_.clear();
+  for (Node *n : guarded)
+    for (GuardTerm &t : n->guard_)
+      if (t.cond == from) {
+        t.cond = to;
+        if (to) to->guardUses_.push_back(n);
+      }
   for (Value *&o : outputs_)
     if (o == from) o = to;
 }
@@ -238,6 +266,7 @@ void Graph::replaceAllUsesWith(Value *from, Value *to) {
 void Graph::eraseNode(Node *n) {
   for (Value *in : n->inputs_)
     if (in) removeUse(in->uses_, n);
+  n->setGuard({});
   for (Value *v : n->outputs_)
     if (v->producer_ == n) v->producer_ = nullptr;
   nodes_.erase(std::remove_if(nodes_.begin(), nodes_.end(),
@@ -245,7 +274,10 @@ void Graph::eraseNode(Node *n) {
                nodes_.end());
 }
 
-void Graph::detachDeadNode(Node *n) { n->setInputs({}); }
+void Graph::detachDeadNode(Node *n) {
+  n->setInputs({});
+  n->setGuard({});
+}
 
 void Graph::setConstant(Value *v, Tensor data) {
   v->type_ = TensorType::fromShape(data.dtype(), data.shape());
@@ -265,6 +297,8 @@ int64_t Graph::removeDeadNodes() {
     keep[i] = true;
     for (Value *in : n->inputs_)
       if (in) live.insert(in);
+    for (const GuardTerm &t : n->guard_)
+      if (t.cond) live.insert(t.cond);
   }
   int64_t removed = 0;
   std::vector<std::unique_ptr<Node>> kept;
@@ -274,6 +308,7 @@ int64_t Graph::removeDeadNodes() {
     } else {
       for (Value *in : nodes_[i]->inputs_)
         if (in) removeUse(in->uses_, nodes_[i].get());
+      nodes_[i]->setGuard({});
       for (Value *v : nodes_[i]->outputs_) v->producer_ = nullptr;
       ++removed;
     }
@@ -307,6 +342,9 @@ absl::Status Graph::topoSort() {
     absl::flat_hash_set<const Node *> deps;
     for (Value *in : nodes_[i]->inputs_)
       if (in && in->producer_ && index.contains(in->producer_)) deps.insert(in->producer_);
+    for (const GuardTerm &t : nodes_[i]->guard_)
+      if (t.cond && t.cond->producer_ && index.contains(t.cond->producer_))
+        deps.insert(t.cond->producer_);
     for (const Node *d : deps) {
       consumers[index[d]].push_back(i);
       ++pending[i];
@@ -330,6 +368,42 @@ absl::Status Graph::topoSort() {
   for (size_t i : order) sorted.push_back(std::move(nodes_[i]));
   nodes_ = std::move(sorted);
   return absl::OkStatus();
+}
+
+int64_t propagateGuards(Graph &graph) {
+  const std::vector<Node *> nodes = graph.nodes();
+  absl::flat_hash_map<const Node *, size_t> index;
+  for (size_t i = 0; i < nodes.size(); ++i) index[nodes[i]] = i;
+  int64_t changed = 0;
+  for (size_t i = nodes.size(); i-- > 0;) {
+    Node *n = nodes[i];
+    const Guard *common = nullptr;
+    bool ok = n->numOutputs() > 0;
+    for (Value *v : n->outputs()) {
+      if (!ok) break;
+      if (!v || graph.isGraphOutput(v) || !v->guardUsers().empty() || v->numUses() == 0) {
+        ok = false;
+        break;
+      }
+      for (Node *u : v->operandUsers()) {
+        if (!common) common = &u->guard();
+        if (u->guard() != *common) {
+          ok = false;
+          break;
+        }
+      }
+    }
+    if (!ok || !common || common->size() <= n->guard().size()) continue;
+    if (!std::equal(n->guard().begin(), n->guard().end(), common->begin())) continue;
+    for (size_t t = n->guard().size(); t < common->size() && ok; ++t) {
+      const Value *c = (*common)[t].cond;
+      if (c->producer() && (!index.contains(c->producer()) || index.at(c->producer()) >= i)) ok = false;
+    }
+    if (!ok) continue;
+    n->setGuard(*common);
+    ++changed;
+  }
+  return changed;
 }
 
 }  // namespace fusec::ir

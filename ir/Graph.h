@@ -31,6 +31,28 @@
 namespace fusec::ir {
 
 class Node;
+class Value;
+
+/// One condition of a node's guard (an If whose condition is known only at
+/// run time, imported with both branches inline): the node runs only when
+/// `cond`, a bool value of one element, equals `when`. A guard is a
+/// conjunction of terms, outermost If first; the terms are evaluated in
+/// order and a later term is read only when the earlier ones hold (an inner
+/// If's condition is computed by nodes guarded by the outer terms).
+///
+/// Meaning: a guarded node *may be skipped* when its guard does not hold;
+/// its results are then unspecified, and only nodes with the same guard or
+/// a stronger one, or a select that discards them (the If's Where), read
+/// them. Dropping a guard is therefore always correct (the node just runs
+/// every time); merging nodes of different guards is not (fusion refuses
+/// it, passes/fusion/Fusible.cpp canFuse).
+struct GuardTerm {
+  Value *cond = nullptr;
+  bool when = true;
+  bool operator==(const GuardTerm &o) const { return cond == o.cond && when == o.when; }
+  bool operator!=(const GuardTerm &o) const { return !(*this == o); }
+};
+using Guard = std::vector<GuardTerm>;
 
 class Value {
  public:
@@ -55,6 +77,11 @@ class Value {
   /// Node::setInput(s) and every Graph mutation, so replaceAllUsesWith()
   /// costs O(uses), not O(nodes).
   int64_t numUses() const { return static_cast<int64_t>(uses_.size()); }
+  /// Nodes whose guard names this value (one entry per term; not operand
+  /// uses, so numUses() and userMap() do not count them).
+  const std::vector<Node *> &guardUsers() const { return guardUses_; }
+  /// The operand uses behind numUses(), one entry per slot, unordered.
+  const std::vector<Node *> &operandUsers() const { return uses_; }
 
  private:
   friend class Graph;
@@ -65,6 +92,7 @@ class Value {
   int resultIndex_ = 0;
   std::shared_ptr<const Tensor> constant_;
   std::vector<Node *> uses_;  ///< one entry per operand slot, unordered
+  std::vector<Node *> guardUses_;  ///< one entry per guard term naming it
 };
 
 class Node {
@@ -116,6 +144,13 @@ class Node {
   std::vector<float> getFloats(const std::string &n, std::vector<float> dflt = {}) const;
   void setAttr(const std::string &n, Attribute a) { attrs_[n] = std::move(a); }
 
+  /// The node's guard (GuardTerm); empty: it always runs.
+  const Guard &guard() const { return guard_; }
+  bool guarded() const { return !guard_.empty(); }
+  /// Replaces the guard, keeping Value::guardUsers() in step. Terms must
+  /// name non-null values.
+  void setGuard(Guard g);
+
   /// "'name' (OpType)" for diagnostics.
   std::string describe() const;
 
@@ -128,7 +163,21 @@ class Node {
   std::vector<Value *> inputs_;
   std::vector<Value *> outputs_;
   AttributeMap attrs_;
+  Guard guard_;
 };
+
+/// "when 'c' and not 'd'" for dumps and errors; "always" for an empty guard.
+std::string describeGuard(const Guard &g);
+
+class Graph;
+/// Re-derives guards that rewrites dropped (a pass that replaces guarded
+/// nodes creates unguarded ones, which is correct but runs them always):
+/// visiting nodes in reverse order, a node whose results are not graph
+/// outputs and not guard conditions, whose operand users all have one guard
+/// G, and whose own guard is a strict prefix of G, gets G, provided each
+/// added term's condition is a graph input, a constant or the result of an
+/// earlier node. \returns the number of nodes whose guard changed.
+int64_t propagateGuards(Graph &graph);
 
 class Graph {
  public:
@@ -189,7 +238,8 @@ class Graph {
   absl::flat_hash_map<const Value *, std::vector<Node *>> userMap() const;
   bool isGraphOutput(const Value *v) const;
 
-  /// Replaces every use of \p from (node inputs and graph outputs) with \p to.
+  /// Replaces every use of \p from (node inputs, guard terms and graph
+  /// outputs) with \p to.
   /// O(uses of from + graph outputs).
   void replaceAllUsesWith(Value *from, Value *to);
   /// Removes \p n from the graph. Its results must be unused. O(nodes).

@@ -13,7 +13,9 @@
 //   arg       ::= value ':' type
 //   stmt      ::= value '=' 'constant' type dense
 //               | [value (',' value)* '='] op '(' [operand (',' operand)*] ')'
-//                 [attrs] [':' type (',' type)*] [loc]
+//                 [attrs] [guard] [':' type (',' type)*] [loc]
+//   guard     ::= 'guard' '(' ['!'] value (',' ['!'] value)* ')'
+//                                               (ir::Guard; '!' = when false)
 //   operand   ::= value | '_'                    (`_` = omitted optional input)
 //   value     ::= '%' name
 //   name      ::= [A-Za-z0-9_.]+ | string        (quoted when not bare)
@@ -559,6 +561,20 @@ absl::Status Parser::parseNode(std::vector<std::string> results, int line, int c
       }
     }
   }
+  Guard guard;
+  if (consumeKeyword("guard")) {
+    FUSEC_RETURN_IF_ERROR(expect('(', "'(' after guard"));
+    do {
+      skipWs();
+      const bool when = !consumeIf('!');
+      skipWs();
+      int vl = line_, vc = col_;
+      FUSEC_ASSIGN_OR_RETURN(std::string name, parseValueName());
+      FUSEC_ASSIGN_OR_RETURN(Value * v, lookup(name, vl, vc));
+      guard.push_back(GuardTerm{v, when});
+    } while (consumeIf(','));
+    FUSEC_RETURN_IF_ERROR(expect(')', "',' or ')' in the guard"));
+  }
   std::vector<TensorType> types;
   if (consumeIf(':')) {
     do {
@@ -579,6 +595,7 @@ absl::Status Parser::parseNode(std::vector<std::string> results, int line, int c
   }
   Node *n = graph_->addNode(op, std::move(inputs), results, std::move(attrs), std::move(loc),
                             nullptr, std::move(domain));
+  n->setGuard(std::move(guard));
   for (size_t i = 0; i < results.size(); ++i) {
     n->output(static_cast<int>(i))->setType(types[i]);
     values_[results[i]] = n->output(static_cast<int>(i));

@@ -3,7 +3,8 @@
 // Prints a Graph in the generic, table-free text form that ir/Parser.cpp
 // reads back; the grammar and the lexical rules are documented at the top of
 // Parser.cpp. Nothing here knows about individual ops: every node prints as
-//   %r0, %r1 = "OpType"(%a, _, %b) {attr = ...} : type0, type1 loc("name")
+//   %r0, %r1 = "OpType"(%a, _, %b) {attr = ...} guard(%c, !%d) : type0, type1 loc("name")
+// (guard: the node's ir::Guard, printed only when it has terms).
 // Constants print first, in creation order, then the nodes in graph order.
 //
 //===----------------------------------------------------------------------===//
@@ -287,6 +288,13 @@ std::string printGraph(const Graph &graph, const PrintOptions &options) {
         first = false;
       }
       out += "}";
+    }
+    if (n->guarded()) {
+      out += " guard(";
+      for (size_t i = 0; i < n->guard().size(); ++i)
+        absl::StrAppend(&out, i ? ", " : "", n->guard()[i].when ? "" : "!",
+                        namer.ref(n->guard()[i].cond));
+      out += ")";
     }
     if (n->numOutputs() > 0) {
       out += " : ";

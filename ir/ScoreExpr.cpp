@@ -652,6 +652,24 @@ absl::StatusOr<AttentionAttrs> readAttentionAttrs(const Node &node) {
     return absl::InvalidArgumentError(
         absl::StrCat("FusedAttention: masked_rows '", rows, "' is not \"\" (NaN) or \"mean\""));
   a.maskedRowsMean = rows == "mean";
+  const int64_t km = node.attrI("key_mask");
+  if (km < -1 || km >= ctx.numBiases)
+    return absl::InvalidArgumentError(absl::StrCat("FusedAttention: key_mask ", km, " names no bias input (",
+                                                   ctx.numBiases, " biases)"));
+  a.keyMask = static_cast<int>(km);
+  if (km >= 0 && node.input(3 + static_cast<int>(km))) {
+    const ir::TensorType &t = node.input(3 + static_cast<int>(km))->type();
+    if (t.rankKnown) {
+      if (t.rank() > 4)
+        return absl::InvalidArgumentError("FusedAttention: the key_mask input has rank > 4");
+      for (int64_t d = 0; d < t.rank(); ++d) {
+        const int64_t pos = 4 - t.rank() + d;  // position in [B, Hq, Sq, Sk]
+        if ((pos == 1 || pos == 2) && !(t.shape[d].isStatic() && t.shape[d].value == 1))
+          return absl::InvalidArgumentError(
+              "FusedAttention: the key_mask input is not per key (its Hq and Sq dims must be 1)");
+      }
+    }
+  }
   return a;
 }
 

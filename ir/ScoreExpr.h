@@ -145,13 +145,19 @@ struct AttentionAttrs {
   /// "masked_rows" == "mean": a row whose every x is -inf gives the mean of
   /// V over all keys instead of NaN (ir/Ops.def).
   bool maskedRowsMean = false;
+  /// "key_mask": -1 = none, else the bias input N (node input 3 + N) that is
+  /// the per-key mask: key k of batch b is kept where biasN[b, k] != 0 (NaN
+  /// keeps). Its shape, right-aligned against [B, Hq, Sq, Sk], is 1 at Hq and
+  /// Sq (ir/Ops.def).
+  int keyMask = -1;
   std::map<std::string, std::vector<float>> tables;  ///< "tables" + "table_NAME"
 };
 
 /// Reads and parses \p node's attributes; bias inputs are inputs 3.. .
 /// Errors: InvalidArgument for parse errors, a table named but missing, a
 /// mask that reads score, biases or tables, masked_rows other than "" or
-/// "mean".
+/// "mean", a key_mask that names no bias input or (when its rank is known)
+/// one that is not 1 at the Hq and Sq positions.
 absl::StatusOr<AttentionAttrs> readAttentionAttrs(const Node &node);
 
 }  // namespace fusec::ir

@@ -32,6 +32,7 @@
 #include "ir/ShapeInference.h"
 
 #include <algorithm>
+#include <limits>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
@@ -289,17 +290,22 @@ std::optional<Elems> Inferrer::trackNode(const Node &n, int depth) {
           }
           continue;
         }
+        // A result that overflows int64 (INT64_MIN / -1 included) is not
+        // tracked: it is no shape, and the interpreter (const-fold) gives
+        // the dtype's wrapped value.
         int64_t r = 0;
+        bool overflow = false;
         if (n.kind() == OpKind::kAdd) {
-          r = x.v + y.v;
+          overflow = __builtin_add_overflow(x.v, y.v, &r);
         } else if (n.kind() == OpKind::kSub) {
-          r = x.v - y.v;
+          overflow = __builtin_sub_overflow(x.v, y.v, &r);
         } else if (n.kind() == OpKind::kMul) {
-          r = x.v * y.v;
+          overflow = __builtin_mul_overflow(x.v, y.v, &r);
         } else {  // Div
-          if (y.v == 0) return std::nullopt;
+          if (y.v == 0 || (y.v == -1 && x.v == std::numeric_limits<int64_t>::min())) return std::nullopt;
           r = x.v / y.v;
         }
+        if (overflow) return std::nullopt;
         e.push_back(Elem::ofInt(r));
       }
       return e;
@@ -672,6 +678,32 @@ absl::Status checkDeclaredType(const TensorType &inferred, const TensorType &dec
         inferred.shape[i].value != declared.shape[i].value)
       return conflict();
   return absl::OkStatus();
+}
+
+std::optional<Tensor> foldShapeOf(const Node &node) {
+  const Value *in = node.input(0);
+  if (!in) return std::nullopt;
+  const TensorType &ty = in->type();
+  if (!ty.rankKnown) return std::nullopt;
+  int64_t rank = ty.rank();
+  if (node.kind() == OpKind::kSize) {
+    std::optional<int64_t> n = ty.numElements();
+    if (!n) return std::nullopt;
+    return Tensor::scalarInt(DType::kI64, *n);
+  }
+  // Shape (opset 15+): start / end, negative counts from the back, clamped.
+  auto clampAxis = [&](int64_t a) {
+    if (a < 0) a += rank;
+    return std::clamp<int64_t>(a, 0, rank);
+  };
+  int64_t start = clampAxis(node.attrI("start"));
+  int64_t end = node.hasAttr("end") ? clampAxis(node.getInt("end", rank)) : rank;
+  std::vector<int64_t> dims;
+  for (int64_t d = start; d < end; ++d) {
+    if (!ty.shape[d].isStatic()) return std::nullopt;
+    dims.push_back(ty.shape[d].value);
+  }
+  return Tensor::vectorI64(dims);
 }
 
 absl::StatusOr<bool> bindInputDims(Graph &graph,

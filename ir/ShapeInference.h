@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,13 @@ absl::StatusOr<std::vector<TensorType>> computeNodeTypes(const Node &node);
 /// invalid (ONNX Runtime rejects it), never silently overridden.
 absl::Status checkDeclaredType(const TensorType &inferred, const TensorType &declared,
                                const std::string &what);
+
+/// The value of Shape or Size \p node (ONNX Operators.md: Shape-15's start
+/// and end count from the back when negative and are clamped to the rank)
+/// read from its input's static dims: i64[end - start], or an i64 scalar for
+/// Size. nullopt when a dim it reads is not static or the rank is unknown.
+/// Used by the const-fold pass and by the importer's If folding.
+std::optional<Tensor> foldShapeOf(const Node &node);
 
 /// Binds graph-input dims (fusec --shape NAME=2x24): \p shapes maps an input
 /// name to static dims. Each bound dim that is a symbol binds that symbol in

@@ -11,7 +11,8 @@
 // and that result types agree with
 // what shape inference computes (computeNodeTypes; the graph is not changed):
 // dtypes when both are defined, ranks when both are known, dims when static
-// on both sides.
+// on both sides; and every guard term (ir::Guard) names a bool value of
+// one element defined before the node.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/Verifier.h"
@@ -115,6 +116,15 @@ absl::Status verifyGraph(const Graph &graph) {
       if (!v || defined.contains(v) || v->isConstant()) continue;
       return nodeError(*n, absl::StrCat("input ", i, " (%", v->name(),
                                         ") is used before it is defined"));
+    }
+    for (const GuardTerm &t : n->guard()) {
+      if (!t.cond) return nodeError(*n, "a guard term names no value");
+      if (!defined.contains(t.cond) && !t.cond->isConstant())
+        return nodeError(*n, absl::StrCat("guard %", t.cond->name(), " is used before it is defined"));
+      const TensorType &ct = t.cond->type();
+      if (ct.dtype != DType::kBool || ct.numElements().value_or(-1) != 1)
+        return nodeError(*n, absl::StrCat("guard %", t.cond->name(), " has type ", ct.str(),
+                                          "; a guard is a bool of one element"));
     }
     FUSEC_RETURN_IF_ERROR(checkArity(*n));
     FUSEC_RETURN_IF_ERROR(checkAttributes(*n));

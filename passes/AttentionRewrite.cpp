@@ -16,9 +16,10 @@
 //                 - a constant bias of 0 / -inf that equals an index pattern
 //                   (causal "k <= q", shifted diagonals, sliding windows
 //                   "k <= q && (q - k) < W") becomes the `mask`;
-//                 - a constant bias equal to slope[h] * (k - q) (ALiBi, with
-//                   -inf entries as a mask) becomes "slope[h] * (k - q)" with
-//                   a constant table;
+//                 - a constant bias equal to slope[h] * (k - q) or slope[h] * k
+//                   (ALiBi; BLOOM's per-key form), exactly as the f32
+//                   product, with -inf entries as a mask, becomes that
+//                   expression with a constant table;
 //                 - Where(cond, score, fill) / Where(cond, fill, score): a
 //                   constant cond matching an index pattern with fill -inf is
 //                   a mask; otherwise "cond ? score : fill" with cond inline
@@ -39,6 +40,28 @@
 //                   tiles skipped), the rest "(R ? score : -inf)", and a
 //                   finite F sets masked_rows "mean" (ir/Ops.def): the
 //                   graph's uniform result on rows F fills entirely.
+//                 - key mask (key_mask, ir/Ops.def): a conjunct of C that
+//                   is a run-time bool per key ([B,1,1,Sk], the padding
+//                   vector; or x in a masked reason Equal(x, 0)) becomes
+//                   the kernel's per-key mask operand (read once per key
+//                   tile, tiles it empties skipped) instead of a bias read
+//                   at every score; a constant [B,1,Sq,Sk] mask with the
+//                   padding folded in is split into an index pattern times
+//                   a constant [B,1,1,Sk] key mask (decomposeKeyMask; the
+//                   product is checked against every element). A condition
+//                   of masked reasons (Where(Or(r..), F, score)) is the And
+//                   of their negations (De Morgan). Combinations of additive
+//                   masks split when every masked entry holds the same F
+//                   (fully masked rows stay uniform): Where(C, F, M2),
+//                   Min(M1, M2), Add(M1, M2) of -inf masks (splitMask).
+//                 - index patterns (indexPattern, each candidate evaluated on
+//                   every element): causal with a diagonal offset (Sq != Sk:
+//                   prefill after a cache), sliding windows, bands,
+//                   chunked "q / C == k / C" (with or without causal).
+//                 - fills that act as -inf: -inf and finite F <= -1e30 (f32
+//                   and bf16 finfo.min), F <= -65504 on f16 scores; other
+//                   two-valued constants ({0, -1e4}) become the exact
+//                   expression "(pattern ? a : b)", not a bias input.
 //                A mask is kept in `mask` only while every later op maps
 //                -inf to -inf; otherwise it is applied inline in score_mod
 //                as "(mask ? s : -inf)".
@@ -108,6 +131,10 @@ struct Match {
   std::map<std::string, std::vector<float>> tables;
   std::vector<Node *> matched;
   bool maskedRowsMean = false;  ///< masked_rows "mean" (a finite exporter fill, splitMask)
+  /// The per-key mask operand (key_mask): a run-time bool [.., 1, 1, Sk]
+  /// value, or a constant one built from a folded mask (keyMaskConst).
+  Value *keyMask = nullptr;
+  std::optional<ir::Tensor> keyMaskConst;
 };
 
 std::string quoted(const Node *n) { return absl::StrCat("'", n->name(), "' (", n->opType(), ")"); }
@@ -143,13 +170,16 @@ std::string lit(double c) { return ir::scoreFloatLiteral(static_cast<float>(c));
 struct KeepGrid {
   int64_t sq = 0, sk = 0;
   std::vector<char> keep;  ///< sq * sk
+  /// Empty = every element counts; else 0 marks an element either value
+  /// fits (a key no batch keeps, decomposeKeyMask).
+  std::vector<char> care;
 };
 
 std::optional<KeepGrid> keepGrid(const ir::Tensor &t, int64_t sq, int64_t sk,
                                  const std::function<bool(double)> &isKeep) {
   if (t.rank() < 2 || sq <= 0 || sk <= 0) return std::nullopt;
   if (t.shape()[t.rank() - 2] != sq || t.shape()[t.rank() - 1] != sk) return std::nullopt;
-  KeepGrid g{sq, sk, std::vector<char>(sq * sk)};
+  KeepGrid g{sq, sk, std::vector<char>(sq * sk), {}};
   const int64_t slice = sq * sk, n = t.numElements();
   for (int64_t i = 0; i < slice; ++i) g.keep[i] = isKeep(t.getDouble(i));
   for (int64_t i = slice; i < n; ++i)
@@ -168,6 +198,7 @@ bool verifyPattern(const KeepGrid &g, const std::string &text) {
     for (int64_t k = 0; k < g.sk; ++k) {
       env.q = q;
       env.k = k;
+      if (!g.care.empty() && !g.care[q * g.sk + k]) continue;
       if ((ir::evalScoreExpr(*e, env) != 0) != (g.keep[q * g.sk + k] != 0)) return false;
     }
   return true;
@@ -181,8 +212,9 @@ std::string offsetTerm(const char *var, int64_t d) {
 /// An index-only expression equal to \p g: "" when everything is kept,
 /// nullopt when no candidate matches.
 std::optional<std::string> indexPattern(const KeepGrid &g) {
-  if (std::all_of(g.keep.begin(), g.keep.end(), [](char c) { return c != 0; }))
-    return std::string();
+  bool allKept = true;
+  for (size_t i = 0; i < g.keep.size() && allKept; ++i) allKept = g.keep[i] || (!g.care.empty() && !g.care[i]);
+  if (allKept) return std::string();
   // Row intervals.
   int64_t firstRow = -1;
   int64_t hi0 = -1, lo0 = -1, loLast = -1, lastRow = -1;
@@ -207,9 +239,61 @@ std::optional<std::string> indexPattern(const KeepGrid &g) {
   cands.push_back(absl::StrCat(causal, " && q - k < ", w));
   cands.push_back(absl::StrCat("q - k < ", w));
   cands.push_back(absl::StrCat("k >= ", offsetTerm("q", lo0 - firstRow)));
+  // A band around the diagonal (bidirectional local attention).
+  cands.push_back(absl::StrCat("k <= ", offsetTerm("q", d), " && k >= ", offsetTerm("q", loLast - lastRow)));
+  // Chunked (local) attention: blocks of C queries see the keys of their own
+  // block (Llama-4 style), causal within it or not. C = the first row > 0
+  // that starts a new block.
+  for (int64_t q = 1; q < g.sq; ++q) {
+    int64_t lo = -1;
+    for (int64_t k = 0; k < g.sk && lo < 0; ++k)
+      if (g.keep[q * g.sk + k]) lo = k;
+    if (lo == q && firstRow == 0 && lo0 == 0) {
+      cands.push_back(absl::StrCat("k <= q && q / ", q, " == k / ", q));
+      cands.push_back(absl::StrCat("q / ", q, " == k / ", q));
+      break;
+    }
+  }
   for (const std::string &c : cands)
     if (verifyPattern(g, c)) return c;
   return std::nullopt;
+}
+
+/// A constant keep-pattern over [B, 1, Sq, Sk] whose batches differ (the
+/// padding vector folded into the mask): keep[b, q, k] == P(q, k) &&
+/// KM[b, k] with P an index pattern (indexPattern) and KM a [B, 1, 1, Sk]
+/// bool key mask. P is the OR of the batches' slices, KM the OR of each
+/// batch's rows; the product is checked against every element.
+struct KeyDecomposition {
+  std::string pattern;  ///< "" = every (q, k) kept
+  ir::Tensor keyMask;   ///< bool [B, 1, 1, Sk]
+};
+
+std::optional<KeyDecomposition> decomposeKeyMask(const ir::Tensor &t, int64_t batch, int64_t sq, int64_t sk,
+                                                 const std::function<bool(double)> &isKeep) {
+  if (t.rank() != 4 || batch <= 1 || sq <= 0 || sk <= 0) return std::nullopt;
+  if (t.shape()[0] != batch || t.shape()[1] != 1 || t.shape()[2] != sq || t.shape()[3] != sk) return std::nullopt;
+  const int64_t slice = sq * sk;
+  std::vector<char> keep(batch * slice), km(batch * sk, 0);
+  KeepGrid p{sq, sk, std::vector<char>(slice, 0), {}};
+  for (int64_t i = 0; i < batch * slice; ++i) {
+    keep[i] = isKeep(t.getDouble(i));
+    if (!keep[i]) continue;
+    p.keep[i % slice] = 1;
+    km[(i / slice) * sk + i % sk] = 1;
+  }
+  for (int64_t i = 0; i < batch * slice; ++i)
+    if (keep[i] != (p.keep[i % slice] && km[(i / slice) * sk + i % sk])) return std::nullopt;
+  if (std::all_of(km.begin(), km.end(), [](char c) { return c != 0; })) return std::nullopt;  // not per key
+  // Keys no batch keeps are free in P (the key mask zeroes them anyway).
+  p.care.assign(slice, 0);
+  for (int64_t i = 0; i < slice; ++i)
+    for (int64_t b = 0; b < batch && !p.care[i]; ++b) p.care[i] = km[b * sk + i % sk];
+  std::optional<std::string> pat = indexPattern(p);
+  if (!pat) return std::nullopt;
+  KeyDecomposition d{*pat, ir::Tensor(ir::DType::kBool, {batch, 1, 1, sk})};
+  for (int64_t i = 0; i < batch * sk; ++i) d.keyMask.setDouble(i, km[i]);
+  return d;
 }
 
 /// ALiBi: \p c (right-aligned against [B, H, Sq, Sk], leading dims 1)
@@ -217,9 +301,10 @@ std::optional<std::string> indexPattern(const KeepGrid &g) {
 struct Alibi {
   std::vector<float> slopes;  ///< one per head (or one)
   std::string mask;           ///< "" = none
+  bool keyOnly = false;       ///< slope[h] * k instead of slope[h] * (k - q)
 };
 
-std::optional<Alibi> matchAlibi(const ir::Tensor &c, int64_t hq, int64_t sq, int64_t sk) {
+std::optional<Alibi> matchAlibiAt(const ir::Tensor &c, int64_t hq, int64_t sq, int64_t sk, bool keyOnly) {
   const int64_t r = c.rank();
   if (r < 2 || c.shape()[r - 2] != sq || c.shape()[r - 1] != sk) return std::nullopt;
   int64_t heads = 1;
@@ -227,33 +312,36 @@ std::optional<Alibi> matchAlibi(const ir::Tensor &c, int64_t hq, int64_t sq, int
   if (heads != 1 && heads != hq) return std::nullopt;
   for (int64_t i = 0; i + 3 < r; ++i)
     if (c.shape()[i] != 1) return std::nullopt;
+  auto dist = [&](int64_t q, int64_t k) { return keyOnly ? k : k - q; };
   Alibi a;
+  a.keyOnly = keyOnly;
   bool anyNonZero = false;
   for (int64_t h = 0; h < heads; ++h) {
     const int64_t base = h * sq * sk;
-    // Slope from the finite entry with the largest |k - q|.
+    // Slope from the finite entry with the largest |distance|.
     int64_t best = 0;
     double slope = 0;
     bool found = false;
     for (int64_t q = 0; q < sq; ++q)
       for (int64_t k = 0; k < sk; ++k) {
         const double x = c.getDouble(base + q * sk + k);
-        if (!std::isfinite(x) || k == q) continue;
-        if (std::llabs(k - q) > best) {
-          best = std::llabs(k - q);
-          slope = x / static_cast<double>(k - q);
+        if (!std::isfinite(x) || dist(q, k) == 0) continue;
+        if (std::llabs(dist(q, k)) > best) {
+          best = std::llabs(dist(q, k));
+          slope = x / static_cast<double>(dist(q, k));
           found = true;
         }
       }
     if (!found) return std::nullopt;
+    // Exact: every finite entry is the f32 product the expression computes.
     const float s = static_cast<float>(slope);
     for (int64_t q = 0; q < sq; ++q)
       for (int64_t k = 0; k < sk; ++k) {
         const double x = c.getDouble(base + q * sk + k);
         if (std::isinf(x) && x < 0) continue;
         if (!std::isfinite(x)) return std::nullopt;
-        const double want = static_cast<float>(s * static_cast<float>(k - q));
-        if (std::fabs(x - want) > 1e-6 * std::max(1.0, std::fabs(x))) return std::nullopt;
+        const float want = s * static_cast<float>(dist(q, k));
+        if (x != static_cast<double>(want)) return std::nullopt;
         if (x != 0) anyNonZero = true;
       }
     a.slopes.push_back(s);
@@ -265,6 +353,12 @@ std::optional<Alibi> matchAlibi(const ir::Tensor &c, int64_t hq, int64_t sq, int
   if (!m) return std::nullopt;
   a.mask = *m;
   return a;
+}
+
+/// matchAlibiAt for slope[h] * (k - q), then slope[h] * k (BLOOM's form).
+std::optional<Alibi> matchAlibi(const ir::Tensor &c, int64_t hq, int64_t sq, int64_t sk) {
+  if (auto a = matchAlibiAt(c, hq, sq, sk, false)) return a;
+  return matchAlibiAt(c, hq, sq, sk, true);
 }
 
 
@@ -289,6 +383,24 @@ bool broadcastsToScores(const ir::TensorType &t, const ir::TensorType &st) {
     const ir::Dim &bd = t.shape[d];
     if (bd.isStatic() && bd.value == 1) continue;
     if (!(bd == st.shape[4 - t.rank() + d])) return false;
+  }
+  return true;
+}
+
+/// True if \p v is a run-time bool (\p anyDtype: or integer) value that can
+/// be the key mask: shape [.., 1, 1, Sk] against the scores \p st (1 at Hq
+/// and Sq, static).
+bool perKeyBool(const Value *v, const ir::TensorType &st, bool anyDtype = false) {
+  const ir::TensorType &t = v->type();
+  if (v->isConstant() || !t.rankKnown || t.rank() > 4 || t.rank() < 1) return false;
+  // Integers too with anyDtype, not floats: lower-precision casts float
+  // operands of the attention, and f16 would round tiny values to 0.
+  if (anyDtype ? !(ir::isInteger(t.dtype) || t.dtype == ir::DType::kBool) : t.dtype != ir::DType::kBool)
+    return false;
+  if (!broadcastsToScores(t, st)) return false;
+  for (int64_t d = 0; d < t.rank(); ++d) {
+    const int64_t pos = 4 - t.rank() + d;
+    if ((pos == 1 || pos == 2) && !(t.shape[d].isStatic() && t.shape[d].value == 1)) return false;
   }
   return true;
 }
@@ -470,42 +582,116 @@ struct MaskSplit {
   std::vector<std::string> structural;  ///< index-only conjuncts (verified patterns)
   std::vector<std::string> residual;    ///< conjuncts that read bias inputs
   bool finiteFill = false;              ///< F is finite: masked_rows "mean"
+  double fill = 0;                      ///< F (every masked entry holds it)
+  /// A conjunct that is a per-key bool (perKeyBool): the key_mask operand.
+  Value *keyMask = nullptr;
+  /// A constant conjunct over [B, 1, Sq, Sk] split into an index pattern
+  /// (in structural) and this [B, 1, 1, Sk] key mask (decomposeKeyMask).
+  std::optional<ir::Tensor> keyMaskConst;
 };
 
 /// Finite fills at or below this act as -inf in f32 softmax, and make a fully
 /// masked row uniform (every score + F rounds to F while |score| < 1e22).
 constexpr double kFillAsNegInf = -1e30;
 
-/// The split of "cond ? score : fill" (\p keepIsTrue; else "cond ? fill :
-/// score"), or nullopt when fill is not -inf or <= -1e30 or a conjunct does
-/// not translate.
-std::optional<MaskSplit> splitCondition(Value *cond, bool keepIsTrue, double fill, int64_t sq, int64_t sk,
-                                        MaskTerms &terms) {
-  if (!(fill <= kFillAsNegInf)) return std::nullopt;  // -inf, or finite and huge
-  MaskSplit split;
-  split.finiteFill = std::isfinite(fill);
-  if (!keepIsTrue) {
-    Node *n = producerOf(cond, OpKind::kNot);
-    if (!n) {
-      auto t = terms.term(cond);
-      if (!t) return std::nullopt;
-      split.residual.push_back(absl::StrCat("(!", t->text, ")"));
-      return split;
-    }
-    cond = n->input(0);
-  }
-  // Conjuncts of an And tree.
-  std::vector<Value *> conj{cond}, leaves;
-  while (!conj.empty()) {
-    Value *c = conj.back();
-    conj.pop_back();
-    if (Node *a = producerOf(c, OpKind::kAnd); a && leaves.size() + conj.size() < 16) {
-      conj.push_back(a->input(1));
-      conj.push_back(a->input(0));
+/// Whether an exporter's fill \p f acts as -inf on scores of dtype \p dt:
+/// f <= -1e30 (f32 and bf16: finfo.min, -3.4e38, and the -inf that f32
+/// finfo.min becomes in bf16/f16), for f16 scores f <= -65504 (its
+/// finfo.min, what saturating f32 finfo.min gives). -1e4, -1e9 do not (they
+/// stay exact expressions).
+bool fillActsAsNegInf(double f, ir::DType dt) {
+  return dt == ir::DType::kF16 ? f <= -65504.0 : f <= kFillAsNegInf;
+}
+
+/// The leaves of the \p kind trees (Or, And) rooted at \p roots, left to
+/// right; at most 16 leaves are expanded (the rest stay as they are).
+std::vector<Value *> treeLeaves(std::vector<Value *> roots, OpKind kind) {
+  std::vector<Value *> leaves;
+  while (!roots.empty()) {
+    Value *c = roots.back();
+    roots.pop_back();
+    if (Node *t = producerOf(c, kind); t && leaves.size() + roots.size() < 16) {
+      roots.push_back(t->input(1));
+      roots.push_back(t->input(0));
     } else {
       leaves.push_back(c);
     }
   }
+  return leaves;
+}
+
+/// The split of "cond ? score : fill" (\p keepIsTrue; else "cond ? fill :
+/// score"), or nullopt when fill is not -inf or <= -1e30 or a conjunct does
+/// not translate.
+std::optional<MaskSplit> splitCondition(Value *cond, bool keepIsTrue, double fill, int64_t sq, int64_t sk,
+                                        const ir::TensorType &st, MaskTerms &terms) {
+  if (!fillActsAsNegInf(fill, st.dtype)) return std::nullopt;  // -inf, or finite and huge
+  MaskSplit split;
+  split.finiteFill = std::isfinite(fill);
+  split.fill = fill;
+  const int64_t batch = st.rank() == 4 && st.shape[0].isStatic() ? st.shape[0].value : -1;
+  if (cond->constant()) {
+    // A folded condition: an index pattern, or one times a key mask.
+    auto isKeep = [&](double x) { return (x != 0) == keepIsTrue; };
+    auto g = keepGrid(*cond->constant(), sq, sk, isKeep);
+    if (std::optional<std::string> pat = g ? indexPattern(*g) : std::nullopt) {
+      if (!pat->empty()) split.structural.push_back(*pat);
+      return split;
+    }
+    auto d = decomposeKeyMask(*cond->constant(), batch, sq, sk, isKeep);
+    if (!d) return std::nullopt;
+    if (!d->pattern.empty()) split.structural.push_back(d->pattern);
+    split.keyMaskConst = std::move(d->keyMask);
+    return split;
+  }
+  // Values whose truth is a keep conjunct.
+  std::vector<Value *> conj;
+  if (keepIsTrue) {
+    conj.push_back(cond);
+  } else if (Node *n = producerOf(cond, OpKind::kNot)) {
+    conj.push_back(n->input(0));
+  } else {
+    // cond says "masked": an Or tree of reasons; keep is the And of their
+    // negations (De Morgan). Not(x) gives x; Equal(x, 0) with x per key the
+    // key mask x (kept where x != 0); a constant its zeros as a pattern.
+    std::vector<Value *> reasons = treeLeaves({cond}, OpKind::kOr);
+    for (Value *r : reasons) {
+      if (Node *n = producerOf(r, OpKind::kNot)) {
+        conj.push_back(n->input(0));
+        continue;
+      }
+      if (Node *eq = producerOf(r, OpKind::kEqual); eq && !split.keyMask && !split.keyMaskConst) {
+        Value *x = nullptr;
+        for (int i = 0; i < 2 && !x; ++i)
+          if (auto z = splatConstant(eq->input(1 - i)); z && *z == 0 && perKeyBool(eq->input(i), st, true))
+            x = eq->input(i);
+        if (x) {
+          split.keyMask = x;
+          continue;
+        }
+      }
+      if (r->constant() && !splatConstant(r)) {
+        auto isKeep = [](double x) { return x == 0; };
+        auto g = keepGrid(*r->constant(), sq, sk, isKeep);
+        if (std::optional<std::string> pat = g ? indexPattern(*g) : std::nullopt) {
+          if (!pat->empty()) split.structural.push_back(*pat);
+          continue;
+        }
+        if (!split.keyMask && !split.keyMaskConst) {
+          if (auto d = decomposeKeyMask(*r->constant(), batch, sq, sk, isKeep)) {
+            if (!d->pattern.empty()) split.structural.push_back(d->pattern);
+            split.keyMaskConst = std::move(d->keyMask);
+            continue;
+          }
+        }
+      }
+      auto t = terms.term(r);
+      if (!t) return std::nullopt;
+      split.residual.push_back(absl::StrCat("(!", t->text, ")"));
+    }
+  }
+  // Conjuncts of an And tree.
+  std::vector<Value *> leaves = treeLeaves(std::move(conj), OpKind::kAnd);
   for (Value *c : leaves) {
     if (c->constant() && !splatConstant(c)) {
       auto g = keepGrid(*c->constant(), sq, sk, [](double x) { return x != 0; });
@@ -514,6 +700,17 @@ std::optional<MaskSplit> splitCondition(Value *cond, bool keepIsTrue, double fil
         if (!pat->empty()) split.structural.push_back(*pat);
         continue;
       }
+      if (!split.keyMask && !split.keyMaskConst) {
+        if (auto d = decomposeKeyMask(*c->constant(), batch, sq, sk, [](double x) { return x != 0; })) {
+          if (!d->pattern.empty()) split.structural.push_back(d->pattern);
+          split.keyMaskConst = std::move(d->keyMask);
+          continue;
+        }
+      }
+    }
+    if (!split.keyMask && !split.keyMaskConst && perKeyBool(c, st)) {
+      split.keyMask = c;
+      continue;
     }
     auto t = terms.term(c);
     if (!t) return std::nullopt;
@@ -523,11 +720,52 @@ std::optional<MaskSplit> splitCondition(Value *cond, bool keepIsTrue, double fil
   return split;
 }
 
+/// \p a && \p b into \p a (same fill); false when both carry a key mask.
+bool mergeSplits(MaskSplit &a, MaskSplit &&b) {
+  if ((a.keyMask || a.keyMaskConst) && (b.keyMask || b.keyMaskConst)) return false;
+  a.structural.insert(a.structural.end(), b.structural.begin(), b.structural.end());
+  a.residual.insert(a.residual.end(), b.residual.begin(), b.residual.end());
+  if (b.keyMask) a.keyMask = b.keyMask;
+  if (b.keyMaskConst) a.keyMaskConst = std::move(b.keyMaskConst);
+  return true;
+}
+
 /// splitCondition of an additive mask M: Where(C, 0, F), Where(C, F, 0) or
-/// (1 - Cast(C, float)) * F with C bool.
-std::optional<MaskSplit> splitMask(Value *m, int64_t sq, int64_t sk, MaskTerms &terms) {
+/// (1 - Cast(C, float)) * F with C bool; and combinations whose masked
+/// entries all hold the same F, so that fully masked rows stay uniform:
+/// Where(C, F, M2) / Where(C, M2, F) (HF's masked_fill of a padding mask
+/// with the causal one), Min(M1, M2) with one F, Add(M1, M2) with F = -inf.
+std::optional<MaskSplit> splitMask(Value *m, int64_t sq, int64_t sk, const ir::TensorType &st, MaskTerms &terms,
+                                   int depth = 0) {
+  if (!ir::isFloat(m->type().dtype)) return std::nullopt;
+  if (const ir::Tensor *c = m->constant(); c && depth > 0 && broadcastsToScores(m->type(), st)) {
+    // A folded operand of a combination: entries 0 and one F.
+    double f = 0;
+    for (int64_t i = 0; i < c->numElements(); ++i) {
+      const double x = c->getDouble(i);
+      if (x == 0) continue;
+      if (f == 0) f = x;
+      if (x != f) return std::nullopt;
+    }
+    if (f == 0 || !fillActsAsNegInf(f, st.dtype)) return std::nullopt;
+    MaskSplit split;
+    split.fill = f;
+    split.finiteFill = std::isfinite(f);
+    const int64_t batch = st.shape[0].isStatic() ? st.shape[0].value : -1;
+    auto isKeep = [](double x) { return x == 0; };
+    auto g = keepGrid(*c, sq, sk, isKeep);
+    if (std::optional<std::string> pat = g ? indexPattern(*g) : std::nullopt) {
+      if (!pat->empty()) split.structural.push_back(*pat);
+      return split;
+    }
+    auto d = decomposeKeyMask(*c, batch, sq, sk, isKeep);
+    if (!d) return std::nullopt;
+    if (!d->pattern.empty()) split.structural.push_back(d->pattern);
+    split.keyMaskConst = std::move(d->keyMask);
+    return split;
+  }
   Node *p = m->producer();
-  if (!p || m->type().dtype != ir::DType::kF32) return std::nullopt;
+  if (!p) return std::nullopt;
   Value *cond = nullptr;
   bool keepIsTrue = true;
   double fill = 0;
@@ -548,8 +786,29 @@ std::optional<MaskSplit> splitMask(Value *m, int64_t sq, int64_t sk, MaskTerms &
       fill = *f;
     }
   }
-  if (!cond) return std::nullopt;
-  return splitCondition(cond, keepIsTrue, fill, sq, sk, terms);
+  if (cond) return splitCondition(cond, keepIsTrue, fill, sq, sk, st, terms);
+  if (depth >= 8) return std::nullopt;
+  if (p->kind() == OpKind::kWhere) {
+    for (int side : {1, 2}) {
+      auto f = splatConstant(p->input(side));
+      if (!f || *f == 0) continue;
+      auto inner = splitMask(p->input(3 - side), sq, sk, st, terms, depth + 1);
+      if (!inner || inner->fill != *f) continue;
+      auto outer = splitCondition(p->input(0), /*keepIsTrue=*/side == 2, *f, sq, sk, st, terms);
+      if (outer && mergeSplits(*outer, std::move(*inner))) return outer;
+    }
+    return std::nullopt;
+  }
+  const bool isMin = p->kind() == OpKind::kMin && p->numInputs() == 2;
+  if (isMin || p->kind() == OpKind::kAdd) {
+    auto a = splitMask(p->input(0), sq, sk, st, terms, depth + 1);
+    if (!a) return std::nullopt;
+    auto b = splitMask(p->input(1), sq, sk, st, terms, depth + 1);
+    if (!b || a->fill != b->fill || (!isMin && !std::isinf(a->fill))) return std::nullopt;
+    if (!mergeSplits(*a, std::move(*b))) return std::nullopt;
+    return a;
+  }
+  return std::nullopt;
 }
 
 class AttentionRewrite : public Pass {
@@ -874,9 +1133,11 @@ class AttentionRewrite : public Pass {
             for (int64_t i = 0; zeroOrFill && i < t.numElements(); ++i) {
               const double x = t.getDouble(i);
               if (x == 0) continue;
-              if (fillF == 0 && std::isfinite(x) && x <= kFillAsNegInf) fillF = x;
+              if (fillF == 0 && std::isfinite(x) && fillActsAsNegInf(x, st.dtype)) fillF = x;
               zeroOrFill = x == fillF;
             }
+            const bool lastOp = std::next(it) == chain.rend() && pending.empty() && E == "score";
+            const int64_t batch = st.shape[0].isStatic() ? st.shape[0].value : -1;
             if (zeroOrFill && fillF != 0 && broadcastsToScores(side->type(), st)) {
               auto g = keepGrid(t, sq, sk, [](double x) { return x == 0; });
               std::optional<std::string> pat = g ? indexPattern(*g) : std::nullopt;
@@ -885,13 +1146,26 @@ class AttentionRewrite : public Pass {
                 m.maskedRowsMean = true;
                 continue;
               }
+              if (auto d = decomposeKeyMask(t, batch, sq, sk, [](double x) { return x == 0; })) {
+                if (!d->pattern.empty()) pending.push_back(d->pattern);
+                m.keyMaskConst = std::move(d->keyMask);
+                m.maskedRowsMean = true;
+                continue;
+              }
             }
-            if (zeroOrNegInf) {
+            if (zeroOrNegInf && broadcastsToScores(side->type(), st)) {
               auto g = keepGrid(t, sq, sk, [](double x) { return x == 0; });
               std::optional<std::string> pat = g ? indexPattern(*g) : std::nullopt;
-              if (pat && broadcastsToScores(side->type(), st)) {
+              if (pat) {
                 if (!pat->empty()) pending.push_back(*pat);
                 continue;
+              }
+              if (lastOp) {
+                if (auto d = decomposeKeyMask(t, batch, sq, sk, [](double x) { return x == 0; })) {
+                  if (!d->pattern.empty()) pending.push_back(d->pattern);
+                  m.keyMaskConst = std::move(d->keyMask);
+                  continue;
+                }
               }
             }
             if (hq > 0) {
@@ -907,7 +1181,7 @@ class AttentionRewrite : public Pass {
                   m.tables[name] = a->slopes;
                   slope = absl::StrCat(name, "[h]");
                 }
-                m.scoreMod = absl::StrCat("(", E, " + ", slope, " * (k - q))");
+                m.scoreMod = absl::StrCat("(", E, " + ", slope, a->keyOnly ? " * k)" : " * (k - q))");
                 if (!a->mask.empty()) pending.push_back(a->mask);
                 continue;
               }
@@ -920,8 +1194,10 @@ class AttentionRewrite : public Pass {
             const bool last = std::next(it) == chain.rend();
             if (last && pending.empty() && E == "score") {
               MaskTerms terms(st, sq, sk, addBias);
-              if (std::optional<MaskSplit> split = splitMask(side, sq, sk, terms)) {
+              if (std::optional<MaskSplit> split = splitMask(side, sq, sk, st, terms)) {
                 pending.insert(pending.end(), split->structural.begin(), split->structural.end());
+                m.keyMask = split->keyMask;
+                m.keyMaskConst = std::move(split->keyMaskConst);
                 if (!split->residual.empty())
                   m.scoreMod = absl::StrCat("((", absl::StrJoin(split->residual, ") && ("), ") ? ", E, " : -inf)");
                 m.maskedRowsMean = split->finiteFill;
@@ -931,6 +1207,14 @@ class AttentionRewrite : public Pass {
             }
             MaskTerms terms(st, sq, sk, addBias);
             if (std::optional<MaskTerm> t = terms.term(side)) term = t->text;
+            else m.biases.resize(nb);
+          }
+          if (term.empty() && side->constant() && sq > 0 && sk > 0) {
+            // Any other constant of two values chosen by an index pattern
+            // (a finite fill such as -1e4): "(pattern ? a : b)", no bias read.
+            const size_t nb = m.biases.size();
+            MaskTerms terms(st, sq, sk, addBias);
+            if (std::optional<MaskTerm> t = terms.term(side); t && !t->readsBias) term = t->text;
             else m.biases.resize(nb);
           }
           if (term.empty()) {
@@ -955,12 +1239,15 @@ class AttentionRewrite : public Pass {
             if (g && broadcastsToScores(cond->type(), st)) keepExpr = indexPattern(*g);
           }
           std::optional<double> fill = splatConstant(other);
-          if (!cond->constant() && fill && std::next(it) == chain.rend() && pending.empty() && E == "score") {
+          if (fill && std::next(it) == chain.rend() && pending.empty() && E == "score" &&
+              broadcastsToScores(cond->type(), st)) {
             // Where(And(causal, padding), score, finfo.min): the structural split.
             const size_t nb = m.biases.size();
             MaskTerms terms(st, sq, sk, addBias);
-            if (std::optional<MaskSplit> split = splitCondition(cond, keepIsTrue, *fill, sq, sk, terms)) {
+            if (std::optional<MaskSplit> split = splitCondition(cond, keepIsTrue, *fill, sq, sk, st, terms)) {
               pending.insert(pending.end(), split->structural.begin(), split->structural.end());
+              m.keyMask = split->keyMask;
+              m.keyMaskConst = std::move(split->keyMaskConst);
               if (!split->residual.empty())
                 m.scoreMod = absl::StrCat("((", absl::StrJoin(split->residual, ") && ("), ") ? ", E, " : -inf)");
               m.maskedRowsMean = split->finiteFill;
@@ -1096,6 +1383,15 @@ class AttentionRewrite : public Pass {
     }
     std::vector<Value *> inputs{m.q, k, m.v};
     inputs.insert(inputs.end(), m.biases.begin(), m.biases.end());
+    int64_t keyMask = -1;
+    if (m.keyMaskConst) {
+      m.keyMask = graph.addConstant(graph.uniqueName(absl::StrCat(m.softmax->name(), "_key_mask")),
+                                    std::move(*m.keyMaskConst));
+    }
+    if (m.keyMask) {
+      keyMask = static_cast<int64_t>(inputs.size()) - 3;
+      inputs.push_back(m.keyMask);
+    }
     ir::AttributeMap attrs;
     attrs["num_heads"] = ir::Attribute(m.hq);
     attrs["kv_num_heads"] = ir::Attribute(m.hkv);
@@ -1103,6 +1399,7 @@ class AttentionRewrite : public Pass {
     attrs["score_mod"] = ir::Attribute(scoreMod);
     attrs["mask"] = ir::Attribute(mask);
     if (m.maskedRowsMean) attrs["masked_rows"] = ir::Attribute(std::string("mean"));
+    if (keyMask >= 0) attrs["key_mask"] = ir::Attribute(keyMask);
     if (!m.tables.empty()) {
       std::vector<std::string> names;
       for (const auto &[name, vals] : m.tables) {

@@ -24,6 +24,13 @@
 // keeps causal masks of [1,1,S,S] foldable up to S = 2048 while refusing to
 // expand weights to a batch-sized broadcast.
 //
+// Guards (ir/Graph.h GuardTerm, an If whose condition was not known at
+// import): a term whose condition has become constant is settled. A term
+// that holds is dropped; a node with a term that fails never runs, so it
+// keeps its guard (never read: canonicalize replaces the If's Where on a
+// constant condition by the taken operand, and dce then removes the branch
+// not taken). "const-fold.guards" counts the terms dropped.
+//
 // Nodes the interpreter cannot evaluate, or whose evaluation fails (e.g. an
 // index out of range), are left in place; the error surfaces when the graph
 // runs. Statistics: "const-fold.folded" (nodes folded).
@@ -49,52 +56,48 @@ constexpr int64_t kMaxFoldElements = int64_t{1} << 22;
 /// the graph's depth).
 constexpr int kMaxRounds = 64;
 
-/// Folds Shape / Size from the input's static dims. \returns nullopt if the
-/// dims read are not all static.
-std::optional<ir::Tensor> foldShapeOf(const ir::Node &node) {
-  const ir::Value *in = node.input(0);
-  if (!in) return std::nullopt;
-  const ir::TensorType &ty = in->type();
-  if (!ty.rankKnown) return std::nullopt;
-  int64_t rank = ty.rank();
-  if (node.kind() == ir::OpKind::kSize) {
-    std::optional<int64_t> n = ty.numElements();
-    if (!n) return std::nullopt;
-    return ir::Tensor::scalarInt(ir::DType::kI64, *n);
-  }
-  // Shape (opset 15+): start / end, negative counts from the back, clamped.
-  auto clampAxis = [&](int64_t a) {
-    if (a < 0) a += rank;
-    return std::clamp<int64_t>(a, 0, rank);
-  };
-  int64_t start = clampAxis(node.attrI("start"));
-  int64_t end = node.hasAttr("end") ? clampAxis(node.getInt("end", rank)) : rank;
-  std::vector<int64_t> dims;
-  for (int64_t d = start; d < end; ++d) {
-    if (!ty.shape[d].isStatic()) return std::nullopt;
-    dims.push_back(ty.shape[d].value);
-  }
-  return ir::Tensor::vectorI64(dims);
-}
-
 class ConstantFolding : public Pass {
  public:
   const char *name() const override { return "const-fold"; }
 
   absl::StatusOr<bool> run(ir::Graph &graph, PassContext &ctx) override {
     int64_t folded = 0;
+    int64_t settled = 0;
     for (int round = 0; round < kMaxRounds; ++round) {
+      settled += settleGuards(graph);
       FUSEC_ASSIGN_OR_RETURN(int64_t n, foldOnce(graph));
       if (n == 0) break;
       folded += n;
       FUSEC_RETURN_IF_ERROR_CTX(ir::inferShapes(graph), "re-inferring shapes after folding");
     }
     int64_t removed = graph.removeDeadNodes();
+    settled += settleGuards(graph);
     ctx.statistics["const-fold.folded"] += folded;
-    return folded > 0 || removed > 0;
+    if (settled) ctx.statistics["const-fold.guards"] += settled;
+    return folded > 0 || removed > 0 || settled > 0;
   }
 
  private:
+  /// Drops the guard terms whose condition is a constant that holds (see
+  /// the file comment). \returns how many were dropped.
+  static int64_t settleGuards(ir::Graph &graph) {
+    int64_t dropped = 0;
+    for (ir::Node *node : graph.nodes()) {
+      if (!node->guarded()) continue;
+      ir::Guard kept;
+      for (const ir::GuardTerm &t : node->guard()) {
+        const ir::Tensor *c = t.cond->constant();
+        if (c && c->numElements() == 1 && (c->getDouble(0) != 0.0) == t.when) {
+          ++dropped;
+          continue;
+        }
+        kept.push_back(t);
+      }
+      if (kept.size() != node->guard().size()) node->setGuard(std::move(kept));
+    }
+    return dropped;
+  }
+
   /// One sweep: evaluates what can be folded, then commits. \returns the
   /// number of nodes folded.
   absl::StatusOr<int64_t> foldOnce(ir::Graph &graph) {
@@ -108,7 +111,7 @@ class ConstantFolding : public Pass {
     for (ir::Node *node : graph.nodes()) {
       std::vector<ir::Tensor> results;
       if (node->kind() == ir::OpKind::kShape || node->kind() == ir::OpKind::kSize) {
-        std::optional<ir::Tensor> t = foldShapeOf(*node);
+        std::optional<ir::Tensor> t = ir::foldShapeOf(*node);
         if (!t) continue;
         results.push_back(std::move(*t));
       } else {

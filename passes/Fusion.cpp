@@ -64,7 +64,13 @@ namespace {
 /// b = h = 0 when Sq * Sk <= 2^22, else not counted.
 constexpr int64_t kNominalTile = 128;
 void countSkippedKeyTiles(const ir::Node &att, Kernel &kernel) {
-  if (att.numInputs() < 2 || kernel.mask.empty()) return;
+  const int64_t km = att.attrI("key_mask");
+  const ir::Value *kmv = km >= 0 && km + 3 < att.numInputs() ? att.input(3 + static_cast<int>(km)) : nullptr;
+  if (kmv)
+    kernel.keyMask = absl::StrCat("'", kmv->name(), "' ", kmv->type().str(),
+                                  kmv->constant() ? " (constant)" : " (run time: key tiles it empties are skipped)");
+  const ir::Tensor *kc = kmv ? kmv->constant() : nullptr;
+  if (att.numInputs() < 2 || (kernel.mask.empty() && !kc)) return;
   const ir::TensorType &qt = att.input(0)->type(), &kt = att.input(1)->type();
   if (!qt.rankKnown || !kt.rankKnown || qt.rank() != 4 || kt.rank() != 4 || !qt.shape[2].isStatic() ||
       !kt.shape[2].isStatic())
@@ -75,7 +81,7 @@ void countSkippedKeyTiles(const ir::Node &att, Kernel &kernel) {
   ctx.allowScore = false;
   ctx.allowTables = false;
   auto e = ir::parseScoreExpr(kernel.mask, ctx);
-  if (!e.ok() || e->empty()) return;
+  if (!e.ok()) return;
   const int64_t nq = (sq + kNominalTile - 1) / kNominalTile, nk = (sk + kNominalTile - 1) / kNominalTile;
   std::vector<char> live(nq * nk, 0);
   ir::ScoreEnv env;
@@ -85,10 +91,21 @@ void countSkippedKeyTiles(const ir::Node &att, Kernel &kernel) {
       if (l) continue;
       env.q = q;
       env.k = k;
-      if (ir::evalScoreExpr(*e, env) != 0) l = 1;
+      if (e->empty() || ir::evalScoreExpr(*e, env) != 0) l = 1;
     }
-  kernel.keyTiles = nq * nk;
-  kernel.skippedKeyTiles = std::count(live.begin(), live.end(), 0);
+  // A constant key mask [B, 1, 1, Sk] (dense, row-major): per batch.
+  int64_t batches = 1;
+  if (kc && kc->rank() >= 1 && kc->shape().back() == sk) batches = kc->numElements() / sk;
+  else kc = nullptr;
+  kernel.keyTiles = batches * nq * nk;
+  kernel.skippedKeyTiles = 0;
+  for (int64_t b = 0; b < batches; ++b)
+    for (int64_t jk = 0; jk < nk; ++jk) {
+      bool keyLive = !kc;
+      for (int64_t k = jk * kNominalTile; kc && k < std::min(sk, (jk + 1) * kNominalTile) && !keyLive; ++k)
+        keyLive = kc->getDouble(b * sk + k) != 0;
+      for (int64_t iq = 0; iq < nq; ++iq) kernel.skippedKeyTiles += !(keyLive && live[iq * nk + jk]);
+    }
 }
 
 struct Group {
@@ -420,6 +437,10 @@ absl::StatusOr<bool> Fusion::run(ir::Graph &graph, PassContext &ctx) {
   if (ctx.target.name.empty()) {
     FUSEC_ASSIGN_OR_RETURN(ctx.target, loadBuiltinTarget("h200"));
   }
+  // Guards that earlier rewrites dropped (ir::propagateGuards), so that a
+  // branch's rewritten nodes (a Gemm from MatMul + Add) still run only
+  // when their branch is taken.
+  if (int64_t n = ir::propagateGuards(graph)) ctx.statistics["fusion.guards-propagated"] += n;
   nodes_ = graph.nodes();
   index_.clear();
   for (size_t i = 0; i < nodes_.size(); ++i) index_[nodes_[i]] = static_cast<int>(i);
@@ -436,12 +457,16 @@ absl::StatusOr<bool> Fusion::run(ir::Graph &graph, PassContext &ctx) {
     if (roles_[i] != Role::kView) newGroup(static_cast<int>(i));
   }
   // The data edges between non-view nodes, views looked through (every
-  // input of a view: its data and, say, a computed shape).
+  // input of a view: its data and, say, a computed shape), and the guard
+  // edges: a guarded node runs after its conditions are computed, so a
+  // group holding a condition's producer and a reader of the guarded node
+  // (the If's Where) would be a cycle, which staysConvex() then refuses.
   realPreds_.assign(nodes_.size(), {});
   realSuccs_.assign(nodes_.size(), {});
   for (size_t i = 0; i < nodes_.size(); ++i) {
     if (roles_[i] == Role::kView) continue;
     std::vector<const ir::Value *> work(nodes_[i]->inputs().begin(), nodes_[i]->inputs().end());
+    for (const ir::GuardTerm &t : nodes_[i]->guard()) work.push_back(t.cond);
     absl::flat_hash_set<int> seen;
     while (!work.empty()) {
       const ir::Value *in = work.back();
@@ -528,6 +553,9 @@ absl::StatusOr<bool> Fusion::run(ir::Graph &graph, PassContext &ctx) {
           countSkippedKeyTiles(*m, kernel);
         }
     kernel.reason = describeKernel(g, ctx.target);
+    if (!members.empty())
+      for (const ir::GuardTerm &t : members.front()->guard())
+        kernel.guard.push_back({t.cond->name(), t.when});
     kernel.refused = backendRefuses(graph, ctx, g);
     if (ctx.legality && kernel.refused.empty() && kernel.kind == KernelKind::kGemm) {
       const std::string note = graphIndex_ ? ctx.legality->describeGroup(graph, members, *graphIndex_)

@@ -61,12 +61,24 @@
 //            chain that consumes it (x - mean, pow, sqrt, reciprocal, the
 //            division by the standard deviation, scale and shift) in f32
 //            until the next low op.
+//   tail     every node from which no low op is reachable (the graph's
+//            tail after its last MatMul/Gemm/Conv: box decode, class
+//            scores, softmax over logits) computes in f32, the constants
+//            only it reads stay f32, and Conv/ConvTranspose there compute
+//            in f32 too: their results would be rounded to the low dtype
+//            only to be cast back for an f32 graph output (a YOLO DFL
+//            distance of 8..16 has bf16 resolution 0.0625, 2 px at stride
+//            32). MatMul/Gemm/FusedAttention there keep low operands and
+//            their f32 readers cast them up (folded into the GEMM's D where
+//            the backend can, so an LM head runs at the low-precision
+//            rate without rounding its logits).
 //   Recognised normalisations (LayerNormalization, RMSNormalization,
 //   Softmax, LogSoftmax, BatchNormalization) compute in f32 inside their
 //   kernels (above) and store their O(1) results low.
 //
 // Statistics: lower-precision.constants (converted), lower-precision.values
-// (results retyped), lower-precision.casts (boundary casts added).
+// (results retyped), lower-precision.casts (boundary casts added),
+// lower-precision.tail-f32 (tail nodes kept in f32).
 //
 //===----------------------------------------------------------------------===//
 #include <cmath>
@@ -231,9 +243,55 @@ class PrecisionLowering : public Pass {
     std::vector<bool> outputWasF32;
     for (ir::Value *v : graph.outputs()) outputWasF32.push_back(v && v->type().dtype == DType::kF32);
 
-    // 1. Constants (weights and scalars) referenced by nodes or outputs.
+    // The tail: nodes from which no low-class op is reachable through data
+    // operands (a detector's box decode after its last convolution, a
+    // classifier's softmax after its last Gemm). Their values end in f32
+    // graph outputs, so rounding them to the low dtype would lose accuracy
+    // for no speed: they compute in f32 (tailF32). MatMul, Gemm and
+    // FusedAttention there keep low operands (an LM head is a large GEMM);
+    // their consumers read them cast to f32, which backends whose GEMM
+    // library writes f32 D fold into the GEMM (LoweringOptions::
+    // foldGemmOutputCast). Nodes are in topological order, so a reverse walk
+    // sees every consumer of a node before the node.
+    auto keepsLowInTail = [](ir::OpKind k) {
+      return k == ir::OpKind::kMatMul || k == ir::OpKind::kGemm || k == ir::OpKind::kFusedAttention;
+    };
+    absl::flat_hash_map<const ir::Node *, bool> reachesLow;
+    for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
+      ir::Node *n = *it;
+      // Any low-class op ends the tail for its producers, also a Conv that
+      // is itself in the tail (and computes in f32): otherwise the tail
+      // would grow back through a whole convolutional network.
+      const bool through = policyOf(n->kind()) == Policy::kLow || reachesLow[n];
+      for (int i = 0; i < n->numInputs(); ++i)
+        if (n->input(i) && n->input(i)->producer() && !ir::isMetadataOperand(n->kind(), i))
+          reachesLow[n->input(i)->producer()] |= through;
+    }
+    // Only nodes with an f32 result (read before step 3 retypes them): a
+    // Shape or an ArgMax there needs no cast.
+    auto tailF32 = [&](const ir::Node *n) {
+      auto it = reachesLow.find(n);
+      if ((it != reachesLow.end() && it->second) || keepsLowInTail(n->kind())) return false;
+      for (const ir::Value *o : n->outputs())
+        if (o && o->type().dtype == DType::kF32) return true;
+      return false;
+    };
+    // Users of \p v that read it as data and are not tailF32.
+    auto hasLowUser = [&](const ir::Value *v) {
+      for (ir::Node *u : graph.users(v))
+        for (int i = 0; i < u->numInputs(); ++i)
+          if (u->input(i) == v && !ir::isMetadataOperand(u->kind(), i) && !tailF32(u)) return true;
+      return false;
+    };
+    int64_t tailNodes = 0;
+    for (ir::Node *n : nodes) tailNodes += tailF32(n) ? 1 : 0;
+
+    // 1. Constants (weights and scalars) referenced by nodes; a constant
+    // only tail nodes or the graph's outputs read stays f32 (a constant
+    // output of 70000 would saturate to fp16's 65504).
     for (ir::Value *c : graph.constants()) {
       if (c->type().dtype != DType::kF32 || !c->constant()) continue;
+      if (!hasLowUser(c)) continue;
       graph.setConstant(c, convertTensor(*c->constant(), low));
       ++constants;
     }
@@ -243,10 +301,7 @@ class PrecisionLowering : public Pass {
     ir::Node *first = nodes.empty() ? nullptr : nodes.front();
     for (ir::Value *in : graph.inputs()) {
       if (in->isConstant() || in->type().dtype != DType::kF32) continue;
-      bool used = false;
-      for (ir::Node *n : nodes)
-        for (ir::Value *v : n->inputs()) used |= v == in;
-      if (!used) continue;
+      if (!hasLowUser(in)) continue;  // unused, or read by tail nodes only
       ir::Node *cast = graph.addNode(
           "Cast", {in}, {graph.uniqueName(absl::StrCat(in->name(), "_", shortName(low)))},
           {{"to", ir::Attribute(int64_t{lowCode})}}, absl::StrCat("cast_", in->name()), first);
@@ -299,8 +354,9 @@ class PrecisionLowering : public Pass {
     // attributes, apply the precision policy, re-infer result dtypes (shapes
     // are kept as they are).
     for (ir::Node *n : nodes) {
+      const bool inTail = tailF32(n);
       for (int i = 0; i < n->numInputs(); ++i)
-        if (auto it = entry.find(n->input(i)); it != entry.end()) n->setInput(i, it->second);
+        if (auto it = entry.find(n->input(i)); it != entry.end() && !inTail) n->setInput(i, it->second);
       {
         const Policy policy = policyOf(n->kind());
         bool anyF32 = false, anyLow = false;
@@ -310,8 +366,8 @@ class PrecisionLowering : public Pass {
           anyLow |= n->input(i)->type().dtype == low;
         }
         DType want = DType::kUndefined;
-        if (policy == Policy::kLow && anyF32) want = low;
-        else if ((policy == Policy::kFp32 || fp32In.count(n)) && anyLow) want = DType::kF32;
+        if (policy == Policy::kLow && anyF32 && !inTail) want = low;
+        else if ((policy == Policy::kFp32 || fp32In.count(n) || inTail) && anyLow) want = DType::kF32;
         else if (policy == Policy::kPromote && anyF32 && anyLow) want = DType::kF32;
         if (want != DType::kUndefined)
           for (int i = 0; i < n->numInputs(); ++i) {
@@ -320,7 +376,7 @@ class PrecisionLowering : public Pass {
             if ((dt == DType::kF32 || dt == low) && dt != want) castInput(n, i, want);
           }
       }
-      switch (n->kind()) {
+      switch (inTail ? ir::OpKind::kIdentity : n->kind()) {  // tail: f32 attributes stay
         case ir::OpKind::kCast:
           if (n->getInt("to", 0) == static_cast<int64_t>(DType::kF32))
             n->setAttr("to", ir::Attribute(int64_t{lowCode}));
@@ -397,7 +453,7 @@ class PrecisionLowering : public Pass {
       if (!inferred.ok())
         return withContext(inferred.status(), absl::StrCat("lowering ", n->describe()));
       const std::vector<ir::TensorType> &types = *inferred;
-      if (policyOf(n->kind()) == Policy::kFp32 || fp32In.count(n)) continue;  // results stay f32
+      if (policyOf(n->kind()) == Policy::kFp32 || fp32In.count(n) || inTail) continue;  // results stay f32
       for (int i = 0; i < n->numOutputs() && i < static_cast<int>(types.size()); ++i) {
         ir::Value *o = n->output(i);
         if (!o || o->type().dtype != DType::kF32 || types[i].dtype != low) continue;
@@ -433,6 +489,7 @@ class PrecisionLowering : public Pass {
     ctx.statistics["lower-precision.constants"] += constants;
     ctx.statistics["lower-precision.values"] += values;
     ctx.statistics["lower-precision.casts"] += casts;
+    ctx.statistics["lower-precision.tail-f32"] += tailNodes;
     return constants + values + casts > 0;
   }
 };

@@ -35,6 +35,7 @@ std::string printAttentionSpec(const AttentionSpec &s) {
     absl::StrAppend(&out, "  bias", i, " ", ir::dtypeName(s.biases[i].dtype), "[",
                     absl::StrJoin(s.biases[i].shape, ","), "] strides=[",
                     absl::StrJoin(s.biases[i].strides, ","), "]\n");
+  if (s.keyMask >= 0) absl::StrAppend(&out, "  key_mask bias", s.keyMask, "\n");
   for (const auto &[name, vals] : s.tables) {
     std::vector<std::string> v;
     for (float f : vals) v.push_back(ir::scoreFloatLiteral(f));
@@ -101,7 +102,27 @@ absl::StatusOr<AttentionSpec> attentionSpecFor(const ir::Node &node) {
     }
     s.biases.push_back(std::move(ab));
   }
+  s.keyMask = at.keyMask;
+  if (s.keyMask >= 0) {
+    const AttentionBias &km = s.biases[s.keyMask];
+    if ((km.strides[1] != 0 && s.numHeads != 1) || (km.strides[2] != 0 && s.seqQ != 1))
+      return bad("the key mask varies over heads or queries");
+  }
   return s;
+}
+
+absl::Status foldKeyMask(AttentionSpec &spec) {
+  if (spec.keyMask < 0) return absl::OkStatus();
+  ir::ScoreExprContext ctx;
+  ctx.numBiases = static_cast<int>(spec.biases.size());
+  for (const auto &[name, vals] : spec.tables) ctx.tables.push_back(name);
+  ctx.allowTables = !ctx.tables.empty();
+  const std::string mod = spec.scoreMod.empty() ? "score" : spec.scoreMod.str();
+  auto e = ir::parseScoreExpr(absl::StrCat("(bias", spec.keyMask, " != 0) ? (", mod, ") : -inf"), ctx);
+  if (!e.ok()) return e.status();
+  spec.scoreMod = std::move(*e);
+  spec.keyMask = -1;
+  return absl::OkStatus();
 }
 
 }  // namespace fusec::program

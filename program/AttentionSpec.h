@@ -8,7 +8,7 @@
 // Semantics (the FusedAttention row, ir/Ops.def; computed in f32):
 //   g = numHeads / kvHeads, kh = h / g
 //   s      = scale * sum_d Q[b,h,q,d] * K[b,kh,k,d]
-//   m      = mask.empty() || mask(b,h,q,k)
+//   m      = (mask.empty() || mask(b,h,q,k)) && (keyMask < 0 || biases[keyMask][b,k] != 0)
 //   x      = m ? scoreMod(s, b, h, q, k, bias.., tables) : -inf
 //   p      = exp(x - max_k x) / sum_k exp(x - max_k x)     (softmax over k)
 //   O[b,h,q,e] = sum_k p * V[b,kh,k,e]
@@ -80,6 +80,11 @@ struct AttentionSpec {
   /// keys (the op's masked_rows "mean").
   bool maskedRowsMean = false;
   std::vector<AttentionBias> biases;
+  /// -1 = none, else the bias that is the per-key mask (FusedAttention
+  /// key_mask): its h and q strides are 0, and key k of batch b is kept
+  /// where it is != 0. Backends read it once per key tile and skip key tiles
+  /// it masks entirely; one without that support calls foldKeyMask().
+  int keyMask = -1;
   std::map<std::string, std::vector<float>> tables;  ///< constant tables (slope[h])
 
   int64_t groupSize() const { return kvHeads > 0 ? numHeads / kvHeads : 1; }
@@ -88,6 +93,12 @@ struct AttentionSpec {
   /// Sets dense row-major strides for Q, K, V, O from the sizes above.
   void setDenseStrides();
 };
+
+/// Moves the key mask into the score modification, for backends that do not
+/// read it per key tile: scoreMod becomes "(biasN ? scoreMod : -inf)" (the
+/// same semantics, element-wise) and keyMask -1. No-op without a key mask.
+/// Errors: the expression parser's (a spec whose score_mod does not parse).
+absl::Status foldKeyMask(AttentionSpec &spec);
 
 /// Text form (one field per line), deterministic: the spec's structural key
 /// and what FileCheck tests read.

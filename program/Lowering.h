@@ -118,6 +118,9 @@ struct WorkItem {
   GemmParams gemm;                         ///< kGemm
   ConvParams conv;                         ///< kConv
   std::vector<const ir::Node *> nodes;     ///< ONNX nodes covered (for comments)
+  /// The guard of its nodes (ir::Guard, all equal): the item runs only
+  /// when it holds. Empty: always.
+  ir::Guard guard;
 };
 
 struct LoweringOptions {
@@ -191,6 +194,9 @@ struct Step {
   ConvParams conv;                         ///< kConv
   const ir::Value *src = nullptr;          ///< kCopy
   const ir::Value *dst = nullptr;          ///< kCopy
+  /// Runs only when every term holds, read in order (ARTIFACT.md "guard");
+  /// empty: always. Its conditions are buffers the step names (memory plan).
+  ir::Guard guard;
 };
 
 }  // namespace fusec::program

@@ -196,7 +196,14 @@ class Planner {
   }
 
  private:
+  /// The Values step \p s names: its operands, then its guard's conditions
+  /// (read before it runs, so they stay live until it has).
   static std::vector<const Value *> named(const Step &s) {
+    std::vector<const Value *> v = operands(s);
+    for (const ir::GuardTerm &t : s.guard) v.push_back(t.cond);
+    return v;
+  }
+  static std::vector<const Value *> operands(const Step &s) {
     using K = Step::Kind;
     switch (s.kind) {
       case K::kKernel: return s.buffers;

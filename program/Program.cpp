@@ -44,6 +44,7 @@ absl::StatusOr<Program> buildProgram(const ir::Graph &graph,
     const WorkItem &it = prog.items[i];
     Step st;
     st.name = it.name;
+    st.guard = it.guard;
     int kernel = -1;
     if (names.insert(it.name).second) prog.kernelNames.push_back(it.name);
     switch (it.kind) {

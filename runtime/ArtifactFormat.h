@@ -34,6 +34,13 @@ inline constexpr const char *kStepGemm = "gemm";
 inline constexpr const char *kStepConv = "conv";
 inline constexpr const char *kStepCopy = "copy";
 
+/// A step's optional "guard": an array of {"buffer": id, "when": bool}; the
+/// step runs only when every term's buffer (a bool of one element) holds
+/// `when`, the terms read in order (ARTIFACT.md "guard").
+inline constexpr const char *kStepGuard = "guard";
+inline constexpr const char *kGuardBuffer = "buffer";
+inline constexpr const char *kGuardWhen = "when";
+
 /// The library's record of the manifest it was built for: a NUL-terminated
 /// string "fnv1a64:<16 hex>" (runtime/internal/ManifestDigest.h) defined by
 /// the library under this C symbol. A backend that builds a library defines

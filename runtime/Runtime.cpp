@@ -212,6 +212,10 @@ Status loadModel(fusert_model &model) {
   std::string weightsPath;
   FUSERT_RETURN_IF_ERROR(checkWeightsFile(model, weightsPath));
   model.profSamples.reset(model.manifest.steps.size());
+  for (const StepDesc &s : model.manifest.steps)
+    if (!s.guard.empty())
+      model.hasGuards = true;
+  model.guardValue.assign(model.manifest.buffers.size(), -1);
   // Everything above needs no device; the executor allocates from here on.
   FUSERT_RETURN_IF_ERROR(model.exec->prepare(model, weightsPath));
   const char *env = std::getenv("FUSERT_PROFILE");
@@ -316,9 +320,29 @@ void fusert_model::resolveAll(const std::vector<void *> &in, const std::vector<v
 }
 
 Status fusert_model::runSteps(cudaStream_t stream, bool timed) {
+  if (hasGuards)
+    std::fill(guardValue.begin(), guardValue.end(), static_cast<signed char>(-1));
   for (size_t i = 0; i < manifest.steps.size(); ++i) {
     if (timed)
       FUSERT_RETURN_IF_ERROR(exec->markTime(i, stream));
+    bool holds = true;
+    for (const GuardDesc &t : manifest.steps[i].guard) {
+      const int b = manifest.bufferIndex(t.buffer);
+      if (guardValue[b] < 0) {
+        bool v = false;
+        Status read = exec->readGuard(addr[b], stream, v);
+        if (!read.ok())
+          return read.withContext(strCat("step ", i, " '", manifest.steps[i].name,
+                                         "': reading its guard buffer ", t.buffer));
+        guardValue[b] = v ? 1 : 0;
+      }
+      if ((guardValue[b] != 0) != t.when) {
+        holds = false;
+        break;
+      }
+    }
+    if (!holds)
+      continue;
     Status status = exec->runStep(*this, i, stream);
     if (!status.ok())
       return status.withContext(strCat("step ", i, " '", manifest.steps[i].name, "'"));

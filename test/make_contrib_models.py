@@ -33,6 +33,12 @@ class Case:
         self.inits = []
         self.outputs = []  # names
         self.reference = None  # a Case that computes the same outputs on ONNX Runtime's CPU provider
+        self.prebuilt = None  # a ModelProto (made by onnxruntime.quantization) instead of nodes / inits
+        self.threads = None  # ONNX Runtime's intra-op threads for the expected outputs (None: its default)
+        self.atol = None  # fusec-run's tolerance for the f32 outputs (None: its default)
+        self.rtol = None
+        self.expected = None  # the expected outputs, for a case ONNX Runtime cannot run
+        self.bf16 = True  # also checked with --precision bf16 (run_contrib_ops.py's *-bf16 modes)
         self.rng = np.random.default_rng(zlib.crc32(name.encode()))
 
     def rand(self, *shape, scale=1.0):
@@ -55,6 +61,8 @@ class Case:
         self.outputs.extend(names)
 
     def model(self):
+        if self.prebuilt is not None:
+            return self.prebuilt
         ins = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape)
                for n, a in self.inputs]
         outs = [helper.make_empty_tensor_value_info(n) for n in self.outputs]
@@ -368,6 +376,18 @@ def refusal_models():
            ["y", "mean"])
     c.out("y", "mean")
     yield c
+    # DynamicQuantizeLSTM forms ONNX Runtime refuses: a nonzero per-column zero point of i8 weights,
+    # W and R of different dtypes, a layout attribute.
+    c = dq_case("dqlstm_i8_per_column_zp", 2, 1, 3, 4, per_column=True)
+    c.inits = [numpy_helper.from_array(np.where(np.arange(16) == 5, 3, 0).astype(np.int8).reshape(1, 16), t.name)
+               if t.name == "w_zp" else t for t in c.inits]
+    yield c
+    yield dq_case("dqlstm_mixed_dtypes", 2, 1, 3, 4, wtype=np.uint8, rtype=np.int8)
+    yield dq_case("dqlstm_layout", 2, 1, 3, 4, layout=0)
+    c = dq_case("dqlstm_scale_shape", 2, 1, 3, 4)
+    c.inits = [numpy_helper.from_array(np.full((3,), 0.01, np.float32), t.name) if t.name == "r_scale" else t
+               for t in c.inits]
+    yield c
     c = Case("nbits_dynamic_weight")
     c.node("MatMulNBits", [c.inp("a", c.rand(1, 16)), c.inp("w", np.zeros((2, 1, 8), dtype=np.uint8)),
                            c.init("scales", np.ones(2, dtype=np.float32))], ["y"], K=16, N=2, bits=4, block_size=16)
@@ -430,6 +450,166 @@ def rnn_cases():
                    activations=["Relu", "Affine"], activation_alpha=[0.5], activation_beta=[0.2])
     yield rnn_case("rnn_thresholdedrelu_clip", "RNN", 3, 2, 3, 3, activations=["ThresholdedRelu"],
                    activation_alpha=[0.2], clip=0.7)
+    # A row of length 0: Y_h (and Y_c) are 0, not the initial state (ONNX Runtime's kernels).
+    yield rnn_case("lstm_bidir_len0", "LSTM", 4, 3, 5, 6, dirs=2, lens=[0, 4, 2])
+    yield rnn_case("gru_reverse_len0", "GRU", 3, 2, 4, 5, lens=[3, 0], direction="reverse")
+    yield rnn_case("rnn_len0_b3", "RNN", 3, 3, 2, 4, lens=[2, 0, 3])
+
+
+# --- DynamicQuantizeLSTM ----------------------------------------------------------------------
+# ONNX Runtime's expected outputs are computed with one intra-op thread: with more, its kernel
+# quantises each thread's chunk of batch rows of H on its own range (DynamicQuantizeLstm.cpp), so
+# its result depends on the machine. fusec matches it to float rounding (the MLAS sigmoid / tanh
+# are a few ulps from fusec's): the tolerance of these cases is 1e-5, against quantisation steps of
+# about 1e-3 that a wrong grouping of rows or another rounding would show. They are not run with
+# --precision bf16: a bf16 H is up to half a quantisation step of H away from the f32 one, so about
+# every other element quantises to another integer and the (unbounded) cell state drifts by several
+# steps, past any tolerance that would still check the quantisation.
+DQ_ATOL = 1e-5
+DQ_RTOL = 1e-4
+
+
+def dq_case(name, t, b, i, h, dirs=1, wtype=np.int8, rtype=None, per_column=False, lens=None, lens_const=False,
+            peep=False, bias=True, init=True, want_y=True, want_c=True, tail_scale=1.0, **attrs):
+    """A hand-built DynamicQuantizeLSTM: W [D, I, 4H], R [D, H, 4H] of wtype / rtype, scales and zero
+    points per direction ([D]) or per column ([D, 4H]); u8 zero points differ per direction (per
+    column they are one value, as ONNX Runtime requires)."""
+    rtype = rtype or wtype
+    c = Case(name, opset=14)
+    c.threads, c.atol, c.rtol, c.bf16 = 1, DQ_ATOL, DQ_RTOL, False
+    shape = (dirs, 4 * h) if per_column else (dirs,)
+
+    def weights(nm, k, dt):
+        lo, hi = (-128, 127) if dt == np.int8 else (0, 255)
+        q = c.rng.integers(lo, hi + 1, size=(dirs, k, 4 * h)).astype(dt)
+        scale = (c.rng.uniform(0.5, 1.5, size=shape) * (0.7 / np.sqrt(k)) / 127).astype(np.float32)
+        if dt == np.int8:
+            zp = np.zeros(shape, dtype=dt)
+        elif per_column:
+            zp = np.full(shape, c.rng.integers(100, 156), dtype=dt)
+        else:
+            zp = c.rng.integers(100, 156, size=shape).astype(dt)
+        return [c.init(nm, q), c.init(nm + "_scale", scale), c.init(nm + "_zp", zp)]
+
+    w = weights("w", i, wtype)
+    r = weights("r", h, rtype)
+    x = c.rand(t, b, i)
+    if lens is not None:
+        x[max(lens):] *= tail_scale  # the steps no row reads, scaled past the others' range
+    ins = [c.inp("x", x), w[0], r[0], c.init("bias", c.rand(dirs, 8 * h, scale=0.3)) if bias else ""]
+    if lens is None:
+        ins.append("")
+    elif lens_const:
+        ins.append(c.init("lens", np.array(lens, dtype=np.int32)))
+    else:
+        ins.append(c.inp("lens", np.array(lens, dtype=np.int32)))
+    ins.append(c.inp("h0", c.rand(dirs, b, h)) if init else "")
+    ins.append(c.inp("c0", c.rand(dirs, b, h)) if init else "")
+    ins.append(c.init("p", c.rand(dirs, 3 * h, scale=0.5)) if peep else "")
+    ins += [w[1], w[2], r[1], r[2]]
+    outs = ["y" if want_y else "", "y_h", "y_c" if want_c else ""]
+    while outs[-1] == "":
+        outs.pop()
+    direction = {1: "forward", 2: "bidirectional"}[dirs] if "direction" not in attrs else attrs.pop("direction")
+    c.node("DynamicQuantizeLSTM", ins, outs, hidden_size=h, direction=direction, **attrs)
+    c.out(*[o for o in outs if o])
+    return c
+
+
+def quantized(c, fp32_model, per_channel):
+    """c with onnxruntime.quantization.quantize_dynamic(fp32_model) as its model."""
+    import tempfile
+
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    with tempfile.TemporaryDirectory() as d:
+        src, dst = os.path.join(d, "f32.onnx"), os.path.join(d, "q.onnx")
+        onnx.save(fp32_model, src)
+        quantize_dynamic(src, dst, per_channel=per_channel, weight_type=QuantType.QInt8)
+        c.prebuilt = onnx.load(dst)
+    return c
+
+
+def qd_lstm_case(name, t, b, i, h, dirs=1, per_channel=False, lens=None, init=False, **attrs):
+    """An ai.onnx LSTM quantised by quantize_dynamic (its weights become i8, transposed)."""
+    c = rnn_case(name, "LSTM", t, b, i, h, dirs=dirs, lens=lens, init=init, **attrs)
+    c.threads, c.atol, c.rtol, c.bf16 = 1, DQ_ATOL, DQ_RTOL, False
+    return quantized(c, c.model(), per_channel)
+
+
+def crnn_case(name, b, per_channel):
+    """A CRNN text recogniser: two Conv + Relu + MaxPool blocks over a [B, 1, 16, 20] image, the
+    feature columns as a sequence [T = 10, B, 64], a bidirectional LSTM (hidden 16), a Linear to 11
+    classes; quantize_dynamic'd (ConvInteger, MatMulInteger, DynamicQuantizeLSTM)."""
+    c = Case(name, opset=14)
+    c.threads, c.bf16 = 1, False
+    x = c.inp("image", c.rand(b, 1, 16, 20))
+    c.node("Conv", [x, c.init("c1w", c.rand(8, 1, 3, 3, scale=0.5)), c.init("c1b", c.rand(8, scale=0.1))], ["c1"],
+           domain="", pads=[1, 1, 1, 1])
+    c.node("Relu", ["c1"], ["r1"], domain="")
+    c.node("MaxPool", ["r1"], ["p1"], domain="", kernel_shape=[2, 2], strides=[2, 2])  # [B, 8, 8, 10]
+    c.node("Conv", ["p1", c.init("c2w", c.rand(16, 8, 3, 3, scale=0.2)), c.init("c2b", c.rand(16, scale=0.1))],
+           ["c2"], domain="", pads=[1, 1, 1, 1])
+    c.node("Relu", ["c2"], ["r2"], domain="")
+    c.node("MaxPool", ["r2"], ["p2"], domain="", kernel_shape=[2, 1], strides=[2, 1])  # [B, 16, 4, 10]
+    c.node("Reshape", ["p2", c.init("seq_shape", np.array([b, 64, 10], dtype=np.int64))], ["f"], domain="")
+    c.node("Transpose", ["f"], ["seq"], domain="", perm=[2, 0, 1])  # [10, B, 64]
+    h = 16
+    c.node("LSTM", ["seq", c.init("lw", c.rand(2, 4 * h, 64, scale=0.2)), c.init("lr", c.rand(2, 4 * h, h, scale=0.3)),
+                    c.init("lb", c.rand(2, 8 * h, scale=0.1))], ["y"], domain="", hidden_size=h,
+           direction="bidirectional")  # [10, 2, B, 16]
+    c.node("Transpose", ["y"], ["yt"], domain="", perm=[0, 2, 1, 3])
+    c.node("Reshape", ["yt", c.init("feat_shape", np.array([10, b, 2 * h], dtype=np.int64))], ["feat"], domain="")
+    c.node("MatMul", ["feat", c.init("fc_w", c.rand(2 * h, 11, scale=0.3))], ["fc"], domain="")
+    c.node("Add", ["fc", c.init("fc_b", c.rand(11, scale=0.1))], ["logits"], domain="")
+    c.out("logits")
+    return quantized(c, c.model(), per_channel)
+
+
+def dqlstm_cases():
+    yield from dqlstm_quantized_cases()
+    yield from dqlstm_hand_cases()
+
+
+def dqlstm_quantized_cases():
+    # quantize_dynamic on ai.onnx LSTMs (i8 weights, per tensor or per column).
+    yield qd_lstm_case("dqlstm_qd_forward_b3_h8_i7", 5, 3, 7, 8)
+    yield qd_lstm_case("dqlstm_qd_per_column_bidir_b1_h32_i13", 4, 1, 13, 32, dirs=2, per_channel=True, init=True)
+    yield qd_lstm_case("dqlstm_qd_per_column_reverse_lens_b3", 5, 3, 5, 8, per_channel=True, lens=[3, 5, 1],
+                       direction="reverse")
+    yield qd_lstm_case("dqlstm_qd_bidir_lens_h32_i10_b3", 4, 3, 10, 32, dirs=2, lens=[4, 2, 3], init=True)
+    # A CRNN-like recogniser (conv stack + bidirectional LSTM + Linear), quantize_dynamic'd.
+    for b in (1, 3):
+        c = crnn_case(f"dqlstm_crnn_b{b}", b, per_channel=b == 3)
+        c.atol, c.rtol = 1e-4, 1e-4
+        yield c
+
+
+def dqlstm_hand_cases():
+    # By hand: u8 weights with zero points, both scale layouts, the optional inputs and outputs.
+    yield dq_case("dqlstm_u8_zp_forward_b3_h8_i7", 4, 3, 7, 8, wtype=np.uint8)
+    yield dq_case("dqlstm_u8_per_column_bidir_peep_b3_h8_i5", 3, 3, 5, 8, dirs=2, wtype=np.uint8, per_column=True,
+                  peep=True)
+    yield dq_case("dqlstm_u8_reverse_no_bias_b1_h32_i9", 4, 1, 9, 32, wtype=np.uint8, direction="reverse",
+                  bias=False, init=False)
+    # sequence_lens (a length 0 row included) with Y: finished rows read 0 from Y's step.
+    yield dq_case("dqlstm_bidir_lens_zero_b3_h8_i7", 5, 3, 7, 8, dirs=2, lens=[3, 5, 0], peep=True)
+    # ... without Y: finished rows keep their last H in the next step's range.
+    yield dq_case("dqlstm_bidir_lens_no_y_b3_h8_i6", 5, 3, 6, 8, dirs=2, lens=[2, 5, 4], want_y=False)
+    yield dq_case("dqlstm_reverse_const_lens_per_column_b3", 4, 3, 5, 8, per_column=True, lens=[1, 4, 3],
+                  lens_const=True, direction="reverse")
+    # max(sequence_lens) < T: the steps past it are outside X's range (ONNX Runtime's input product
+    # covers only the steps below it).
+    yield dq_case("dqlstm_lens_below_t_b3_h8_i5", 6, 3, 5, 8, lens=[3, 1, 2], tail_scale=3.0)
+    yield dq_case("dqlstm_bidir_const_lens_below_t_b3_h8_i5", 6, 3, 5, 8, dirs=2, lens=[2, 4, 1], lens_const=True,
+                  tail_scale=3.0)
+    yield dq_case("dqlstm_all_lens_zero_b3", 3, 3, 4, 8, lens=[0, 0, 0])
+    yield dq_case("dqlstm_t1_b1_h8_i3", 1, 1, 3, 8, init=False, want_c=False)
+    # An empty batch: empty outputs (ONNX Runtime 1.32 aborts the process on it, so they are given).
+    c = dq_case("dqlstm_empty_batch_bidir", 3, 0, 4, 8, dirs=2)
+    c.expected = [np.zeros((3, 2, 0, 8), np.float32), np.zeros((2, 0, 8), np.float32), np.zeros((2, 0, 8), np.float32)]
+    yield c
+    yield dq_case("dqlstm_clip_input_forget_activations_b3", 4, 3, 6, 8, clip=0.8, input_forget=1,
+                  activations=["HardSigmoid", "Tanh", "Softsign"], activation_alpha=[0.3], activation_beta=[0.45])
 
 
 def f16_cases():
@@ -441,12 +621,22 @@ def f16_cases():
                 yield as_f16(c)
 
 
+def ort_outputs(ort, so, c):
+    """c's outputs on ONNX Runtime's CPU provider (so, or c's own thread count)."""
+    if c.threads:
+        so = ort.SessionOptions()
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        so.intra_op_num_threads = c.threads
+    sess = ort.InferenceSession(c.model().SerializeToString(), so, providers=["CPUExecutionProvider"])
+    return sess.run(c.outputs, {n: a for n, a in c.inputs})
+
+
 def main(out_dir, mode=""):
     os.makedirs(out_dir, exist_ok=True)
     if mode == "--models-only":
         # Models without expected outputs (no onnxruntime needed): the lit tests' inputs.
         for gen in (gelu_cases, norm_cases, rotary_cases, mha_cases, attention_cases, gqa_cases, nbits_cases, f16_cases,
-                    refusal_models, rnn_cases):
+                    refusal_models, rnn_cases, dqlstm_hand_cases):
             for c in gen():
                 onnx.save(c.model(), os.path.join(out_dir, c.name + ".onnx"))
         return
@@ -456,7 +646,7 @@ def main(out_dir, mode=""):
     so = ort.SessionOptions()
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     for gen in (gelu_cases, norm_cases, rotary_cases, mha_cases, attention_cases, gqa_cases, nbits_cases, f16_cases,
-                rnn_cases):
+                rnn_cases, dqlstm_cases):
         for c in gen():
             d = os.path.join(out_dir, c.name)
             data = os.path.join(d, "test_data_set_0")
@@ -464,8 +654,10 @@ def main(out_dir, mode=""):
             m = c.model()
             onnx.save(m, os.path.join(d, "model.onnx"))
             ref = c.reference or c
-            sess = ort.InferenceSession(ref.model().SerializeToString(), so, providers=["CPUExecutionProvider"])
-            outs = sess.run(ref.outputs, {n: a for n, a in ref.inputs})
+            if c.expected is not None:
+                outs = c.expected
+            else:
+                outs = ort_outputs(ort, so, ref)
             for i, (n, a) in enumerate(c.inputs):
                 with open(os.path.join(data, f"input_{i}.pb"), "wb") as f:
                     f.write(numpy_helper.from_array(a, n).SerializeToString())
@@ -473,6 +665,10 @@ def main(out_dir, mode=""):
                 with open(os.path.join(data, f"output_{i}.pb"), "wb") as f:
                     f.write(numpy_helper.from_array(np.asarray(a), n).SerializeToString())
             manifest[c.name] = {"inputs": {n: list(a.shape) for n, a in c.inputs}}
+            if c.atol is not None:
+                manifest[c.name]["atol"], manifest[c.name]["rtol"] = c.atol, c.rtol
+            if not c.bf16:
+                manifest[c.name]["bf16"] = False
     with open(os.path.join(out_dir, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1, sort_keys=True)
     print(f"wrote {len(manifest)} cases to {out_dir}")

@@ -147,6 +147,12 @@ Json stepJson(const MemoryPlan &mem, const Step &s) {
       break;
     }
   }
+  if (!s.guard.empty()) {
+    Json g = Json::array();
+    for (const ir::GuardTerm &t : s.guard)
+      g.push_back(Json{{artifact_format::kGuardBuffer, id(t.cond)}, {artifact_format::kGuardWhen, t.when}});
+    j[artifact_format::kStepGuard] = std::move(g);
+  }
   return j;
 }
 
@@ -610,9 +616,7 @@ absl::Status checkCompileTimeValues(const ir::Graph &graph) {
 }  // namespace
 
 std::string boundValueDigest(const ir::Tensor &t) {
-  artifact_checksum::Fnv1a64 h;
-  h.update(t.data(), static_cast<size_t>(t.byteSize()));
-  return artifact_checksum::checksumText(h.digest());
+  return artifact_checksum::bytesChecksum(t.data(), static_cast<size_t>(t.byteSize()));
 }
 
 absl::Status writeArtifact(const ir::Graph &graph, const passes::FusionPlan &plan,
@@ -731,6 +735,17 @@ absl::Status writeArtifact(const ir::Graph &graph, const passes::FusionPlan &pla
   sum.arenaNaiveBytes = mem.arenaNaiveBytes;
   sum.weightsBytes = mem.weightsBytes;
   sum.numSteps = static_cast<int>(mem.steps.size() + mem.copies.size());
+  for (const Step &s : mem.steps) sum.numGuardedSteps += s.guard.empty() ? 0 : 1;
+  for (size_t i = 0; i < mem.steps.size();) {
+    size_t j = i;
+    while (j + 1 < mem.steps.size() && mem.steps[j + 1].guard == mem.steps[i].guard) ++j;
+    if (!mem.steps[i].guard.empty())
+      sum.guardedRanges.push_back(absl::StrCat(
+          "condition known at run time: ", i == j ? absl::StrCat("step ", i) : absl::StrCat("steps ", i, "..", j),
+          " (", mem.steps[i].name, i == j ? "" : absl::StrCat("..", mem.steps[j].name), ") run ",
+          ir::describeGuard(mem.steps[i].guard)));
+    i = j + 1;
+  }
   sum.numKernels = mod.numKernels;
   sum.memorySummary = mem.summary();
 

@@ -100,6 +100,10 @@ struct ArtifactSummary {
   int64_t arenaNaiveBytes = 0;
   int64_t weightsBytes = 0;
   int numSteps = 0;
+  int numGuardedSteps = 0;             ///< steps with a guard (an If chosen at run time)
+  /// One line per run of consecutive manifest steps with the same guard:
+  /// "condition known at run time: steps 1..2 (k1_conv..k1_conv) run when 'c'".
+  std::vector<std::string> guardedRanges;
   int numKernels = 0;                 ///< unique launcher symbols in model.cu
   std::string memorySummary;          ///< MemoryPlan::summary()
 };

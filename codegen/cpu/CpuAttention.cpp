@@ -24,6 +24,12 @@
 // evaluated per element), 2 = every element live (no mask code). Past
 // kMaxMaskEvaluations evaluations every tile is "partial".
 //
+// Key mask (AttentionSpec::keyMask, a [B, Sk] operand): once per (task, key
+// tile) its kr values at batch b are read into the workspace as 0 / 1 and
+// OR-reduced; a tile with no live key is skipped like a fully masked one
+// (run-time data, so this is decided at run time), otherwise the row loop
+// selects -inf where the workspace copy is 0.
+//
 // A row whose x are all -inf ends with l = 0 and O = 0, so O / l is NaN, as
 // the spec defines it (softmax of all -inf), or with maskedRowsMean the sum
 // of V over all keys divided by Sk; masked elements contribute an exact 0 (p
@@ -405,6 +411,8 @@ absl::Status addAttention(CpuModuleBuilder::Impl &I, const AttentionSpec &a, con
   };
   const uint64_t sAt = take(QT * KT), oAt = take(QT * Dv), mAt = take(QT), lAt = take(QT);
   const uint64_t qAt = convQ ? take(QT * D) : 0, kAt = convK ? take(KT * D) : 0, vAt = convV ? take(KT * Dv) : 0;
+  const bool keyMask = a.keyMask >= 0;
+  const uint64_t kmAt = keyMask ? take(KT) : 0;
   I.workspace = std::max(I.workspace, off);
 
   bool perHead = false;
@@ -434,6 +442,8 @@ absl::Status addAttention(CpuModuleBuilder::Impl &I, const AttentionSpec &a, con
   llvm::Value *Qf = B.CreateGEP(I.f32, ws, I.c64(qAt));
   llvm::Value *Kf = B.CreateGEP(I.f32, ws, I.c64(kAt));
   llvm::Value *Vf = B.CreateGEP(I.f32, ws, I.c64(vAt));
+  llvm::Value *KM = B.CreateGEP(I.f32, ws, I.c64(kmAt));
+  llvm::Value *kmAny = keyMask ? I.stackSlot(llvm::FixedVectorType::get(I.f32, W), "keylive") : nullptr;
   llvm::Value *mx = I.stackSlot(llvm::FixedVectorType::get(I.f32, W), "rowmax");
   llvm::Value *sum = I.stackSlot(llvm::FixedVectorType::get(I.f32, W), "rowsum");
   std::map<std::string, llvm::GlobalVariable *> tables;
@@ -488,7 +498,25 @@ absl::Status addAttention(CpuModuleBuilder::Impl &I, const AttentionSpec &a, con
         llvm::Value *p = B.CreateInBoundsGEP(stateTable->getValueType(), stateTable, {I.c64(0), idx});
         state = B.CreateZExt(B.CreateLoad(I.i8, p, "tile.state"), I.i32);
       }
-      I.ifThen(B.CreateICmpNE(state, I.c32(0)), [&] {
+      llvm::Value *visit = B.CreateICmpNE(state, I.c32(0));
+      if (keyMask) {
+        // The key mask of this tile into the workspace (0 / 1), and whether any key is live.
+        B.CreateStore(splatF(I, I.f32, W, 0.0), kmAny);
+        I.ifThen(visit, [&] {
+          dynVectorLoop(I, kr, W, [&](llvm::Value *j, llvm::Value *lm) {
+            ScoreLanes kl{I, a, W, nullptr, bi, I.c64(0), I.c64(0), B.CreateAdd(k0, j), lm, &biasPtrs, &tables};
+            llvm::Value *keep = kl.asB(ScoreLanes::V{ScoreType::kFloat, kl.bias(a.keyMask)});
+            if (lm) keep = B.CreateAnd(keep, lm);
+            llvm::Value *f = B.CreateUIToFP(keep, llvm::FixedVectorType::get(I.f32, W));
+            storeFrom(I, f, KM, ir::DType::kF32, j, lm);
+            llvm::Value *cur = B.CreateLoad(llvm::FixedVectorType::get(I.f32, W), kmAny);
+            B.CreateStore(B.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, cur, f), kmAny);
+          });
+        });
+        llvm::Value *any = B.CreateFPMaxReduce(B.CreateLoad(llvm::FixedVectorType::get(I.f32, W), kmAny));
+        visit = B.CreateAnd(visit, B.CreateFCmpOGT(any, llvm::ConstantFP::get(I.f32, 0.0)));
+      }
+      I.ifThen(visit, [&] {
         llvm::Value *kOff = B.CreateAdd(kOff0, B.CreateMul(k0, I.c64(a.kStrides[2])));
         llvm::Value *vOff = B.CreateAdd(vOff0, B.CreateMul(k0, I.c64(a.vStrides[2])));
         llvm::Value *kPtr, *vPtr;
@@ -526,6 +554,10 @@ absl::Status addAttention(CpuModuleBuilder::Impl &I, const AttentionSpec &a, con
               if (masked) {
                 ScoreLanes ml{I, a, W, nullptr, bi, h, q, B.CreateAdd(k0, j), lm, &biasPtrs, &tables};
                 x = B.CreateSelect(ml.asB(ml.eval(a.mask)), x, splatF(I, I.f32, W, ninf));
+              }
+              if (keyMask) {
+                llvm::Value *live = loadF32(I, KM, ir::DType::kF32, j, W, lm);
+                x = B.CreateSelect(B.CreateFCmpONE(live, splatF(I, I.f32, W, 0.0)), x, splatF(I, I.f32, W, ninf));
               }
               if (lm) x = B.CreateSelect(lm, x, splatF(I, I.f32, W, ninf));
               storeFrom(I, x, S, ir::DType::kF32, B.CreateAdd(rowOff, j), lm);

@@ -48,6 +48,18 @@ struct CpuTarget {
   /// thread, not through parallel_for (waking the workers costs more).
   /// Environment FUSEC_CPU_INLINE_WORK overrides it (0: never inline).
   int64_t inlineWork = 16384;
+  /// Pointwise and reduce kernels whose element-wise outputs (stored with
+  /// the identity index map, rows a multiple of the vector width) total at
+  /// least this many bytes store full vectors with non-temporal (streaming)
+  /// stores on x86, when the buffers are aligned to the vector size at run
+  /// time: such outputs do not fit in the last-level cache anyway, and a
+  /// streaming store does not read the line before writing it (a plain
+  /// store moves 3 bytes over the memory bus per byte written plus read, a
+  /// streaming one 2). Default: the host's last-level cache size (sysfs;
+  /// 32 MiB when unknown or for another --arch). Environment
+  /// FUSEC_CPU_STREAM_BYTES overrides it (0: every eligible kernel).
+  int64_t streamingStoreBytes = int64_t{32} << 20;
+  bool x86 = true;                    ///< the triple is x86 (streaming stores, sfence)
 };
 
 /// The target for LLVM CPU name \p cpu ("", "native" or the host's own

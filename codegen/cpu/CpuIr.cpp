@@ -1,8 +1,14 @@
 //===- CpuIr.cpp - Module state, conversions and the lane emitter ---------===//
 #include "codegen/cpu/CpuIr.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#include "llvm/IR/IntrinsicsX86.h"
+#pragma GCC diagnostic pop
 
 namespace fusec::codegen::cpu {
 
@@ -113,17 +119,34 @@ void CpuModuleBuilder::Impl::emitEntry(const std::string &symbol, llvm::Function
   llvm::Value *cl = B.CreateAlloca(closureTy, nullptr, "closure");
   B.CreateStore(fn->getArg(0), B.CreateStructGEP(closureTy, cl, 0));
   B.CreateStore(fn->getArg(1), B.CreateStructGEP(closureTy, cl, 1));
+  llvm::Value *run = body;
+  if (streamingBody_ && n > 0) {
+    // Every streamed buffer aligned to streamAlign_ bytes: the streaming body.
+    llvm::Value *bufs = fn->getArg(0);
+    llvm::Value *bad = c64(0);
+    for (int b : streamed_) {
+      llvm::Value *p = B.CreateLoad(i8p, B.CreateConstGEP1_64(i8p, bufs, b));
+      bad = B.CreateOr(bad, B.CreateAnd(B.CreatePtrToInt(p, i64), c64(streamAlign_ - 1)));
+    }
+    run = B.CreateSelect(B.CreateICmpEQ(bad, c64(0)), streamingBody_, body);
+  }
+  streamingBody_ = nullptr;
+  streamed_.clear();
   if (n > 0 && work < target.inlineWork) {
-    B.CreateCall(rangeFnTy, body, {B.CreateBitCast(cl, i8p), c64(0), c64(n), c32(0)});
+    B.CreateCall(rangeFnTy, run, {B.CreateBitCast(cl, i8p), c64(0), c64(n), c32(0)});
   } else if (n > 0) {
     llvm::Value *c = fn->getArg(1);
     llvm::Value *pool = B.CreateLoad(i8p, B.CreateStructGEP(ctxTy, c, 2), "pool");
     llvm::Value *pf = B.CreateLoad(llvm::PointerType::getUnqual(parallelForTy), B.CreateStructGEP(ctxTy, c, 3),
                                    "parallel_for");
-    B.CreateCall(parallelForTy, pf, {pool, c64(n), c64(std::max<int64_t>(1, grain)), body,
+    B.CreateCall(parallelForTy, pf, {pool, c64(n), c64(std::max<int64_t>(1, grain)), run,
                                      B.CreateBitCast(cl, i8p)});
   }
   B.CreateRet(c32(0));
+}
+
+void CpuModuleBuilder::Impl::endStreamingStores() {
+  if (target.x86) B.CreateCall(llvm::Intrinsic::getDeclaration(mod.get(), llvm::Intrinsic::x86_sse_sfence));
 }
 
 llvm::Type *storageType(CpuModuleBuilder::Impl &I, ir::DType dtype) {
@@ -453,8 +476,18 @@ void Lanes::store(const program::Store &s) {
   if (ls == 1 || (w_ == 1 && !m)) {
     llvm::Value *p = B.CreateGEP(st, bufs_[s.buffer], B.CreateExtractElement(off, uint64_t{0}));
     p = B.CreateBitCast(p, llvm::PointerType::getUnqual(v->getType()));
-    if (m) B.CreateMaskedStore(v, p, align, m);
-    else B.CreateAlignedStore(v, p, align);
+    const bool stream = !m && ls == 1 && w_ > 1 && streamed_ &&
+                        std::find(streamed_->begin(), streamed_->end(), s.buffer) != streamed_->end();
+    if (m) {
+      B.CreateMaskedStore(v, p, align, m);
+    } else if (stream) {
+      // MOVNTPS and friends: aligned to the whole vector (the entry point checked the buffer).
+      llvm::StoreInst *sti = B.CreateAlignedStore(v, p, llvm::Align(uint64_t(w_) * align.value()));
+      llvm::Metadata *one = llvm::ConstantAsMetadata::get(B.getInt32(1));
+      sti->setMetadata(llvm::LLVMContext::MD_nontemporal, llvm::MDNode::get(I.ctx, one));
+    } else {
+      B.CreateAlignedStore(v, p, align);
+    }
   } else {
     llvm::Value *ptrs = B.CreateGEP(st, bufs_[s.buffer], off);
     B.CreateMaskedScatter(v, ptrs, align, m ? m : llvm::Constant::getAllOnesValue(llvm::FixedVectorType::get(I.i1, w_)));

@@ -69,6 +69,20 @@ struct CpuModuleBuilder::Impl {
   /// body runs on the calling thread as body(&closure, 0, n, 0) (a tiny
   /// step costs less than waking the pool's workers).
   void emitEntry(const std::string &symbol, llvm::Function *body, int64_t n, int64_t grain, int64_t work);
+  /// A second body for the same work whose stores to the buffers
+  /// \p streamed are streaming stores that need those buffers aligned to
+  /// \p align bytes: emitEntry then calls \p streamingBody when every one
+  /// of them is aligned at run time, \p body otherwise. Call before
+  /// emitEntry; it applies to that call only.
+  void setStreamingVariant(llvm::Function *streamingBody, std::vector<int> streamed, int64_t align) {
+    streamingBody_ = streamingBody;
+    streamed_ = std::move(streamed);
+    streamAlign_ = align;
+  }
+  /// Ends a body that made streaming stores: an sfence (x86), so that they
+  /// are visible to the thread that waits for this chunk (streaming stores
+  /// are weakly ordered: the pool's release/acquire does not cover them).
+  void endStreamingStores();
   /// A new internal range function "<symbol>.body"; the builder is left in
   /// its entry block. Arguments: closure, begin, end, thread.
   llvm::Function *beginBody(const std::string &symbol);
@@ -77,6 +91,11 @@ struct CpuModuleBuilder::Impl {
   llvm::Value *bodyContext();
   /// In a body: buffer \p b of the step as a pointer to \p elemTy.
   llvm::Value *bufferPtr(int b, llvm::Type *elemTy);
+
+ private:
+  llvm::Function *streamingBody_ = nullptr;
+  std::vector<int> streamed_;
+  int64_t streamAlign_ = 0;
 };
 
 /// The LLVM type holding one element of \p dtype in memory.
@@ -152,6 +171,11 @@ class Lanes {
   void overrideBuffer0(llvm::Value *v) { override0_ = v; }
   /// Reduction results: allocas of <1 x T>.
   void setReductionSlots(const std::vector<llvm::Value *> *slots) { slots_ = slots; }
+  /// Stores to the buffers in \p buffers that are unmasked, unguarded and
+  /// contiguous across lanes are streaming stores (!nontemporal, aligned
+  /// to the vector size): the caller guarantees that alignment
+  /// (CpuModuleBuilder::Impl::setStreamingVariant).
+  void setStreamedBuffers(const std::vector<int> *buffers) { streamed_ = buffers; }
   /// Expression \p id evaluates to \p v (a value an earlier pass cached).
   void preset(int id, llvm::Value *v) { memo_[id] = v; }
   llvm::Value *emit(int id);
@@ -179,6 +203,7 @@ class Lanes {
   llvm::Value *mask_;
   llvm::Value *override0_ = nullptr;
   const std::vector<llvm::Value *> *slots_ = nullptr;
+  const std::vector<int> *streamed_ = nullptr;
   std::map<int, llvm::Value *> memo_;
   std::vector<char> known_;     ///< coef_ is exact for this expr
   std::vector<char> dep_;       ///< the expr varies across lanes

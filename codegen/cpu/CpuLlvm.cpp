@@ -1,4 +1,5 @@
 //===- CpuLlvm.cpp - Target machine, optimisation, object and lld link ----===//
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -59,6 +60,24 @@ absl::StatusOr<std::unique_ptr<llvm::TargetMachine>> makeMachine(const CpuTarget
   return tm;
 }
 
+/// The size in bytes of the host's largest cache (Linux sysfs,
+/// /sys/devices/system/cpu/cpu0/cache/index*/size, e.g. "32768K"); 0 when
+/// unknown.
+int64_t hostLastLevelCacheBytes() {
+  int64_t best = 0;
+  for (int i = 0; i < 8; ++i) {
+    std::ifstream f("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/size");
+    std::string text;
+    if (!(f >> text) || text.empty()) continue;
+    char *end = nullptr;
+    const long long v = std::strtoll(text.c_str(), &end, 10);
+    if (v <= 0 || !end) continue;
+    const int64_t scale = *end == 'K' ? 1024 : *end == 'M' ? 1024 * 1024 : *end == 'G' ? int64_t{1} << 30 : 1;
+    best = std::max<int64_t>(best, int64_t(v) * scale);
+  }
+  return best;
+}
+
 }  // namespace
 
 absl::StatusOr<CpuTarget> resolveCpuTarget(const std::string &cpu) {
@@ -109,6 +128,15 @@ absl::StatusOr<CpuTarget> resolveCpuTarget(const std::string &cpu) {
   }
   auto has = [&](const char *f) { return std::binary_search(enabled.begin(), enabled.end(), std::string(f)); };
   t.vectorBits = has("avx512f") ? 512 : has("avx") ? 256 : 128;
+  t.x86 = x86;
+  if (host) {
+    if (int64_t llc = hostLastLevelCacheBytes(); llc > 0) t.streamingStoreBytes = llc;
+  }
+  if (const char *env = std::getenv("FUSEC_CPU_STREAM_BYTES"); env && *env) {
+    char *end = nullptr;
+    const long long v = std::strtoll(env, &end, 10);
+    if (end && *end == 0 && v >= 0) t.streamingStoreBytes = v;
+  }
   // Testing knob: FUSEC_CPU_INLINE_WORK=0 sends every step through
   // parallel_for (the unit tests' shapes are all "tiny" otherwise).
   if (const char *env = std::getenv("FUSEC_CPU_INLINE_WORK"); env && *env) {

@@ -4,25 +4,32 @@
 // here as IR on whole vectors (no libm call, so they stay vectorised):
 // Polynomials and the reductions are chains of llvm.fmuladd (FMA where the
 // CPU has it).
-//   exp:  Cody-Waite reduction x = k ln2 + r (ln2 split in two), degree-7
-//         Taylor polynomial of e^r on |r| <= ln2/2 (error < 1e-8 relative),
-//         2^k applied as two exponent-field scalings so that denormal and
-//         overflowing results come out right.
+//   exp:  Cody-Waite reduction x = k ln2 + r (ln2 split in two), degree-6
+//         polynomial of e^r on |r| <= ln2/2 fitted here (see F::exp; within
+//         1.5 ulp), 2^k applied by VSCALEFPS with AVX-512, else as two
+//         exponent-field scalings, so that denormal and overflowing results
+//         come out right.
 //   log:  x = 2^e m with m in [sqrt(1/2), sqrt(2)), log m = 2 atanh(s),
 //         s = (m-1)/(m+1), odd series to s^11 (|s| <= 0.172).
 //   tanh: Taylor series to x^15 for |x| < 0.55, else 1 - 2/(e^{2|x|}+1).
-//   erf:  Taylor series to x^11 for |x| < 0.5, else Abramowitz & Stegun
-//         7.1.26 (|error| <= 1.5e-7).
+//   erf:  x N(x^2) / D(x^2), degree 5 over 5, fitted here on |x| <= 3.925
+//         (clamped outside; |error| <= 3e-7 in f32, see F::erf).
 //   log1p: log(u) - ((u-1)-x)/u with u = 1+x (Goldberg's correction).
 //   pow:  exp(b log|a|), the sign of a for integral b, NaN for a < 0 and
 //         non-integral b, pow(a, 0) = 1.
 // sin and cos (f32) and every f64 function call libm lane by lane.
 //
 //===----------------------------------------------------------------------===//
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "codegen/cpu/CpuIr.h"
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#include "llvm/IR/IntrinsicsX86.h"
+#pragma GCC diagnostic pop
 
 namespace fusec::codegen::cpu {
 
@@ -79,6 +86,24 @@ struct F {
   }
   llvm::Value *isnan(llvm::Value *x) { return I.B.CreateFCmpUNO(x, x); }
 
+  /// Whether 2^k scaling can be one AVX-512 VSCALEFPS (16 f32 lanes and
+  /// the target has avx512f).
+  bool hasScalef() const {
+    return w == 16 && I.target.x86 &&
+           std::find(I.target.features.begin(), I.target.features.end(), "avx512f") != I.target.features.end();
+  }
+
+  /// e^x: x clamped to [-104, 88.8] (e^x is 0 or inf in f32 beyond), k =
+  /// rint(x log2 e), r = x - k ln 2 in two FMAs (Cody-Waite, ln 2 split in
+  /// two), e^r on |r| <= ln2/2 by a degree-6 polynomial with c0 = 1 (the
+  /// fitted c1 rounds to 1) fitted for this file by scripts/fit_cpu_math.py
+  /// (relative error, Lawson-reweighted least squares in f64, rounded to
+  /// f32; relative error 2.1e-9 in exact arithmetic, the whole exp within
+  /// 1.5 half-ulps in f32 for normal results),
+  /// then p 2^k: with AVX-512 one VSCALEFPS (exact scaling with one
+  /// rounding, so subnormal and overflowing results come out right),
+  /// otherwise two exponent-field multiplies 2^(k/2) 2^(k - k/2) (each
+  /// factor a normal float). NaN stays NaN.
   llvm::Value *exp(llvm::Value *x) {
     auto &B = I.B;
     llvm::Value *xc = sel(B.CreateFCmpOGT(x, c(88.8)), c(88.8), x);
@@ -86,15 +111,23 @@ struct F {
     llvm::Value *k = B.CreateUnaryIntrinsic(llvm::Intrinsic::rint, mul(xc, c(1.44269504088896341)));
     llvm::Value *r = fma(k, c(-0.693359375), xc);
     r = fma(k, c(2.12194440054690583e-4), r);
-    llvm::Value *p = poly(r, {1.0, 1.0, 1.0 / 2, 1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 720, 1.0 / 5040});
-    llvm::Type *vi = llvm::FixedVectorType::get(I.i32, w);
-    llvm::Value *ki = B.CreateFreeze(B.CreateFPToSI(k, vi));
-    llvm::Value *k1 = B.CreateAShr(ki, ci(1));
-    llvm::Value *k2 = B.CreateSub(ki, k1);
-    auto scale = [&](llvm::Value *e) {
-      return B.CreateBitCast(B.CreateShl(B.CreateAdd(e, ci(127)), ci(23)), llvm::FixedVectorType::get(I.f32, w));
-    };
-    llvm::Value *res = mul(mul(p, scale(k1)), scale(k2));
+    llvm::Value *p = poly(r, {1.0, 1.0, 0.4999999403953552, 0.1666642129421234, 0.041668057441711426,
+                              0.008374965749680996, 0.0013842710759490728});
+    llvm::Value *res;
+    if (hasScalef()) {
+      // VSCALEFPS p, k: p * 2^floor(k) (k is integral), all lanes, current rounding (4).
+      llvm::Function *f = llvm::Intrinsic::getDeclaration(I.mod.get(), llvm::Intrinsic::x86_avx512_mask_scalef_ps_512);
+      res = B.CreateCall(f, {p, k, llvm::UndefValue::get(p->getType()), B.getInt16(0xffff), B.getInt32(4)});
+    } else {
+      llvm::Type *vi = llvm::FixedVectorType::get(I.i32, w);
+      llvm::Value *ki = B.CreateFreeze(B.CreateFPToSI(k, vi));
+      llvm::Value *k1 = B.CreateAShr(ki, ci(1));
+      llvm::Value *k2 = B.CreateSub(ki, k1);
+      auto scale = [&](llvm::Value *e) {
+        return B.CreateBitCast(B.CreateShl(B.CreateAdd(e, ci(127)), ci(23)), llvm::FixedVectorType::get(I.f32, w));
+      };
+      res = mul(mul(p, scale(k1)), scale(k2));
+    }
     return sel(isnan(x), x, res);
   }
 
@@ -136,17 +169,33 @@ struct F {
     return sel(B.CreateFCmpOLT(ax, c(0.55)), small, big);
   }
 
+  /// erf(x) = x N(x^2) / D(x^2) on |x| <= 3.925 (clamped outside, where
+  /// erf rounds to +-1 in f32), N and D of degree 5, the quotient clamped to
+  /// [-1, 1]. The coefficients were fitted for this file by
+  /// scripts/fit_cpu_math.py (iterated weighted least squares on the
+  /// relative error, Sanathanan-Koerner then Lawson reweighting, in f64,
+  /// then rounded to f32): relative error 1.9e-8 in
+  /// exact arithmetic; evaluated in f32 with FMA, max |error| 3.0e-7 over
+  /// [-4.5, 4.5] (at x ~ 3.6, where erf is within 4e-7 of 1) and relative
+  /// error 3.0e-7 everywhere else, subnormal x included (erf(x) = 1.128 x
+  /// there). One branch, no exp: 10 FMAs, a divide and 6 other operations
+  /// (the former Taylor series + Abramowitz-Stegun 7.1.26 pair evaluated
+  /// both branches and an exp). NaN stays NaN (the clamps keep it), +-inf
+  /// gives +-1.
   llvm::Value *erf(llvm::Value *x) {
     auto &B = I.B;
-    llvm::Value *ax = abs(x);
-    llvm::Value *t = div(c(1.0), add(c(1.0), mul(c(0.3275911), ax)));
-    llvm::Value *p = mul(t, poly(t, {0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429}));
-    llvm::Value *y = sub(c(1.0), mul(p, exp(B.CreateFNeg(mul(ax, ax)))));
-    llvm::Value *big = copysign(y, x);
-    llvm::Value *x2 = mul(x, x);
-    llvm::Value *small = mul(mul(c(1.12837916709551257), x),
-                             poly(x2, {1.0, -1.0 / 3, 1.0 / 10, -1.0 / 42, 1.0 / 216, -1.0 / 1320}));
-    return sel(B.CreateFCmpOLT(ax, c(0.5)), small, big);
+    constexpr double kMax = 3.925;
+    // Clamp with compares that are false for NaN, so NaN passes through.
+    llvm::Value *xc = sel(B.CreateFCmpOGT(x, c(kMax)), c(kMax), x);
+    xc = sel(B.CreateFCmpOLT(xc, c(-kMax)), c(-kMax), xc);
+    llvm::Value *s = mul(xc, xc);
+    llvm::Value *n = poly(s, {1.1283791065216064, 0.19059206545352936, 0.05276907980442047, 0.0037724778521806,
+                              0.0002848419244401157, 2.046041117864661e-06});
+    llvm::Value *d = poly(s, {1.0, 0.5022405385971069, 0.11418202519416809, 0.014983055181801319,
+                              0.0011638401774689555, 3.804783045779914e-05});
+    llvm::Value *q = div(mul(xc, n), d);
+    q = sel(B.CreateFCmpOGT(q, c(1.0)), c(1.0), q);
+    return sel(B.CreateFCmpOLT(q, c(-1.0)), c(-1.0), q);
   }
 
   llvm::Value *log1p(llvm::Value *x) {

@@ -120,7 +120,9 @@ std::string scoreExprToCuda(const ir::ScoreExpr &e, const ScoreCudaNames &names,
 
 absl::StatusOr<std::string> emitAttentionKernelNaive(const AttentionSpec &spec,
                                                      const std::string &symbol) {
-  const AttentionSpec &s = spec;
+  // The key mask is applied element-wise in this kernel (program::foldKeyMask).
+  AttentionSpec s = spec;
+  FUSEC_RETURN_IF_ERROR(foldKeyMask(s));
   for (int64_t d : {s.batch, s.numHeads, s.kvHeads, s.seqQ, s.seqK, s.headDim, s.headDimV})
     if (d <= 0) return absl::InvalidArgumentError("codegen: attention with a zero or negative extent");
   if (s.numHeads % s.kvHeads != 0)

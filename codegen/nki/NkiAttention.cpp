@@ -29,6 +29,7 @@
 #include "absl/strings/str_join.h"
 #include "codegen/nki/NkiKernel.h"
 #include "ir/ScoreExpr.h"
+#include "support/Status.h"
 
 namespace fusec::codegen::nki {
 namespace {
@@ -232,7 +233,10 @@ class ExprPrinter {
 
 }  // namespace
 
-absl::Status checkNkiAttention(const program::AttentionSpec &a, const Limits &lim) {
+absl::Status checkNkiAttention(const program::AttentionSpec &a0, const Limits &lim) {
+  // The key mask is applied element-wise here (program::foldKeyMask).
+  program::AttentionSpec a = a0;
+  FUSEC_RETURN_IF_ERROR(program::foldKeyMask(a));
   if (a.headDim > lim.partitions)
     return absl::UnimplementedError(absl::StrCat("attention head dim > ", lim.partitions,
                                                  " (the contraction spans one partition tile)"));
@@ -251,9 +255,12 @@ absl::Status checkNkiAttention(const program::AttentionSpec &a, const Limits &li
   return checkExpr(a.mask);
 }
 
-absl::StatusOr<std::string> printNkiAttention(const program::AttentionSpec &a, const Limits &lim,
+absl::StatusOr<std::string> printNkiAttention(const program::AttentionSpec &a0, const Limits &lim,
                                               const std::string &symbol, const std::vector<std::string> &comment) {
-  if (auto st = checkNkiAttention(a, lim); !st.ok()) return st;
+  if (auto st = checkNkiAttention(a0, lim); !st.ok()) return st;
+  // The key mask is applied element-wise in the score tile (program::foldKeyMask).
+  program::AttentionSpec a = a0;
+  FUSEC_RETURN_IF_ERROR(program::foldKeyMask(a));
   const int64_t qTile = queryTile(lim), kTile = keyTile(lim);
   const int64_t nq = (a.seqQ + qTile - 1) / qTile, nk = (a.seqK + kTile - 1) / kTile;
   // Tile liveness from the mask at compile time: 0 = fully masked, 1 = partial, 2 = fully live.

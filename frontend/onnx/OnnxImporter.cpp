@@ -275,6 +275,8 @@ class Importer {
                                      int64_t opset, int depth);
   absl::Status importConstantIf(const onnx::NodeProto &n, const std::string &name, int64_t opset,
                                 int depth);
+  absl::Status importRuntimeIf(const onnx::NodeProto &n, const std::string &name, ir::Value &cond,
+                               int64_t opset, int depth);
   absl::Status importStaticScan(const onnx::NodeProto &n, const std::string &name, int64_t opset,
                                 int depth);
   /// Imports the nodes of \p body (an If branch, a Scan iteration) with its
@@ -296,6 +298,7 @@ class Importer {
   std::string symbolFor(const std::string &dimParam);
   absl::Status checkNewValueName(const std::string &name, const std::string &what);
   std::string uniqueNodeName(const std::string &base);
+  bool foldMetadataOperands(ir::Node &node);
 
   const onnx::ModelProto &model_;
   const onnx::GraphProto &graphProto_;
@@ -318,6 +321,9 @@ class Importer {
   /// Value names taken by the model's own values or handed out for the
   /// nodes of expanded function bodies (freshValueName()).
   absl::flat_hash_set<std::string> reservedValueNames_;
+  /// Values evaluated while importing (evaluateConstantChain), kept for the
+  /// whole import so that a shape chain read by many nodes is computed once.
+  std::map<const ir::Value *, ir::Tensor> foldMemo_;
 };
 
 absl::Status Importer::readOpsets() {
@@ -406,7 +412,8 @@ void Importer::collectUnsupportedInSubgraphs(const onnx::NodeProto &n, const std
             isOnnxDomain(inner.domain()) ? ir::lookupOp(inner.op_type()) : nullptr;
         std::string why;
         bool expanded = !info && ((isOnnxDomain(inner.domain()) &&
-                                   acceptsOnnxOp(inner.op_type(), opset_, &why)) ||
+                                   (inner.op_type() == "If" ||  // its bodies are checked below
+                                    acceptsOnnxOp(inner.op_type(), opset_, &why))) ||
                                   isMappedContribNode(inner));
         if (!info && !expanded && inner.domain() == internal::kContribDomain)
           why = contribRefusal();
@@ -649,10 +656,8 @@ absl::Status Importer::checkSupported() {
         continue;
       }
       if (!cond.ok() || cond->numElements() != 1) {
-        problems.push_back(absl::StrCat(
-            line, " (its condition is not a compile-time constant: fusec inlines an If only when "
-                  "its condition is an initializer or a Constant, or a graph input bound with "
-                  "--input-value)"));
+        // Known only at run time: both branches are imported, guarded
+        // (importRuntimeIf), so the ops of both must be supported.
         collectUnsupportedInSubgraphs(n, printable(nodeNames_[i]), problems);
         continue;
       }
@@ -887,6 +892,11 @@ absl::StatusOr<ir::Tensor> Importer::boundValueFor(const onnx::ValueInfoProto &i
     }
     value = std::move(converted);
   }
+  auto shapeMismatch = [&] {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": the value has shape [",
+                                                   absl::StrJoin(value.shape(), ","),
+                                                   "], the input is declared ", declared.str()));
+  };
   if (declared.rankKnown && declared.rank() != static_cast<int64_t>(value.shape().size())) {
     bool allStatic = true;
     int64_t n = 1;
@@ -898,17 +908,12 @@ absl::StatusOr<ir::Tensor> Importer::boundValueFor(const onnx::ValueInfoProto &i
         shape.push_back(d.value);
       }
     }
-    if (!allStatic || n != value.numElements())
-      return absl::InvalidArgumentError(absl::StrCat(
-          what, ": the value has shape [", absl::StrJoin(value.shape(), ","),
-          "], the input is declared ", declared.str()));
+    if (!allStatic || n != value.numElements()) return shapeMismatch();
     value = value.reshaped(shape);
   }
   for (int64_t i = 0; declared.rankKnown && i < declared.rank(); ++i)
     if (declared.shape[i].isStatic() && declared.shape[i].value != value.shape()[static_cast<size_t>(i)])
-      return absl::InvalidArgumentError(absl::StrCat(
-          what, ": the value has shape [", absl::StrJoin(value.shape(), ","),
-          "], the input is declared ", declared.str()));
+      return shapeMismatch();
   return value;
 }
 
@@ -1012,7 +1017,8 @@ namespace {
 /// reference interpreter, as the const-fold pass would later. For If
 /// conditions computed from an input bound with --input-value or from a
 /// --shape-bound shape (`Equal(sr, 16000)`, `Greater(Shape(x)[0], 1)`).
-/// At most 64 nodes and 4096 elements per value; nullopt otherwise.
+/// At most 64 nodes and 4096 elements per value (results of a static size
+/// checked before evaluating); nullopt otherwise.
 std::optional<ir::Tensor> evaluateConstantChain(const ir::Value *v, int &budget,
                                                 std::map<const ir::Value *, ir::Tensor> &memo) {
   if (v->isConstant()) return *v->constant();
@@ -1020,13 +1026,23 @@ std::optional<ir::Tensor> evaluateConstantChain(const ir::Value *v, int &budget,
   const ir::Node *p = v->producer();
   if (!p || --budget < 0) return std::nullopt;
   std::vector<ir::Tensor> results;
-  if (p->kind() == ir::OpKind::kShape && p->numInputs() == 1 && p->input(0) &&
-      p->input(0)->type().rankKnown && p->input(0)->type().isStatic() && p->attrs().empty()) {
-    std::vector<int64_t> dims;
-    for (const ir::Dim &d : p->input(0)->type().shape) dims.push_back(d.value);
-    results.push_back(ir::Tensor::vectorI64(dims));
+  if (p->kind() == ir::OpKind::kShape || p->kind() == ir::OpKind::kSize) {
+    std::optional<ir::Tensor> t = ir::foldShapeOf(*p);
+    if (!t) return std::nullopt;
+    results.push_back(std::move(*t));
   } else {
     if (!interp::supports(p->kind())) return std::nullopt;
+    // Results must be small and of a known size before anything is
+    // evaluated: a chain through ConstantOfShape or Expand could otherwise
+    // allocate whatever its (model-chosen) shape says.
+    for (const ir::Value *o : p->outputs()) {
+      if (!o) continue;
+      if (!o->type().isStatic()) return std::nullopt;
+      int64_t n = 1;  // the product, stopped before it can overflow
+      for (int64_t d : o->type().staticShape()) {
+        if (d > 4096 || (n *= d) > 4096) return std::nullopt;
+      }
+    }
     std::vector<std::optional<ir::Tensor>> held(static_cast<size_t>(p->numInputs()));
     for (int i = 0; i < p->numInputs(); ++i) {
       if (!p->input(i)) continue;
@@ -1048,11 +1064,39 @@ std::optional<ir::Tensor> evaluateConstantChain(const ir::Value *v, int &budget,
 
 }  // namespace
 
+// A metadata operand of \p node (ir::isMetadataOperand: Reshape's shape,
+// Pad's pads, Slice's bounds, Expand's shape, ...) that a chain of nodes
+// computes from constants and static shapes is evaluated now and replaced by
+// a constant, so that the node's result shape is static while importing.
+// Exporters write such chains (torch's reflect Pad builds its pads with
+// ConstantOfShape / Concat / Slice / Transpose; shape arithmetic on static
+// dims): what follows may need the static shape at import, as a recurrent
+// op's sequence length or an If condition does. The chain's nodes stay in
+// the graph; dead-code elimination removes those left unused. A chain that
+// reads a symbolic dim or a graph input is left as it is.
+//
+// \returns whether an operand was replaced.
+bool Importer::foldMetadataOperands(ir::Node &node) {
+  bool changed = false;
+  for (int i = 0; i < node.numInputs(); ++i) {
+    ir::Value *v = node.input(i);
+    if (!v || v->isConstant() || !v->producer() || !ir::isMetadataOperand(node.kind(), i)) continue;
+    int budget = 64;
+    std::optional<ir::Tensor> t = evaluateConstantChain(v, budget, foldMemo_);
+    if (!t) continue;
+    node.setInput(i, graph_->addConstant(freshValueName(absl::StrCat(v->name(), "_folded")),
+                                         std::move(*t)));
+    changed = true;
+  }
+  return changed;
+}
+
 // If (ONNX Operators.md "If"): when the condition is known while importing
-// (an initializer or a Constant), the taken branch's nodes are imported in
-// place of the If, its values renamed apart (outer-scope names resolve to
-// the enclosing graph), and the If's outputs become Identity of the
-// branch's outputs. Otherwise Unimplemented, naming the condition.
+// (computed from initializers, Constants, static shapes and --input-value
+// inputs), the taken branch's nodes are imported in place of the If, its
+// values renamed apart (outer-scope names resolve to the enclosing graph),
+// and the If's outputs become Identity of the branch's outputs: no guard, no
+// cost. Otherwise (importRuntimeIf) both branches are imported, guarded.
 absl::Status Importer::importConstantIf(const onnx::NodeProto &n, const std::string &name,
                                         int64_t opset, int depth) {
   if (depth >= kMaxFunctionDepth)
@@ -1061,14 +1105,8 @@ absl::Status Importer::importConstantIf(const onnx::NodeProto &n, const std::str
   ir::Value *c = n.input_size() > 0 ? graph_->findValue(n.input(0)) : nullptr;
   if (!c) return absl::InvalidArgumentError("If needs its condition input");
   int budget = 64;
-  std::map<const ir::Value *, ir::Tensor> memo;
-  std::optional<ir::Tensor> cond = evaluateConstantChain(c, budget, memo);
-  if (!cond || cond->numElements() != 1)
-    return absl::UnimplementedError(absl::StrCat(
-        "If: the condition ", quotedName(n.input(0)),
-        " is not a compile-time constant of one element (fusec inlines an If only when its "
-        "condition is computed from initializers, Constants, static shapes and graph inputs "
-        "bound with --input-value; the runtime does not choose branches yet)"));
+  std::optional<ir::Tensor> cond = evaluateConstantChain(c, budget, foldMemo_);
+  if (!cond || cond->numElements() != 1) return importRuntimeIf(n, name, *c, opset, depth);
   const bool taken = cond->getDouble(0) != 0.0;
   const onnx::GraphProto *branch = nullptr;
   for (const auto &a : n.attribute())
@@ -1090,6 +1128,85 @@ absl::Status Importer::importConstantIf(const onnx::NodeProto &n, const std::str
     ir::Node *id = graph_->addNode("Identity", {outs[static_cast<size_t>(i)]}, {n.output(i)}, {},
                                    uniqueNodeName(name));
     FUSEC_RETURN_IF_ERROR(ir::inferNodeTypes(*graph_, *id));
+  }
+  return absl::OkStatus();
+}
+
+// If whose condition is known only at run time: both branches are imported
+// inline (values renamed apart under NAME/then and NAME/else), every node
+// a branch adds carrying the guard term (cond, true) or (cond, false) in
+// front of any guard it already has (a nested If's: the conjunction,
+// outermost first; ir/Graph.h GuardTerm). Output i of the If is
+// Where(cond, then_i, else_i), unguarded by this If (it carries the guard
+// of an enclosing branch): the taken branch's value. The runtime skips the
+// steps of the branch not taken (docs/RUNTIME.md "Guarded steps").
+// Refused (Unimplemented, naming the If): a condition that is not a bool of
+// one element; branch outputs of different dtypes or shapes (Where would
+// broadcast them).
+absl::Status Importer::importRuntimeIf(const onnx::NodeProto &n, const std::string &name,
+                                       ir::Value &cond, int64_t opset, int depth) {
+  auto refuse = [&](const std::string &why) {
+    return absl::UnimplementedError(absl::StrCat("If ", quotedName(name), ": ", why));
+  };
+  const ir::TensorType &ct = cond.type();
+  if (ct.dtype != ir::DType::kBool || ct.numElements().value_or(-1) != 1)
+    return refuse(absl::StrCat("the condition ", quotedName(cond.name()), " is ", ct.str(),
+                               "; a condition known only at run time must be a bool of one "
+                               "element (or bind the input it is computed from with "
+                               "--input-value to fold it)"));
+  const onnx::GraphProto *bodies[2] = {nullptr, nullptr};
+  for (const auto &a : n.attribute()) {
+    if (a.name() == "then_branch" && a.has_g()) bodies[0] = &a.g();
+    if (a.name() == "else_branch" && a.has_g()) bodies[1] = &a.g();
+  }
+  std::vector<ir::Value *> outs[2];
+  for (int b = 0; b < 2; ++b) {
+    const char *which = b == 0 ? "then" : "else";
+    if (!bodies[b])
+      return absl::InvalidArgumentError(absl::StrCat("If ", quotedName(name), " has no ", which,
+                                                     "_branch graph"));
+    if (bodies[b]->output_size() != n.output_size())
+      return absl::InvalidArgumentError(absl::StrCat("If ", quotedName(name), " has ",
+                                                     n.output_size(), " outputs, its ", which,
+                                                     " branch ", bodies[b]->output_size()));
+    std::vector<ir::Node *> before = graph_->nodes();
+    absl::flat_hash_set<const ir::Node *> existing(before.begin(), before.end());
+    FUSEC_ASSIGN_OR_RETURN(outs[b], importBody(*bodies[b], absl::StrCat(name, "/", which), {},
+                                               opset, depth,
+                                               absl::StrCat("the ", which, " branch of If ",
+                                                            quotedName(name))));
+    for (ir::Node *node : graph_->nodes()) {
+      if (existing.contains(node)) continue;
+      ir::Guard g{ir::GuardTerm{&cond, b == 0}};
+      g.insert(g.end(), node->guard().begin(), node->guard().end());
+      node->setGuard(std::move(g));
+    }
+  }
+  ir::Value *scalar = &cond;
+  if (ct.rank() != 0) {
+    ir::Value *shape = graph_->addConstant(freshValueName(absl::StrCat(name, "/cond_shape")),
+                                           ir::Tensor::vectorI64({}));
+    ir::Node *r = graph_->addNode("Reshape", {&cond, shape},
+                                  {freshValueName(absl::StrCat(name, "/cond"))}, {},
+                                  uniqueNodeName(absl::StrCat(name, "/cond")));
+    FUSEC_RETURN_IF_ERROR(ir::inferNodeTypes(*graph_, *r));
+    scalar = r->output(0);
+  }
+  for (int i = 0; i < n.output_size(); ++i) {
+    if (n.output(i).empty()) continue;
+    ir::Value *t = outs[0][static_cast<size_t>(i)], *e = outs[1][static_cast<size_t>(i)];
+    const ir::TensorType &tt = t->type(), &et = e->type();
+    if (tt.dtype != et.dtype || !tt.rankKnown || !et.rankKnown || !(tt.shape == et.shape))
+      return refuse(absl::StrCat(
+          "output ", i, " ", quotedName(n.output(i)), " is ", tt.str(), " in the then branch and ",
+          et.str(), " in the else branch; fusec selects the taken branch's value at run time "
+          "only when both have the same dtype and shape (bind the condition's inputs with "
+          "--input-value to fold it at compile time)"));
+    FUSEC_RETURN_IF_ERROR(checkNewValueName(n.output(i), "output"));
+    ir::Node *sel = t == e ? graph_->addNode("Identity", {t}, {n.output(i)}, {}, uniqueNodeName(name))
+                           : graph_->addNode("Where", {scalar, t, e}, {n.output(i)}, {},
+                                             uniqueNodeName(name));
+    FUSEC_RETURN_IF_ERROR(ir::inferNodeTypes(*graph_, *sel));
   }
   return absl::OkStatus();
 }
@@ -1357,7 +1474,15 @@ absl::Status Importer::importNode(const onnx::NodeProto &n, const std::string &n
     if (info && node->numOutputs() < info->minOutputs)
       return absl::InvalidArgumentError(absl::StrCat(
           "has ", node->numOutputs(), " outputs, needs at least ", info->minOutputs));
-    FUSEC_RETURN_IF_ERROR(ir::inferNodeTypes(*graph_, *node));
+    // Folding is tried only where the operands as they are leave a result
+    // shape unknown (or fail inference), so that the imported IR keeps the
+    // model's own form wherever it already has static shapes.
+    absl::Status inferred = ir::inferNodeTypes(*graph_, *node);
+    bool outputsStatic = inferred.ok();
+    for (const ir::Value *out : node->outputs())
+      outputsStatic = outputsStatic && (!out || out->type().isStatic());
+    if (!outputsStatic && foldMetadataOperands(*node)) inferred = ir::inferNodeTypes(*graph_, *node);
+    FUSEC_RETURN_IF_ERROR(inferred);
     for (ir::Value *out : node->outputs()) {
       auto it = declared_.find(out->name());
       if (it == declared_.end()) continue;
@@ -1471,8 +1596,10 @@ absl::StatusOr<std::unique_ptr<ir::Graph>> importOnnxModelFromBytes(
 bool importerSupportsOp(const std::string &domain, const std::string &opType, int64_t opset) {
   if (domain == internal::kContribDomain) return internal::isMappedContribOp(opType);
   // Scan is unrolled over a static scan length (importStaticScan); If is
-  // inlined only on a constant condition, so it is not reported supported.
+  // inlined on a constant condition, else imported with both branches
+  // guarded (importRuntimeIf).
   if (isOnnxDomain(domain) && opType == "Scan") return opset >= 9;
+  if (isOnnxDomain(domain) && opType == "If") return true;
   return isOnnxDomain(domain) && acceptsOnnxOp(opType, opset, nullptr);
 }
 

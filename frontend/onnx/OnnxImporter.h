@@ -65,8 +65,9 @@ absl::StatusOr<std::unique_ptr<ir::Graph>> importOnnxModelFromBytes(
 /// ops (an ONNX function whose body the ONNX library gives and whose ops are
 /// accepted in turn; see frontend/onnx/internal/OnnxFunctions.h), or Scan
 /// (opsets 9+; unrolled when its scan length is static, else the import
-/// fails naming it). If is inlined only on a constant condition and is not
-/// counted here.
+/// fails naming it), or If (one branch inlined on a constant condition, both
+/// guarded on a run-time one; the import fails naming it when its branches'
+/// outputs differ in dtype or shape).
 bool importerSupportsOp(const std::string &domain, const std::string &opType, int64_t opset);
 
 /// Reads one serialized onnx.TensorProto file (the ONNX backend-test layout's

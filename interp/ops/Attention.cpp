@@ -4,7 +4,8 @@
 // expression language is ir/ScoreExpr.h). It follows the decomposition the
 // rewrite replaced, one query row at a time:
 //   s = f32(scale * f32(Q·K))           (dot product in f64, rounded like MatMul)
-//   x = mask ? score_mod(s, ...) : -inf  (f32, ScoreExpr semantics)
+//   x = (mask && keymask[b,k] != 0) ? score_mod(s, ...) : -inf
+//                                        (f32, ScoreExpr semantics)
 //   p = softmax over k (f64, max-subtracted; a row of all -inf is NaN, or
 //       with masked_rows "mean" uniform over all Sk keys)
 //   O = sum_k p * V                       (f64, stored in Q's dtype)
@@ -86,7 +87,8 @@ absl::StatusOr<std::vector<Tensor>> fusedAttention(const KernelArgs &args) {
         double mx = kNegInf;
         for (kk = 0; kk < Sk; ++kk) {
           env.b = bb; env.h = hh; env.q = qq; env.k = kk;
-          if (!at.mask.empty() && ir::evalScoreExpr(at.mask, env) == 0) {
+          if ((!at.mask.empty() && ir::evalScoreExpr(at.mask, env) == 0) ||
+              (at.keyMask >= 0 && env.bias(at.keyMask) == 0)) {
             x[kk] = kNegInf;
             continue;
           }

@@ -5,7 +5,10 @@
 //   own dtype; Cast(Cast(x, A), B) with B = x's dtype and A a lossless
 //   widening of B (f16/bf16 -> f32 -> f16/bf16, f32 -> f64 -> f32, integer
 //   widening); Reshape and Expand whose static input and output shapes are
-//   equal; Transpose with the identity permutation.
+//   equal; Transpose with the identity permutation; Where whose condition
+//   is a constant of one element and whose chosen operand has the result's
+//   type (an If on a condition that became constant after import: the
+//   branch not taken is then dead).
 // - Reshape(Reshape(x, s1), s2) -> Reshape(x, s2'), where s2' is the static
 //   output shape if known, else s2 when it has no 0 entries (0 would copy a
 //   dim of the inner result, not of x) or allowzero=1.
@@ -126,6 +129,12 @@ ir::Value *noOpSource(const ir::Node &n, const UseInfo &uses) {
       std::vector<int64_t> perm = permOf(n);
       return !perm.empty() && isIdentityPerm(perm) ? in : nullptr;
     }
+    case ir::OpKind::kWhere: {
+      const ir::Tensor *c = in->constant();
+      if (!c || c->numElements() != 1 || n.numInputs() != 3) return nullptr;
+      ir::Value *chosen = n.input(c->getDouble(0) != 0.0 ? 1 : 2);
+      return chosen && chosen->type() == outTy ? chosen : nullptr;
+    }
     case ir::OpKind::kAbs: case ir::OpKind::kNeg: case ir::OpKind::kExp: case ir::OpKind::kLog:
     case ir::OpKind::kSqrt: case ir::OpKind::kReciprocal: case ir::OpKind::kErf:
     case ir::OpKind::kTanh: case ir::OpKind::kSigmoid: case ir::OpKind::kRelu:
@@ -141,7 +150,7 @@ ir::Value *noOpSource(const ir::Node &n, const UseInfo &uses) {
     case ir::OpKind::kSum: case ir::OpKind::kMean: case ir::OpKind::kEqual:
     case ir::OpKind::kLess: case ir::OpKind::kLessOrEqual: case ir::OpKind::kGreater:
     case ir::OpKind::kGreaterOrEqual: case ir::OpKind::kAnd: case ir::OpKind::kOr:
-    case ir::OpKind::kXor: case ir::OpKind::kWhere: case ir::OpKind::kMatMul:
+    case ir::OpKind::kXor: case ir::OpKind::kMatMul:
     case ir::OpKind::kGemm: case ir::OpKind::kConv: case ir::OpKind::kSoftmax:
     case ir::OpKind::kLogSoftmax: case ir::OpKind::kLayerNormalization:
     case ir::OpKind::kRMSNormalization: case ir::OpKind::kBatchNormalization:

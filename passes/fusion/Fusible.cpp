@@ -243,6 +243,13 @@ FusionDecision canFuse(const GroupShape &pg, const ir::Node &producer, const Gro
   const Role pr = roleOf(producer), cr = roleOf(consumer);
   auto opName = [](const ir::Node &n) { return absl::StrCat("'", n.name(), "' (", n.opType(), ")"); };
 
+  // Nodes that run under different run-time conditions (If branches,
+  // ir::Guard) never share a kernel: its step runs under one guard.
+  if (producer.guard() != consumer.guard())
+    return FusionDecision::no(absl::StrCat("the producer runs ", ir::describeGuard(producer.guard()),
+                                           ", the consumer ", ir::describeGuard(consumer.guard()),
+                                           " (If branches chosen at run time)"));
+
   if (cr == Role::kContraction) {
     if (pr == Role::kContraction || isLibraryCall(pg))
       return FusionDecision::no(

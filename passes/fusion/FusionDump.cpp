@@ -52,7 +52,35 @@ std::string dotEscape(const std::string &s) {
   return o;
 }
 
+std::string guardText(const std::vector<std::pair<std::string, bool>> &g) {
+  std::string out = "when ";
+  for (size_t i = 0; i < g.size(); ++i)
+    absl::StrAppend(&out, i ? " and " : "", g[i].second ? "" : "not ", "'", printable(g[i].first), "'");
+  return out;
+}
+
 }  // namespace
+
+std::string runtimeConditionsText(const FusionPlan &plan) {
+  // Consecutive kernels with one guard form one range.
+  std::string out;
+  for (size_t i = 0; i < plan.kernels.size();) {
+    size_t j = i;
+    while (j + 1 < plan.kernels.size() && plan.kernels[j + 1].guard == plan.kernels[i].guard) ++j;
+    if (!plan.kernels[i].guard.empty())
+      out += absl::StrCat("  condition known at run time: kernels ",
+                          i == j ? plan.kernels[i].name
+                                 : absl::StrCat(plan.kernels[i].name, "..", plan.kernels[j].name),
+                          " run ", guardText(plan.kernels[i].guard), "\n");
+    i = j + 1;
+  }
+  if (out.empty()) return out;
+  return absl::StrCat(
+      "\nrun-time conditions (If branches; the runtime reads each condition once per run and "
+      "skips the steps whose guard fails; a cuda artifact with guards runs without CUDA graph "
+      "capture):\n",
+      out);
+}
 
 std::string fusionPlanToText(const FusionPlan &plan, const TargetSpec &target) {
   std::string out = absl::StrFormat(
@@ -76,14 +104,23 @@ std::string fusionPlanToText(const FusionPlan &plan, const TargetSpec &target) {
                              k.scoreMod.empty() ? "score" : printable(k.scoreMod),
                              k.mask.empty() ? "none" : printable(k.mask),
                              k.maskedRowsMean ? "; fully masked rows: mean of V (exporter's finite fill)" : "");
+    if (k.kind == KernelKind::kAttention && !k.keyMask.empty())
+      out += absl::StrFormat("%-22s   key mask: %s\n", "", printable(k.keyMask));
     if (k.kind == KernelKind::kAttention && k.keyTiles > 0)
-      out += absl::StrFormat("%-22s   key tiles skipped by the mask: %d of %d (at 128x128)\n", "",
-                             k.skippedKeyTiles, k.keyTiles);
+      out += absl::StrFormat("%-22s   key tiles skipped by the mask: %d of %d (at 128x128%s)\n", "",
+                             k.skippedKeyTiles, k.keyTiles,
+                             k.keyMask.empty() || k.keyMask.find("(constant)") == std::string::npos
+                                 ? ""
+                                 : ", per batch, with the key mask");
+    if (!k.guard.empty())
+      out += absl::StrFormat("%-22s   runs only %s (condition known at run time)\n", "",
+                             guardText(k.guard));
   }
   out += absl::StrFormat("\nnot fused (%d pairs):\n", plan.refusals.size());
   for (const Refusal &r : plan.refusals)
     out += absl::StrFormat("  %s -> %s: %s\n", printable(r.producer), printable(r.consumer),
                            printable(r.reason));
+  out += runtimeConditionsText(plan);
   const std::vector<const Kernel *> refused = refusedKernels(plan);
   if (!refused.empty())
     out += absl::StrFormat("\nrefused by the %s lowering (%d kernels; the model cannot be compiled):\n",
@@ -121,10 +158,15 @@ std::string fusionPlanToJson(const FusionPlan &plan, const TargetSpec &target) {
     jk["roofline_us"] = k.rooflineUs;
     jk["reason"] = k.reason;
     if (!k.refused.empty()) jk["refused"] = k.refused;
+    if (!k.guard.empty()) {
+      jk["guard"] = nlohmann::ordered_json::array();
+      for (const auto &[cond, when] : k.guard) jk["guard"].push_back({{"cond", cond}, {"when", when}});
+    }
     if (k.kind == KernelKind::kAttention) {
       jk["score_mod"] = k.scoreMod.empty() ? "score" : k.scoreMod;
       jk["mask"] = k.mask;
       jk["masked_rows"] = k.maskedRowsMean ? "mean" : "nan";
+      jk["key_mask"] = k.keyMask;
       jk["key_tiles"] = k.keyTiles;
       jk["key_tiles_skipped"] = k.skippedKeyTiles;
     }

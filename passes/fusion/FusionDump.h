@@ -16,6 +16,12 @@ namespace fusec::passes {
 /// with its reason, then the summary.
 std::string fusionPlanToText(const FusionPlan &plan, const TargetSpec &target);
 
+/// The "run-time conditions" section of the text dump: one line per run of
+/// consecutive kernels with the same guard (an If whose condition is known
+/// only at run time), "condition known at run time: kernels kA..kB run when
+/// 'c'"; empty when no kernel is guarded.
+std::string runtimeConditionsText(const FusionPlan &plan);
+
 /// JSON with "target", "kernels" (name, kind, ops, flops, bytes,
 /// bytes_unfused, arithmetic_intensity, bound, roofline_us, reason),
 /// "refusals" (producer, consumer, reason) and "summary" (onnx_nodes,

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "program/Lowering.h"
@@ -55,9 +56,17 @@ struct Kernel {
   std::string scoreMod;
   std::string mask;
   bool maskedRowsMean = false;  ///< masked_rows "mean" (ir/Ops.def)
+  /// kAttention only: the per-key mask operand (key_mask), "" = none; e.g.
+  /// "'attention_mask_bool' bool[2,1,1,24] (run time)".
+  std::string keyMask;
   /// (query tile, key tile) pairs at a nominal 128 x 128 tile, and how many
   /// the structural mask cuts entirely (skipped); 0 / 0 when not counted.
+  /// With a constant key mask the pairs are counted per batch (B x tiles)
+  /// and a pair is also skipped when the key mask leaves its key tile empty.
   int64_t keyTiles = 0, skippedKeyTiles = 0;
+  /// The members' guard (ir::Guard): (condition value, when) terms, in
+  /// order; empty = the kernel always runs.
+  std::vector<std::pair<std::string, bool>> guard;
 };
 
 struct Refusal {

@@ -435,7 +435,34 @@ bool readOnceInside(const ir::Graph &graph,
 
 }  // namespace
 
+namespace {
+absl::StatusOr<std::vector<WorkItem>> lowerGroupUnguarded(
+    const ir::Graph &graph, const std::string &name, const std::vector<const Node *> &members,
+    const LoweringOptions &opts,
+    const absl::flat_hash_map<const Value *, std::vector<Node *>> &users);
+}  // namespace
+
+// Every member must run under the same guard (ir::Guard; the fusion pass's
+// canFuse never groups nodes of different guards, and the backend legality
+// that asks this function refuses such a group too); the items inherit it.
 absl::StatusOr<std::vector<WorkItem>> lowerGroup(
+    const ir::Graph &graph, const std::string &name, const std::vector<const Node *> &members,
+    const LoweringOptions &opts,
+    const absl::flat_hash_map<const Value *, std::vector<Node *>> &users) {
+  for (const Node *n : members)
+    if (n->guard() != members.front()->guard())
+      return unimplemented(*n, absl::StrCat("it runs ", ir::describeGuard(n->guard()), " but ",
+                                            members.front()->describe(), " of the same kernel runs ",
+                                            ir::describeGuard(members.front()->guard())));
+  FUSEC_ASSIGN_OR_RETURN(std::vector<WorkItem> items,
+                         lowerGroupUnguarded(graph, name, members, opts, users));
+  if (!members.empty())
+    for (WorkItem &w : items) w.guard = members.front()->guard();
+  return items;
+}
+
+namespace {
+absl::StatusOr<std::vector<WorkItem>> lowerGroupUnguarded(
     const ir::Graph &graph, const std::string &name, const std::vector<const Node *> &members,
     const LoweringOptions &opts,
     const absl::flat_hash_map<const Value *, std::vector<Node *>> &users) {
@@ -537,6 +564,7 @@ absl::StatusOr<std::vector<WorkItem>> lowerGroup(
   if (!item->spec.stores.empty()) items.push_back(std::move(*item));
   return items;
 }
+}  // namespace
 
 absl::StatusOr<std::vector<WorkItem>> lowerGraph(const ir::Graph &graph,
                                                  const std::vector<std::string> &kernelNames,
@@ -581,7 +609,9 @@ absl::StatusOr<std::vector<WorkItem>> lowerGraph(const ir::Graph &graph,
   std::vector<std::set<int>> deps(groups.size());
   for (size_t gi = 0; gi < groups.size(); ++gi) {
     for (const Node *n : groups[gi]) {
-      for (const Value *in : n->inputs()) {
+      std::vector<const Value *> read(n->inputs().begin(), n->inputs().end());
+      for (const ir::GuardTerm &t : n->guard()) read.push_back(t.cond);  // read before it runs
+      for (const Value *in : read) {
         const Value *v = in;
         while (v && v->producer() && isViewNode(*v->producer()) && !groupOfNode.count(v->producer()))
           v = v->producer()->input(0);

@@ -180,6 +180,14 @@ public:
     return Status();
   }
 
+  Status readGuard(const void *addr, cudaStream_t stream, bool &value) override {
+    (void)stream;  // steps run synchronously: the byte is written
+    if (!addr)
+      return internalError("guard buffer has no address");
+    value = *static_cast<const unsigned char *>(addr) != 0;
+    return Status();
+  }
+
   Status markTime(size_t i, cudaStream_t stream) override {
     (void)stream;
     times_[i] = Clock::now();

@@ -16,6 +16,14 @@ namespace {
 /// worker, before sleeping / yielding.
 constexpr auto kSpin = std::chrono::microseconds(200);
 
+/// Chunks per thread of one parallelFor (at most; never more than its
+/// blocks of grain iterations): when a worker is descheduled while it holds
+/// a chunk (a machine with more runnable threads than cores), the others
+/// finish every other chunk and then wait for that one, so the tail is at
+/// most one chunk, 1 / (kChunksPerThread N) of the work. Claiming a chunk
+/// costs one atomic increment.
+constexpr int kChunksPerThread = 16;
+
 inline void cpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
   _mm_pause();
@@ -76,7 +84,7 @@ void ThreadPool::parallelFor(int64_t n, int64_t grain, fusert_cpu_range_fn fn, v
   job->closure = closure;
   job->n = n;
   job->grain = grain;
-  job->tasks = static_cast<int>(std::min<int64_t>(int64_t{4} * numThreads(), blocks));
+  job->tasks = static_cast<int>(std::min<int64_t>(int64_t{kChunksPerThread} * numThreads(), blocks));
   if (numThreads() <= 1 || job->tasks <= 1) {
     runClaims(*job, 0);
     return;

@@ -93,6 +93,8 @@ public:
       cudaFree(arena_);
     if (weights_)
       cudaFree(weights_);
+    if (hostByte_)
+      cudaFreeHost(hostByte_);
   }
 
   Status checkRunnable(const Manifest &m) override {
@@ -127,6 +129,16 @@ public:
           cudaStatus(cudaMalloc(&arena_, m.arenaBytes),
                      strCat("allocating the ", m.arenaBytes, "-byte arena")));
     arenaBytes_ = m.arenaBytes;
+    if (model.hasGuards) {
+      FUSERT_RETURN_IF_ERROR(cudaStatus(cudaMallocHost(reinterpret_cast<void **>(&hostByte_), 1),
+                                        "allocating the guard's host byte"));
+      // The If's Where reads the value of the branch not taken (and discards
+      // it): zeroed once here, those bytes are defined even before any run
+      // wrote them (compute-sanitizer initcheck), as the cpu arena is.
+      if (arena_)
+        FUSERT_RETURN_IF_ERROR(cudaStatus(cudaMemset(arena_, 0, m.arenaBytes),
+                                          "zeroing the arena of a guarded artifact"));
+    }
     return buildPlans(model);
   }
 
@@ -142,6 +154,15 @@ public:
           capturing == cudaStreamCaptureStatusNone)
         return model.runProfiled(stream);
       // Inside a caller's capture nothing can be timed: launch untimed.
+      return model.runSteps(stream, /*timed=*/false);
+    }
+    if (model.hasGuards) {
+      // Steps chosen at run time (If): the host reads each condition, which
+      // no CUDA graph can contain; run the steps directly, never captured.
+      if (!isLegacyStream(stream) && cudaStreamIsCapturing(stream, &capturing) == cudaSuccess &&
+          capturing != cudaStreamCaptureStatusNone)
+        return invalidArgument("the artifact has steps guarded by run-time conditions (an If); "
+                               "they cannot join the caller's CUDA graph capture");
       return model.runSteps(stream, /*timed=*/false);
     }
     if (!useGraph_ || isLegacyStream(stream) ||
@@ -228,6 +249,22 @@ public:
         return s;
       }
     }
+    return Status();
+  }
+
+  // One byte to the host: a pinned byte (allocated at load when a step has
+  // a guard) copied on the stream after the steps that wrote it, then the
+  // stream is synchronised. This is why a guarded artifact never captures a
+  // CUDA graph (run()).
+  Status readGuard(const void *addr, cudaStream_t stream, bool &value) override {
+    if (!hostByte_)
+      return internalError("guard read without its host byte");
+    FUSERT_RETURN_IF_ERROR(cudaStatus(
+        cudaMemcpyAsync(hostByte_, addr, 1, cudaMemcpyDeviceToHost, stream),
+        "copying a guard condition to the host"));
+    FUSERT_RETURN_IF_ERROR(cudaStatus(cudaStreamSynchronize(stream),
+                                      "waiting for a guard condition"));
+    value = *hostByte_ != 0;
     return Status();
   }
 
@@ -422,6 +459,7 @@ private:
   std::vector<PaddedWeight> padded_;
   std::vector<StepState> steps_;
   bool useGraph_ = false;
+  unsigned char *hostByte_ = nullptr; ///< pinned; guard reads (readGuard)
   cudaGraphExec_t graphExec_ = nullptr;
   std::vector<void *> graphKey_; ///< input ptrs, output ptrs, stream
   std::vector<cudaEvent_t> events_; ///< one before each step, one after the last

@@ -46,6 +46,13 @@ inline std::string checksumText(uint64_t digest) {
   return buf;
 }
 
+/// checksumText() of the \p size bytes at \p data (null when size is 0).
+inline std::string bytesChecksum(const void *data, size_t size) {
+  Fnv1a64 h;
+  if (size > 0) h.update(data, size);
+  return checksumText(h.digest());
+}
+
 /// True if \p text has the form checksumText() writes.
 inline bool isChecksumText(const std::string &text) {
   if (text.size() != 24 || text.compare(0, 8, "fnv1a64:") != 0) return false;

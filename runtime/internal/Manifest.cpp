@@ -249,12 +249,44 @@ Status parseConv(const Json &j, const std::string &where, ConvDesc &c) {
   return getDType(j, "dtype", where, c.dtype);
 }
 
+Status parseGuard(const Json &j, const std::string &where, StepDesc &s) {
+  const Json *g = lookup(j, fusec::artifact_format::kStepGuard);
+  if (!g)
+    return Status();
+  if (!g->is_array())
+    return mistyped(where, fusec::artifact_format::kStepGuard,
+                    "an array of {\"buffer\", \"when\"} objects", *g);
+  for (size_t t = 0; t < g->size(); ++t) {
+    const Json &term = (*g)[t];
+    std::string at = where + ": guard[" + std::to_string(t) + "]";
+    if (!term.is_object())
+      return invalidArgument(at, " must be an object {\"buffer\", \"when\"}");
+    GuardDesc d;
+    FUSERT_RETURN_IF_ERROR(
+        getId(term, fusec::artifact_format::kGuardBuffer, at, d.buffer));
+    const Json *w = lookup(term, fusec::artifact_format::kGuardWhen);
+    if (!w)
+      return missing(at, fusec::artifact_format::kGuardWhen);
+    FUSERT_RETURN_IF_ERROR(
+        getBool(term, fusec::artifact_format::kGuardWhen, at, d.when));
+    s.guard.push_back(d);
+  }
+  return Status();
+}
+
+Status parseStepBody(const Json &j, const std::string &where, StepDesc &s);
+
 Status parseStep(const Json &j, size_t i, StepDesc &s) {
   std::string where = entry("steps", i, "");
   if (!j.is_object())
     return invalidArgument(where, ": must be an object");
   getString(j, "name", where, s.name, /*required=*/false);
   where = entry("steps", i, s.name);
+  FUSERT_RETURN_IF_ERROR(parseGuard(j, where, s));
+  return parseStepBody(j, where, s);
+}
+
+Status parseStepBody(const Json &j, const std::string &where, StepDesc &s) {
   std::string kind;
   FUSERT_RETURN_IF_ERROR(getString(j, "kind", where, kind));
   if (kind == fusec::artifact_format::kStepKernel) {
@@ -599,6 +631,18 @@ Status checkManifest(const Manifest &m) {
   for (size_t i = 0; i < m.steps.size(); ++i) {
     const StepDesc &s = m.steps[i];
     std::string where = entry("steps", i, s.name);
+    for (size_t t = 0; t < s.guard.size(); ++t) {
+      const int id = s.guard[t].buffer;
+      std::string at = where + ": guard[" + std::to_string(t) + "]";
+      if (m.bufferIndex(id) < 0)
+        return invalidArgument(at, " names unknown buffer ", id);
+      const BufferDesc &b = m.buffer(id);
+      if (b.dtype != FUSERT_BOOL || numElements(b.shape) != 1)
+        return invalidArgument(at, " names buffer ", id, " '", b.name, "' of ",
+                               fusert_dtype_name(b.dtype), " ",
+                               shapeStr(b.shape),
+                               "; a guard is a bool of one element");
+    }
     switch (s.kind) {
     case StepKind::kKernel:
       if (m.library.empty())

@@ -75,6 +75,13 @@ struct ConvDesc {
   fusert_dtype dtype = FUSERT_F32;
 };
 
+/// One term of a step's "guard": the step runs only when buffer `buffer`
+/// (a bool of one element) holds `when` (ARTIFACT.md "guard").
+struct GuardDesc {
+  int buffer = -1;
+  bool when = true;
+};
+
 /// One entry of "steps".
 struct StepDesc {
   StepKind kind = StepKind::kKernel;
@@ -85,6 +92,9 @@ struct StepDesc {
   ConvDesc conv;            ///< kConv
   int src = -1, dst = -1;   ///< kCopy
   uint64_t bytes = 0;       ///< kCopy
+  /// "guard": empty = always runs; else only when every term holds, the
+  /// terms read in order (a later one only when the earlier ones hold).
+  std::vector<GuardDesc> guard;
 };
 
 /// A parsed and checked manifest.json.
@@ -149,7 +159,8 @@ inline constexpr uint64_t kMaxWorkspaceBytesPerThread = uint64_t{1} << 30;
 /// present and equal to FUSERT_CPU_ABI_VERSION, every "cpu_features" name
 /// known (runtime/cpu/CpuFeatures.h; whether the host has it is the loader's
 /// check), "workspace_bytes_per_thread" at most kMaxWorkspaceBytesPerThread,
-/// and only kernel and copy steps. Errors: FUSERT_INVALID_ARGUMENT.
+/// and only kernel and copy steps. Every "guard" term names a known buffer
+/// of dtype bool with one element. Errors: FUSERT_INVALID_ARGUMENT.
 Status checkManifest(const Manifest &m);
 
 /// Matches caller tensors to the manifest's inputs and outputs by name and

@@ -42,6 +42,12 @@ struct fusert_model {
   std::unique_ptr<fusec::rt::Executor> exec;
   std::vector<void *> addr;     ///< per buffer (file order): address this run
 
+  /// Whether any step has a guard (an If chosen at run time).
+  bool hasGuards = false;
+  /// Per buffer (file order) during a run: -1 not read yet, else the value
+  /// of a guard condition read this run. Sized at load; runs allocate nothing.
+  std::vector<signed char> guardValue;
+
   // Profiling (fusert_enable_profiling).
   bool profile = false;
   fusec::rt::StepProfile profSamples;
@@ -57,7 +63,10 @@ struct fusert_model {
 
   /// The shared step loop: runs every step in order through the executor,
   /// each error prefixed with "step I 'NAME'". With \p timed, the executor
-  /// marks the time before each step and after the last.
+  /// marks the time before each step and after the last. A step with a
+  /// guard runs only when it holds (Executor::readGuard, each condition
+  /// buffer read at most once per run, the terms in order; a step whose
+  /// guard fails is skipped, its time mark still taken).
   fusec::rt::Status runSteps(cudaStream_t stream, bool timed);
   /// runSteps(timed) and then adds the executor's step times to profSamples.
   fusec::rt::Status runProfiled(cudaStream_t stream);
@@ -89,6 +98,11 @@ public:
                      const std::vector<void *> &out, cudaStream_t stream) = 0;
   /// Runs step \p i of the manifest with model.addr.
   virtual Status runStep(fusert_model &model, size_t i, cudaStream_t stream) = 0;
+  /// Reads the one-byte bool at \p addr (a guard condition, model.addr of
+  /// its buffer) once what the steps enqueued before it on \p stream have
+  /// written it: cpu reads host memory; cuda copies the byte to the host
+  /// and synchronises \p stream. \p value is set to byte != 0.
+  virtual Status readGuard(const void *addr, cudaStream_t stream, bool &value) = 0;
 
   /// Sets every byte of the arena to \p byteValue (0..255, checked).
   virtual Status fillArena(int byteValue, cudaStream_t stream) = 0;

@@ -96,6 +96,11 @@ def run_ort(path, feeds):
     import onnxruntime as ort
     so = ort.SessionOptions()
     so.log_severity_level = 3
+    # One intra-op thread: ORT's quantised LSTM (DynamicQuantizeLSTM)
+    # quantises each thread's chunk of batch rows with its own range, so its
+    # result depends on the thread count; with one thread it is the
+    # whole-batch quantisation that fusec reproduces (docs/CONTRIB_OPS.md).
+    so.intra_op_num_threads = 1
     sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
     names = [o.name for o in sess.get_outputs()]
     return dict(zip(names, sess.run(names, feeds)))

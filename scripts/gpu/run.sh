@@ -123,11 +123,11 @@ sanitizer_filter() {  # sanitizer_filter BINARY TOOL: the gtest filter to run un
       if [ "$2" = racecheck ]; then echo '*Twice*'; else echo '*Threads*:*Twice*'; fi ;;
     CodegenGpuTest)
       local c=Corpus/GpuRunTest.MatchesInterpreter
-      echo "$c/unary:$c/layout:$c/concat:$c/reduce:$c/ln_stats:$c/softmax_f32_1000:$c/softmax_bf16_4096:$c/softmax_bf16_7" ;;
+      echo "$c/unary:$c/layout:$c/concat:$c/reduce:$c/ln_stats:$c/softmax_f32_1000:$c/softmax_bf16_4096:$c/softmax_bf16_7:$c/float8:$c/u64_ops:$c/bool_int_minmax:$c/empty_tensors:$c/mod_float" ;;
     ArtifactGpuTest) echo '*mlp_ln_gelu*:*gpt2_tiny*' ;;
     AttentionKernelTest)
       local c=Cases/AttentionKernelTest.MatchesCpuReferenceOnGpu
-      echo "$c/bf16_plain_d64:$c/bf16_causal_d64_s200:$c/bf16_padding_mask:$c/bf16_window256_d128:$c/f32_s1:$c/bf16_s7" ;;
+      echo "$c/bf16_plain_d64:$c/bf16_causal_d64_s200:$c/bf16_padding_mask:$c/bf16_window256_d128:$c/f32_s1:$c/bf16_s7:$c/*key_mask*" ;;
     AttentionCodegenTest)  # memcheck: all; the slower tools: one case of each mask and tile path
       local c=Variants/AttentionGpu.MatchesInterpreter
       if [ "$2" = memcheck ]; then echo '*'; else

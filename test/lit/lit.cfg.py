@@ -46,5 +46,11 @@ config.substitutions.append(('%shared_models',
 if lit_config.params.get('fusec_cpu_backend', '1') in ('1', 'ON', 'on', 'true'):
     config.available_features.add('cpu-backend')
 
+# Feature asan: the tools were built with ASan + UBSan (FUSEC_SANITIZE);
+# tests that limit the address space (ulimit -v) say UNSUPPORTED: asan, since
+# ASan reserves terabytes of shadow memory at start.
+if lit_config.params.get('fusec_sanitize', '0') in ('1', 'ON', 'on', 'true'):
+    config.available_features.add('asan')
+
 if not os.path.exists(os.path.join(build_dir, 'bin', 'fusec-opt')):
     lit_config.warning('fusec-opt not found in %s/bin; build it first' % build_dir)

@@ -309,6 +309,21 @@ absl::StatusOr<std::string> artifactTarget(const std::string &artifactDir) {
   return t->get<std::string>();
 }
 
+/// Whether a step of the artifact's manifest has a "guard" (an If chosen at
+/// run time): then the runtime never captures a CUDA graph (RUNTIME.md
+/// "Guarded steps"), which the bench line says. False when unreadable
+/// (fusert_load reports that).
+bool artifactHasGuards(const std::string &artifactDir) {
+  std::ifstream in(fs::path(artifactDir) / "manifest.json");
+  nlohmann::json m = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (m.is_discarded() || !m.is_object() || !m.contains("steps") || !m["steps"].is_array())
+    return false;
+  for (const nlohmann::json &st : m["steps"])
+    if (st.is_object() && st.contains("guard") && st["guard"].is_array() && !st["guard"].empty())
+      return true;
+  return false;
+}
+
 /// Drops from \p inputs the data of graph inputs the artifact was compiled
 /// with as constants (manifest "bound_inputs", fusec --input-value), after
 /// checking that the data holds the value compiled in: a different value is
@@ -332,9 +347,8 @@ absl::Status consumeBoundInputs(const std::string &artifactDir,
     const std::string name = e["name"].get<std::string>();
     for (auto it = inputs.begin(); it != inputs.end(); ++it) {
       if (it->first != name) continue;
-      artifact_checksum::Fnv1a64 h;
-      h.update(it->second.data(), static_cast<size_t>(it->second.byteSize()));
-      if (artifact_checksum::checksumText(h.digest()) != e["digest"].get<std::string>())
+      if (artifact_checksum::bytesChecksum(it->second.data(), static_cast<size_t>(it->second.byteSize())) !=
+          e["digest"].get<std::string>())
         return absl::InvalidArgumentError(absl::StrCat(
             "input '", printable(name), "': the artifact was compiled with another value of this input "
             "(fusec --input-value); recompile with this value to run this data"));
@@ -469,7 +483,12 @@ absl::StatusOr<bool> runChecked(Session &sess, const std::string &artifactDir,
       return absl::InvalidArgumentError(absl::StrCat(
           "input '", slot.name, "': data has dtype ", ir::dtypeName(t->dtype()),
           ", the artifact wants ", fusert_dtype_name(slot.dtype), " (no conversion is done)"));
-    if (t->shape() != slot.shape)
+    // As ONNX Runtime does, one-element data of shape [1] is read as an
+    // input compiled as a scalar (the same bytes).
+    if (slot.shape.empty() && t->shape() == ir::Shape{1})
+      std::fprintf(stderr, "fusec-run: note: input '%s' has shape [1] in the data; read as the scalar the artifact takes\n",
+                   slot.name.c_str());
+    else if (t->shape() != slot.shape)
       return absl::InvalidArgumentError(absl::StrCat(
           "input '", slot.name, "': data has shape ", shapeStr(t->shape()),
           ", the artifact was compiled for ", shapeStr(slot.shape),
@@ -530,9 +549,12 @@ absl::StatusOr<bool> runChecked(Session &sess, const std::string &artifactDir,
       if (!t.ok()) return absl::Status(t.status().code(), absl::StrCat("timed run ", i, ": ", t.status().message()));
       ms.push_back(*t);
     }
+    std::string mode = sess.mem->benchMode(sess.model);
+    if (mode == "CUDA graph" && artifactHasGuards(artifactDir))
+      mode = "direct launches: steps guarded by run-time conditions, no CUDA graph";
     std::printf("latency ms: p50 %.4f p90 %.4f p99 %.4f (%d runs after %d warm-up, %s)\n",
                 percentile(ms, 0.5), percentile(ms, 0.9), percentile(ms, 0.99), benchIters,
-                kWarmup, sess.mem->benchMode(sess.model).c_str());
+                kWarmup, mode.c_str());
   }
   return allPass;
 }

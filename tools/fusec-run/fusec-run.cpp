@@ -164,10 +164,29 @@ absl::StatusOr<bool> run(const Options &opt) {
     if (!name.empty()) io.inputShapes[name] = t.shape();
   absl::StatusOr<std::unique_ptr<ir::Graph>> bound = frontend::importOnnxModel(opt.model, io);
   if (!bound.ok() && !io.inputShapes.empty()) {
-    absl::StatusOr<std::unique_ptr<ir::Graph>> unbound = frontend::importOnnxModel(opt.model);
-    if (unbound.ok()) bound = std::move(unbound);
+    // One-element [1] data may stand for a declared scalar (below): bind
+    // the rest.
+    frontend::ImportOptions rest;
+    for (const auto &[name, shape] : io.inputShapes)
+      if (shape != ir::Shape{1}) rest.inputShapes[name] = shape;
+    absl::StatusOr<std::unique_ptr<ir::Graph>> retry =
+        rest.inputShapes.size() < io.inputShapes.size() ? frontend::importOnnxModel(opt.model, rest)
+                                                        : absl::StatusOr<std::unique_ptr<ir::Graph>>(bound.status());
+    if (!retry.ok()) retry = frontend::importOnnxModel(opt.model);
+    if (retry.ok()) bound = std::move(retry);
   }
   FUSEC_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, std::move(bound));
+  // As ONNX Runtime does, one-element data of shape [1] is read as a graph
+  // input declared a scalar (exporters write a scalar's test data as [1]).
+  for (const ir::Value *in : graph->inputs()) {
+    if (!in->type().rankKnown || in->type().rank() != 0) continue;
+    for (auto &[name, t] : inputs)
+      if (name == in->name() && t.shape() == ir::Shape{1}) {
+        std::fprintf(stderr, "fusec-run: note: input '%s' has shape [1] in the data; read as the scalar the model declares\n",
+                     name.c_str());
+        t = t.reshaped({});
+      }
+  }
   FUSEC_ASSIGN_OR_RETURN(auto expected, loadSeries(opt.data, "output"));
   if (expected.empty())
     return absl::NotFoundError(absl::StrCat("no output_0.pb in '", opt.data, "'"));

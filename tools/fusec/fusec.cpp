@@ -154,10 +154,15 @@ absl::Status runDriver(ToolOptions &opts, std::ostream &out) {
   if (!result.wroteArtifact) return absl::OkStatus();
   const driver::ArtifactReport &a = result.artifact;
   for (const std::string &w : a.warnings) std::cerr << "fusec: warning: " << fusec::printableLines(w) << "\n";
-  std::cerr << "fusec: wrote " << fusec::printable(c.output) << ": " << a.numSteps << " steps, " << a.numKernels
+  std::cerr << "fusec: wrote " << fusec::printable(c.output) << ": " << a.numSteps << " steps"
+            << (a.numGuardedSteps ? absl::StrCat(" (", a.numGuardedSteps,
+                                                 " guarded by run-time conditions)")
+                                  : std::string())
+            << ", " << a.numKernels
             << " generated kernels, weights " << a.weightsBytes << " bytes, arena "
             << a.arenaBytes << " bytes"
             << (a.builtLibrary ? ", libmodel.so built" : ", library not built") << "\n";
+  for (const std::string &r : a.guardedRanges) std::cerr << "fusec: " << fusec::printable(r) << "\n";
   return absl::OkStatus();
 }
 

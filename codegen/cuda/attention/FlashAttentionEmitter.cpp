@@ -148,6 +148,24 @@ __device__ __forceinline__ bool keepExpr(long long b, long long h, long long q, 
   (void)b; (void)h; (void)q; (void)k;
 @BIASVALUES@  return (bool)(@MASK@);
 }
+constexpr bool kKeyMask = @HASKEYMASK@;  // a per-key mask operand (keyLive)
+/// The per-key mask at (b, k): true = keep (a bias read as != 0; NaN keeps).
+__device__ __forceinline__ bool keyLive(long long b, long long k@BIASPARAMS@) {
+  (void)b; (void)k;
+  return @KEYLIVE@;
+}
+/// Whether key tile j (keys [j*BN, j*BN+BN)) has a live key in batch b. Every
+/// thread of the block calls it; the result is the same in all of them.
+template <int BN, int NT>
+__device__ __forceinline__ bool tileLive(int j, int tid, long long b@BIASPARAMS@) {
+  if constexpr (!kKeyMask) return true;
+  bool any = false;
+  for (int c = tid; c < BN; c += NT) {
+    const long long k = (long long)j * BN + c;
+    any = any || (k < kSk && keyLive(b, k@BIASARGS@));
+  }
+  return __syncthreads_or(any ? 1 : 0) != 0;
+}
 /// Structural + expression mask for one element.
 __device__ __forceinline__ bool keep(long long b, long long h, long long q, long long k@BIASPARAMS@) {
   bool ok = k < kSk;
@@ -225,18 +243,26 @@ kernel(const T *__restrict__ Q, const T *__restrict__ K, const T *__restrict__ V
   const int rowInTile = warp * 16 + (lane >> 2);
   const long long qRow[2] = {q0 + rowInTile, q0 + rowInTile + 8};
 
-  if (jEnd > jBegin) {
+  // Key tiles the key mask leaves without a live key (for this batch) are
+  // neither loaded nor computed.
+  auto nextLive = [&](int jj) {
+    while (jj < jEnd && !tileLive<kBN, kNT>(jj, tid, b@BIASARGS@)) ++jj;
+    return jj;
+  };
+  const int jFirst = nextLive(jBegin);
+  if (jEnd > jFirst) {
     loadTile<kBM, kD, kDP, kSQ>(sQ, gQ, kQs, kSq - q0, tid);
-    loadTile<kBN, kD, kDP, kSQ>(sK, gK + (long long)jBegin * kBN * kKs, kKs, kSk - jBegin * kBN, tid);
+    loadTile<kBN, kD, kDP, kSQ>(sK, gK + (long long)jFirst * kBN * kKs, kKs, kSk - jFirst * kBN, tid);
     cpAsyncCommit();
-    loadTile<kBN, kDV, kDVP, kSV>(sV, gV + (long long)jBegin * kBN * kVs, kVs, kSk - jBegin * kBN, tid);
+    loadTile<kBN, kDV, kDVP, kSV>(sV, gV + (long long)jFirst * kBN * kVs, kVs, kSk - jFirst * kBN, tid);
     cpAsyncCommit();
   }
-  for (int j = jBegin; j < jEnd; ++j) {
-    const int buf = (j - jBegin) & 1;
+  for (int j = jFirst, it = 0; j < jEnd; ++it) {
+    const int buf = it & 1;
     const int k0 = j * kBN;
-    if (j + 1 < jEnd) {  // prefetch the next K/V tile into the other stage
-      const int nk0 = k0 + kBN;
+    const int jNext = nextLive(j + 1);
+    if (jNext < jEnd) {  // prefetch the next live K/V tile into the other stage
+      const int nk0 = jNext * kBN;
       loadTile<kBN, kD, kDP, kSQ>(sK + (buf ^ 1) * kBN * kSQ, gK + (long long)nk0 * kKs, kKs, kSk - nk0, tid);
       cpAsyncCommit();
       loadTile<kBN, kDV, kDVP, kSV>(sV + (buf ^ 1) * kBN * kSV, gV + (long long)nk0 * kVs, kVs, kSk - nk0, tid);
@@ -250,7 +276,7 @@ kernel(const T *__restrict__ Q, const T *__restrict__ K, const T *__restrict__ V
     const T *tK = sK + buf * kBN * kSQ;
     const T *tV = sV + buf * kBN * kSV;
     if constexpr (kQReg) {
-      if (j == jBegin) {
+      if (it == 0) {
 #pragma unroll
         for (int kk = 0; kk < kDP / 16; ++kk) ldsm4(qf[kk], sQ + (warp * 16 + (lane & 15)) * kSQ + kk * 16 + (lane >> 4) * 8);
       }
@@ -276,7 +302,19 @@ kernel(const T *__restrict__ Q, const T *__restrict__ K, const T *__restrict__ V
       }
     }
     // Score modification and masking in registers.
-    const bool needMask = kMaskExpr || k0 + kBN > kSk || (kCausal && (long long)k0 + kBN - 1 > (long long)q0 + kOff) ||
+    // The key mask of this thread's columns, read once per tile.
+    bool kmv[kKeyMask ? kBN / 8 : 1][2];
+    (void)kmv;
+    if constexpr (kKeyMask) {
+#pragma unroll
+      for (int nt = 0; nt < kBN / 8; ++nt)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const long long ki = k0 + nt * 8 + (lane & 3) * 2 + e;
+          kmv[nt][e] = ki < kSk && keyLive(b, ki@BIASARGS@);
+        }
+    }
+    const bool needMask = kMaskExpr || kKeyMask || k0 + kBN > kSk || (kCausal && (long long)k0 + kBN - 1 > (long long)q0 + kOff) ||
                           (kCausal && kWindow > 0 && (long long)k0 < (long long)qLast + kOff - kWindow + 1);
 #pragma unroll
     for (int nt = 0; nt < kBN / 8; ++nt) {
@@ -287,6 +325,9 @@ kernel(const T *__restrict__ Q, const T *__restrict__ K, const T *__restrict__ V
         float t = accS[nt][e];
         if constexpr (!kRawScores) t = scoreMod(t * kScale, b, h, qi, ki@BIASARGS@) * 1.44269504088896340736f;
         if (needMask && !keep(b, h, qi, ki@BIASARGS@)) t = -INFINITY;
+        if constexpr (kKeyMask) {
+          if (!kmv[nt][e & 1]) t = -INFINITY;
+        }
         accS[nt][e] = t;
       }
     }
@@ -341,6 +382,7 @@ kernel(const T *__restrict__ Q, const T *__restrict__ K, const T *__restrict__ V
       }
     }
     __syncthreads();  // the next prefetch overwrites this stage
+    j = jNext;
   }
 
   // Normalise, stage through shared memory, store coalesced.
@@ -440,7 +482,12 @@ kernel(const T *__restrict__ Q, const T *__restrict__ K, const T *__restrict__ V
 #pragma unroll
     for (int i = 0; i < kDVT; ++i) o[r][i] = 0.0f;
   }
-  for (int j = jBegin; j < jEnd; ++j) {
+  // Key tiles the key mask leaves without a live key are skipped.
+  auto nextLive = [&](int jj) {
+    while (jj < jEnd && !tileLive<kBN, kNT>(jj, tid, b@BIASARGS@)) ++jj;
+    return jj;
+  };
+  for (int j = nextLive(jBegin); j < jEnd; j = nextLive(j + 1)) {
     const int k0 = j * kBN;
     __syncthreads();
     for (int c = tid; c < kBN * kD; c += kNT) {
@@ -461,12 +508,13 @@ kernel(const T *__restrict__ Q, const T *__restrict__ K, const T *__restrict__ V
       for (int r = 0; r < kR; ++r) s[r] = fmaf(sQ[(warp * kR + r) * kD + d], kv, s[r]);
     }
     const long long ki = k0 + lane;
+    const bool kmLane = !kKeyMask || (ki < kSk && keyLive(b, ki@BIASARGS@));  // once per tile
 #pragma unroll
     for (int r = 0; r < kR; ++r) {
       const long long qi = q0 + warp * kR + r;
       float t = s[r] * kScale;
       if constexpr (!kRawScores) t = scoreMod(t, b, h, qi, ki@BIASARGS@);
-      if (!keep(b, h, qi, ki@BIASARGS@)) t = -INFINITY;
+      if (!keep(b, h, qi, ki@BIASARGS@) || !kmLane) t = -INFINITY;
       float mx = t;
 #pragma unroll
       for (int w = 16; w > 0; w >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, w));
@@ -555,6 +603,8 @@ absl::StatusOr<std::string> emitFlashAttention(const FlashAttentionSpec &spec, c
         absl::StrCat("attention: query heads ", spec.headsQ, " not a multiple of kv heads ", spec.headsKv));
   if (spec.headDim > 256 || spec.headDimV > 256)
     return absl::UnimplementedError("attention: head dims above 256");
+  if (spec.keyMask < -1 || spec.keyMask >= static_cast<int>(spec.biases.size()))
+    return absl::InvalidArgumentError("attention: the key mask names no bias");
   if (spec.window < 0 || (spec.window > 0 && !spec.causal))
     return absl::InvalidArgumentError("attention: a sliding window needs the causal structure (window > 0)");
   if (spec.batch > 65535 || spec.headsQ > 65535 || spec.seqQ > (int64_t{1} << 30) || spec.seqK > (int64_t{1} << 30))
@@ -635,6 +685,9 @@ absl::StatusOr<std::string> emitFlashAttention(const FlashAttentionSpec &spec, c
       {"@OFF@", absl::StrCat(spec.causalOffset, "LL")},
       {"@WINDOW@", absl::StrCat(spec.window, "LL")},
       {"@HASMASK@", spec.maskExpr.empty() ? "false" : "true"},
+      {"@HASKEYMASK@", spec.keyMask >= 0 ? "true" : "false"},
+      {"@KEYLIVE@", spec.keyMask >= 0 ? absl::StrCat("loadBias", spec.keyMask, "(biasp", spec.keyMask, ", b, 0, 0, k) != 0.0f")
+                                      : std::string("true")},
       {"@EMPTYROW@", spec.fullyMaskedNaN ? "NAN" : "0.0f"},
       {"@MEANROWS@", spec.fullyMaskedMean ? "true" : "false"},
       {"@TABLES@", tables},

@@ -22,6 +22,9 @@
 //    broadcast). Empty = `s`. A result of -INFINITY masks the key.
 //  - maskExpr: C++ bool expression over the same names, true = keep; empty =
 //    keep all. Evaluated element-wise on every tile (cannot skip tiles).
+//  - keyMask: bias i is a per-key mask [b, k] (true = keep), read once per
+//    key tile; a tile with no live key in batch b is skipped (a block-wide
+//    __syncthreads_or over the tile's keys).
 //  - A row whose keys are all masked (every x = -inf) produces O = 0, NaN
 //    when fullyMaskedNaN is set, or the mean of V over all keys when
 //    fullyMaskedMean is set (the FusedAttention op's semantics: softmax
@@ -73,6 +76,10 @@ struct FlashAttentionSpec {
   std::string scoreMod;      ///< C++ float expression; empty = s
   std::string maskExpr;      ///< C++ bool expression, true = keep; empty = keep all
   std::vector<FlashBias> biases;
+  /// -1 = none, else biases[keyMask] is a per-key mask (its h and q strides 0;
+  /// key k of batch b kept where it reads != 0): read once per key tile, and
+  /// key tiles with no live key are skipped (neither loaded nor computed).
+  int keyMask = -1;
   std::map<std::string, std::vector<float>> tables;  ///< emitted as tab_NAME[]
   bool fullyMaskedNaN = false;  ///< all-masked rows: NaN instead of 0
   /// All-masked rows: the mean of V over all seqK keys (overrides

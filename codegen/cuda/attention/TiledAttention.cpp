@@ -183,6 +183,7 @@ absl::StatusOr<FlashAttentionSpec> toFlashSpec(const AttentionSpec &spec, const 
     fb.strideK = b.strides[3];
     f.biases.push_back(fb);
   }
+  f.keyMask = spec.keyMask;
   if (!spec.scoreMod.empty()) f.scoreMod = print(spec.scoreMod, false);
   const MaskStructure ms = analyzeMask(spec.mask);
   f.causal = ms.causal;

@@ -41,6 +41,10 @@
 //       weight of A's dtype, (q - zero_point) * scale per block along K, and
 //       the node becomes MatMul(A, W) (+ bias); B, scales and zero_points
 //       must be initializers
+//   DynamicQuantizeLSTM(X, W, R, B?, sequence_lens?, initial_h?, initial_c?,
+//       P?, W_scale, W_zero_point, R_scale, R_zero_point): the LSTM unrolling
+//       with ONNX Runtime's quantised products and schedule
+//       (DynamicQuantizeLstm.cpp)
 //
 // Masks are built so that const-fold turns them into constants once the
 // shapes are bound (ConstantOfShape + Trilu over [S, L]), which the
@@ -57,6 +61,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "frontend/onnx/internal/DynamicQuantizeLstm.h"
 #include "support/Status.h"
 
 namespace fusec::frontend::internal {
@@ -72,7 +77,7 @@ using ir::Value;
 constexpr const char *kMapped[] = {
     "Gelu", "FastGelu", "BiasGelu", "QuickGelu", "SkipLayerNormalization",
     "SkipSimplifiedLayerNormalization", "SimplifiedLayerNormalization", "RotaryEmbedding",
-    "MultiHeadAttention", "GroupQueryAttention", "MatMulNBits", "Attention"};
+    "MultiHeadAttention", "GroupQueryAttention", "MatMulNBits", "Attention", "DynamicQuantizeLSTM"};
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
@@ -1290,6 +1295,7 @@ absl::StatusOr<std::vector<ir::Node *>> expandContribOp(const NodeSpec &spec,
   if (op == "Attention") return expandAttention(spec, b);
   if (op == "GroupQueryAttention") return expandGqa(spec, b);
   if (op == "MatMulNBits") return expandMatMulNBits(spec, b);
+  if (op == "DynamicQuantizeLSTM") return expandDynamicQuantizeLstm(spec, b);
   return absl::InternalError(absl::StrCat("no mapping for com.microsoft ", op));
 }
 

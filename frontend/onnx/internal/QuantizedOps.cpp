@@ -230,6 +230,19 @@ std::vector<ir::Node *> requantize(Builder &b, Value *acc, Value *multiplier, Va
 
 }  // namespace
 
+ir::Value *centredInt32(Builder &b, Value *v, Value *zp) {
+  Value *c = b.op("Cast", {v}, {{"to", dtypeAttr(DType::kI32)}});
+  return zp ? b.op("Sub", {c, b.op("Cast", {zp}, {{"to", dtypeAttr(DType::kI32)}})}) : c;
+}
+
+ir::Value *integerMatMulCentred(Builder &b, Value *a, Value *aZp, Value *wCentred) {
+  return b.op("MatMul", {centredInt32(b, a, aZp), wCentred});
+}
+
+ir::Value *integerMatMul(Builder &b, Value *a, Value *aZp, Value *w, Value *wZp) {
+  return integerMatMulCentred(b, a, aZp, centredInt32(b, w, wZp));
+}
+
 bool isQuantizedOp(std::string_view opType) {
   return opType == "MatMulInteger" || opType == "ConvInteger" || opType == "QLinearMatMul" ||
          opType == "QLinearConv";

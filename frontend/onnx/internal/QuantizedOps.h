@@ -51,6 +51,24 @@ bool isQuantizedOp(std::string_view opType);
 /// kMaxConvIntegerColumns im2col elements.
 absl::StatusOr<std::vector<ir::Node *>> expandQuantizedOp(const NodeSpec &spec, ExpansionBuilder &b);
 
+/// MatMulInteger's product: MatMul(Cast(a, i32) - Cast(aZp, i32),
+/// Cast(w, i32) - Cast(wZp, i32)) in i32 (wrapping), numpy broadcasting
+/// (a [..., M, K], w [..., K, N]); a null zero point is 0, and \p aZp must
+/// hold one element, \p wZp one or one per column of w ([N]). The operands
+/// may be values of the caller's expansion (untyped until it returns): the
+/// caller checks that they are u8 / i8 with zero points of their dtype.
+ir::Value *integerMatMul(ExpansionBuilder &b, ir::Value *a, ir::Value *aZp, ir::Value *w, ir::Value *wZp);
+
+/// Cast(v, i32) - Cast(zp, i32) (just the Cast when \p zp is null): an
+/// operand of integerMatMul centred on its zero point. A caller that
+/// multiplies by the same weight many times (a recurrent op's steps)
+/// centres it once and passes it to integerMatMulCentred, so that constant
+/// folding makes one i32 weight, not one per step.
+ir::Value *centredInt32(ExpansionBuilder &b, ir::Value *v, ir::Value *zp);
+
+/// MatMul(centredInt32(a, aZp), \p wCentred) in i32.
+ir::Value *integerMatMulCentred(ExpansionBuilder &b, ir::Value *a, ir::Value *aZp, ir::Value *wCentred);
+
 }  // namespace fusec::frontend::internal
 
 #endif  // FUSEC_FRONTEND_ONNX_INTERNAL_QUANTIZEDOPS_H

@@ -14,14 +14,20 @@
 //           o = f(go + Po * C), H = o * h(C)
 //   clip bounds every gate pre-activation to [-clip, clip]; with
 //   sequence_lens, a batch entry whose step is t >= len keeps H (and C) and
-//   writes 0 to Y.
+//   writes 0 to Y, and one of length 0 gives Y_h = Y_c = 0 (as ONNX
+//   Runtime's kernels do; the spec leaves it open).
+// The products are a RecurrentGemms (float MatMuls here; DynamicQuantizeLSTM
+// passes its quantised ones, DynamicQuantizeLstm.cpp) and RecurrentForm
+// switches on ONNX Runtime's order of operations (RecurrentOps.h).
 //
 //===----------------------------------------------------------------------===//
 #include "frontend/onnx/internal/RecurrentOps.h"
 
 #include <algorithm>
 #include <cctype>
+#include <map>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -119,10 +125,37 @@ absl::StatusOr<std::vector<Activation>> activations(const NodeSpec &spec,
   return out;
 }
 
+/// The float products of the ai.onnx ops: MatMul by W[d]ᵀ and by the
+/// transposed rows of R[d] (one Transpose per direction and gate range).
+class FloatGemms : public RecurrentGemms {
+ public:
+  FloatGemms(Value *w, Value *r, int64_t hidden) : w_(w), r_(r), hidden_(hidden) {}
+  absl::StatusOr<Value *> input(ExpansionBuilder &b, Value *x, Value * /*live*/, int64_t d) override {
+    return b.op("MatMul", {x, b.op("Transpose", {recurrentDirection(b, w_, d)}, perm({1, 0}))});
+  }
+  absl::StatusOr<Value *> recurrent(ExpansionBuilder &b, Value *h, int64_t d, int64_t g0,
+                                    int64_t g1) override {
+    Value *&rT = rT_[{d, g0, g1}];
+    if (!rT) {
+      Value *rd = recurrentDirection(b, r_, d);  // [G*H, H]
+      if (g0 != 0 || g1 * hidden_ != dimOf(r_, 1))
+        rd = b.op("Slice", {rd, b.ints({g0 * hidden_}), b.ints({g1 * hidden_}), b.ints({0})});
+      rT = b.op("Transpose", {rd}, perm({1, 0}));
+    }
+    return b.op("MatMul", {h, rT});
+  }
+
+ private:
+  Value *w_, *r_;
+  int64_t hidden_;
+  std::map<std::tuple<int64_t, int64_t, int64_t>, Value *> rT_;
+};
+
 /// The unrolled node: its inputs, attributes and shapes, read once.
 class Unroller {
  public:
-  Unroller(const NodeSpec &spec, ExpansionBuilder &b) : spec_(spec), b_(b) {}
+  Unroller(const NodeSpec &spec, ExpansionBuilder &b, const RecurrentForm &form)
+      : spec_(spec), b_(b), form_(form) {}
 
   absl::StatusOr<std::vector<Node *>> run();
 
@@ -158,27 +191,40 @@ class Unroller {
     return b_.op("Slice", {x, b_.ints({start}), b_.ints({end}), b_.ints({axis})});
   }
   /// Direction \p d of a [D, ...] input.
-  Value *dir(Value *x, int64_t d) {
-    return b_.op("Gather", {x, b_.constant(ir::Tensor::scalarInt(DType::kI64, d))},
-                 axisAttr(0));
+  Value *dir(Value *x, int64_t d) { return recurrentDirection(b_, x, d); }
+  /// x [T, B, ...] with each row b's first lens[b] steps reversed and the
+  /// rest in place (ReverseSequence with time_axis 0, batch_axis 1):
+  /// GatherElements along T at Where(t < len, len - 1 - t, t).
+  Value *reverseRows(Value *x, Value *lens64, int64_t T, int64_t width) {
+    std::vector<int64_t> ts(static_cast<size_t>(T));
+    for (int64_t t = 0; t < T; ++t) ts[static_cast<size_t>(t)] = t;
+    Value *t = b_.constant(ir::Tensor::fromInts(DType::kI64, {T, 1, 1}, ts));
+    Value *l = b_.op("Unsqueeze", {lens64, b_.ints({0, 2})});  // [1, B, 1]
+    Value *idx = b_.op("Where", {b_.op("Less", {t, l}), b_.op("Sub", {b_.op("Sub", {l, b_.scalar(DType::kI64, 1)}), t}), t});
+    Value *shape = b_.op("Concat", {b_.op("Shape", {x}, {{"end", Attribute(int64_t{2})}}), b_.ints({width})},
+                         axisAttr(0));
+    return b_.op("GatherElements", {x, b_.op("Expand", {idx, shape})}, axisAttr(0));
   }
 
   const NodeSpec &spec_;
   ExpansionBuilder &b_;
+  const RecurrentForm &form_;
   DType dt_ = DType::kF32;
   double clip_ = 0.0;
 };
 
 absl::StatusOr<std::vector<Node *>> Unroller::run() {
   const std::string &op = spec_.opType;
-  const int64_t gates = op == "LSTM" ? 4 : op == "GRU" ? 3 : 1;
+  const bool lstm = op == "LSTM" || form_.ortSchedule;  // DynamicQuantizeLSTM is an LSTM
+  const int64_t gates = lstm ? 4 : op == "GRU" ? 3 : 1;
+  const bool ort = form_.ortSchedule, tw = form_.transposedWeights;
   FUSEC_ASSIGN_OR_RETURN(Value * x, requiredInput(spec_, 0));
   FUSEC_ASSIGN_OR_RETURN(Value * w, requiredInput(spec_, 1));
   FUSEC_ASSIGN_OR_RETURN(Value * r, requiredInput(spec_, 2));
   Value *bias = optionalInput(spec_, 3), *lens = optionalInput(spec_, 4),
         *h0 = optionalInput(spec_, 5);
-  Value *c0 = op == "LSTM" ? optionalInput(spec_, 6) : nullptr;
-  Value *peep = op == "LSTM" ? optionalInput(spec_, 7) : nullptr;
+  Value *c0 = lstm ? optionalInput(spec_, 6) : nullptr;
+  Value *peep = lstm ? optionalInput(spec_, 7) : nullptr;
   dt_ = x->type().dtype;
   if (!ir::isFloat(dt_))
     return absl::InvalidArgumentError(absl::StrCat(op, ": X must be a float tensor"));
@@ -197,14 +243,19 @@ absl::StatusOr<std::vector<Node *>> Unroller::run() {
   const int64_t dirs = direction == "bidirectional" ? 2 : 1;
   if (rankOf(x) != 3 || rankOf(w) != 3 || rankOf(r) != 3)
     return absl::InvalidArgumentError(absl::StrCat(op, ": X, W and R must be 3-D"));
-  if (hidden <= 0) hidden = dimOf(r, 2);
+  if (hidden <= 0) hidden = dimOf(r, tw ? 1 : 2);
   const int64_t T = dimOf(x, layout == 0 ? 0 : 1), inSize = dimOf(x, 2);
-  if (hidden <= 0 || dimOf(w, 0) != dirs || dimOf(r, 0) != dirs ||
-      dimOf(w, 1) != gates * hidden || dimOf(r, 1) != gates * hidden || dimOf(r, 2) != hidden ||
-      (inSize >= 0 && dimOf(w, 2) != inSize))
-    return absl::InvalidArgumentError(absl::StrCat(
-        op, ": W must be [", dirs, ", ", gates, " * hidden_size, input_size] and R [", dirs, ", ",
-        gates, " * hidden_size, hidden_size] with static dims (hidden_size ", hidden, ")"));
+  // W [D, G*H, I] and R [D, G*H, H]; transposed: [D, I, G*H] and [D, H, G*H].
+  const int64_t wIn = dimOf(w, tw ? 1 : 2), wOut = dimOf(w, tw ? 2 : 1);
+  const int64_t rIn = dimOf(r, tw ? 1 : 2), rOut = dimOf(r, tw ? 2 : 1);
+  if (hidden <= 0 || dimOf(w, 0) != dirs || dimOf(r, 0) != dirs || wOut != gates * hidden ||
+      rOut != gates * hidden || rIn != hidden || (inSize >= 0 && wIn != inSize))
+    return absl::InvalidArgumentError(
+        tw ? absl::StrCat(op, ": W must be [", dirs, ", input_size, ", gates, " * hidden_size] and R [", dirs,
+                          ", hidden_size, ", gates, " * hidden_size] with static dims (hidden_size ", hidden, ")")
+           : absl::StrCat(op, ": W must be [", dirs, ", ", gates, " * hidden_size, input_size] and R [", dirs,
+                          ", ", gates, " * hidden_size, hidden_size] with static dims (hidden_size ", hidden,
+                          ")"));
   if (bias && (rankOf(bias) != 2 || dimOf(bias, 1) != 2 * gates * hidden))
     return absl::InvalidArgumentError(
         absl::StrCat(op, ": B must be [num_directions, ", 2 * gates * hidden, "]"));
@@ -220,11 +271,13 @@ absl::StatusOr<std::vector<Node *>> Unroller::run() {
         op, ": sequence length ", T, " x ", dirs, " direction(s) would unroll into ", T * dirs,
         " steps, more than fusec's limit of ", kMaxUnrolledSteps));
   const std::vector<std::string> dflt =
-      op == "LSTM" ? std::vector<std::string>{"sigmoid", "tanh", "tanh"}
+      lstm ? std::vector<std::string>{"sigmoid", "tanh", "tanh"}
       : op == "GRU" ? std::vector<std::string>{"sigmoid", "tanh"}
                     : std::vector<std::string>{"tanh"};
   FUSEC_ASSIGN_OR_RETURN(std::vector<Activation> acts, activations(spec_, dflt, dirs));
   const size_t nAct = dflt.size();
+  FloatGemms floatGemms(w, r, hidden);
+  RecurrentGemms &gemms = form_.gemms ? *form_.gemms : floatGemms;
 
   // Time-major [T, B, I]; states [D, B, H].
   if (layout == 1) {
@@ -262,18 +315,36 @@ absl::StatusOr<std::vector<Node *>> Unroller::run() {
     return b_.op("Unsqueeze", {b_.op("Less", {b_.constant(ir::Tensor::scalarInt(DType::kI64, t)), lens64}),
                                b_.ints({1})});
   };
+  // The steps below max(sequence_lens), [T, 1, 1]: ONNX Runtime's input
+  // product covers only those (its quantisation range too).
+  Value *live = nullptr;
+  if (ort && lens64) {
+    std::vector<int64_t> ts(static_cast<size_t>(T));
+    for (int64_t t = 0; t < T; ++t) ts[static_cast<size_t>(t)] = t;
+    Value *maxLen = b_.op("ReduceMax", {lens64}, {{"keepdims", Attribute(int64_t{0})}});
+    live = b_.op("Less", {b_.constant(ir::Tensor::fromInts(DType::kI64, {T, 1, 1}, ts)), maxLen});
+  }
+  const bool wantY = wants(spec_, 0);
 
   std::vector<Value *> ys, hs, cs;  // per direction: Y [T, B, H], final H, final C
   for (int64_t d = 0; d < dirs; ++d) {
     const Activation *a = &acts[static_cast<size_t>(d) * nAct];
-    Value *wT = b_.op("Transpose", {dir(w, d)}, perm({1, 0}));  // [I, G*H]
-    Value *rd = dir(r, d);                                        // [G*H, H]
-    Value *xw = b_.op("MatMul", {x, wT});                         // [T, B, G*H]
-    Value *rb = nullptr;                                          // [G*H] recurrent bias
+    const bool reverse = direction == "reverse" || d == 1;
+    // ONNX Runtime's schedule: each row's own reversed sequence (rows of
+    // the product are independent, so the product is reversed, not X).
+    const bool rowReverse = ort && reverse && lens64;
+    FUSEC_ASSIGN_OR_RETURN(Value * xw, gemms.input(b_, x, live, d));  // [T, B, G*H]
+    if (rowReverse) xw = reverseRows(xw, lens64, T, gates * hidden);
+    Value *rb = nullptr;   // [G*H] recurrent bias
+    Value *wrb = nullptr;  // ort: Wb + Rb, added to each gate after the products
     if (bias) {
       Value *bd = dir(bias, d);
-      xw = b_.op("Add", {xw, rows(bd, 0, 0, gates * hidden)});
-      rb = rows(bd, 0, gates * hidden, 2 * gates * hidden);
+      if (ort) {
+        wrb = b_.op("Add", {rows(bd, 0, 0, gates * hidden), rows(bd, 0, gates * hidden, 2 * gates * hidden)});
+      } else {
+        xw = b_.op("Add", {xw, rows(bd, 0, 0, gates * hidden)});
+        rb = rows(bd, 0, gates * hidden, 2 * gates * hidden);
+      }
     }
     // For LSTM / RNN all of Rb adds to the gates; GRU keeps Rbh apart.
     Value *rbh = nullptr;
@@ -285,13 +356,6 @@ absl::StatusOr<std::vector<Node *>> Unroller::run() {
     } else if (rb) {
       xw = b_.op("Add", {xw, rb});
     }
-    Value *rT = nullptr, *rzrT = nullptr, *rhT = nullptr;
-    if (op == "GRU" && lbr == 0) {
-      rzrT = b_.op("Transpose", {rows(rd, 0, 0, 2 * hidden)}, perm({1, 0}));
-      rhT = b_.op("Transpose", {rows(rd, 0, 2 * hidden, 3 * hidden)}, perm({1, 0}));
-    } else {
-      rT = b_.op("Transpose", {rd}, perm({1, 0}));  // [H, G*H]
-    }
     Value *pi = nullptr, *po = nullptr, *pf = nullptr;
     if (peep) {
       Value *pd = dir(peep, d);
@@ -299,30 +363,37 @@ absl::StatusOr<std::vector<Node *>> Unroller::run() {
       po = rows(pd, 0, hidden, 2 * hidden);
       pf = rows(pd, 0, 2 * hidden, 3 * hidden);
     }
+    // Gate k of the fused bias (ort), or \p v unchanged.
+    auto gateBias = [&](Value *v, int64_t k) {
+      return wrb ? b_.op("Add", {v, rows(wrb, 0, k * hidden, (k + 1) * hidden)}) : v;
+    };
     Value *h = h0 ? dir(h0, d) : zeros();
-    Value *c = op == "LSTM" ? (c0 ? dir(c0, d) : zeros()) : nullptr;
+    Value *c = lstm ? (c0 ? dir(c0, d) : zeros()) : nullptr;
+    Value *hRead = h;  // the H the recurrent product reads
     std::vector<Value *> yt(static_cast<size_t>(T));
     for (int64_t s = 0; s < T; ++s) {
-      const int64_t t = (direction == "reverse" || d == 1) ? T - 1 - s : s;
+      const int64_t t = reverse && !rowReverse ? T - 1 - s : s;
       Value *g = b_.op("Gather", {xw, b_.constant(ir::Tensor::scalarInt(DType::kI64, t))},
                        axisAttr(0));  // [B, G*H]
       Value *hn, *cn = nullptr;
       if (op == "RNN") {
-        hn = act(a[0], b_.op("Add", {g, b_.op("MatMul", {h, rT})}));
+        FUSEC_ASSIGN_OR_RETURN(Value * hr, gemms.recurrent(b_, hRead, d, 0, 1));
+        hn = act(a[0], b_.op("Add", {g, hr}));
       } else if (op == "GRU") {
         std::vector<Value *> xg = b_.ops("Split", {g, b_.ints({hidden, hidden, hidden})}, 3, axisAttr(1));
         Value *hh;
         std::vector<Value *> rg;
         if (lbr == 0) {
-          rg = b_.ops("Split", {b_.op("MatMul", {h, rzrT}), b_.ints({hidden, hidden})}, 2, axisAttr(1));
+          FUSEC_ASSIGN_OR_RETURN(Value * hzr, gemms.recurrent(b_, hRead, d, 0, 2));
+          rg = b_.ops("Split", {hzr, b_.ints({hidden, hidden})}, 2, axisAttr(1));
         } else {
-          rg = b_.ops("Split", {b_.op("MatMul", {h, rT}), b_.ints({hidden, hidden, hidden})}, 3,
-                      axisAttr(1));
+          FUSEC_ASSIGN_OR_RETURN(Value * hzrh, gemms.recurrent(b_, hRead, d, 0, 3));
+          rg = b_.ops("Split", {hzrh, b_.ints({hidden, hidden, hidden})}, 3, axisAttr(1));
         }
         Value *z = act(a[0], b_.op("Add", {xg[0], rg[0]}));
         Value *rr = act(a[0], b_.op("Add", {xg[1], rg[1]}));
         if (lbr == 0) {
-          hh = b_.op("MatMul", {b_.op("Mul", {rr, h}), rhT});
+          FUSEC_ASSIGN_OR_RETURN(hh, gemms.recurrent(b_, b_.op("Mul", {rr, h}), d, 2, 3));
           if (rbh) hh = b_.op("Add", {hh, rbh});
         } else {
           hh = rg[2];
@@ -334,21 +405,21 @@ absl::StatusOr<std::vector<Node *>> Unroller::run() {
         hn = b_.op("Add", {b_.op("Mul", {b_.op("Sub", {b_.scalar(dt_, 1.0), z}), cand}),
                            b_.op("Mul", {z, h})});
       } else {
+        FUSEC_ASSIGN_OR_RETURN(Value * hr, gemms.recurrent(b_, hRead, d, 0, 4));
         std::vector<Value *> gs = b_.ops(
-            "Split", {b_.op("Add", {g, b_.op("MatMul", {h, rT})}),
-                      b_.ints({hidden, hidden, hidden, hidden})},
+            "Split", {b_.op("Add", {g, hr}), b_.ints({hidden, hidden, hidden, hidden})},
             4, axisAttr(1));  // i, o, f, c
         Value *gi = gs[0], *go = gs[1], *gf = gs[2];
         if (pi) {
           gi = b_.op("Add", {gi, b_.op("Mul", {pi, c})});
           gf = b_.op("Add", {gf, b_.op("Mul", {pf, c})});
         }
-        Value *it = act(a[0], gi);
-        Value *ft = inputForget != 0 ? b_.op("Sub", {b_.scalar(dt_, 1.0), it}) : act(a[0], gf);
-        Value *ct = act(a[1], gs[3]);
+        Value *it = act(a[0], gateBias(gi, 0));
+        Value *ft = inputForget != 0 ? b_.op("Sub", {b_.scalar(dt_, 1.0), it}) : act(a[0], gateBias(gf, 2));
+        Value *ct = act(a[1], gateBias(gs[3], 3));
         cn = b_.op("Add", {b_.op("Mul", {ft, c}), b_.op("Mul", {it, ct})});
         if (po) go = b_.op("Add", {go, b_.op("Mul", {po, cn})});
-        Value *ot = act(a[0], go);
+        Value *ot = act(a[0], gateBias(go, 1));
         hn = b_.op("Mul", {ot, act(a[2], cn, /*clipInput=*/false)});
       }
       Value *y = hn;
@@ -360,17 +431,29 @@ absl::StatusOr<std::vector<Node *>> Unroller::run() {
       }
       h = hn;
       c = cn;
+      // ONNX Runtime's kernel reads its Y step (0 for a finished row) when Y
+      // is an output, else the held state.
+      hRead = ort && wantY ? y : hn;
       yt[static_cast<size_t>(t)] = b_.op("Unsqueeze", {y, b_.ints({0})});
     }
-    if (wants(spec_, 0))
-      ys.push_back(T == 1 ? yt[0] : b_.op("Concat", yt, axisAttr(0)));  // [T, B, H]
+    if (wantY) {
+      Value *yd = T == 1 ? yt[0] : b_.op("Concat", yt, axisAttr(0));  // [T, B, H]
+      ys.push_back(rowReverse ? reverseRows(yd, lens64, T, hidden) : yd);
+    }
+    if (lens64) {
+      // A row of length 0 has Y_h = Y_c = 0 (ONNX Runtime's kernels; the
+      // spec leaves it open), not the initial state.
+      Value *some = b_.op("Unsqueeze", {b_.op("Less", {b_.scalar(DType::kI64, 0), lens64}), b_.ints({1})});
+      h = b_.op("Where", {some, h, b_.scalar(dt_, 0.0)});
+      if (c) c = b_.op("Where", {some, c, b_.scalar(dt_, 0.0)});
+    }
     hs.push_back(b_.op("Unsqueeze", {h, b_.ints({0})}));
     if (c) cs.push_back(b_.op("Unsqueeze", {c, b_.ints({0})}));
   }
   auto stack = [&](std::vector<Value *> parts, int64_t axis) {
     return parts.size() == 1 ? parts[0] : b_.op("Concat", parts, axisAttr(axis));
   };
-  if (wants(spec_, 0)) {
+  if (wantY) {
     for (Value *&y : ys) y = b_.op("Unsqueeze", {y, b_.ints({1})});  // [T, 1, B, H]
     Value *y = stack(ys, 1);
     if (layout == 1)
@@ -380,7 +463,7 @@ absl::StatusOr<std::vector<Node *>> Unroller::run() {
   }
   for (size_t out = 1; out <= 2; ++out) {
     if (!wants(spec_, out)) continue;
-    if (out == 2 && op != "LSTM")
+    if (out == 2 && !lstm)
       return absl::InvalidArgumentError(absl::StrCat(op, " has 2 outputs"));
     Value *s = stack(out == 1 ? hs : cs, 0);  // [D, B, H]
     if (layout == 1)
@@ -402,7 +485,16 @@ bool isRecurrentOp(std::string_view opType) {
 
 absl::StatusOr<std::vector<ir::Node *>> expandRecurrentOp(const NodeSpec &spec,
                                                           ExpansionBuilder &b) {
-  return Unroller(spec, b).run();
+  return Unroller(spec, b, RecurrentForm{}).run();
+}
+
+absl::StatusOr<std::vector<ir::Node *>> unrollRecurrent(const NodeSpec &spec, ExpansionBuilder &b,
+                                                        const RecurrentForm &form) {
+  return Unroller(spec, b, form).run();
+}
+
+ir::Value *recurrentDirection(ExpansionBuilder &b, ir::Value *x, int64_t d) {
+  return b.op("Gather", {x, b.constant(ir::Tensor::scalarInt(DType::kI64, d))}, axisAttr(0));
 }
 
 }  // namespace fusec::frontend::internal

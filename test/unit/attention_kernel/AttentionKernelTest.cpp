@@ -173,6 +173,28 @@ std::vector<Case> makeCases() {
     s.fullyMaskedMean = true;
     add("bf16_fully_masked_rows_mean", s);
   }
+  // Per-key mask operand (keyMask = bias 0, [B, Sk], 1 = keep): Sk not a
+  // multiple of the key tile, whole key tiles empty (skipped), a batch with
+  // every key masked (its rows: NaN / mean of V), batch 1, with causal.
+  auto keyMaskCase = [&](std::string name, FlashAttentionSpec s, std::vector<int> lo, std::vector<int> hi) -> Case & {
+    s.biases.push_back(FlashBias{AttnElemType::kF32, s.seqK, 0, 0, 1, ""});
+    s.keyMask = 0;
+    Case &c = add(std::move(name), s);
+    c.biasInit = [lo, hi](int b, int, int, int k) { return k >= lo[b] && k < hi[b] ? 1.0f : 0.0f; };
+    return c;
+  };
+  {
+    auto s = base(bf, 3, 2, 200, 333, 64);
+    s.fullyMaskedNaN = true;
+    keyMaskCase("bf16_key_mask", s, {0, 150, 0}, {333, 333, 0});  // batch 1 left-padded, batch 2 empty
+  }
+  {
+    auto s = causal(base(bf, 2, 2, 300, 300, 64));
+    s.fullyMaskedNaN = true;
+    s.fullyMaskedMean = true;
+    keyMaskCase("bf16_key_mask_causal_mean", s, {0, 200}, {300, 300}).tile = &kSmallTile;
+  }
+  keyMaskCase("bf16_key_mask_b1", base(bf, 1, 1, 1, 77, 64), {0}, {70});
   // Exact fp32.
   add("f32_plain_d64", base(f32, 2, 2, 200, 200, 64));
   add("f32_plain_d256", base(f32, 1, 2, 100, 100, 256));
@@ -207,6 +229,11 @@ std::vector<Case> makeCases() {
     auto s = causal(base(f32, 2, 2, 50, 30, 40), 30 - 50);
     s.fullyMaskedMean = true;
     add("f32_fully_masked_rows_mean", s);
+  }
+  {
+    auto s = causal(base(f32, 2, 2, 100, 100, 32));
+    s.fullyMaskedNaN = true;
+    keyMaskCase("f32_key_mask_causal", s, {0, 70}, {90, 100});  // key tiles of 32: tiles 0, 1 empty in batch 1
   }
   return cs;
 }
@@ -416,6 +443,7 @@ std::vector<double> reference(const Case &c, const Tensor &q, const Tensor &k, c
           if (s.causal) keep = j <= i + s.causalOffset;
           if (s.causal && s.window > 0) keep = keep && i + s.causalOffset - j < s.window;
           if (c.mask) keep = keep && c.mask(b, h, i, j, bv);
+          if (s.keyMask == 0) keep = keep && bv[0] != 0;  // the per-key mask operand
           x[j] = keep ? sc : -INFINITY;
           mx = std::max(mx, x[j]);
         }

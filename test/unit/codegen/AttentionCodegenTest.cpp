@@ -122,6 +122,24 @@ std::vector<Variant> variants() {
   padMeanBf.biases = {{"bool", {2, 1, 1, 150}}};
   padMeanBf.extraAttrs = "masked_rows = \"mean\"";
   vs.push_back(padMeanBf);
+  // The same with the padding as the key mask operand (key_mask): read once
+  // per key tile, key tiles it empties skipped (tiled kernel; fp32 SIMT and
+  // bf16 tensor cores).
+  Variant keyMask = named("causal_key_mask_rows_mean");
+  keyMask.mask = "k <= q";
+  keyMask.sq = keyMask.sk = 150;
+  keyMask.biases = {{"bool", {2, 1, 1, 150}}};
+  keyMask.extraAttrs = "key_mask = 0, masked_rows = \"mean\"";
+  vs.push_back(keyMask);
+  Variant keyMaskBf = named("bf16_key_mask_bias");
+  keyMaskBf.dtype = "bf16";
+  keyMaskBf.b = 1;
+  keyMaskBf.sq = 7;
+  keyMaskBf.sk = 333;
+  keyMaskBf.scoreMod = "score + bias0";
+  keyMaskBf.biases = {{"f32", {1, 1, 7, 333}}, {"bool", {1, 1, 1, 333}}};
+  keyMaskBf.extraAttrs = "key_mask = 1";
+  vs.push_back(keyMaskBf);
   Variant padFinite = named("padding_finite_fill");
   padFinite.scoreMod = "score + bias0";
   padFinite.biases = {{"f32", {2, 1, 1, 24}}};

@@ -94,6 +94,7 @@ int main(int argc, char **argv) {
   if (steps) {
     for (const codegen::Step &s : mod->steps) {
       std::cout << "step " << s.name << " ";
+      if (!s.guard.empty()) std::cout << "[" << ir::describeGuard(s.guard) << "] ";
       switch (s.kind) {
         case codegen::Step::Kind::kKernel:
           std::cout << "kernel " << s.symbol << " (";

@@ -20,6 +20,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "codegen/Backend.h"
 #include "codegen/artifact/ArtifactWriter.h"
 #include "codegen/cpu/CpuCodegen.h"
@@ -193,11 +194,13 @@ TEST(CpuIr, VectorTypesForElementwiseAndRowReduction) {
 }
 
 /// The row cache: softmax's exp(x - max) is computed in the sum pass and
-/// reloaded by the store pass, so the optimised IR has one exp polynomial
-/// (one llvm.rint call) for a row of 4096 (no masked remainder). The CPU is
-/// fixed: how far LLVM unrolls the loop (and so how many copies of the
-/// polynomial the IR holds) depends on the CPU's scheduling model (znver4
-/// unrolls it 8 times), not on the row cache.
+/// reloaded by the store pass, so the optimised IR has the exp polynomial
+/// (an llvm.rint call) only in the sum pass: 4 copies, one per accumulator
+/// of its unrolled loop (KernelEmitter::kAccumulators), for a row of 4096
+/// (no masked remainder, no vectors left after the groups of 4). The CPU is
+/// fixed: how far LLVM unrolls the loop further (and so how many copies of
+/// the polynomial the IR holds) depends on the CPU's scheduling model
+/// (znver4 unrolls it 8 times), not on the row cache.
 TEST(CpuIr, SoftmaxComputesExpOnce) {
   auto g = ir::parseGraph(codegen::testing::softmaxGraph("f32", 4, 4096));
   ASSERT_TRUE(g.ok()) << g.status();
@@ -208,7 +211,7 @@ TEST(CpuIr, SoftmaxComputesExpOnce) {
   int calls = 0;
   for (std::string line; std::getline(f, line);)
     calls += absl::StrContains(line, "call ") && absl::StrContains(line, "@llvm.rint.");
-  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(calls, 4);
 }
 
 TEST(CpuLegality, AttentionSpecs) {
@@ -386,14 +389,18 @@ TEST(CpuRun, OtherVectorWidths) {
 #endif
 }
 
-/// Builds \p spec as entry point "k" into a library in \p dir and runs it.
-void runSpec(const program::KernelSpec &spec, std::vector<void *> buffers, const fs::path &dir) {
+/// Builds \p spec as entry point "k" into a library in \p dir and runs it
+/// (on 3 threads; for the host, or \p target when given). \p ir: the
+/// optimised IR, when not null.
+void runSpec(const program::KernelSpec &spec, std::vector<void *> buffers, const fs::path &dir,
+             const codegen::cpu::CpuTarget *target = nullptr, std::string *ir = nullptr) {
   auto t = codegen::cpu::resolveCpuTarget("");
   ASSERT_TRUE(t.ok());
-  codegen::cpu::CpuModuleBuilder mb(*t, "spec");
+  codegen::cpu::CpuModuleBuilder mb(target ? *target : *t, "spec");
   ASSERT_TRUE(mb.addKernel(spec, "k").ok());
-  auto obj = mb.finish(false);
+  auto obj = mb.finish(ir != nullptr);
   ASSERT_TRUE(obj.ok()) << obj.status();
+  if (ir) *ir = obj->ir;
   const fs::path lib = dir / "libk.so";
   absl::Status st = codegen::cpu::linkSharedLibrary(obj->object, dir.string(), lib.string());
   ASSERT_TRUE(st.ok()) << st;
@@ -441,6 +448,338 @@ TEST(CpuRun, EmptyTensors) {
     EXPECT_EQ(sum[i], 0.0f);
     EXPECT_EQ(mx[i], -std::numeric_limits<float>::infinity());
   }
+}
+
+/// The f32 erf polynomial (CpuMath.cpp) against libm's erf in double:
+/// |error| <= 4e-7 everywhere and relative error <= 4e-7 where |erf| < 0.999
+/// (about 3 ulp near 1 and below; within 2 steps of 2^-149 for subnormal
+/// results), over a dense sweep of [-5, 5], tiny and subnormal arguments,
+/// the clamp point, +-inf (+-1), +-0 (sign kept) and NaN (NaN). 100020
+/// values: not a multiple of the vector width.
+TEST(CpuRun, ErfMatchesLibm) {
+  using namespace program;
+  std::vector<float> x;
+  for (int i = 0; i <= 100000; ++i) x.push_back(-5.0f + 10.0f * static_cast<float>(i) / 100000);
+  for (float v : {1e-30f, -1e-30f, 1e-40f, -1e-40f, 1e-10f, 1e-5f, 3e-3f, 0.4999f, 0.5f, 3.925f, 3.9251f, 4.0f,
+                  -3.925f, 10.0f, 0.0f, -0.0f, std::numeric_limits<float>::infinity(),
+                  -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()})
+    x.push_back(v);
+  const int64_t n = static_cast<int64_t>(x.size());
+  KernelSpec pw;
+  pw.addDim(n, false);
+  pw.addBuffer(ir::DType::kF32, {n}, false);
+  pw.addBuffer(ir::DType::kF32, {n}, true);
+  pw.addStore(1, {pw.index(0)}, pw.unary(UnaryOp::kErf, pw.load(0, {pw.index(0)})));
+  std::vector<float> y(x.size(), -7.0f);
+  TempDir tmp;
+  runSpec(pw, {x.data(), y.data()}, tmp.path);
+  double worstAbs = 0, worstRel = 0;
+  float worstAt = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (std::isnan(x[i])) {
+      EXPECT_TRUE(std::isnan(y[i])) << y[i];
+      continue;
+    }
+    const double want = std::erf(static_cast<double>(x[i]));
+    const double err = std::fabs(static_cast<double>(y[i]) - want);
+    worstAbs = std::max(worstAbs, err);
+    if (std::fabs(want) < std::numeric_limits<float>::min()) {  // a subnormal result: 2^-149 steps
+      EXPECT_LE(err, std::ldexp(1.0, -148)) << "erf(" << x[i] << ") = " << y[i] << ", libm " << want;
+    } else if (std::fabs(want) < 0.999 && err / std::fabs(want) > worstRel) {
+      worstRel = err / std::fabs(want);
+      worstAt = x[i];
+    }
+    EXPECT_LE(err, 4e-7) << "erf(" << x[i] << ") = " << y[i] << ", libm " << want;
+    if (x[i] == 0) {
+      EXPECT_EQ(std::signbit(y[i]), std::signbit(x[i])) << x[i];
+    }
+    EXPECT_LE(std::fabs(y[i]), 1.0f) << x[i];
+  }
+  EXPECT_LE(worstRel, 4e-7) << "at x = " << worstAt;
+  std::printf("erf: max abs error %.3g, max rel error %.3g (|erf| < 0.999, at x = %g)\n", worstAbs, worstRel,
+              worstAt);
+}
+
+/// The f32 exp (CpuMath.cpp) against libm's exp in double, for the host
+/// (AVX-512: 2^k by VSCALEFPS) and for x86-64-v3 and x86-64 (2^k as two
+/// exponent-field multiplies): within 2 ulp (relative 2.4e-7) where e^x is
+/// a normal float, within 2^-148 where it is subnormal, 0 below -104, inf
+/// above 88.73, exp(0) = 1 exactly, NaN stays NaN. A sweep of [-110, 95]
+/// plus [-1, 1] densely: 300021 values, not a multiple of the vector width.
+TEST(CpuRun, ExpMatchesLibm) {
+  using namespace program;
+  std::vector<float> x;
+  for (int i = 0; i <= 200000; ++i) x.push_back(-110.0f + 205.0f * static_cast<float>(i) / 200000);
+  for (int i = 0; i <= 100000; ++i) x.push_back(-1.0f + 2.0f * static_cast<float>(i) / 100000);
+  const float inf = std::numeric_limits<float>::infinity();
+  for (float v : {0.0f, -0.0f, 1e-30f, -1e-30f, 88.72f, 88.73f, 88.8f, -87.3f, -103.9f, -104.0f, -200.0f, 200.0f,
+                  inf, -inf, std::numeric_limits<float>::quiet_NaN()})
+    x.push_back(v);
+  const int64_t n = static_cast<int64_t>(x.size());
+  KernelSpec pw;
+  pw.addDim(n, false);
+  pw.addBuffer(ir::DType::kF32, {n}, false);
+  pw.addBuffer(ir::DType::kF32, {n}, true);
+  pw.addStore(1, {pw.index(0)}, pw.unary(UnaryOp::kExp, pw.load(0, {pw.index(0)})));
+  std::vector<std::string> archs = {""};
+#if defined(__x86_64__)
+  archs.push_back("x86-64-v3");
+  archs.push_back("x86-64");
+#endif
+  for (const std::string &arch : archs) {
+    SCOPED_TRACE(arch.empty() ? "host" : arch);
+    auto t = codegen::cpu::resolveCpuTarget(arch);
+    ASSERT_TRUE(t.ok()) << t.status();
+    std::vector<float> y(x.size(), -7.0f);
+    TempDir tmp;
+    runSpec(pw, {x.data(), y.data()}, tmp.path, &*t);
+    double worstRel = 0;
+    float worstAt = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (std::isnan(x[i])) {
+        EXPECT_TRUE(std::isnan(y[i])) << y[i];
+        continue;
+      }
+      const double want = std::exp(static_cast<double>(x[i]));
+      if (x[i] == 0) {
+        EXPECT_EQ(y[i], 1.0f);
+      }
+      if (want > std::numeric_limits<float>::max()) {
+        EXPECT_EQ(y[i], inf) << "exp(" << x[i] << ")";
+      } else if (want < std::numeric_limits<float>::min()) {
+        EXPECT_LE(std::fabs(y[i] - want), std::ldexp(1.0, -148)) << "exp(" << x[i] << ") = " << y[i];
+      } else {
+        const double rel = std::fabs(y[i] - want) / want;
+        if (rel > worstRel) {
+          worstRel = rel;
+          worstAt = x[i];
+        }
+      }
+    }
+    EXPECT_LE(worstRel, 2.4e-7) << "at x = " << worstAt;
+    std::printf("exp (%s): max rel error %.3g at x = %g (normal results)\n", arch.empty() ? "host" : arch.c_str(),
+                worstRel, worstAt);
+  }
+}
+
+/// Row reductions over several accumulators (KernelEmitter::kAccumulators
+/// vectors per loop iteration, the vectors left over straight-line, a
+/// masked remainder, then a tree over the lanes): sum, max, min, argmax
+/// (first index on ties), argmax with select_last_index and argmin, rows of
+/// 1, W - 1, W, 3W + 5, 4W, 5W + 3, 9W + 7 and 4097 elements, one row and
+/// several, against a serial computation: ties across accumulators and
+/// lanes (every row holds the extreme value twice, in different
+/// accumulators), a NaN in the row's third accumulator for max/min
+/// (propagated) and argmax (the first NaN's index).
+TEST(CpuRun, ReductionsOverAccumulators) {
+  using namespace program;
+  auto t = codegen::cpu::resolveCpuTarget("");
+  ASSERT_TRUE(t.ok());
+  const int64_t w = t->vectorBits / 32;
+  TempDir tmp;
+  for (int64_t len : {int64_t{1}, w - 1, w, 3 * w + 5, 4 * w, 5 * w + 3, 9 * w + 7, int64_t{4097}}) {
+    if (len < 1) continue;
+    for (int64_t rows : {int64_t{1}, int64_t{5}}) {
+      for (bool withNan : {false, true}) {
+        SCOPED_TRACE(absl::StrCat(rows, " x ", len, withNan ? " with a NaN" : ""));
+        KernelSpec k;
+        k.kind = SpecKind::kReduce;
+        k.addDim(rows, false);
+        k.addDim(len, true);
+        k.addBuffer(ir::DType::kF32, {rows, len}, false);
+        for (int b = 0; b < 3; ++b) k.addBuffer(ir::DType::kF32, {rows}, true);
+        for (int b = 0; b < 3; ++b) k.addBuffer(ir::DType::kI64, {rows}, true);
+        int x = k.load(0, {k.index(0), k.index(1)});
+        k.addStore(1, {k.index(0)}, k.reduceResult(k.addReduction(ReduceKind::kSum, x)));
+        k.addStore(2, {k.index(0)}, k.reduceResult(k.addReduction(ReduceKind::kMax, x)));
+        k.addStore(3, {k.index(0)}, k.reduceResult(k.addReduction(ReduceKind::kMin, x)));
+        k.addStore(4, {k.index(0)}, k.reduceResult(k.addReduction(ReduceKind::kArgMax, x)));
+        k.addStore(5, {k.index(0)}, k.reduceResult(k.addReduction(ReduceKind::kArgMax, x, /*selectLast=*/true)));
+        k.addStore(6, {k.index(0)}, k.reduceResult(k.addReduction(ReduceKind::kArgMin, x)));
+        std::vector<float> in(static_cast<size_t>(rows * len));
+        std::mt19937 rng(static_cast<unsigned>(len * 31 + rows));
+        std::uniform_int_distribution<int> u(-50, 50);  // small integers: exact sums, many ties
+        for (float &v : in) v = static_cast<float>(u(rng)) * 0.25f;
+        for (int64_t r = 0; r < rows; ++r) {
+          float *row = in.data() + r * len;
+          // The extremes twice: at the row's start and in a later accumulator.
+          row[0] = 100.0f;
+          row[len - 1 - (len > 2 * w ? w : 0)] = 100.0f;
+          if (len > 1) {
+            row[1] = -100.0f;
+            row[len - 1] = -100.0f;
+          }
+          if (withNan) row[std::min<int64_t>(len - 1, 2 * w + 1)] = std::nanf("");
+        }
+        std::vector<float> sum(rows, -7), mx(rows, -7), mn(rows, -7);
+        std::vector<int64_t> amax(rows, -7), amaxLast(rows, -7), amin(rows, -7);
+        runSpec(k, {in.data(), sum.data(), mx.data(), mn.data(), amax.data(), amaxLast.data(), amin.data()}, tmp.path);
+        for (int64_t r = 0; r < rows; ++r) {
+          const float *row = in.data() + r * len;
+          double wantSum = 0;
+          int64_t firstNan = -1, firstMax = -1, lastMax = -1, firstMin = -1;
+          for (int64_t j = 0; j < len; ++j) {
+            wantSum += row[j];
+            if (std::isnan(row[j])) {
+              if (firstNan < 0) firstNan = j;
+              continue;
+            }
+            if (firstMax < 0 || row[j] > row[firstMax]) firstMax = j;
+            if (lastMax < 0 || row[j] >= row[lastMax]) lastMax = j;
+            if (firstMin < 0 || row[j] < row[firstMin]) firstMin = j;
+          }
+          if (firstNan >= 0) {
+            EXPECT_TRUE(std::isnan(sum[r]));
+            EXPECT_TRUE(std::isnan(mx[r]));
+            EXPECT_TRUE(std::isnan(mn[r]));
+            EXPECT_EQ(amax[r], firstNan);
+            EXPECT_EQ(amaxLast[r], firstNan);
+            EXPECT_EQ(amin[r], firstNan);
+          } else {
+            EXPECT_EQ(sum[r], static_cast<float>(wantSum));
+            EXPECT_EQ(mx[r], row[firstMax]);
+            EXPECT_EQ(mn[r], row[firstMin]);
+            EXPECT_EQ(amax[r], firstMax);
+            EXPECT_EQ(amaxLast[r], lastMax);
+            EXPECT_EQ(amin[r], firstMin);
+          }
+        }
+      }
+    }
+  }
+}
+
+/// Streaming (non-temporal) stores (CpuTarget::streamingStoreBytes, here 0
+/// so that small outputs qualify): the IR of an eligible pointwise and
+/// reduce kernel has !nontemporal stores and an sfence, one whose row is
+/// not a multiple of the vector width or that is below the threshold has
+/// none; the results are right with the buffers aligned (the streaming
+/// body) and with the output 4 bytes off (the entry point's alignment check
+/// picks the plain body; a misaligned MOVNTPS would fault), serial rows
+/// and rows split over 3 threads, one row, long rows.
+TEST(CpuRun, StreamingStores) {
+#if defined(__x86_64__)
+  using namespace program;
+  auto t = codegen::cpu::resolveCpuTarget("");
+  ASSERT_TRUE(t.ok());
+  const int w = t->vectorBits / 32;
+  codegen::cpu::CpuTarget streaming = *t;
+  streaming.streamingStoreBytes = 0;
+  codegen::cpu::CpuTarget never = *t;
+  never.streamingStoreBytes = int64_t{1} << 62;
+  // y = 2 x + 1 (pointwise); y = x - max(x) over the row (reduce).
+  auto pointwise = [](int64_t rows, int64_t len) {
+    KernelSpec k;
+    k.addDim(rows, false);
+    k.addDim(len, false);
+    k.addBuffer(ir::DType::kF32, {rows, len}, false);
+    k.addBuffer(ir::DType::kF32, {rows, len}, true);
+    int x = k.load(0, {k.index(0), k.index(1)});
+    k.addStore(1, {k.index(0), k.index(1)}, k.binary(BinaryOp::kAdd, k.binary(BinaryOp::kMul, x, k.constF(2)), k.constF(1)));
+    return k;
+  };
+  auto reduce = [](int64_t rows, int64_t len) {
+    KernelSpec k;
+    k.kind = SpecKind::kReduce;
+    k.addDim(rows, false);
+    k.addDim(len, true);
+    k.addBuffer(ir::DType::kF32, {rows, len}, false);
+    k.addBuffer(ir::DType::kF32, {rows, len}, true);
+    int x = k.load(0, {k.index(0), k.index(1)});
+    int mx = k.addReduction(ReduceKind::kMax, x);
+    k.addStore(1, {k.index(0), k.index(1)}, k.binary(BinaryOp::kSub, x, k.reduceResult(mx)));
+    return k;
+  };
+  TempDir tmp;
+  struct Case { bool isReduce; int64_t rows, len; const codegen::cpu::CpuTarget *target; bool expectNt; };
+  const std::vector<Case> cases = {
+      {false, 7, 4 * w, &streaming, true},   {true, 7, 4 * w, &streaming, true},
+      {false, 1, w, &streaming, true},       {true, 1, w, &streaming, true},
+      {false, 3, 4096, &streaming, true},    {true, 3, 4096, &streaming, true},
+      {false, 64, 2 * w, &streaming, true},  {true, 64, 2 * w, &streaming, true},
+      {false, 5, 4 * w + 3, &streaming, false}, {true, 5, 4 * w + 3, &streaming, false},
+      {false, 7, 4 * w, &never, false},      {true, 7, 4 * w, &never, false},
+  };
+  for (const Case &c : cases) {
+    SCOPED_TRACE(absl::StrCat(c.isReduce ? "reduce " : "pointwise ", c.rows, "x", c.len,
+                              c.target == &never ? " (threshold not reached)" : ""));
+    KernelSpec k = c.isReduce ? reduce(c.rows, c.len) : pointwise(c.rows, c.len);
+    const size_t n = static_cast<size_t>(c.rows * c.len);
+    std::vector<float> x(n);
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<float> u(-3.0f, 3.0f);
+    for (float &v : x) v = u(rng);
+    std::vector<float> want(n);
+    for (int64_t r = 0; r < c.rows; ++r) {
+      float m = -std::numeric_limits<float>::infinity();
+      for (int64_t j = 0; j < c.len; ++j) m = std::max(m, x[r * c.len + j]);
+      for (int64_t j = 0; j < c.len; ++j) {
+        const float v = x[r * c.len + j];
+        want[r * c.len + j] = c.isReduce ? v - m : 2 * v + 1;
+      }
+    }
+    // Output 64-byte aligned, then 4 bytes off.
+    testing::cpu::AlignedBuf out((n + 16) * sizeof(float));
+    for (int shift : {0, 1}) {
+      SCOPED_TRACE(absl::StrCat("output shifted by ", shift, " floats"));
+      float *y = static_cast<float *>(out.p) + shift;
+      std::fill(y, y + n, std::nanf(""));
+      std::string ir;
+      runSpec(k, {x.data(), y}, tmp.path, c.target, &ir);
+      EXPECT_EQ(absl::StrContains(ir, "!nontemporal"), c.expectNt);
+      EXPECT_EQ(absl::StrContains(ir, "@llvm.x86.sse.sfence"), c.expectNt);
+      for (size_t i = 0; i < n; ++i) {
+        ASSERT_FLOAT_EQ(y[i], want[i]) << "at " << i;
+      }
+    }
+  }
+#else
+  GTEST_SKIP() << "streaming stores are emitted for x86 only";
+#endif
+}
+
+/// Prefetch of the next row (reduce kernels whose identity-mapped inputs
+/// reach CpuTarget::streamingStoreBytes): y = x - max(x) prefetches in its
+/// store pass (threshold 0), not below the threshold; y = erf(x) / sum(erf(x))
+/// computes and caches erf in its first pass and does not prefetch. The
+/// results (one row, several, the last row's prefetch clamped to itself)
+/// are checked by StreamingStores, which builds the same kernel.
+TEST(CpuIr, PrefetchNextRow) {
+  using namespace program;
+  auto t = codegen::cpu::resolveCpuTarget("");
+  ASSERT_TRUE(t.ok());
+  codegen::cpu::CpuTarget low = *t;
+  low.streamingStoreBytes = 0;
+  codegen::cpu::CpuTarget high = *t;
+  high.streamingStoreBytes = int64_t{1} << 62;
+  auto build = [](bool erfFirst) {
+    KernelSpec k;
+    k.kind = SpecKind::kReduce;
+    k.addDim(6, false);
+    k.addDim(64, true);
+    k.addBuffer(ir::DType::kF32, {6, 64}, false);
+    k.addBuffer(ir::DType::kF32, {6, 64}, true);
+    int x = k.load(0, {k.index(0), k.index(1)});
+    if (erfFirst) {
+      int e = k.unary(UnaryOp::kErf, x);
+      int sum = k.addReduction(ReduceKind::kSum, e);
+      k.addStore(1, {k.index(0), k.index(1)}, k.binary(BinaryOp::kDiv, e, k.reduceResult(sum)));
+    } else {
+      int mx = k.addReduction(ReduceKind::kMax, x);
+      k.addStore(1, {k.index(0), k.index(1)}, k.binary(BinaryOp::kSub, x, k.reduceResult(mx)));
+    }
+    return k;
+  };
+  auto ir = [&](const KernelSpec &k, const codegen::cpu::CpuTarget &target) {
+    codegen::cpu::CpuModuleBuilder mb(target, "pf");
+    EXPECT_TRUE(mb.addKernel(k, "k").ok());
+    auto obj = mb.finish(true);
+    EXPECT_TRUE(obj.ok()) << obj.status();
+    return obj.ok() ? obj->ir : std::string();
+  };
+  EXPECT_TRUE(absl::StrContains(ir(build(false), low), "@llvm.prefetch"));
+  EXPECT_FALSE(absl::StrContains(ir(build(false), high), "@llvm.prefetch"));
+  EXPECT_FALSE(absl::StrContains(ir(build(true), low), "@llvm.prefetch"));
 }
 
 /// Float8 conversions of the cpu backend against the interpreter's
@@ -556,6 +895,15 @@ TEST(CpuArtifact, MlpLnGeluManifest) {
   EXPECT_TRUE(j["workspace_bytes_per_thread"].is_number_unsigned());
   EXPECT_FALSE(j["arch"].get<std::string>().empty());
   for (const auto &s : j["steps"]) EXPECT_TRUE(s["kind"] == "kernel" || s["kind"] == "copy") << s.dump();
+  // GEMM tiles at the test shape (2 x 24): 48 x 1024 x 256 in 16 column
+  // tiles of 48 x 64; 48 x 256 x 1024 in 4 tiles of 48 x 64, rows not
+  // halved (24-row tiles pack B twice: 308 us against 277 us here).
+  {
+    std::ifstream ll(out / "model.ll");
+    const std::string ir((std::istreambuf_iterator<char>(ll)), std::istreambuf_iterator<char>());
+    EXPECT_TRUE(absl::StrContains(ir, "i64 16, i64 1, void (i8*, i64, i64, i32)* nonnull @fusec_gemm0.body")) << ir;
+    EXPECT_TRUE(absl::StrContains(ir, "i64 4, i64 1, void (i8*, i64, i64, i32)* nonnull @fusec_gemm1.body"));
+  }
   // libmodel.so records the digest of this manifest; a consistent edit of the
   // manifest (fewer workspace bytes: the kernels would write past it) is
   // refused at load, a reformatted one loads.
@@ -629,6 +977,9 @@ struct AttnVariant {
   std::vector<std::pair<std::string, std::vector<int64_t>>> biases;  ///< dtype, shape
   std::string extraAttrs;  ///< e.g. tables
   double scale = 0;        ///< 0: 1/sqrt(d)
+  /// Non-empty: a constant key mask bool[B,1,1,Sk] (the key_mask operand,
+  /// after the biases) keeping keys [lo, hi) of batch b = keyRange[b].
+  std::vector<std::pair<int64_t, int64_t>> keyRange;
 };
 
 std::string attnShape(const std::string &dt, const std::vector<int64_t> &s) {
@@ -647,12 +998,23 @@ std::string attnGraph(const AttnVariant &v) {
     absl::StrAppend(&ins, ", %bias", i, ": ", attnShape(v.biases[i].first, v.biases[i].second));
     absl::StrAppend(&args, ", %bias", i);
   }
+  std::string consts;
+  if (!v.keyRange.empty()) {
+    std::vector<std::string> vals;
+    for (int64_t b = 0; b < v.b; ++b)
+      for (int64_t k = 0; k < v.sk; ++k)
+        vals.push_back(k >= v.keyRange[b].first && k < v.keyRange[b].second ? "true" : "false");
+    consts = absl::StrCat("  %km = constant ", attnShape("bool", {v.b, 1, 1, v.sk}), " dense<[",
+                          absl::StrJoin(vals, ", "), "]>\n");
+    absl::StrAppend(&args, ", %km");
+  }
   const double scale = v.scale != 0 ? v.scale : 1.0 / std::sqrt(static_cast<double>(v.d));
   std::string attrs = absl::StrFormat(
       "kv_num_heads = %d, mask = \"%s\", num_heads = %d, scale = %.9g, score_mod = \"%s\"", v.hkv, v.mask, v.hq,
       scale, v.scoreMod);
   if (!v.extraAttrs.empty()) absl::StrAppend(&attrs, ", ", v.extraAttrs);
-  return absl::StrCat("graph @", v.name, "(", ins, ") -> (%y) {\n  %y = \"FusedAttention\"(", args, ") {", attrs,
+  if (!v.keyRange.empty()) absl::StrAppend(&attrs, ", key_mask = ", v.biases.size());
+  return absl::StrCat("graph @", v.name, "(", ins, ") -> (%y) {\n", consts, "  %y = \"FusedAttention\"(", args, ") {", attrs,
                       "} : ", attnShape(v.dtype, {v.b, v.hq, v.sq, dv}), " loc(\"attn\")\n  return %y\n}\n");
 }
 
@@ -770,6 +1132,47 @@ std::vector<AttnVariant> attnVariants() {
     c.sq = c.sk = 150;
     c.biases = {{"bool", {2, 1, 1, 150}}};
     c.extraAttrs = "masked_rows = \"mean\"";
+  }
+  {
+    // The key mask operand (key_mask) from a run-time bool [B,1,1,Sk].
+    AttnVariant &c = add("key_mask_runtime");
+    c.mask = "k <= q";
+    c.biases = {{"bool", {2, 1, 1, 24}}};
+    c.extraAttrs = "key_mask = 0";
+  }
+  {
+    // A constant key mask over 3 key tiles (128, 128, 44 keys) with causal
+    // bottom-right: batch 1 empties key tile 0 (skipped) and cuts tile 1,
+    // batch 2 masks every key (NaN rows).
+    AttnVariant &c = add("key_mask_tiles");
+    c.b = 3;
+    c.hq = c.hkv = 2;
+    c.sq = 70;
+    c.sk = 300;
+    c.d = 32;
+    c.mask = "k <= q + 230";
+    c.keyRange = {{0, 300}, {140, 300}, {0, 0}};
+  }
+  {
+    // Batch 1, decode (Sq = 1), Sk one past a key tile, an additive bias
+    // beside the key mask, masked_rows "mean" for the fully masked batch.
+    AttnVariant &c = add("key_mask_decode_rows_mean");
+    c.b = 2;
+    c.hq = 4;
+    c.hkv = 2;
+    c.sq = 1;
+    c.sk = 129;
+    c.scoreMod = "score + bias0";
+    c.biases = {{"f32", {2, 1, 1, 129}}};
+    c.keyRange = {{100, 129}, {0, 0}};
+    c.extraAttrs = "masked_rows = \"mean\"";
+  }
+  {
+    AttnVariant &c = add("key_mask_batch1_bf16_i64");
+    c.dtype = "bf16";
+    c.b = 1;
+    c.biases = {{"i64", {24}}};
+    c.extraAttrs = "key_mask = 0";
   }
   {
     AttnVariant &c = add("bf16_rows_mean");

@@ -258,11 +258,11 @@ TEST(ImporterFormsTest, UnsupportedOpsInsideIfBranchesAreReported) {
   auto g = importOnnxModel(writeModel(m, dir.file("model.onnx")));
   ASSERT_FALSE(g.ok());
   std::string msg = messageOf(g.status());
-  EXPECT_THAT(msg, HasSubstr("model uses 4 unsupported ops:\n"));
-  EXPECT_THAT(msg, HasSubstr("node 'choose' op 'If' domain 'ai.onnx' opset 17 (its condition is not a "
-                             "compile-time constant"));
+  // An If on a run-time condition imports both branches (guarded), so the
+  // Ifs themselves are no problem; the ops of every branch are listed.
+  EXPECT_THAT(msg, HasSubstr("model uses 2 unsupported ops:\n"));
+  EXPECT_THAT(msg, Not(HasSubstr("op 'If'")));
   EXPECT_THAT(msg, HasSubstr("node 'choose/then_branch/inner_StringNormalizer' op 'StringNormalizer'"));
-  EXPECT_THAT(msg, HasSubstr("node 'choose/then_branch/nested_if' op 'If'"));
   EXPECT_THAT(msg, HasSubstr(
                        "node 'choose/then_branch/nested_if/then_branch/inner_TfIdfVectorizer' op "
                        "'TfIdfVectorizer'"));

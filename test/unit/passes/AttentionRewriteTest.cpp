@@ -183,6 +183,44 @@ TEST(AttentionOp, CostShapeAndInterpreterErrors) {
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// The key mask operand (key_mask): the interpreter drops the keys it masks,
+// and a key_mask that names no bias or a bias that is not per key is a clear
+// error, not a crash.
+TEST(AttentionOp, KeyMaskOperand) {
+  auto g = ir::parseGraph(R"(graph @a(%q: f32[2,1,3,4], %k: f32[2,1,5,4], %v: f32[2,1,5,4], %m: bool[2,1,1,5]) -> (%y) {
+  %y = "FusedAttention"(%q, %k, %v, %m) {key_mask = 0, kv_num_heads = 1, mask = "", num_heads = 1, scale = 0.5, score_mod = ""} : f32[2,1,3,4]
+  return %y
+})");
+  ASSERT_TRUE(g.ok()) << g.status();
+  const ir::Node *n = (*g)->nodes()[0];
+  ir::Tensor q(ir::DType::kF32, {2, 1, 3, 4}), k(ir::DType::kF32, {2, 1, 5, 4}), v(ir::DType::kF32, {2, 1, 5, 4});
+  for (int64_t i = 0; i < q.numElements(); ++i) q.setDouble(i, 0.1 * (i % 7) - 0.3);
+  for (int64_t i = 0; i < k.numElements(); ++i) k.setDouble(i, 0.05 * (i % 5));
+  for (int64_t i = 0; i < v.numElements(); ++i) v.setDouble(i, (i / 4) % 5 >= 3 ? 1000.0 : static_cast<double>(i));
+  ir::Tensor m(ir::DType::kBool, {2, 1, 1, 5});
+  const int keep[10] = {1, 1, 1, 0, 0, 0, 0, 0, 0, 0};  // batch 1: every key masked
+  for (int i = 0; i < 10; ++i) m.setDouble(i, keep[i]);
+  auto r = interp::evaluateNode(*n, {&q, &k, &v, &m});
+  ASSERT_TRUE(r.ok()) << r.status();
+  const ir::Tensor &o = (*r)[0];
+  // Batch 0 reads keys 0..2 only (rows 3, 4 of V hold 1000): outputs < 12.
+  for (int64_t i = 0; i < 3 * 4; ++i) EXPECT_LT(o.getDouble(i), 12.0) << i;
+  // Batch 1: no live key, NaN (masked_rows "" as the unfused softmax).
+  EXPECT_TRUE(std::isnan(o.getDouble(3 * 4)));
+  // Errors.
+  ir::Node *bad = (*g)->nodes()[0];
+  bad->setAttr("key_mask", ir::Attribute(int64_t{1}));
+  EXPECT_EQ(interp::evaluateNode(*bad, {&q, &k, &v, &m}).status().code(), absl::StatusCode::kInvalidArgument);
+  auto g2 = ir::parseGraph(R"(graph @a(%q: f32[2,1,3,4], %k: f32[2,1,5,4], %v: f32[2,1,5,4], %m: bool[2,1,3,5]) -> (%y) {
+  %y = "FusedAttention"(%q, %k, %v, %m) {key_mask = 0, kv_num_heads = 1, mask = "", num_heads = 1, scale = 0.5, score_mod = ""} : f32[2,1,3,4]
+  return %y
+})");
+  ASSERT_TRUE(g2.ok()) << g2.status();
+  auto at = ir::readAttentionAttrs(*(*g2)->nodes()[0]);
+  ASSERT_FALSE(at.ok());
+  EXPECT_NE(std::string(at.status().message()).find("not per key"), std::string::npos) << at.status();
+}
+
 // --- expression language ---------------------------------------------------
 
 ir::ScoreExpr parse(const std::string &s, int biases = 2, std::vector<std::string> tables = {"slope"}) {

@@ -670,6 +670,49 @@ TEST_F(CpuRuntimeTest, FailingKernelNamesTheStep) {
                                              "returned 7"));
 }
 
+// Guarded steps (ARTIFACT.md "guard"): an input bool `cond` decides whether
+// `scale` (when false) or a failing kernel (when true, with a second term on
+// the same buffer) runs; each condition is read once per run.
+TEST_F(CpuRuntimeTest, GuardedStepsRunOnlyWhenTheirGuardHolds) {
+  Json m = art_.manifest;
+  Json cond = buffer(12, "cond", {1}, "input", 2);
+  cond["dtype"] = "bool";
+  cond["bytes"] = 1;
+  m["buffers"].push_back(cond);
+  Json condIn = tensor("cond", {1}, 12);
+  condIn["dtype"] = "bool";
+  m["inputs"].push_back(condIn);
+  m["steps"][1]["guard"] = Json::parse(R"([{"buffer": 12, "when": false}])");
+  Json fail = kernelStep("fail", "fusert_cpu_test_fail", {9});
+  fail["guard"] = Json::parse(R"([{"buffer": 12, "when": true}, {"buffer": 12, "when": true}])");
+  m["steps"].insert(m["steps"].begin() + 2, fail);
+  write(m, art_.weights);
+  ASSERT_EQ(load(), FUSERT_OK) << fusert_last_error();
+  for (int taken = 0; taken < 2; ++taken) {
+    for (int repeat = 0; repeat < 2; ++repeat) {  // the condition is re-read every run
+      RunData r(3);
+      unsigned char c = static_cast<unsigned char>(taken ? 0x01 : 0x00);
+      int64_t one = 1;
+      fusert_tensor in[3] = {{"x", FUSERT_F32, 2, r.xShape, r.x.data()},
+                             {"a", FUSERT_F32, 2, r.aShape, r.a.data()},
+                             {"cond", FUSERT_BOOL, 1, &one, &c}};
+      fusert_tensor out[4] = {{"ids", FUSERT_F32, 1, r.yShape, r.ids.data()},
+                              {"y", FUSERT_F32, 1, r.yShape, r.y.data()},
+                              {"c", FUSERT_F32, 2, r.cShape, r.c.data()},
+                              {"y2", FUSERT_F32, 1, r.yShape, r.y2.data()}};
+      fusert_status st = fusert_run(model_, in, 3, out, 4, nullptr);
+      if (!taken) {
+        ASSERT_EQ(st, FUSERT_OK) << fusert_last_error();
+        EXPECT_EQ(r.check(art_, fusert_num_threads(model_)), "");
+      } else {
+        EXPECT_EQ(st, FUSERT_INTERNAL);
+        EXPECT_THAT(fusert_last_error(), HasSubstr("step 2 'fail': kernel 'fusert_cpu_test_fail'"));
+        EXPECT_EQ(r.y[0], -1.0f) << "the step guarded by 'cond' == false ran";
+      }
+    }
+  }
+}
+
 TEST_F(CpuRuntimeTest, WorkspaceTooSmallIsTheKernelsError) {
   // The runtime hands out exactly the manifest's workspace (rounded up to
   // 64): a kernel that needs more sees it and fails cleanly.

@@ -321,6 +321,57 @@ TEST(ManifestTest, GemmDDtype) {
   expectInvalid(j, "a bias epilogue with d_dtype f32");
 }
 
+/// validManifest() plus a bool[1] arena buffer 6 ("c") for guards.
+Json guardedManifest() {
+  Json j = validManifest();
+  j["arena_bytes"] = 4864;
+  j["buffers"].push_back({{"id", 6}, {"name", "c"}, {"dtype", "bool"}, {"shape", {1}},
+                          {"bytes", 1}, {"storage", "arena"}, {"offset", 4608}});
+  return j;
+}
+
+TEST(ManifestTest, ParsesGuards) {
+  Json j = guardedManifest();
+  j["steps"][1]["guard"] = Json::parse(R"([{"buffer": 6, "when": false}, {"buffer": 6, "when": true}])");
+  Manifest m;
+  Status s = parse(j, m);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_TRUE(m.steps[0].guard.empty());
+  ASSERT_EQ(m.steps[1].guard.size(), 2u);
+  EXPECT_EQ(m.steps[1].guard[0].buffer, 6);
+  EXPECT_FALSE(m.steps[1].guard[0].when);
+  EXPECT_TRUE(m.steps[1].guard[1].when);
+  j["steps"][1]["guard"] = Json::array();  // [] = always
+  ASSERT_TRUE(parse(j, m).ok());
+  EXPECT_TRUE(m.steps[1].guard.empty());
+}
+
+TEST(ManifestTest, RejectsBadGuards) {
+  auto with = [](const char *guard) {
+    Json j = guardedManifest();
+    j["steps"][2]["guard"] = Json::parse(guard);
+    return j;
+  };
+  expectInvalid(with(R"([{"buffer": 42, "when": true}])"),
+                "steps[2] 'mm': guard[0] names unknown buffer 42");
+  expectInvalid(with(R"([{"buffer": 3, "when": true}])"),
+                "guard[0] names buffer 3 't' of f32 [4, 250]; a guard is a bool of one element");
+  expectInvalid(with(R"([{"buffer": 6, "when": true}, {"buffer": 0, "when": true}])"),
+                "guard[1] names buffer 0 'x' of f32");
+  expectInvalid(with(R"([{"buffer": 6}])"), "guard[0]: missing field 'when'");
+  expectInvalid(with(R"([{"buffer": 6, "when": 1}])"), "'when'");
+  expectInvalid(with(R"([{"when": true}])"), "'buffer'");
+  expectInvalid(with(R"([{"buffer": "c", "when": true}])"), "'buffer'");
+  expectInvalid(with(R"([6])"), "guard[0] must be an object");
+  expectInvalid(with(R"({"buffer": 6, "when": true})"), "'guard'");
+  expectInvalid(with(R"("c")"), "'guard'");
+  // A bool buffer of two elements is not a condition either.
+  Json j = with(R"([{"buffer": 6, "when": true}])");
+  j["buffers"][6]["shape"] = {2};
+  j["buffers"][6]["bytes"] = 2;
+  expectInvalid(j, "a guard is a bool of one element");
+}
+
 TEST(ManifestTest, RejectsCopyOutOfRange) {
   Json j = validManifest();
   j["steps"][3]["bytes"] = 4004;

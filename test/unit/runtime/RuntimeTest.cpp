@@ -571,6 +571,58 @@ TEST_F(RuntimeTest, CudaGraphReplaysAndRecaptures) {
   cudaStreamDestroy(stream);
 }
 
+// Guarded steps on the GPU (RUNTIME.md "Guarded steps"): `scale` runs only
+// when the bool input `cond` is true; the runtime copies the byte to the
+// host after the steps before it, never captures a CUDA graph for such an
+// artifact (even with graphs on), and refuses to join a caller's capture.
+TEST_F(RuntimeTest, GuardedStepRunsOnlyWhenItsConditionHolds) {
+  REQUIRE_CUDA_DEVICE();
+  Pipeline p;
+  Json cond = buffer(6, "cond", {1}, "input", 1);
+  cond["dtype"] = "bool";
+  cond["bytes"] = 1;
+  p.manifest["buffers"].push_back(cond);
+  Json condIn = tensor("cond", {1}, 6);
+  condIn["dtype"] = "bool";
+  p.manifest["inputs"].push_back(condIn);
+  p.manifest["steps"][1]["guard"] = Json::parse(R"([{"buffer": 6, "when": true}])");
+  write(p.manifest, p.weights);
+  ASSERT_EQ(load(), FUSERT_OK) << fusert_last_error();
+  ASSERT_EQ(fusert_enable_cuda_graph(model_, 1), FUSERT_OK);
+  cudaStream_t stream;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  void *dcond = nullptr;
+  ASSERT_EQ(cudaMalloc(&dcond, 1), cudaSuccess);
+  std::vector<float> x = iota(kN, 0.5f, 1.0f);
+  DeviceFloats dx(x), dy(kN);
+  int64_t xShape[] = {4, 250}, yShape[] = {kN}, cShape[] = {1};
+  fusert_tensor in[2] = {{"x", FUSERT_F32, 2, xShape, dx.ptr()},
+                         {"cond", FUSERT_BOOL, 1, cShape, dcond}};
+  fusert_tensor out{"y", FUSERT_F32, 1, yShape, dy.ptr()};
+  std::vector<float> want(kN), untouched(kN, -1.0f);
+  for (int i = 0; i < kN; ++i)
+    want[i] = 2.0f * (x[i] + p.w[i]);
+  for (int round = 0; round < 2; ++round) {
+    for (unsigned char c : {1, 0, 1}) {
+      ASSERT_EQ(cudaMemset(dcond, c, 1), cudaSuccess);
+      dy.set(untouched);
+      ASSERT_EQ(fusert_run(model_, in, 2, &out, 1, stream), FUSERT_OK) << fusert_last_error();
+      ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+      expectNear(dy.get(), c ? want : untouched, 0.0f);
+    }
+  }
+  // A caller capturing the stream: a host decision cannot be captured.
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  EXPECT_EQ(fusert_run(model_, in, 2, &out, 1, stream), FUSERT_INVALID_ARGUMENT);
+  EXPECT_THAT(fusert_last_error(), HasSubstr("cannot join the caller's CUDA graph capture"));
+  ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+  if (graph)
+    cudaGraphDestroy(graph);
+  cudaFree(dcond);
+  cudaStreamDestroy(stream);
+}
+
 TEST_F(RuntimeTest, ProfilingNullArguments) {
   EXPECT_EQ(fusert_enable_profiling(nullptr, 1), FUSERT_INVALID_ARGUMENT);
   size_t needed = 0;
