@@ -25,6 +25,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -175,6 +176,53 @@ TensorType refineType(const TensorType &inferred, const TensorType &declared) {
 /// Nesting limit for function bodies whose ops are functions again.
 constexpr int kMaxFunctionDepth = 16;
 
+/// A Loop is unrolled into at most kMaxUnrolledSteps iterations and at most
+/// this many body nodes in all (iterations x the body's nodes).
+constexpr int64_t kMaxLoopUnrolledNodes = 65536;
+
+/// The status payload naming the graph inputs a Loop needs bound.
+constexpr char kInputValuesNeededPayload[] = "fusec.frontend.onnx/input-values-needed";
+
+/// withContext (support/Status.h) that keeps the status's payloads: the
+/// graph inputs a Loop needs bound (kInputValuesNeededPayload) travel up
+/// through the nodes and bodies that contain it.
+absl::Status withImportContext(const absl::Status &status, const std::string &prefix) {
+  if (status.ok()) return status;
+  absl::Status out = withContext(status, prefix);
+  status.ForEachPayload(
+      [&out](absl::string_view url, const absl::Cord &payload) { out.SetPayload(url, payload); });
+  return out;
+}
+
+/// Whether Loop body \p body's condition output is its condition input
+/// itself or a chain of Identity nodes of it (a Loop whose condition never
+/// changes: "for" loops, the range expansion).
+bool loopConditionPassesThrough(const onnx::GraphProto &body) {
+  if (body.input_size() < 2 || body.output_size() < 1) return false;
+  const std::string &in = body.input(1).name();
+  std::string v = body.output(0).name();
+  for (int hop = 0; hop <= body.node_size() && v != in; ++hop) {
+    const onnx::NodeProto *p = nullptr;
+    for (const auto &b : body.node())
+      for (const auto &o : b.output())
+        if (o == v) p = &b;
+    if (!p || !isOnnxDomain(p->domain()) || p->op_type() != "Identity" || p->input_size() != 1)
+      return false;
+    v = p->input(0);
+  }
+  return v == in;
+}
+
+/// "sequence", "optional", ... for a TypeProto that is not a tensor; nullptr
+/// for a tensor or an unset type.
+const char *nonTensorKind(const onnx::TypeProto &t) {
+  if (t.has_sequence_type()) return "sequence";
+  if (t.has_optional_type()) return "optional";
+  if (t.has_map_type()) return "map";
+  if (t.has_sparse_tensor_type()) return "sparse tensor";
+  return nullptr;
+}
+
 /// True if the importer accepts ai.onnx op \p opType at \p opset: a row of
 /// the op table (not an internal op), an op expanded by FunctionExpansion.cpp,
 /// or an ONNX function whose body the ONNX library gives (OnnxFunctions.h)
@@ -279,6 +327,31 @@ class Importer {
                                int64_t opset, int depth);
   absl::Status importStaticScan(const onnx::NodeProto &n, const std::string &name, int64_t opset,
                                 int depth);
+  absl::Status importStaticLoop(const onnx::NodeProto &n, const std::string &name, int64_t opset,
+                                int depth);
+  /// The values of Loop \p loop's scalar operands \p operands (its trip
+  /// count, its condition: each a value and what it is) when they are known
+  /// while importing (evaluateConstantChain); else Unimplemented, saying
+  /// which depend on run-time data \p when ("", " at iteration 3") and
+  /// naming every graph input they are computed from (also in the status's
+  /// kInputValuesNeededPayload, for fusec-node-tests). InvalidArgument for a
+  /// known operand that is not one number.
+  absl::StatusOr<std::vector<ir::Tensor>> loopOperandsAtImport(
+      const std::string &loop, const std::vector<std::pair<const ir::Value *, std::string>> &operands,
+      const std::string &when);
+  /// The graph inputs (not bound with --input-value) that \p v is computed
+  /// from, in graph input order.
+  std::vector<std::string> graphInputsFeeding(const ir::Value &v) const;
+  /// Adds one node \p op of one output \p out (a node named after \p owner,
+  /// the Scan or Loop being unrolled) and infers its type; \returns the output.
+  absl::StatusOr<ir::Value *> addUnrolledNode(const std::string &op, std::vector<ir::Value *> in,
+                                              ir::AttributeMap attrs, const std::string &out,
+                                              const std::string &owner);
+  /// Writes \p out as the per-iteration values \p parts (one or more, of one
+  /// shape) stacked along a new axis \p axis: Unsqueeze + Concat (Scan's and
+  /// Loop's scan outputs).
+  absl::Status stackIterations(const std::vector<ir::Value *> &parts, int64_t axis,
+                               const std::string &out, const std::string &owner);
   /// Imports the nodes of \p body (an If branch, a Scan iteration) with its
   /// inputs bound to \p inputs and its own values renamed apart under
   /// \p prefix (outer-scope names resolve to the enclosing graph); \returns
@@ -412,7 +485,9 @@ void Importer::collectUnsupportedInSubgraphs(const onnx::NodeProto &n, const std
             isOnnxDomain(inner.domain()) ? ir::lookupOp(inner.op_type()) : nullptr;
         std::string why;
         bool expanded = !info && ((isOnnxDomain(inner.domain()) &&
-                                   (inner.op_type() == "If" ||  // its bodies are checked below
+                                   // their bodies are checked below
+                                   (inner.op_type() == "If" || inner.op_type() == "Loop" ||
+                                    (inner.op_type() == "Scan" && opset_ >= 9) ||
                                     acceptsOnnxOp(inner.op_type(), opset_, &why))) ||
                                   isMappedContribNode(inner));
         if (!info && !expanded && inner.domain() == internal::kContribDomain)
@@ -632,8 +707,11 @@ absl::Status Importer::checkSupported() {
       if (!refused.empty()) problems.push_back(absl::StrCat(line, " (", printable(refused), ")"));
       continue;
     }
-    if (!info && isOnnxDomain(n.domain()) && n.op_type() == "Scan" && opset_ >= 9) {
-      // Unrolled over a static scan length (importStaticScan).
+    if (!info && isOnnxDomain(n.domain()) &&
+        ((n.op_type() == "Scan" && opset_ >= 9) || n.op_type() == "Loop")) {
+      // Unrolled over a static scan length (importStaticScan) or a trip
+      // count known at import (importStaticLoop): their bodies' ops are
+      // imported, so they are reported here, all at once.
       collectUnsupportedInSubgraphs(n, printable(nodeNames_[i]), problems);
       continue;
     }
@@ -1234,8 +1312,9 @@ absl::StatusOr<std::vector<ir::Value *>> Importer::importBody(
     std::string bn = uniqueNodeName(
         absl::StrCat(prefix, "/", b.name().empty() ? absl::StrCat(b.op_type(), "_", i) : b.name()));
     b.set_name(bn);
-    FUSEC_RETURN_IF_ERROR_CTX(importNode(b, bn, opset, depth + 1), "in ", where, ": node ",
-                              quotedName(bn), " (", printable(b.op_type()), ")");
+    FUSEC_RETURN_IF_ERROR(withImportContext(importNode(b, bn, opset, depth + 1),
+                                            absl::StrCat("in ", where, ": node ", quotedName(bn),
+                                                         " (", printable(b.op_type()), ")")));
   }
   std::vector<ir::Value *> outs;
   for (const auto &o : body.output()) {
@@ -1306,13 +1385,6 @@ absl::Status Importer::importStaticScan(const onnx::NodeProto &n, const std::str
   if (T > internal::kMaxUnrolledSteps)
     return err(absl::StrCat("scan length ", T, " is more than fusec's unrolling limit of ",
                             internal::kMaxUnrolledSteps));
-  auto addNode = [&](const std::string &op, std::vector<ir::Value *> in, ir::AttributeMap attrs,
-                     const std::string &out) -> absl::StatusOr<ir::Value *> {
-    ir::Node *node = graph_->addNode(op, std::move(in), {out}, std::move(attrs),
-                                     uniqueNodeName(absl::StrCat(name, "/", op)));
-    FUSEC_RETURN_IF_ERROR(ir::inferNodeTypes(*graph_, *node));
-    return node->output(0);
-  };
   std::vector<std::vector<ir::Value *>> scanOuts(static_cast<size_t>(numScanOut));
   for (int64_t t = 0; t < T; ++t) {
     std::vector<ir::Value *> bound = states;
@@ -1321,8 +1393,8 @@ absl::Status Importer::importStaticScan(const onnx::NodeProto &n, const std::str
       ir::Value *idx = graph_->addConstant(freshValueName(absl::StrCat(name, "/t")),
                                            ir::Tensor::scalarInt(ir::DType::kI64, rev ? T - 1 - t : t));
       FUSEC_ASSIGN_OR_RETURN(ir::Value * slice,
-                             addNode("Gather", {scans[j], idx}, {{"axis", Attribute(axes[j])}},
-                                     freshValueName(absl::StrCat(name, "/slice"))));
+                             addUnrolledNode("Gather", {scans[j], idx}, {{"axis", Attribute(axes[j])}},
+                                             freshValueName(absl::StrCat(name, "/slice")), name));
       bound.push_back(slice);
     }
     FUSEC_ASSIGN_OR_RETURN(std::vector<ir::Value *> outs,
@@ -1335,7 +1407,8 @@ absl::Status Importer::importStaticScan(const onnx::NodeProto &n, const std::str
     if (n.output(i).empty()) continue;
     FUSEC_RETURN_IF_ERROR(checkNewValueName(n.output(i), "output"));
     if (i < numState) {
-      FUSEC_RETURN_IF_ERROR(addNode("Identity", {states[static_cast<size_t>(i)]}, {}, n.output(i)).status());
+      FUSEC_RETURN_IF_ERROR(
+          addUnrolledNode("Identity", {states[static_cast<size_t>(i)]}, {}, n.output(i), name).status());
       continue;
     }
     const size_t k = static_cast<size_t>(i - numState);
@@ -1347,16 +1420,275 @@ absl::Status Importer::importStaticScan(const onnx::NodeProto &n, const std::str
       if (r < 0) return err("scan outputs need a known rank");
       ax += r;
     }
-    std::vector<ir::Value *> parts;
-    for (int64_t t = 0; t < T; ++t) {
-      ir::Value *v = scanOuts[k][static_cast<size_t>(rev ? T - 1 - t : t)];
-      ir::Value *axv = graph_->addConstant(freshValueName(absl::StrCat(name, "/axes")),
-                                           ir::Tensor::vectorI64({ax}));
-      FUSEC_ASSIGN_OR_RETURN(ir::Value * u, addNode("Unsqueeze", {v, axv}, {},
-                                                    freshValueName(absl::StrCat(name, "/stack"))));
-      parts.push_back(u);
+    std::vector<ir::Value *> parts = scanOuts[k];
+    if (rev) std::reverse(parts.begin(), parts.end());
+    FUSEC_RETURN_IF_ERROR(stackIterations(parts, ax, n.output(i), name));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ir::Value *> Importer::addUnrolledNode(const std::string &op,
+                                                      std::vector<ir::Value *> in,
+                                                      ir::AttributeMap attrs, const std::string &out,
+                                                      const std::string &owner) {
+  ir::Node *node = graph_->addNode(op, std::move(in), {out}, std::move(attrs),
+                                   uniqueNodeName(absl::StrCat(owner, "/", op)));
+  FUSEC_RETURN_IF_ERROR(ir::inferNodeTypes(*graph_, *node));
+  return node->output(0);
+}
+
+absl::Status Importer::stackIterations(const std::vector<ir::Value *> &parts, int64_t axis,
+                                       const std::string &out, const std::string &owner) {
+  FUSEC_RET_CHECK(!parts.empty(), "stacking no iterations");
+  std::vector<ir::Value *> stacked;
+  for (ir::Value *v : parts) {
+    ir::Value *axv = graph_->addConstant(freshValueName(absl::StrCat(owner, "/axes")),
+                                         ir::Tensor::vectorI64({axis}));
+    FUSEC_ASSIGN_OR_RETURN(ir::Value * u,
+                           addUnrolledNode("Unsqueeze", {v, axv}, {},
+                                           freshValueName(absl::StrCat(owner, "/stack")), owner));
+    stacked.push_back(u);
+  }
+  return addUnrolledNode("Concat", std::move(stacked), {{"axis", Attribute(axis)}}, out, owner)
+      .status();
+}
+
+std::vector<std::string> Importer::graphInputsFeeding(const ir::Value &v) const {
+  absl::flat_hash_set<const ir::Value *> seen, found;
+  std::vector<const ir::Value *> stack{&v};
+  for (int budget = 4096; !stack.empty() && budget > 0; --budget) {
+    const ir::Value *x = stack.back();
+    stack.pop_back();
+    if (!x || x->isConstant() || !seen.insert(x).second) continue;
+    const ir::Node *p = x->producer();
+    if (!p) {
+      found.insert(x);
+      continue;
     }
-    FUSEC_RETURN_IF_ERROR(addNode("Concat", parts, {{"axis", Attribute(ax)}}, n.output(i)).status());
+    for (int i = 0; i < p->numInputs(); ++i) stack.push_back(p->input(i));
+  }
+  std::vector<std::string> names;
+  for (const ir::Value *in : graph_->inputs())
+    if (found.contains(in)) names.push_back(in->name());
+  return names;
+}
+
+absl::StatusOr<std::vector<ir::Tensor>> Importer::loopOperandsAtImport(
+    const std::string &loop, const std::vector<std::pair<const ir::Value *, std::string>> &operands,
+    const std::string &when) {
+  std::vector<ir::Tensor> values;
+  std::vector<std::string> unknown, inputs;
+  for (const auto &[v, what] : operands) {
+    int budget = 64;
+    std::optional<ir::Tensor> t = evaluateConstantChain(v, budget, foldMemo_);
+    if (!t) {
+      unknown.push_back(what);
+      for (const std::string &in : graphInputsFeeding(*v))
+        if (std::find(inputs.begin(), inputs.end(), in) == inputs.end()) inputs.push_back(in);
+      continue;
+    }
+    if (t->numElements() != 1 || t->dtype() == ir::DType::kString)
+      return absl::InvalidArgumentError(absl::StrCat(
+          "Loop ", quotedName(loop), ": its ", what, " ", quotedName(v->name()), " is ",
+          TensorType::fromShape(t->dtype(), t->shape()).str(), ", expected a scalar"));
+    values.push_back(std::move(*t));
+  }
+  if (unknown.empty()) return values;
+  std::string message = absl::StrCat(
+      "Loop ", quotedName(loop), ": its ", absl::StrJoin(unknown, " and its "),
+      unknown.size() == 1 ? " depends" : " depend", " on run-time data", when,
+      "; fusec unrolls a Loop only when its trip count and condition are known at compile time "
+      "(computed from initializers, Constants, --input-value inputs, static shapes and the "
+      "iteration number)");
+  if (inputs.empty()) return absl::UnimplementedError(message);
+  std::vector<std::string> quoted;
+  for (const std::string &in : inputs) quoted.push_back(quotedName(in));
+  // The wording "needs the value of graph input(s) ... at compile time" is
+  // what test/conformance/compile_node_tests.sh reads the names from.
+  absl::StrAppend(&message, ", so it needs the value of graph input", inputs.size() == 1 ? " " : "s ",
+                  absl::StrJoin(quoted, ", "), " at compile time: bind ",
+                  inputs.size() == 1 ? "it" : "each",
+                  " with --input-value NAME=@FILE.pb (a TensorProto) or NAME=v1,v2,...");
+  absl::Status status = absl::UnimplementedError(message);
+  status.SetPayload(kInputValuesNeededPayload, absl::Cord(absl::StrJoin(inputs, "\n")));
+  return status;
+}
+
+// Loop (ONNX Operators.md "Loop", opsets 1 to 23+: inputs M, cond,
+// v_initial...; body (iteration_num, cond_in, v...) -> (cond_out, v_out...,
+// scan_outputs...); outputs the final v... then each scan output stacked
+// along a new axis 0) whose trip count is known at import: unrolled.
+// M and cond are evaluated while importing (initializers, Constants,
+// --input-value inputs, static shapes: evaluateConstantChain); iteration i
+// binds the constant i, the constant true (the loop only runs while cond
+// is) and the values carried from iteration i-1 to the body, whose outer-
+// scope names resolve to the enclosing graph. When cond is given, each
+// iteration's cond_out must evaluate at import too (from the iteration
+// number and constants, or cond_in passed through): the loop stops after the
+// first iteration whose cond_out is false, as the spec's C form does; an
+// absent cond ignores cond_out. Refused (Unimplemented, naming the node): M
+// or a cond_out that depends on run-time data (naming the graph inputs to
+// bind with --input-value), more than kMaxUnrolledSteps iterations or
+// kMaxLoopUnrolledNodes body nodes, sequence / optional loop-carried values,
+// and a loop that runs no iteration whose scan output's per-iteration shape
+// is unknown (its empty [0, ...] result needs it). Malformed nodes (body
+// arity, neither M nor cond, a non-scalar M) are InvalidArgument.
+absl::Status Importer::importStaticLoop(const onnx::NodeProto &n, const std::string &name,
+                                        int64_t opset, int depth) {
+  auto refuse = [&](const std::string &why) {
+    return absl::UnimplementedError(absl::StrCat("Loop ", quotedName(name), ": ", why));
+  };
+  auto invalid = [&](const std::string &why) {
+    return absl::InvalidArgumentError(absl::StrCat("Loop ", quotedName(name), ": ", why));
+  };
+  if (depth >= kMaxFunctionDepth)
+    return invalid(absl::StrCat("Loop bodies nest deeper than ", kMaxFunctionDepth, " levels"));
+  const onnx::GraphProto *body = nullptr;
+  for (const auto &a : n.attribute())
+    if (a.name() == "body" && a.has_g()) body = &a.g();
+  if (!body) return invalid("it has no body graph");
+  if (n.input_size() < 2) return invalid("it needs the inputs M and cond (either may be empty)");
+  const int numCarried = n.input_size() - 2;
+  if (body->input_size() != numCarried + 2)
+    return invalid(absl::StrCat("its body has ", body->input_size(), " inputs; with ", numCarried,
+                                " loop-carried values it needs ", numCarried + 2,
+                                " (iteration_num, cond, the values)"));
+  const int numScanOut = body->output_size() - 1 - numCarried;
+  if (numScanOut < 0)
+    return invalid(absl::StrCat("its body has ", body->output_size(), " outputs; with ", numCarried,
+                                " loop-carried values it needs at least ", numCarried + 1,
+                                " (cond, the values)"));
+  if (n.output_size() > numCarried + numScanOut)
+    return invalid(absl::StrCat("it has ", n.output_size(), " outputs, its body gives ",
+                                numCarried + numScanOut, " (the loop-carried values and the scan "
+                                "outputs)"));
+  for (const auto *list : {&body->input(), &body->output()})
+    for (const auto &vi : *list)
+      if (const char *kind = nonTensorKind(vi.type()))
+        return refuse(absl::StrCat("its body's ", list == &body->input() ? "input " : "output ",
+                                   quotedName(vi.name()), " is a ", kind,
+                                   "; fusec unrolls a Loop whose loop-carried values and scan "
+                                   "outputs are tensors"));
+  std::vector<ir::Value *> carried;
+  for (int i = 2; i < n.input_size(); ++i) {
+    ir::Value *v = n.input(i).empty() ? nullptr : graph_->findValue(n.input(i));
+    if (!v)
+      return invalid(absl::StrCat("loop-carried input ", i, " ", quotedName(n.input(i)),
+                                  " is not defined by an earlier node, an initializer or a graph "
+                                  "input"));
+    carried.push_back(v);
+  }
+  auto operand = [&](int i) -> absl::StatusOr<ir::Value *> {
+    if (n.input(i).empty()) return nullptr;
+    ir::Value *v = graph_->findValue(n.input(i));
+    if (!v)
+      return invalid(absl::StrCat("input ", i, " ", quotedName(n.input(i)),
+                                  " is not defined by an earlier node, an initializer or a graph "
+                                  "input"));
+    return v;
+  };
+  FUSEC_ASSIGN_OR_RETURN(ir::Value * m, operand(0));
+  FUSEC_ASSIGN_OR_RETURN(ir::Value * c, operand(1));
+  if (!m && !c) return invalid("it has neither a trip count M nor a condition: it never stops");
+  // Both are evaluated before either is refused, so that one error names
+  // every graph input to bind.
+  std::vector<std::pair<const ir::Value *, std::string>> operands;
+  if (m) operands.emplace_back(m, "trip count M");
+  if (c) operands.emplace_back(c, "condition cond");
+  FUSEC_ASSIGN_OR_RETURN(std::vector<ir::Tensor> known, loopOperandsAtImport(name, operands, ""));
+  std::optional<int64_t> tripCount;
+  if (m) {
+    const ir::Tensor &t = known.front();
+    if (!ir::isInteger(t.dtype()))
+      return invalid(absl::StrCat("its trip count M is ", ir::dtypeName(t.dtype()), ", expected int64"));
+    tripCount = std::max<int64_t>(0, t.getInt(0));
+  }
+  bool running = !c || known.back().getDouble(0) != 0.0;
+  const int64_t bodyNodes = std::max(1, body->node_size());
+  const int64_t maxIterations =
+      std::min<int64_t>(internal::kMaxUnrolledSteps, kMaxLoopUnrolledNodes / bodyNodes);
+  auto tooMany = [&](const std::string &count) {
+    return refuse(absl::StrCat(
+        "it runs ", count, " iterations of a body of ", body->node_size(),
+        " nodes; fusec unrolls a Loop into at most ", internal::kMaxUnrolledSteps,
+        " iterations and ", kMaxLoopUnrolledNodes, " body nodes in all (here at most ",
+        maxIterations, " iterations)"));
+  };
+  // A trip count over the limit is refused before unrolling when nothing
+  // can stop the loop earlier.
+  if (running && tripCount && *tripCount > maxIterations && (!c || loopConditionPassesThrough(*body)))
+    return tooMany(absl::StrCat("M = ", *tripCount));
+  std::vector<std::vector<ir::Value *>> scanParts(static_cast<size_t>(numScanOut));
+  // Binds iteration \p i's inputs and imports its body under NAME/i (or
+  // \p prefix); \returns the body's outputs.
+  auto iteration = [&](int64_t i, const std::string &prefix) {
+    std::vector<ir::Value *> bound{
+        graph_->addConstant(freshValueName(absl::StrCat(name, "/iteration_num")),
+                            ir::Tensor::scalarInt(ir::DType::kI64, i)),
+        graph_->addConstant(freshValueName(absl::StrCat(name, "/cond_in")),
+                            ir::Tensor::scalarInt(ir::DType::kBool, 1))};
+    bound.insert(bound.end(), carried.begin(), carried.end());
+    return importBody(*body, prefix, bound, opset, depth,
+                      absl::StrCat("iteration ", i, " of Loop ", quotedName(name)));
+  };
+  int64_t done = 0;
+  while (running && (!tripCount || done < *tripCount)) {
+    if (done >= maxIterations) return tooMany(absl::StrCat("more than ", maxIterations));
+    FUSEC_ASSIGN_OR_RETURN(std::vector<ir::Value *> outs,
+                           iteration(done, absl::StrCat(name, "/", done)));
+    if (c) {
+      FUSEC_ASSIGN_OR_RETURN(
+          std::vector<ir::Tensor> t,
+          loopOperandsAtImport(name, {{outs[0], "condition (the body's cond_out)"}},
+                               absl::StrCat(" at iteration ", done)));
+      running = t[0].getDouble(0) != 0.0;
+    }
+    carried.assign(outs.begin() + 1, outs.begin() + 1 + numCarried);
+    for (int k = 0; k < numScanOut; ++k)
+      scanParts[static_cast<size_t>(k)].push_back(outs[static_cast<size_t>(1 + numCarried + k)]);
+    ++done;
+  }
+  // With no iteration, a scan output is empty: [0, per-iteration shape...].
+  // The shape is the body output's declared one, else what one iteration
+  // imported aside (left unused, for dead-code elimination) infers.
+  std::optional<std::vector<ir::Value *>> probe;
+  for (int i = 0; i < n.output_size(); ++i) {
+    if (n.output(i).empty()) continue;
+    FUSEC_RETURN_IF_ERROR(checkNewValueName(n.output(i), "output"));
+    if (i < numCarried) {
+      FUSEC_RETURN_IF_ERROR(
+          addUnrolledNode("Identity", {carried[static_cast<size_t>(i)]}, {}, n.output(i), name).status());
+      continue;
+    }
+    const int k = i - numCarried;
+    if (done > 0) {
+      FUSEC_RETURN_IF_ERROR(stackIterations(scanParts[static_cast<size_t>(k)], 0, n.output(i), name));
+      continue;
+    }
+    const onnx::ValueInfoProto &vi = body->output(1 + numCarried + k);
+    TensorType per = TensorType::unranked(ir::DType::kUndefined);
+    if (vi.has_type() && vi.type().has_tensor_type()) {
+      absl::StatusOr<TensorType> declared = typeFromValueInfo(vi, "body output");
+      if (declared.ok()) per = *declared;
+    }
+    if (!per.isStatic() && !probe) {
+      absl::StatusOr<std::vector<ir::Value *>> outs = iteration(0, absl::StrCat(name, "/shape"));
+      if (!outs.ok())
+        return refuse(absl::StrCat(
+            "it runs no iteration, and the shape of scan output ", quotedName(n.output(i)),
+            " (an empty tensor of one iteration's shape) is not declared; importing one "
+            "iteration to infer it failed: ", outs.status().message()));
+      probe = std::move(*outs);
+    }
+    if (!per.isStatic() && probe)
+      per = (*probe)[static_cast<size_t>(1 + numCarried + k)]->type();
+    if (!per.isStatic() || per.dtype == ir::DType::kUndefined)
+      return refuse(absl::StrCat("it runs no iteration, and the per-iteration shape of scan output ",
+                                 quotedName(n.output(i)), " is not static (", per.str(),
+                                 "): its empty result [0, ...] needs it"));
+    ir::Shape shape{0};
+    for (int64_t d : per.staticShape()) shape.push_back(d);
+    graph_->addConstant(n.output(i), ir::Tensor(per.dtype, shape));
   }
   return absl::OkStatus();
 }
@@ -1393,6 +1725,7 @@ absl::Status Importer::importNode(const onnx::NodeProto &n, const std::string &n
   if (isOnnxDomain(n.domain()) && n.op_type() == "Constant") return importConstantNode(n, name);
   if (isOnnxDomain(n.domain()) && n.op_type() == "If") return importConstantIf(n, name, opset, depth);
   if (isOnnxDomain(n.domain()) && n.op_type() == "Scan") return importStaticScan(n, name, opset, depth);
+  if (isOnnxDomain(n.domain()) && n.op_type() == "Loop") return importStaticLoop(n, name, opset, depth);
   if (depth > 0) {
     // Nodes of a function body were not seen by checkSupported().
     std::string why;
@@ -1522,9 +1855,9 @@ absl::StatusOr<std::unique_ptr<ir::Graph>> Importer::run() {
   FUSEC_RETURN_IF_ERROR(readDeclaredTypes());
   for (int i = 0; i < graphProto_.node_size(); ++i) {
     const auto &n = graphProto_.node(i);
-    FUSEC_RETURN_IF_ERROR_CTX(importNode(n, nodeNames_[i], opset_, 0), "importing node ",
-                              quotedName(nodeNames_[i]), " (",
-                              printable(n.op_type()), ")");
+    FUSEC_RETURN_IF_ERROR(withImportContext(importNode(n, nodeNames_[i], opset_, 0),
+                                            absl::StrCat("importing node ", quotedName(nodeNames_[i]),
+                                                         " (", printable(n.op_type()), ")")));
   }
   FUSEC_RETURN_IF_ERROR(importOutputs());
   return std::move(graph_);
@@ -1595,12 +1928,20 @@ absl::StatusOr<std::unique_ptr<ir::Graph>> importOnnxModelFromBytes(
 
 bool importerSupportsOp(const std::string &domain, const std::string &opType, int64_t opset) {
   if (domain == internal::kContribDomain) return internal::isMappedContribOp(opType);
-  // Scan is unrolled over a static scan length (importStaticScan); If is
-  // inlined on a constant condition, else imported with both branches
-  // guarded (importRuntimeIf).
+  // Scan is unrolled over a static scan length (importStaticScan), Loop
+  // over a trip count known at import (importStaticLoop); If is inlined on
+  // a constant condition, else imported with both branches guarded
+  // (importRuntimeIf).
   if (isOnnxDomain(domain) && opType == "Scan") return opset >= 9;
+  if (isOnnxDomain(domain) && opType == "Loop") return true;
   if (isOnnxDomain(domain) && opType == "If") return true;
   return isOnnxDomain(domain) && acceptsOnnxOp(opType, opset, nullptr);
+}
+
+std::vector<std::string> inputValuesNeeded(const absl::Status &status) {
+  auto payload = status.GetPayload(kInputValuesNeededPayload);
+  if (!payload) return {};
+  return absl::StrSplit(std::string(*payload), '\n', absl::SkipEmpty());
 }
 
 absl::StatusOr<ir::Tensor> loadTensorProtoFile(const std::string &path, std::string *name) {

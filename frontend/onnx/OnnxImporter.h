@@ -65,10 +65,19 @@ absl::StatusOr<std::unique_ptr<ir::Graph>> importOnnxModelFromBytes(
 /// ops (an ONNX function whose body the ONNX library gives and whose ops are
 /// accepted in turn; see frontend/onnx/internal/OnnxFunctions.h), or Scan
 /// (opsets 9+; unrolled when its scan length is static, else the import
-/// fails naming it), or If (one branch inlined on a constant condition, both
+/// fails naming it), or Loop (unrolled when its trip count and condition are
+/// known at import, else the import fails naming it and the graph inputs to
+/// bind: inputValuesNeeded), or If (one branch inlined on a constant condition, both
 /// guarded on a run-time one; the import fails naming it when its branches'
 /// outputs differ in dtype or shape).
 bool importerSupportsOp(const std::string &domain, const std::string &opType, int64_t opset);
+
+/// The graph inputs that an import error \p status says must be bound with
+/// ImportOptions::inputValues (--input-value) for the import to succeed: a
+/// Loop whose trip count or condition is computed from them (the importer
+/// unrolls Loop only over a trip count known at import; ONNX Operators.md
+/// "Loop"). Empty for any other status.
+std::vector<std::string> inputValuesNeeded(const absl::Status &status);
 
 /// Reads one serialized onnx.TensorProto file (the ONNX backend-test layout's
 /// input_<i>.pb / output_<i>.pb). \p name receives the tensor's name if given.
