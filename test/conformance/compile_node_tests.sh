@@ -18,7 +18,12 @@
 # (environment, seconds since the epoch): tests not started by then are
 # left out and counted as "not run (time)". SKIP_FIRST (environment, default
 # 0): leave out the first N reference-passing tests (in name order), to
-# finish a run that DEADLINE cut.
+# finish a run that DEADLINE cut. SAMPLE (environment, default 1): keep
+# every SAMPLE-th reference-passing test in name order (the first, the
+# SAMPLE+1-th, ...), the CI sample of ctest onnx_node_tests_cpu. STRICT
+# (environment, default 0): with 1, exit 1 when a compiled test fails its
+# run (wrong numbers or a run-time error), and when fewer than MIN_COMPILED
+# percent (environment, default 0) of the tests compile.
 set -u
 bin=$1 root=$2 filter=${3:-} target=${4:-cuda}
 jobs=${JOBS:-1}
@@ -29,7 +34,8 @@ esac
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 "$bin/fusec-node-tests" "$root" ${filter:+--filter=$filter} --verbose 2>/dev/null |
-  awk '/^PASSED /{print $2}' | tail -n +$(( ${SKIP_FIRST:-0} + 1 )) > "$work/passed"
+  awk '/^PASSED /{print $2}' | tail -n +$(( ${SKIP_FIRST:-0} + 1 )) |
+  awk -v n="${SAMPLE:-1}" '(NR - 1) % n == 0' > "$work/passed"
 
 # one_test NAME: compiles (and for targets that build kernels, runs) one
 # test; prints "OK", "RAN", "REFUSED name: why" or "RUNFAIL name: why".
@@ -116,4 +122,14 @@ if [ "$target" = cuda ]; then
   echo "compiled: $ok of $total reference-passing tests ($target); $bound of them with --input-value"
 else
   echo "compiled: $ok of $total reference-passing tests ($target); $ran PASS fusec-run; $bound of them with --input-value"
+fi
+if [ "${STRICT:-0}" = 1 ]; then
+  if [ "$runfail" -gt 0 ]; then
+    echo "FAILED: $runfail compiled tests fail their run"
+    exit 1
+  fi
+  if [ "$total" -gt 0 ] && [ $(( ok * 100 )) -lt $(( total * ${MIN_COMPILED:-0} )) ]; then
+    echo "FAILED: $ok of $total compiled, fewer than ${MIN_COMPILED:-0}%"
+    exit 1
+  fi
 fi
