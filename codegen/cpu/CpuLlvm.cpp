@@ -15,6 +15,7 @@
 #include "lld/Common/Driver.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/Triple.h"
+#include "llvm/Config/llvm-config.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Verifier.h"
 #include "llvm/MC/MCSubtargetInfo.h"
@@ -78,6 +79,21 @@ int64_t hostLastLevelCacheBytes() {
   return best;
 }
 
+/// x86 CPU names newer than the LLVM fusec links (LLVM 14) that it can still
+/// target exactly: the nearest older processor LLVM knows plus the features
+/// the newer one adds. znver4 (LLVM 16; AMD's "Zen 4" software optimisation
+/// guide, 57647, and LLVM's X86.td ProcessorFeatures.ZN4Features): znver3 +
+/// AVX-512 F/CD/BW/DQ/VL/IFMA/VBMI/VBMI2/VNNI/BITALG/VPOPCNTDQ/BF16 + GFNI.
+/// Used only when this LLVM does not know the name itself.
+struct NewerCpu {
+  const char *name, *base, *features;
+};
+constexpr NewerCpu kNewerX86Cpus[] = {
+    {"znver4", "znver3",
+     "+avx512f,+avx512cd,+avx512bw,+avx512dq,+avx512vl,+avx512ifma,+avx512vbmi,+avx512vbmi2,"
+     "+avx512vnni,+avx512bitalg,+avx512vpopcntdq,+avx512bf16,+gfni"},
+};
+
 }  // namespace
 
 absl::StatusOr<CpuTarget> resolveCpuTarget(const std::string &cpu) {
@@ -95,10 +111,18 @@ absl::StatusOr<CpuTarget> resolveCpuTarget(const std::string &cpu) {
   // An empty CPU name creates the subtarget without a diagnostic; then the
   // name is checked against the target's processor table.
   std::unique_ptr<llvm::MCSubtargetInfo> sti(target->createMCSubtargetInfo(t.triple, "", ""));
+  if (sti && !host && !sti->isCPUStringValid(t.cpu) && llvm::Triple(t.triple).isX86()) {
+    for (const NewerCpu &n : kNewerX86Cpus)
+      if (t.cpu == n.name && sti->isCPUStringValid(n.base)) {
+        t.cpu = n.base;
+        t.featureString = n.features;
+        break;
+      }
+  }
   if (!sti || !sti->isCPUStringValid(t.cpu))
     return absl::InvalidArgumentError(absl::StrCat("invalid --arch '", cpu, "': not an LLVM CPU name for ", t.triple,
                                                    " (e.g. znver4, skylake-avx512, x86-64-v3; `llc -mcpu=help` "
-                                                   "lists them)"));
+                                                   "lists the names LLVM ", LLVM_VERSION_MAJOR, " knows)"));
   std::vector<std::string> enabled;
   if (host) {
     llvm::StringMap<bool> features;

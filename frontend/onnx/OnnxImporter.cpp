@@ -13,6 +13,7 @@
 #include "frontend/onnx/OnnxImporter.h"
 
 #include <algorithm>
+#include <cctype>
 #include <climits>
 #include <filesystem>
 #include <functional>
@@ -839,7 +840,17 @@ absl::StatusOr<TensorType> Importer::typeFromValueInfo(const onnx::ValueInfoProt
                                                        " at axis ", i));
       dims.emplace_back(d.dim_value());
     } else if (d.has_dim_param() && !d.dim_param().empty()) {
-      dims.push_back(ir::Dim::symbolic(symbolFor(d.dim_param())));
+      // A dim_param names a dimension; two dims with one name are equal
+      // (ONNX IR.md, "Tensor shapes"). A name with no letter or digit ("?",
+      // as paddle2onnx writes for every unknown dim; "*", "-") names
+      // nothing: each such dim is a symbol of its own, as for -1 above.
+      // Otherwise a PaddleOCR classifier's [-1, 3, ?, ?] would force its
+      // height and width to be equal (red team s28 M1).
+      const std::string &p = d.dim_param();
+      const bool anonymous =
+          std::none_of(p.begin(), p.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; });
+      dims.push_back(ir::Dim::symbolic(anonymous ? freshSymbol(absl::StrCat(vi.name(), "_dim", i))
+                                                 : symbolFor(p)));
     } else {
       dims.push_back(ir::Dim::unknown());
     }
@@ -1249,10 +1260,33 @@ absl::Status Importer::importRuntimeIf(const onnx::NodeProto &n, const std::stri
                                                      " branch ", bodies[b]->output_size()));
     std::vector<ir::Node *> before = graph_->nodes();
     absl::flat_hash_set<const ir::Node *> existing(before.begin(), before.end());
-    FUSEC_ASSIGN_OR_RETURN(outs[b], importBody(*bodies[b], absl::StrCat(name, "/", which), {},
-                                               opset, depth,
-                                               absl::StrCat("the ", which, " branch of If ",
-                                                            quotedName(name))));
+    absl::StatusOr<std::vector<ir::Value *>> body =
+        importBody(*bodies[b], absl::StrCat(name, "/", which), {}, opset, depth,
+                   absl::StrCat("the ", which, " branch of If ", quotedName(name)));
+    if (!body.ok()) {
+      // A branch that cannot be imported for these shapes is often the one
+      // never taken for them (silero-VAD's 8 kHz branch given 512 samples):
+      // name the graph inputs the condition comes from, so that binding them
+      // imports only the taken branch (red team s28 M2). The payload lets
+      // fusec-run --reference bind them from its data.
+      std::vector<std::string> inputs = graphInputsFeeding(cond);
+      if (inputs.empty() || !inputValuesNeeded(body.status()).empty()) return body.status();
+      std::vector<std::string> quoted;
+      for (const std::string &in : inputs) quoted.push_back(quotedName(in));
+      absl::Status status = withImportContext(
+          body.status(),
+          absl::StrCat("If ", quotedName(name), " has a condition known only at run time, so both "
+                       "branches are compiled; its condition is computed from graph input",
+                       inputs.size() == 1 ? " " : "s ", absl::StrJoin(quoted, ", "),
+                       ": to compile only the branch taken, fusec needs the value of graph input",
+                       inputs.size() == 1 ? " " : "s ", absl::StrJoin(quoted, ", "),
+                       " at compile time: bind ", inputs.size() == 1 ? "it" : "each",
+                       " with --input-value NAME=@FILE.pb (a TensorProto) or NAME=v1,v2,...; "
+                       "importing the ", which, " branch failed"));
+      status.SetPayload(kInputValuesNeededPayload, absl::Cord(absl::StrJoin(inputs, "\n")));
+      return status;
+    }
+    outs[b] = std::move(*body);
     for (ir::Node *node : graph_->nodes()) {
       if (existing.contains(node)) continue;
       ir::Guard g{ir::GuardTerm{&cond, b == 0}};

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -175,6 +176,31 @@ absl::StatusOr<bool> run(const Options &opt) {
     if (!retry.ok()) retry = frontend::importOnnxModel(opt.model);
     if (retry.ok()) bound = std::move(retry);
   }
+  std::set<std::string> boundValues;  // inputs compiled in as constants (below)
+  if (!bound.ok()) {
+    // The importer needs the values of some graph inputs (a Loop's trip
+    // count, an If condition whose untaken branch does not import for these
+    // shapes: frontend::inputValuesNeeded): the data holds them, so bind
+    // them as fusec --input-value would. The result for this data is the
+    // same; only the graph is specialised to it (red team s28 M2, M3).
+    std::vector<std::string> needed = frontend::inputValuesNeeded(bound.status());
+    frontend::ImportOptions withValues = io;
+    for (const std::string &n : needed)
+      for (const auto &[name, t] : inputs)
+        if (name == n) withValues.inputValues[name] = t;
+    if (!withValues.inputValues.empty() && withValues.inputValues.size() == needed.size()) {
+      for (const auto &[name, t] : withValues.inputValues) withValues.inputShapes.erase(name);
+      absl::StatusOr<std::unique_ptr<ir::Graph>> retry = frontend::importOnnxModel(opt.model, withValues);
+      if (retry.ok()) {
+        for (const auto &[name, t] : withValues.inputValues) {
+          boundValues.insert(name);
+          std::fprintf(stderr, "fusec-run: note: input '%s' bound to its value in the data while importing "
+                       "(the model needs it at import, as fusec --input-value)\n", printable(name).c_str());
+        }
+        bound = std::move(retry);
+      }
+    }
+  }
   FUSEC_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, std::move(bound));
   // As ONNX Runtime does, one-element data of shape [1] is read as a graph
   // input declared a scalar (exporters write a scalar's test data as [1]).
@@ -198,6 +224,7 @@ absl::StatusOr<bool> run(const Options &opt) {
   std::map<std::string, ir::Tensor> feedMap;
   for (size_t i = 0; i < inputs.size(); ++i) {
     std::string name = inputs[i].first;
+    if (boundValues.count(name)) continue;
     if (name.empty() || !graph->findValue(name)) {
       if (i >= feeds.size())
         return absl::InvalidArgumentError(absl::StrCat("input_", i, ".pb has no matching graph input"));

@@ -96,6 +96,32 @@ TEST(OnnxImporterTest, SymbolicDimsKept) {
   EXPECT_EQ((*g)->outputs()[0]->type().str(), "f32[batch,seq_len,?,4]");
 }
 
+TEST(OnnxImporterTest, PlaceholderDimParamsAreEachTheirOwnSymbol) {
+  // paddle2onnx writes "?" for every unknown dim: [-1, 3, ?, ?] must not tie
+  // height to width (red team s28 M1: --shape x=1x3x48x192 was refused with
+  // "binds symbol '_' to both 48 and 192").
+  TempDir dir;
+  auto m = makeModel(17);
+  addInput(m, "x", {"batch", 3, "h", "w"});
+  addNode(m, "Relu", {"x"}, {"y"}, "r");
+  addOutput(m, "y", {"batch", 3, "h", "w"});
+  // dim_param "?" itself (the builder's "?" leaves a dim unset).
+  for (auto *vi : {m.mutable_graph()->mutable_input(0), m.mutable_graph()->mutable_output(0)})
+    for (int i : {0, 2, 3})
+      vi->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(i)->set_dim_param(i == 2 ? "*" : "?");
+  auto g = importOnnxModel(writeModel(m, dir.file("model.onnx")));
+  ASSERT_TRUE(g.ok()) << g.status();
+  const auto &shape = (*g)->inputs()[0]->type().shape;
+  ASSERT_EQ(shape.size(), 4u);
+  EXPECT_NE(shape[0].symbol, shape[2].symbol);
+  EXPECT_NE(shape[2].symbol, shape[3].symbol);
+  frontend::ImportOptions opts;
+  opts.inputShapes["x"] = {1, 3, 48, 192};
+  auto bound = importOnnxModel(dir.file("model.onnx"), opts);
+  ASSERT_TRUE(bound.ok()) << bound.status();
+  EXPECT_EQ((*bound)->inputs()[0]->type().str(), "f32[1,3,48,192]");
+}
+
 TEST(OnnxImporterTest, DistinctDimParamsStayDistinct) {
   TempDir dir;
   auto m = makeModel(17);

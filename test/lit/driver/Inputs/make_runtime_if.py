@@ -135,3 +135,28 @@ for k, c in enumerate([False, True]):
             f.write(numpy_helper.from_array(a, n).SerializeToString())
     with open(os.path.join(d, "output_0.pb"), "wb") as f:
         f.write(numpy_helper.from_array(np.array(0.5, np.float32), "y").SerializeToString())
+
+# deadbranch.onnx: `if sr == 16000: Reshape(x, [2, 4]) * 2 else Reshape(x, [3, -1])`
+# with x f32[8]: the else branch cannot be imported for 8 elements (the
+# silero-VAD pattern: the 8 kHz branch is invalid for a 16 kHz chunk). Test
+# data with sr = 16000 in deadbranch/test_data_set_0.
+I64 = TensorProto.INT64
+dead_then = helper.make_graph(
+    [const("s24", np.array([2, 4], np.int64)), helper.make_node("Reshape", ["x", "s24"], ["r24"]),
+     const("k2d", two), helper.make_node("Mul", ["r24", "k2d"], ["t2"])],
+    "dead_then", [], [vi("t2", F, [2, 4])])
+dead_else = helper.make_graph(
+    [const("s3", np.array([3, -1], np.int64)), helper.make_node("Reshape", ["x", "s3"], ["e3"])],
+    "dead_else", [], [vi("e3", F, None)])
+g = helper.make_graph(
+    [const("k16k", np.array(16000, np.int64)), helper.make_node("Equal", ["sr", "k16k"], ["is16k"]),
+     helper.make_node("If", ["is16k"], ["y"], name="rate_if", then_branch=dead_then, else_branch=dead_else)],
+    "deadbranch", [vi("x", F, [8]), vi("sr", I64, [])], [vi("y", F, [2, 4])])
+save("deadbranch", g)
+d = os.path.join(out, "deadbranch", "test_data_set_0")
+os.makedirs(d, exist_ok=True)
+xd = np.arange(8, dtype=np.float32) - 3.5
+for fname, n, a in [("input_0.pb", "x", xd), ("input_1.pb", "sr", np.array(16000, np.int64)),
+                    ("output_0.pb", "y", xd.reshape(2, 4) * 2)]:
+    with open(os.path.join(d, fname), "wb") as f:
+        f.write(numpy_helper.from_array(a, n).SerializeToString())
