@@ -1853,11 +1853,24 @@ absl::Status Importer::importNode(const onnx::NodeProto &n, const std::string &n
     for (ir::Value *out : node->outputs()) {
       auto it = declared_.find(out->name());
       if (it == declared_.end()) continue;
-      // A graph output's declared type is part of the model's interface:
-      // one that contradicts what the op computes makes the model invalid.
-      if (declaredOutputs_.contains(out->name()))
-        FUSEC_RETURN_IF_ERROR(ir::checkDeclaredType(
-            out->type(), it->second, absl::StrCat("graph output ", quotedName(out->name()))));
+      // A graph output's declared type is part of the model's interface: a
+      // dtype that contradicts what the op computes makes the model invalid.
+      // A contradicting shape is a warning, and the computed shape is used,
+      // as ONNX Runtime does (VerifyOutputSizes warns and runs): exporters
+      // write stale output shapes (ddddocr's OCR declares [1, seqlen] for a
+      // [T, 1, classes] result; red team s28 M5).
+      if (declaredOutputs_.contains(out->name())) {
+        const std::string what = absl::StrCat("graph output ", quotedName(out->name()));
+        ir::TensorType declaredDtypeOnly = ir::TensorType::unranked(it->second.dtype);
+        FUSEC_RETURN_IF_ERROR(ir::checkDeclaredType(out->type(), declaredDtypeOnly, what));
+        if (!ir::checkDeclaredType(out->type(), it->second, what).ok()) {
+          graph_->addImportWarning(absl::StrCat(
+              what, " is declared ", it->second.str(), " but its op gives ", out->type().str(),
+              ": fusec uses the computed shape (the artifact's manifest records it), as ONNX "
+              "Runtime does"));
+          continue;
+        }
+      }
       out->setType(refineType(out->type(), it->second));
     }
   }

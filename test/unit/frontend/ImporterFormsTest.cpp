@@ -170,17 +170,20 @@ TEST(ImporterFormsTest, ZeroDimIsAStaticZero) {
   EXPECT_EQ((*out)[1].shape(), (ir::Shape{2, 3}));
 }
 
-TEST(ImporterFormsTest, DeclaredOutputTypeThatContradictsTheOpIsAnError) {
+TEST(ImporterFormsTest, DeclaredOutputTypeThatContradictsTheOp) {
   TempDir dir;
-  // Relu of f32[2,3] declared as f32[2,4]: a claim the op cannot meet.
+  // Relu of f32[2,3] declared as f32[2,4]: a claim the op cannot meet. As
+  // ONNX Runtime does, the computed shape is used, with a warning (exporters
+  // write stale output shapes; red team s28 M5).
   auto m = makeModel(17);
   addInput(m, "x", {2, 3});
   addNode(m, "Relu", {"x"}, {"y"}, "r");
   addOutput(m, "y", {2, 4});
   auto g = importOnnxModel(writeModel(m, dir.file("model.onnx")));
-  ASSERT_FALSE(g.ok());
-  EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(messageOf(g.status()), HasSubstr("graph output 'y'"));
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ((*g)->outputs()[0]->type().str(), "f32[2,3]");
+  ASSERT_EQ((*g)->importWarnings().size(), 1u);
+  EXPECT_THAT((*g)->importWarnings()[0], HasSubstr("graph output 'y' is declared f32[2,4]"));
   // Declared dtype that differs: also an error; unknown/symbolic dims refine.
   auto m2 = makeModel(17);
   addInput(m2, "x", {2, 3});

@@ -122,6 +122,30 @@ TEST(OnnxImporterTest, PlaceholderDimParamsAreEachTheirOwnSymbol) {
   EXPECT_EQ((*bound)->inputs()[0]->type().str(), "f32[1,3,48,192]");
 }
 
+TEST(OnnxImporterTest, ContradictingDeclaredOutputShapeWarnsAndDtypeFails) {
+  // ddddocr's OCR model declares [1, seqlen] for a [T, 1, classes] output:
+  // ONNX Runtime warns and runs it; so does fusec, with the computed shape
+  // (red team s28 M5). A contradicting dtype stays an error.
+  TempDir dir;
+  auto m = makeModel(17);
+  addInput(m, "x", {2, 3});
+  addNode(m, "Relu", {"x"}, {"y"}, "r");
+  addOutput(m, "y", {1, "seqlen"});
+  auto g = importOnnxModel(writeModel(m, dir.file("shape.onnx")));
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ((*g)->outputs()[0]->type().str(), "f32[2,3]");
+  ASSERT_EQ((*g)->importWarnings().size(), 1u);
+  EXPECT_THAT((*g)->importWarnings()[0],
+              HasSubstr("graph output 'y' is declared f32[1,seqlen] but its op gives f32[2,3]"));
+  auto d = makeModel(17);
+  addInput(d, "x", {2, 3});
+  addNode(d, "Relu", {"x"}, {"y"}, "r");
+  addOutput(d, "y", {2, 3}, onnx::TensorProto::INT64);
+  auto bad = importOnnxModel(writeModel(d, dir.file("dtype.onnx")));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("graph output 'y' is declared i64"));
+}
+
 TEST(OnnxImporterTest, DistinctDimParamsStayDistinct) {
   TempDir dir;
   auto m = makeModel(17);
