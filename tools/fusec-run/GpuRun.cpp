@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "tools/fusec-run/GpuRun.h"
+#include "tools/fusec-run/TestData.h"
 
 #include <algorithm>
 #include <chrono>
@@ -73,21 +74,6 @@ int runArtifact(const std::string &artifactDir, const std::string &dataDir, int 
 bool gpuRunAvailable() { return true; }
 
 namespace {
-
-/// Loads DIR/<prefix>_<i>.pb for i = 0, 1, ... until one is missing.
-absl::StatusOr<std::vector<std::pair<std::string, ir::Tensor>>> loadSeries(
-    const std::string &dir, const std::string &prefix) {
-  std::vector<std::pair<std::string, ir::Tensor>> out;
-  for (int i = 0;; ++i) {
-    fs::path p = fs::path(dir) / absl::StrCat(prefix, "_", i, ".pb");
-    std::error_code ec;
-    if (!fs::exists(p, ec)) break;
-    std::string name;
-    FUSEC_ASSIGN_OR_RETURN(ir::Tensor t, frontend::loadTensorProtoFile(p.string(), &name));
-    out.emplace_back(name, std::move(t));
-  }
-  return out;
-}
 
 /// Maps an IR dtype to the runtime's; false for types artifacts do not have.
 bool toFusert(ir::DType t, fusert_dtype &out) {
@@ -518,13 +504,14 @@ absl::StatusOr<bool> runChecked(Session &sess, const std::string &artifactDir,
   if (expected.size() > sess.outputs.size())
     return absl::InvalidArgumentError(absl::StrCat("the artifact has ", sess.outputs.size(),
                                                    " outputs, the data has ", expected.size()));
+  std::vector<std::string> outputNames;
+  for (const TensorSlot &slot : sess.outputs) outputNames.push_back(slot.name);
+  FUSEC_ASSIGN_OR_RETURN(std::vector<int> wanted, tools::matchSeries(expected, outputNames, "output"));
   bool allPass = true;
-  for (size_t i = 0; i < sess.outputs.size() && i < expected.size(); ++i) {
+  for (size_t i = 0; i < sess.outputs.size(); ++i) {
     const TensorSlot &slot = sess.outputs[i];
-    const ir::Tensor *want = match(expected, slot, i);
-    if (!want)
-      return absl::InvalidArgumentError(absl::StrCat("no expected data for output ", i, " '",
-                                                     slot.name, "'"));
+    if (wanted[i] < 0) continue;  // no data for it (outputs past the data's, or named ones absent)
+    const ir::Tensor *want = &expected[static_cast<size_t>(wanted[i])].second;
     ir::Tensor got(slot.irType, slot.shape);
     FUSEC_RETURN_IF_ERROR(sess.mem->download(got.data(), slot.data, slot.bytes, absl::StrCat("'", slot.name, "'")));
     interp::Tolerance tol = interp::defaultTolerance(want->dtype());

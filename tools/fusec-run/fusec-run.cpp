@@ -28,6 +28,7 @@
 #include "support/Escape.h"
 #include "support/Status.h"
 #include "tools/fusec-run/GpuRun.h"
+#include "tools/fusec-run/TestData.h"
 #include "tools/fusec-run/NkiRun.h"
 #include "support/ToolMain.h"
 
@@ -138,20 +139,7 @@ std::string parseArgs(int argc, char **argv, Options &opt) {
   return "";
 }
 
-/// Loads DIR/<prefix>_<i>.pb for i = 0, 1, ... until one is missing.
-absl::StatusOr<std::vector<std::pair<std::string, ir::Tensor>>> loadSeries(
-    const std::string &dir, const std::string &prefix) {
-  std::vector<std::pair<std::string, ir::Tensor>> out;
-  for (int i = 0;; ++i) {
-    fs::path p = fs::path(dir) / absl::StrCat(prefix, "_", i, ".pb");
-    std::error_code ec;
-    if (!fs::exists(p, ec)) break;
-    std::string name;
-    FUSEC_ASSIGN_OR_RETURN(ir::Tensor t, frontend::loadTensorProtoFile(p.string(), &name));
-    out.emplace_back(name, std::move(t));
-  }
-  return out;
-}
+using tools::loadSeries;
 
 absl::StatusOr<bool> run(const Options &opt) {
   FUSEC_ASSIGN_OR_RETURN(auto inputs, loadSeries(opt.data, "input"));
@@ -253,9 +241,13 @@ absl::StatusOr<bool> run(const Options &opt) {
   if (results.size() < expected.size())
     return absl::InvalidArgumentError(absl::StrCat("model has ", results.size(),
                                                    " outputs, data has ", expected.size()));
+  std::vector<std::string> outputNames;
+  for (const ir::Value *v : graph->outputs()) outputNames.push_back(v->name());
+  FUSEC_ASSIGN_OR_RETURN(std::vector<int> wanted, tools::matchSeries(expected, outputNames, "output"));
   bool allPass = true;
-  for (size_t i = 0; i < expected.size(); ++i) {
-    const ir::Tensor &want = expected[i].second;
+  for (size_t i = 0; i < results.size() && i < wanted.size(); ++i) {
+    if (wanted[i] < 0) continue;  // no data for it
+    const ir::Tensor &want = expected[static_cast<size_t>(wanted[i])].second;
     interp::Tolerance tol = interp::defaultTolerance(want.dtype());
     if (opt.precision != "fp32" && want.dtype() == ir::DType::kF32)
       tol = interp::loweredModelTolerance(opt.precision == "bf16" ? ir::DType::kBF16
