@@ -75,8 +75,10 @@ Tolerance loweredModelTolerance(ir::DType low);
 
 struct CompareResult {
   bool pass = false;
-  double maxAbsError = 0;  ///< max |a - e| over finite elements
-  double maxRelError = 0;  ///< max |a - e| / |e| over elements with e != 0
+  /// max |a - e| over finite elements; +inf when a NaN or infinity stands
+  /// where another value is expected; NaN when dtype or shape differ.
+  double maxAbsError = 0;
+  double maxRelError = 0;  ///< max |a - e| / |e| over elements with e != 0 (same rules)
   int64_t mismatches = 0;  ///< elements outside tolerance
   std::string message;     ///< why it failed (shape, dtype, first mismatch)
 };
