@@ -31,6 +31,7 @@
 #include "passes/cost/TargetSpec.h"
 #include "program/Legality.h"
 #include "program/Lowering.h"
+#include "program/Symbolic.h"
 
 namespace fusec::codegen {
 
@@ -47,6 +48,9 @@ struct BackendOptions {
   /// Also write the module's intermediate form for reading (cpu: the
   /// optimised LLVM IR as model.ll).
   bool emitIr = false;
+  /// Dynamic shapes: the compiled probes (program/Symbolic.h); null for
+  /// static shapes. A backend without dynamic shapes refuses a non-null one.
+  const program::ShapeProbes *probes = nullptr;
 };
 
 /// The backend's module of one model.

@@ -116,6 +116,63 @@ FlagSpec shapeFlag(ShapeMap &shapes) {
       }};
 }
 
+absl::StatusOr<DimRange> parseDimRange(const std::string &text) {
+  DimRange r;
+  std::string body = text;
+  if (size_t at = body.find('@'); at != std::string::npos) {
+    if (!absl::SimpleAtoi(body.substr(at + 1), &r.opt) || r.opt < 1)
+      return absl::InvalidArgumentError(absl::StrCat("'", text, "': the extent after @ must be >= 1"));
+    body = body.substr(0, at);
+  }
+  if (size_t dots = body.find(".."); dots != std::string::npos) {
+    if (!absl::SimpleAtoi(body.substr(0, dots), &r.min) || !absl::SimpleAtoi(body.substr(dots + 2), &r.max))
+      return absl::InvalidArgumentError(absl::StrCat("'", text, "' is not a range MIN..MAX"));
+  } else {
+    if (!absl::SimpleAtoi(body, &r.min)) return absl::InvalidArgumentError(absl::StrCat("'", text, "' is not a dimension"));
+    r.max = r.min;
+  }
+  if (r.min < 1 || r.max < r.min || (r.opt && (r.opt < r.min || r.opt > r.max)))
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", text, "': a range needs 1 <= MIN <= MAX and MIN <= @OPT <= MAX"));
+  return r;
+}
+
+FlagSpec shapeFlag(ShapeMap &shapes, RangeMap &ranges) {
+  FlagSpec f = shapeFlag(shapes);
+  f.valueName = "NAME=DIMS";
+  f.help =
+      "bind graph input NAME (an input's name, not a dim symbol) to static dims, e.g. input_ids=2x24, "
+      "or leave dims dynamic within a range, e.g. input_ids=1..64x1..4096 (MIN..MAX, optionally "
+      "@OPT, the extent to optimise for; --target cpu); repeatable, once per input. The symbols of "
+      "its dims are bound (or ranged) in every other input that uses them. Dims left symbolic by "
+      "every --shape stay dynamic (1..2^31-1) for --target cpu";
+  f.apply = [&shapes, &ranges](const std::string &v) {
+    if (v.find("..") == std::string::npos) {
+      std::string name;
+      std::vector<int64_t> dims;
+      if (absl::Status s = parseShapeBinding(v, name, dims); !s.ok()) return s;
+      if (ranges.count(name) || !shapes.emplace(name, dims).second)
+        return absl::InvalidArgumentError(absl::StrCat("--shape names input '", name, "' twice"));
+      return absl::OkStatus();
+    }
+    const size_t eq = v.rfind('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == v.size())
+      return absl::InvalidArgumentError(
+          absl::StrCat("--shape expects NAME=DIMS like input_ids=1..8x1..512, got '", v, "'"));
+    const std::string name = v.substr(0, eq);
+    std::vector<DimRange> dims;
+    for (absl::string_view d : absl::StrSplit(v.substr(eq + 1), 'x')) {
+      absl::StatusOr<DimRange> r = parseDimRange(std::string(d));
+      if (!r.ok()) return absl::InvalidArgumentError(absl::StrCat("--shape ", v, ": ", r.status().message()));
+      dims.push_back(*r);
+    }
+    if (shapes.count(name) || !ranges.emplace(name, dims).second)
+      return absl::InvalidArgumentError(absl::StrCat("--shape names input '", name, "' twice"));
+    return absl::OkStatus();
+  };
+  return f;
+}
+
 FlagSpec inputValueFlag(std::map<std::string, ir::Tensor> &values) {
   return {
       "input-value", "NAME=VALUE",

@@ -51,6 +51,14 @@ struct FlagSpec {
 /// Input name -> dims, as bound by --shape.
 using ShapeMap = std::map<std::string, std::vector<int64_t>>;
 
+/// One dim of a --shape NAME=1..64x1..4096@512 range: the extents it may
+/// take at run time (inclusive) and the one to optimise for (0 = none). A
+/// static dim N of such a --shape is N..N.
+struct DimRange {
+  int64_t min = 1, max = 0, opt = 0;
+};
+using RangeMap = std::map<std::string, std::vector<DimRange>>;
+
 /// Parses argv[1..argc) against \p flags, calling each flag's apply in
 /// command-line order. \returns the positional arguments in order.
 /// InvalidArgument: an unknown flag ("unknown option '--x'"), a missing value
@@ -79,6 +87,11 @@ absl::Status parseShapeBinding(const std::string &text, std::string &name,
 /// twice is an error ("--shape names input 'x' twice"): the last-wins
 /// reading would silently drop a binding.
 FlagSpec shapeFlag(ShapeMap &shapes);
+/// --shape that also accepts ranges (NAME=1..64x1..4096@512, dynamic
+/// shapes): a --shape with a range goes to \p ranges, the others to \p shapes.
+FlagSpec shapeFlag(ShapeMap &shapes, RangeMap &ranges);
+/// Parses "A..B" or "A..B@O" (A >= 1, B >= A, A <= O <= B) or "N" (N..N).
+absl::StatusOr<DimRange> parseDimRange(const std::string &text);
 /// --input-value NAME=@FILE.pb or NAME=v1,v2,... (repeatable, once per
 /// input): compile graph input NAME as a constant of that value (the
 /// importer converts the inline form, read as f64 values of a rank-1

@@ -10,11 +10,13 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "codegen/Backend.h"
 #include "codegen/artifact/ArtifactWriter.h"
 #include "frontend/onnx/OnnxImporter.h"
 #include "passes/Pipeline.h"
+#include "program/Symbolic.h"
 #include "support/Status.h"
 
 namespace fusec::driver {
@@ -36,7 +38,7 @@ absl::Status backendMissing(const std::string &target) {
 /// Lowering, backend emission and the artifact folder: the one call into
 /// codegen.
 absl::Status emitArtifact(const std::string &modelPath, const CompileOptions &options,
-                          Compilation &c) {
+                          Compilation &c, const program::ShapeProbes *probes = nullptr) {
   if (!hasBackend(c.target.target)) return backendMissing(c.target.target);
   artifact::ArtifactOptions ao;
   ao.target = c.target.target;
@@ -49,6 +51,7 @@ absl::Status emitArtifact(const std::string &modelPath, const CompileOptions &op
   ao.runNvcc = options.runNvcc;
   ao.emitIr = options.emitIr;
   ao.modelPath = modelPath;
+  ao.probes = probes;
   for (const auto &[name, t] : c.boundValues)
     ao.boundInputs.push_back({name, ir::dtypeName(t.dtype()), t.shape(), artifact::boundValueDigest(t)});
   ao.modelName = !options.modelName.empty()
@@ -68,6 +71,91 @@ absl::Status emitArtifact(const std::string &modelPath, const CompileOptions &op
   c.artifact.weightsBytes = summary.weightsBytes;
   c.artifact.arenaBytes = summary.arenaBytes;
   return absl::OkStatus();
+}
+
+/// Backends that compile dynamic shapes (program/Symbolic.h).
+bool supportsDynamicShapes(const std::string &target) { return target == "cpu"; }
+
+/// True when a graph input that needs data has a dim that is a symbol.
+bool hasSymbolicInputs(const ir::Graph &g) {
+  for (const ir::Value *v : g.inputs()) {
+    if (v->isConstant() || !v->type().rankKnown) continue;
+    for (const ir::Dim &d : v->type().shape)
+      if (d.isSymbolic()) return true;
+  }
+  return false;
+}
+
+/// The symbols of \p g's inputs that stay dynamic, with their ranges from
+/// --shape NAME=MIN..MAX; \p fixed gets the symbols a range pins (N..N).
+absl::StatusOr<std::vector<program::ShapeSymbol>> dynamicSymbolsOf(const ir::Graph &g, const CompileOptions &o,
+                                                                   std::map<std::string, int64_t> &fixed) {
+  std::vector<program::ShapeSymbol> syms;
+  std::map<std::string, size_t> pos;
+  for (const auto &[name, ranges] : o.inputRanges) {
+    const ir::Value *v = g.findValue(name);
+    bool isInput = false;
+    for (const ir::Value *in : g.inputs()) isInput = isInput || in == v;
+    if (!v || !isInput)
+      return absl::InvalidArgumentError(absl::StrCat("--shape names '", name, "', which is not a graph input"));
+    if (v->type().rankKnown && v->type().rank() != static_cast<int64_t>(ranges.size()))
+      return absl::InvalidArgumentError(absl::StrCat("--shape ", name, ": ", ranges.size(), " dims given, the input has ",
+                                                     v->type().rank(), " (", v->type().str(), ")"));
+  }
+  for (const ir::Value *v : g.inputs()) {
+    if (v->isConstant()) continue;
+    if (!v->type().rankKnown)
+      return absl::InvalidArgumentError(absl::StrCat("input '", v->name(), "' has no known rank; bind it with --shape"));
+    auto given = o.inputRanges.find(v->name());
+    for (size_t i = 0; i < v->type().shape.size(); ++i) {
+      const ir::Dim &d = v->type().shape[i];
+      const DimRange *r = given == o.inputRanges.end() ? nullptr : &given->second[i];
+      if (d.isStatic()) {
+        if (r && (r->min > d.value || r->max < d.value))
+          return absl::InvalidArgumentError(absl::StrCat("--shape ", v->name(), ": dim ", i, " is ", d.value,
+                                                         " in the model, outside ", r->min, "..", r->max));
+        continue;
+      }
+      if (!d.isSymbolic())
+        return absl::InvalidArgumentError(absl::StrCat("input '", v->name(), "' dim ", i,
+                                                       " has no name to bind at run time; bind it with --shape"));
+      auto it = pos.find(d.symbol);
+      if (it == pos.end()) {
+        it = pos.emplace(d.symbol, syms.size()).first;
+        syms.push_back(program::ShapeSymbol{d.symbol});
+      }
+      program::ShapeSymbol &s = syms[it->second];
+      if (!r) continue;
+      s.min = std::max(s.min, r->min);
+      s.max = std::min(s.max, r->max);
+      if (r->opt) s.opt = r->opt;
+      if (s.min > s.max)
+        return absl::InvalidArgumentError(
+            absl::StrCat("--shape: the ranges given for symbol '", s.name, "' do not overlap"));
+    }
+  }
+  std::vector<program::ShapeSymbol> out;
+  for (const program::ShapeSymbol &s : syms) {
+    if (s.max > program::kMaxSymbolExtent)
+      return absl::InvalidArgumentError(absl::StrCat("symbol '", s.name, "': at most ", program::kMaxSymbolExtent));
+    if (s.min == s.max) fixed[s.name] = s.min;
+    else out.push_back(s);
+  }
+  return out;
+}
+
+/// The --shape map that binds every input of \p g: symbols from \p binding.
+std::map<std::string, std::vector<int64_t>> shapesFor(const ir::Graph &g,
+                                                      const std::map<std::string, int64_t> &binding,
+                                                      const CompileOptions &o) {
+  std::map<std::string, std::vector<int64_t>> shapes = o.inputShapes;
+  for (const ir::Value *v : g.inputs()) {
+    if (v->isConstant() || shapes.count(v->name())) continue;
+    std::vector<int64_t> dims;
+    for (const ir::Dim &d : v->type().shape) dims.push_back(d.isStatic() ? d.value : binding.at(d.symbol));
+    shapes[v->name()] = dims;
+  }
+  return shapes;
 }
 
 }  // namespace
@@ -91,6 +179,7 @@ std::vector<std::string> pipelineFor(const CompileOptions &options,
 absl::Status optimize(ir::Graph &graph, const CompileOptions &options,
                       const passes::ResolvedTarget &target, passes::PassContext &ctx) {
   ctx.inputShapes = options.inputShapes;
+  ctx.noFold = options.noFold;
   ctx.debugOnly = options.debugOnly;
   ctx.verifyEach = options.verifyEach;
   ctx.precision = options.precision;
@@ -111,6 +200,65 @@ absl::Status optimize(ir::Graph &graph, const CompileOptions &options, passes::P
   return optimize(graph, options, target, ctx);
 }
 
+static absl::StatusOr<Compilation> compileDynamic(const std::string &modelPath, const CompileOptions &options,
+                                           Compilation imported) {
+  std::map<std::string, int64_t> fixed;
+  FUSEC_ASSIGN_OR_RETURN(std::vector<program::ShapeSymbol> symbols,
+                         dynamicSymbolsOf(*imported.graph, options, fixed));
+  FUSEC_ASSIGN_OR_RETURN(auto bindings, program::probeBindings(symbols));
+  CompileOptions po = options;
+  po.inputRanges.clear();
+  po.output.clear();
+  po.stopAfter = Stage::kPasses;
+  po.onImported = nullptr;
+  po.onOptimized = nullptr;
+  // Rounds: compile every probe; data that folds to different constants at
+  // different probes is kept for run time, and the probes are compiled
+  // again, until no such constant is left (each round moves one step up
+  // the chain that computes it from the shapes).
+  constexpr int kMaxRounds = 8;
+  std::vector<Compilation> probes;
+  program::ShapeProbes sp;
+  for (int round = 0;; ++round) {
+    probes.clear();
+    sp = program::ShapeProbes{};
+    sp.symbols = symbols;
+    sp.bindings = bindings;
+    for (const auto &b : bindings) {
+      std::map<std::string, int64_t> all = b;
+      all.insert(fixed.begin(), fixed.end());
+      po.inputShapes = shapesFor(*imported.graph, all, options);
+      absl::StatusOr<Compilation> pc = compile(modelPath, po);
+      if (!pc.ok())
+        return absl::Status(pc.status().code(),
+                            absl::StrCat("dynamic shapes: compiling for ",
+                                         absl::StrJoin(b, ", ", absl::PairFormatter("=")), ": ",
+                                         pc.status().message()));
+      probes.push_back(std::move(*pc));
+    }
+    for (const Compilation &pc : probes) {
+      sp.graphs.push_back(pc.graph.get());
+      sp.kernelNames.push_back(passes::kernelNames(pc.context.fusionPlan));
+    }
+    std::vector<std::string> dependent = program::bindingDependentConstants(sp);
+    if (dependent.empty()) break;
+    if (round + 1 == kMaxRounds)
+      return absl::FailedPreconditionError(absl::StrCat(
+          "dynamic shapes: constants still depend on the shapes after ", kMaxRounds, " rounds: '",
+          absl::StrJoin(dependent, "', '"), "'; bind the dims with --shape"));
+    po.noFold.insert(dependent.begin(), dependent.end());
+  }
+  Compilation c = std::move(probes[0]);
+  c.boundValues = std::move(imported.boundValues);
+  for (const program::ShapeSymbol &s : symbols)
+    c.dynamicSymbols.push_back(absl::StrCat(s.name, " ", s.min, "..", s.max, s.opt ? absl::StrCat("@", s.opt) : ""));
+  c.probes = static_cast<int>(bindings.size());
+  c.keptForRunTime.assign(po.noFold.begin(), po.noFold.end());
+  if (options.onOptimized) options.onOptimized(*c.graph, c.context);
+  FUSEC_RETURN_IF_ERROR(emitArtifact(modelPath, options, c, &sp));
+  return c;
+}
+
 absl::StatusOr<Compilation> compile(const std::string &modelPath, const CompileOptions &options) {
   Compilation c;
   FUSEC_ASSIGN_OR_RETURN(c.target, resolveOptions(options));
@@ -129,6 +277,9 @@ absl::StatusOr<Compilation> compile(const std::string &modelPath, const CompileO
   if (options.onImported) options.onImported(*c.graph);
   if (options.stopAfter == Stage::kImport) return c;
 
+  if (writeArtifact && supportsDynamicShapes(c.target.target) &&
+      (hasSymbolicInputs(*c.graph) || !options.inputRanges.empty()))
+    return compileDynamic(modelPath, options, std::move(c));
   c.pipeline = pipelineFor(options, c.target);
   FUSEC_RETURN_IF_ERROR(optimize(*c.graph, options, c.target, c.context));
   if (options.onOptimized) options.onOptimized(*c.graph, c.context);

@@ -26,12 +26,14 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "driver/CommandLine.h"
 #include "ir/Graph.h"
 #include "ir/Tensor.h"
 #include "passes/Pass.h"
@@ -60,6 +62,14 @@ struct CompileOptions {
   /// --shape: input name -> static dims (elements per dim), bound by
   /// shape-specialize before the other passes.
   std::map<std::string, std::vector<int64_t>> inputShapes;
+  /// --shape NAME=1..64x1..4096: inputs whose dims stay dynamic within a
+  /// range (the static dims among them are bound). With an output folder,
+  /// symbols that no --shape binds are dynamic: the artifact runs every
+  /// binding in their ranges (program/Symbolic.h; --target cpu).
+  RangeMap inputRanges;
+  /// Values const-fold keeps (PassContext::noFold); set by the dynamic
+  /// compile for the data it computes from the shapes.
+  std::set<std::string> noFold;
   /// --input-value: input name -> the value it is compiled with (a constant;
   /// the artifact has no such input; the manifest lists it under
   /// "bound_inputs"). Bound while importing, like inputShapes
@@ -118,6 +128,13 @@ struct Compilation {
   std::map<std::string, ir::Tensor> boundValues;
   bool wroteArtifact = false;
   ArtifactReport artifact;           ///< valid when wroteArtifact
+  /// Dynamic shapes: the symbols left for run time ("batch 1..64"), empty
+  /// for a static artifact; and the probe bindings compiled.
+  std::vector<std::string> dynamicSymbols;
+  int probes = 0;
+  /// The values kept for run time although they fold at every probe
+  /// (CompileOptions::noFold).
+  std::vector<std::string> keptForRunTime;
 };
 
 /// Resolves options.target/arch/device (passes::resolveTarget) and checks

@@ -38,6 +38,7 @@
 //===----------------------------------------------------------------------===//
 #include <algorithm>
 #include <memory>
+#include <set>
 
 #include "absl/container/flat_hash_map.h"
 #include "interp/Interpreter.h"
@@ -65,7 +66,7 @@ class ConstantFolding : public Pass {
     int64_t settled = 0;
     for (int round = 0; round < kMaxRounds; ++round) {
       settled += settleGuards(graph);
-      FUSEC_ASSIGN_OR_RETURN(int64_t n, foldOnce(graph));
+      FUSEC_ASSIGN_OR_RETURN(int64_t n, foldOnce(graph, ctx.noFold));
       if (n == 0) break;
       folded += n;
       FUSEC_RETURN_IF_ERROR_CTX(ir::inferShapes(graph), "re-inferring shapes after folding");
@@ -100,7 +101,7 @@ class ConstantFolding : public Pass {
 
   /// One sweep: evaluates what can be folded, then commits. \returns the
   /// number of nodes folded.
-  absl::StatusOr<int64_t> foldOnce(ir::Graph &graph) {
+  absl::StatusOr<int64_t> foldOnce(ir::Graph &graph, const std::set<std::string> &noFold) {
     absl::flat_hash_map<const ir::Value *, std::shared_ptr<const ir::Tensor>> env;
     std::vector<ir::Node *> foldedNodes;
     auto valueOf = [&](const ir::Value *v) -> const ir::Tensor * {
@@ -110,6 +111,9 @@ class ConstantFolding : public Pass {
     };
     for (ir::Node *node : graph.nodes()) {
       std::vector<ir::Tensor> results;
+      bool kept = false;
+      for (const ir::Value *out : node->outputs()) kept = kept || (out && noFold.count(out->name()));
+      if (kept) continue;
       if (node->kind() == ir::OpKind::kShape || node->kind() == ir::OpKind::kSize) {
         std::optional<ir::Tensor> t = ir::foldShapeOf(*node);
         if (!t) continue;

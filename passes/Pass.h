@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,6 +31,10 @@ struct PassContext {
   /// symbol bindings (symbol -> extent) derived from them.
   std::map<std::string, std::vector<int64_t>> inputShapes;
   std::map<std::string, int64_t> symbolBindings;
+  /// Values const-fold must not fold (by name): data computed from the
+  /// shapes, which a dynamic-shape compile keeps for run time
+  /// (program/Symbolic.h; the driver fills it).
+  std::set<std::string> noFold;
   /// The target whose roofline the cost model and fusion use.
   TargetSpec target;
   /// HBM bytes the graph moves if every op runs as its own kernel, recorded

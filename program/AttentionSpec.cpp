@@ -41,6 +41,7 @@ std::string printAttentionSpec(const AttentionSpec &s) {
     for (float f : vals) v.push_back(ir::scoreFloatLiteral(f));
     absl::StrAppend(&out, "  table ", name, " = [", absl::StrJoin(v, ", "), "]\n");
   }
+  for (const auto &[field, e] : s.symbolic) absl::StrAppend(&out, "  symbolic ", field, " = ", e.str(), "\n");
   return out;
 }
 

@@ -37,6 +37,7 @@
 #include "absl/status/statusor.h"
 #include "ir/DType.h"
 #include "ir/ScoreExpr.h"
+#include "program/SymExtent.h"
 
 namespace fusec::ir {
 class Node;
@@ -86,6 +87,11 @@ struct AttentionSpec {
   /// it masks entirely; one without that support calls foldKeyMask().
   int keyMask = -1;
   std::map<std::string, std::vector<float>> tables;  ///< constant tables (slope[h])
+  /// Dynamic shapes (program/Symbolic.h): the integer fields above that
+  /// depend on symbols, by field name ("seqK", "qStrides[0]",
+  /// "biases[1].strides[0]"), as their symbolic forms; the fields hold
+  /// the values of the first probe binding. Empty: every field is static.
+  std::map<std::string, SymExtent> symbolic;
 
   int64_t groupSize() const { return kvHeads > 0 ? numHeads / kvHeads : 1; }
   int numBuffers() const { return 4 + static_cast<int>(biases.size()); }

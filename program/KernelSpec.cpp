@@ -442,6 +442,8 @@ std::string exprText(const KernelSpec &s, int id) {
       return absl::StrCat(e.ival ? "cast_u64 " : "cast ", t, " ", ops);
     case ExprKind::kReduceResult:
       return absl::StrCat("result ", t, " red", e.ival);
+    case ExprKind::kSymbol:
+      return absl::StrCat("symbol ", t, " ", s.symbolics.at(e.ival).str());
   }
   return "?";
 }
@@ -454,7 +456,9 @@ bool KernelSpec::hasSymbolicExtents() const {
   for (const BufferDesc &b : buffers)
     for (const SymExtent &e : b.symbolicShape)
       if (!e.isConstant()) return true;
-  return false;
+  for (const Expr &e : exprs)
+    if (e.kind == ExprKind::kSymbol) return true;
+  return !attention.symbolic.empty();
 }
 
 std::string printKernelSpec(const KernelSpec &spec) {

@@ -63,6 +63,10 @@ enum class ExprKind {
   kSelect,        ///< operands[0] (bool) ? operands[1] : operands[2]
   kCast,          ///< convert operands[0] to type; ival 1: its i64 side is u64 bits (castU64)
   kReduceResult,  ///< result of reduction `ival` (row-level)
+  /// An integer known only at run time: symbolics[ival] (a SymExtent such
+  /// as 4*batch*seq) evaluated with the symbols bound from the inputs'
+  /// shapes (dynamic shapes, program/Symbolic.h). Type kIdx or kI64.
+  kSymbol,
 };
 
 enum class UnaryOp {
@@ -178,6 +182,8 @@ class KernelSpec {
   /// kAttention: the attention parameters (buffers mirror its Q, K, V,
   /// biases, O order); dims/exprs/reductions/stores stay empty.
   AttentionSpec attention;
+  /// The forms of the kSymbol expressions (their ival indexes this).
+  std::vector<SymExtent> symbolics;
 
   /// Adds a loop dim; \returns its index. Parallel dims must come first.
   int addDim(int64_t extent, bool reduced);
@@ -189,7 +195,8 @@ class KernelSpec {
   void setSymbolicShape(int buffer, std::vector<SymExtent> shape) {
     buffers[buffer].symbolicShape = std::move(shape);
   }
-  /// True if a loop extent or buffer dim is symbolic.
+  /// True if a loop extent, buffer dim, kSymbol expression or attention
+  /// parameter is symbolic (the kernel runs for shapes bound at run time).
   bool hasSymbolicExtents() const;
 
   // Expression builders (hash-consed; operands must already exist).

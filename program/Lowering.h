@@ -18,6 +18,7 @@
 #define FUSEC_PROGRAM_LOWERING_H
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -93,6 +94,10 @@ struct GemmParams {
   ir::DType dtype = ir::DType::kF32;  ///< of A, B, C and the bias
   ir::DType dDtype = ir::DType::kF32; ///< of D (== dtype unless an output Cast was folded)
   std::string compute = "f32";        ///< "f32" or "tf32"
+  /// Dynamic shapes (program/Symbolic.h): integer fields above that
+  /// depend on symbols ("m", "strideA", ...) as their symbolic forms; the
+  /// fields hold the first probe binding's values. Empty: all static.
+  std::map<std::string, SymExtent> symbolic;
 };
 
 /// One NCHW convolution (ARTIFACT.md "conv").
@@ -107,6 +112,8 @@ struct ConvParams {
   /// batch * output pixels, N = output channels): acc + bias[n] when there
   /// is a bias, else the accumulator unchanged.
   GemmEpilogue epilogue;
+  /// Dynamic shapes: as GemmParams::symbolic ("xShape[0]", ...).
+  std::map<std::string, SymExtent> symbolic;
 };
 
 /// One unit of work, in execution order.

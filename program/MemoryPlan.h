@@ -37,6 +37,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "program/Lowering.h"
+#include "program/SymExtent.h"
 #include "ir/Graph.h"
 
 namespace fusec::program {
@@ -61,6 +62,9 @@ struct PlannedBuffer {
   int index = -1;       ///< kInput / kOutput: position in MemoryPlan::inputs / outputs
   int64_t offset = 0;   ///< kWeight: in weights.bin; kArena: in the arena; kAlias: into `of`
   int of = -1;          ///< kAlias: id of the (non-alias) buffer it views
+  /// Dynamic shapes: the shape as the symbols give it (program/Symbolic.h);
+  /// empty for a static artifact.
+  std::vector<SymExtent> symbolicShape;
   int firstStep = -1;   ///< kArena: first step of the live range (inclusive)
   int lastStep = -1;    ///< kArena: last step of the live range (inclusive)
 };

@@ -36,8 +36,13 @@ absl::StatusOr<Program> buildProgram(const ir::Graph &graph,
                                      const std::vector<std::string> &kernelNames,
                                      const LoweringOptions &opts) {
   FUSEC_RETURN_IF_ERROR(checkInferenceOnly(graph));
+  FUSEC_ASSIGN_OR_RETURN(std::vector<WorkItem> items, lowerGraph(graph, kernelNames, opts));
+  return assembleProgram(std::move(items));
+}
+
+Program assembleProgram(std::vector<WorkItem> items) {
   Program prog;
-  FUSEC_ASSIGN_OR_RETURN(prog.items, lowerGraph(graph, kernelNames, opts));
+  prog.items = std::move(items);
   std::map<std::string, int> kernelOfKey;
   std::set<std::string> names;
   for (size_t i = 0; i < prog.items.size(); ++i) {

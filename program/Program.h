@@ -42,6 +42,10 @@ absl::StatusOr<Program> buildProgram(const ir::Graph &graph,
                                      const std::vector<std::string> &kernelNames,
                                      const LoweringOptions &opts);
 
+/// The steps and unique kernels of \p items (already lowered, in
+/// execution order), as buildProgram() assembles them.
+Program assembleProgram(std::vector<WorkItem> items);
+
 }  // namespace fusec::program
 
 #endif  // FUSEC_PROGRAM_PROGRAM_H

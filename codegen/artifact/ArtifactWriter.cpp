@@ -41,13 +41,29 @@ using Json = nlohmann::ordered_json;
 namespace {
 
 
+/// A dim or size: its integer when static, else the symbolic form's text
+/// ("4*batch*seq"; docs/ARTIFACT.md, "dynamic shapes").
+Json extentJson(const SymExtent &e) { return e.isConstant() ? Json(e.coeff()) : Json(e.str()); }
+
+Json shapeJson(const PlannedBuffer &b) {
+  if (b.symbolicShape.empty()) return Json(b.shape);
+  Json s = Json::array();
+  for (const SymExtent &e : b.symbolicShape) s.push_back(extentJson(e));
+  return s;
+}
+
+Json bytesJson(const PlannedBuffer &b) {
+  if (b.symbolicShape.empty()) return Json(b.bytes);
+  return extentJson(program::product(b.symbolicShape) * SymExtent::constant(ir::dtypeSize(b.dtype)));
+}
+
 Json bufferJson(const PlannedBuffer &b) {
   Json j;
   j["id"] = b.id;
   j["name"] = b.name;
   j["dtype"] = manifestDTypeName(b.dtype);
-  j["shape"] = b.shape;
-  j["bytes"] = b.bytes;
+  j["shape"] = shapeJson(b);
+  j["bytes"] = bytesJson(b);
   j["storage"] = storageName(b.storage);
   switch (b.storage) {
     case Storage::kInput:
@@ -55,8 +71,12 @@ Json bufferJson(const PlannedBuffer &b) {
       j["index"] = b.index;
       break;
     case Storage::kWeight:
+      j["offset"] = b.offset;
+      break;
     case Storage::kArena:
       j["offset"] = b.offset;
+      // Dynamic shapes: the runtime plans the arena for each binding.
+      if (!b.symbolicShape.empty()) j["live"] = {b.firstStep, b.lastStep};
       break;
     case Storage::kAlias:
       j["of"] = b.of;
@@ -70,7 +90,7 @@ Json tensorJson(const PlannedBuffer &b) {
   Json j;
   j["name"] = b.name;
   j["dtype"] = manifestDTypeName(b.dtype);
-  j["shape"] = b.shape;
+  j["shape"] = shapeJson(b);
   j["buffer"] = b.id;
   return j;
 }
@@ -143,7 +163,7 @@ Json stepJson(const MemoryPlan &mem, const Step &s) {
       j["name"] = s.name;
       j["src"] = id(s.src);
       j["dst"] = id(s.dst);
-      j["bytes"] = s.dst ? mem.buffers[id(s.dst)].bytes : 0;
+      j["bytes"] = s.dst ? bytesJson(mem.buffers[id(s.dst)]) : Json(0);
       break;
     }
   }
@@ -471,7 +491,7 @@ std::string manifestJson(const MemoryPlan &mem, const std::vector<std::string> &
   for (const Step &s : mem.steps) steps.push_back(stepJson(mem, s));
   for (const MemoryPlan::Copy &c : mem.copies)
     steps.push_back(Json{{"kind", artifact_format::kStepCopy}, {"name", c.name}, {"src", c.src}, {"dst", c.dst},
-                         {"bytes", c.bytes}});
+                         {"bytes", bytesJson(mem.buffers[c.dst])}});
   m["steps"] = std::move(steps);
   m["kernels"] = kernelNames;
   // Names come from the model: dump() must not throw on invalid UTF-8, and
@@ -674,16 +694,33 @@ absl::Status writeArtifact(const ir::Graph &graph, const passes::FusionPlan &pla
   bopts.buildLibrary = opts.runNvcc;
   bopts.toolPath = opts.nvccPath;
   bopts.emitIr = opts.emitIr;
+  bopts.probes = opts.probes;
   FUSEC_ASSIGN_OR_RETURN(codegen::BackendModule mod,
                          backend->emit(graph, passes::kernelNames(plan), bopts));
   const std::vector<std::string> kernelNames = mod.kernelNames;
   FUSEC_ASSIGN_OR_RETURN(MemoryPlan mem, planMemory(graph, mod.steps));
+  if (opts.probes) {
+    // Dynamic shapes: every buffer's shape as the symbols give it.
+    FUSEC_ASSIGN_OR_RETURN(auto shapes, program::fitValueShapes(*opts.probes));
+    for (PlannedBuffer &b : mem.buffers) {
+      auto it = shapes.find(b.name);
+      if (it == shapes.end() || it->second.size() != b.shape.size())
+        return absl::InternalError(absl::StrCat("dynamic shapes: no symbolic shape for buffer '", b.name, "'"));
+      b.symbolicShape = it->second;
+    }
+    for (const PlannedBuffer &b : mem.buffers)
+      if (b.storage == program::Storage::kWeight)
+        for (const SymExtent &e : b.symbolicShape)
+          if (!e.isConstant())
+            return absl::FailedPreconditionError(absl::StrCat(
+                "dynamic shapes: weight '", b.name, "' has a shape that depends on the binding; bind with --shape"));
+  }
   const std::string &modelName = bopts.modelName;
   const bool usesLibrary = needsLibrary(mem, mod.libraryRunsLibraryCalls);
   for (const auto &f : mod.manifestFields)
     for (const char *own : {"format", "version", "model", "target", "arch", "library", "weights", "arena_bytes",
                             "buffers", "inputs", "outputs", "steps", "kernels", "checksums", "files",
-                            "library_build", "bound_inputs"})
+                            "library_build", "bound_inputs", "symbols"})
       if (f.first == own)
         return absl::InternalError(absl::StrCat(backend->name(), ": backend manifest field '", f.first,
                                                 "' is one the writer owns"));
@@ -705,6 +742,18 @@ absl::Status writeArtifact(const ir::Graph &graph, const passes::FusionPlan &pla
     for (const BoundInput &b : opts.boundInputs)
       list.push_back({{"name", b.name}, {"dtype", b.dtype}, {"shape", b.shape}, {"digest", b.digest}});
     m["bound_inputs"] = std::move(list);
+    manifest = m.dump(2);
+  }
+  if (opts.probes) {
+    Json m = Json::parse(manifest, nullptr, /*allow_exceptions=*/false);
+    if (!m.is_object()) return absl::InternalError("the manifest the writer made is not an object");
+    Json list = Json::array();
+    for (const program::ShapeSymbol &sym : opts.probes->symbols) {
+      Json j = {{"name", sym.name}, {"min", sym.min}, {"max", sym.max}};
+      if (sym.opt) j["opt"] = sym.opt;
+      list.push_back(std::move(j));
+    }
+    m["symbols"] = std::move(list);
     manifest = m.dump(2);
   }
   // The library records the digest of this manifest (ArtifactFormat.h): put

@@ -38,6 +38,7 @@
 
 #include "absl/status/status.h"
 #include "program/MemoryPlan.h"
+#include "program/Symbolic.h"
 #include "ir/Graph.h"
 #include "passes/cost/TargetSpec.h"
 #include "passes/fusion/FusionPlan.h"
@@ -89,6 +90,11 @@ struct ArtifactOptions {
   bool emitIr = false;
   /// Graph inputs compiled as constants (fusec --input-value).
   std::vector<BoundInput> boundInputs;
+  /// Dynamic shapes (program/Symbolic.h): the compiled probes, the first
+  /// of which is the graph written; null for a static artifact. The
+  /// manifest then lists "symbols", symbolic buffer shapes and sizes, and
+  /// the arena buffers' live ranges (docs/ARTIFACT.md, "dynamic shapes").
+  const program::ShapeProbes *probes = nullptr;
 };
 
 /// What writeArtifact did, for the driver to print.

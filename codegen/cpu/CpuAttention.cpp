@@ -37,6 +37,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -65,6 +66,14 @@ constexpr int64_t kKeyTile = 128;
 constexpr int64_t kMaxMaskEvaluations = int64_t{1} << 22;
 
 absl::Status bad(const std::string &why) { return absl::UnimplementedError(absl::StrCat("cpu: ", why)); }
+
+/// Field \p name of \p a (AttentionSpec::symbolic: "seqK", "qStrides[0]",
+/// "biases[1].strides[2]") in the current function: \p value when static,
+/// else its symbolic form evaluated at run time.
+llvm::Value *attnField(CpuModuleBuilder::Impl &I, const AttentionSpec &a, const std::string &name, int64_t value) {
+  auto it = a.symbolic.find(name);
+  return it == a.symbolic.end() ? I.c64(value) : I.ext(it->second);
+}
 
 bool qkvType(ir::DType d) { return d == ir::DType::kF32 || d == ir::DType::kF16 || d == ir::DType::kBF16; }
 
@@ -188,11 +197,14 @@ struct ScoreLanes {
     llvm::Type *st = storageType(I, bd.dtype);
     llvm::Type *vt = llvm::FixedVectorType::get(st, W);
     const llvm::Align al(std::max<unsigned>(1, st->getScalarSizeInBits() / 8));
-    llvm::Value *base = B.CreateAdd(B.CreateAdd(B.CreateMul(b, I.c64(bd.strides[0])), B.CreateMul(h, I.c64(bd.strides[1]))),
-                                    B.CreateMul(q, I.c64(bd.strides[2])));
+    auto stride = [&](int k) { return attnField(I, a, absl::StrCat("biases[", i, "].strides[", k, "]"), bd.strides[k]); };
+    llvm::Value *base = B.CreateAdd(B.CreateAdd(B.CreateMul(b, stride(0)), B.CreateMul(h, stride(1))),
+                                    B.CreateMul(q, stride(2)));
     llvm::Value *ptr = (*biasPtrs)[i];
     llvm::Value *raw;
-    const int64_t sk = bd.strides[3];
+    // Dynamic shapes: a symbolic key stride takes the gather below.
+    const bool symK = a.symbolic.count(absl::StrCat("biases[", i, "].strides[3]")) > 0;
+    const int64_t sk = symK ? -1 : bd.strides[3];
     if (sk == 0) {
       raw = B.CreateVectorSplat(W, B.CreateAlignedLoad(st, B.CreateGEP(st, ptr, base), al));
     } else if (sk == 1) {
@@ -200,7 +212,7 @@ struct ScoreLanes {
       raw = lanes ? static_cast<llvm::Value *>(B.CreateMaskedLoad(vt, p, al, lanes, llvm::Constant::getNullValue(vt)))
                   : static_cast<llvm::Value *>(B.CreateAlignedLoad(vt, p, al));
     } else {
-      llvm::Value *off = B.CreateAdd(splat(base), B.CreateMul(kVec(), splatI(I, I.i64, W, sk)));
+      llvm::Value *off = B.CreateAdd(splat(base), B.CreateMul(kVec(), splat(stride(3))));
       llvm::Value *m = lanes ? lanes : llvm::Constant::getAllOnesValue(llvm::FixedVectorType::get(I.i1, W));
       raw = B.CreateMaskedGather(vt, B.CreateGEP(st, ptr, off), al, m, llvm::Constant::getNullValue(vt));
     }
@@ -395,8 +407,17 @@ absl::Status addAttention(CpuModuleBuilder::Impl &I, const AttentionSpec &a, con
   auto &B = I.B;
   const int W = I.lanes;
   const int64_t Hq = a.numHeads, Sq = a.seqQ, Sk = a.seqK, D = a.headDim, Dv = a.headDimV, G = a.groupSize();
-  const int64_t QT = std::max<int64_t>(1, std::min(Sq, kQueryTile));
-  const int64_t KT = std::max<int64_t>(1, std::min(Sk, kKeyTile));
+  // Dynamic shapes: batch, sequence lengths and strides may be symbolic;
+  // heads and head dims size the workspace and must be static.
+  for (const char *f : {"numHeads", "kvHeads", "headDim", "headDimV"})
+    if (a.symbolic.count(f))
+      return bad(absl::StrCat("dynamic shapes: attention ", f, " = ", a.symbolic.at(f).str(),
+                              " (heads and head dims must be static; bind them with --shape)"));
+  const bool dyn = !a.symbolic.empty();
+  auto F = [&](const std::string &name, int64_t value) { return attnField(I, a, name, value); };
+  const bool dynQ = a.symbolic.count("seqQ"), dynK = a.symbolic.count("seqK");
+  const int64_t QT = dynQ ? kQueryTile : std::max<int64_t>(1, std::min(Sq, kQueryTile));
+  const int64_t KT = dynK ? kKeyTile : std::max<int64_t>(1, std::min(Sk, kKeyTile));
   const int64_t nQ = (Sq + QT - 1) / QT, nK = (Sk + KT - 1) / KT;
   const int64_t tasks = a.batch * Hq * nQ;
   const bool convQ = a.qType != ir::DType::kF32, convK = a.kType != ir::DType::kF32,
@@ -416,7 +437,8 @@ absl::Status addAttention(CpuModuleBuilder::Impl &I, const AttentionSpec &a, con
   I.workspace = std::max(I.workspace, off);
 
   bool perHead = false;
-  const std::vector<uint8_t> states = tileStates(a, QT, KT, nQ, nK, &perHead);
+  // Dynamic shapes: no compile-time table (every tile partial).
+  const std::vector<uint8_t> states = dyn ? std::vector<uint8_t>{} : tileStates(a, QT, KT, nQ, nK, &perHead);
   llvm::GlobalVariable *stateTable = nullptr;
   if (!states.empty()) {
     llvm::Constant *init = llvm::ConstantDataArray::get(I.ctx, llvm::ArrayRef<uint8_t>(states));
@@ -450,36 +472,47 @@ absl::Status addAttention(CpuModuleBuilder::Impl &I, const AttentionSpec &a, con
   const float ninf = -std::numeric_limits<float>::infinity();
 
   // Copies rows [0, rows) x [0, cols) of \p src (dtype, row stride ld) to f32 dst (row stride cols).
-  auto convertTile = [&](llvm::Value *src, ir::DType dt, llvm::Value *srcOff, int64_t ld, llvm::Value *rows,
+  auto convertTile = [&](llvm::Value *src, ir::DType dt, llvm::Value *srcOff, llvm::Value *ld, llvm::Value *rows,
                          int64_t cols, llvm::Value *dst) {
     I.loop(I.c64(0), rows, 1, [&](llvm::Value *r) {
       dynVectorLoop(I, I.c64(cols), W, [&](llvm::Value *j, llvm::Value *mask) {
-        llvm::Value *v = loadF32(I, src, dt, B.CreateAdd(B.CreateAdd(srcOff, B.CreateMul(r, I.c64(ld))), j), W, mask);
+        llvm::Value *v = loadF32(I, src, dt, B.CreateAdd(B.CreateAdd(srcOff, B.CreateMul(r, ld)), j), W, mask);
         storeFrom(I, v, dst, ir::DType::kF32, B.CreateAdd(B.CreateMul(r, I.c64(cols)), j), mask);
       });
     }, "cvt");
   };
 
+  // Sizes and strides in the body (run-time values under dynamic shapes).
+  llvm::Value *SqV = F("seqQ", Sq), *SkV = F("seqK", Sk);
+  llvm::Value *nQV = B.CreateSDiv(B.CreateAdd(SqV, I.c64(QT - 1)), I.c64(QT));
+  llvm::Value *nKV = B.CreateSDiv(B.CreateAdd(SkV, I.c64(KT - 1)), I.c64(KT));
+  std::array<llvm::Value *, 4> qS, kS, vS, oS;
+  for (int k = 0; k < 4; ++k) {
+    qS[k] = F(absl::StrCat("qStrides[", k, "]"), a.qStrides[k]);
+    kS[k] = F(absl::StrCat("kStrides[", k, "]"), a.kStrides[k]);
+    vS[k] = F(absl::StrCat("vStrides[", k, "]"), a.vStrides[k]);
+    oS[k] = F(absl::StrCat("oStrides[", k, "]"), a.oStrides[k]);
+  }
+
   I.loop(body->getArg(1), body->getArg(2), 1, [&](llvm::Value *t) {
-    llvm::Value *bi = B.CreateSDiv(t, I.c64(Hq * nQ));
-    llvm::Value *h = B.CreateSRem(B.CreateSDiv(t, I.c64(nQ)), I.c64(Hq));
-    llvm::Value *iq = B.CreateSRem(t, I.c64(nQ));
+    llvm::Value *bi = B.CreateSDiv(t, B.CreateMul(I.c64(Hq), nQV));
+    llvm::Value *h = B.CreateSRem(B.CreateSDiv(t, nQV), I.c64(Hq));
+    llvm::Value *iq = B.CreateSRem(t, nQV);
     llvm::Value *q0 = B.CreateMul(iq, I.c64(QT));
-    llvm::Value *qr = smin(I, I.c64(QT), B.CreateSub(I.c64(Sq), q0));
+    llvm::Value *qr = smin(I, I.c64(QT), B.CreateSub(SqV, q0));
     llvm::Value *kh = B.CreateSDiv(h, I.c64(G));
-    llvm::Value *qOff = B.CreateAdd(B.CreateAdd(B.CreateMul(bi, I.c64(a.qStrides[0])), B.CreateMul(h, I.c64(a.qStrides[1]))),
-                                    B.CreateMul(q0, I.c64(a.qStrides[2])));
-    llvm::Value *kOff0 = B.CreateAdd(B.CreateMul(bi, I.c64(a.kStrides[0])), B.CreateMul(kh, I.c64(a.kStrides[1])));
-    llvm::Value *vOff0 = B.CreateAdd(B.CreateMul(bi, I.c64(a.vStrides[0])), B.CreateMul(kh, I.c64(a.vStrides[1])));
+    llvm::Value *qOff = B.CreateAdd(B.CreateAdd(B.CreateMul(bi, qS[0]), B.CreateMul(h, qS[1])), B.CreateMul(q0, qS[2]));
+    llvm::Value *kOff0 = B.CreateAdd(B.CreateMul(bi, kS[0]), B.CreateMul(kh, kS[1]));
+    llvm::Value *vOff0 = B.CreateAdd(B.CreateMul(bi, vS[0]), B.CreateMul(kh, vS[1]));
     llvm::Value *qPtr;
-    int64_t lda;
+    llvm::Value *lda;
     if (convQ) {
-      convertTile(qb, a.qType, qOff, a.qStrides[2], qr, D, Qf);
+      convertTile(qb, a.qType, qOff, qS[2], qr, D, Qf);
       qPtr = Qf;
-      lda = D;
+      lda = I.c64(D);
     } else {
       qPtr = B.CreateGEP(I.f32, qb, qOff);
-      lda = a.qStrides[2];
+      lda = qS[2];
     }
     B.CreateMemSet(O, llvm::ConstantInt::get(I.i8, 0), uint64_t(QT * Dv) * 4, llvm::MaybeAlign(64));
     I.loop(I.c64(0), qr, 1, [&](llvm::Value *i) {
@@ -487,9 +520,9 @@ absl::Status addAttention(CpuModuleBuilder::Impl &I, const AttentionSpec &a, con
       B.CreateAlignedStore(llvm::ConstantFP::get(I.f32, 0.0), B.CreateGEP(I.f32, L, i), llvm::Align(4));
     }, "init");
 
-    I.loop(I.c64(0), I.c64(nK), 1, [&](llvm::Value *jk) {
+    I.loop(I.c64(0), nKV, 1, [&](llvm::Value *jk) {
       llvm::Value *k0 = B.CreateMul(jk, I.c64(KT));
-      llvm::Value *kr = smin(I, I.c64(KT), B.CreateSub(I.c64(Sk), k0));
+      llvm::Value *kr = smin(I, I.c64(KT), B.CreateSub(SkV, k0));
       llvm::Value *state = I.c32(2);
       if (stateTable) {
         llvm::Value *idx = B.CreateAdd(B.CreateMul(iq, I.c64(nK)), jk);
@@ -517,30 +550,30 @@ absl::Status addAttention(CpuModuleBuilder::Impl &I, const AttentionSpec &a, con
         visit = B.CreateAnd(visit, B.CreateFCmpOGT(any, llvm::ConstantFP::get(I.f32, 0.0)));
       }
       I.ifThen(visit, [&] {
-        llvm::Value *kOff = B.CreateAdd(kOff0, B.CreateMul(k0, I.c64(a.kStrides[2])));
-        llvm::Value *vOff = B.CreateAdd(vOff0, B.CreateMul(k0, I.c64(a.vStrides[2])));
+        llvm::Value *kOff = B.CreateAdd(kOff0, B.CreateMul(k0, kS[2]));
+        llvm::Value *vOff = B.CreateAdd(vOff0, B.CreateMul(k0, vS[2]));
         llvm::Value *kPtr, *vPtr;
-        int64_t ldk, ldv;
+        llvm::Value *ldk, *ldv;
         if (convK) {
-          convertTile(kb, a.kType, kOff, a.kStrides[2], kr, D, Kf);
+          convertTile(kb, a.kType, kOff, kS[2], kr, D, Kf);
           kPtr = Kf;
-          ldk = D;
+          ldk = I.c64(D);
         } else {
           kPtr = B.CreateGEP(I.f32, kb, kOff);
-          ldk = a.kStrides[2];
+          ldk = kS[2];
         }
         if (convV) {
-          convertTile(vb, a.vType, vOff, a.vStrides[2], kr, Dv, Vf);
+          convertTile(vb, a.vType, vOff, vS[2], kr, Dv, Vf);
           vPtr = Vf;
-          ldv = Dv;
+          ldv = I.c64(Dv);
         } else {
           vPtr = B.CreateGEP(I.f32, vb, vOff);
-          ldv = a.vStrides[2];
+          ldv = vS[2];
         }
         // S = scale * Qt Ktᵀ.
         B.CreateCall(I.sgemmTy, sgemm,
-                     {I.c32(0), I.c32(1), qr, kr, I.c64(D), llvm::ConstantFP::get(I.f32, a.scale), qPtr, I.c64(lda),
-                      kPtr, I.c64(ldk), llvm::ConstantFP::get(I.f32, 0.0), S, I.c64(KT)});
+                     {I.c32(0), I.c32(1), qr, kr, I.c64(D), llvm::ConstantFP::get(I.f32, a.scale), qPtr, lda,
+                      kPtr, ldk, llvm::ConstantFP::get(I.f32, 0.0), S, I.c64(KT)});
         // The online-softmax update of each row; the mask only in partial tiles.
         auto rows = [&](bool masked) {
           I.loop(I.c64(0), qr, 1, [&](llvm::Value *i) {
@@ -607,7 +640,7 @@ absl::Status addAttention(CpuModuleBuilder::Impl &I, const AttentionSpec &a, con
         // O += P Vt.
         B.CreateCall(I.sgemmTy, sgemm,
                      {I.c32(0), I.c32(0), qr, I.c64(Dv), kr, llvm::ConstantFP::get(I.f32, 1.0), S, I.c64(KT), vPtr,
-                      I.c64(ldv), llvm::ConstantFP::get(I.f32, 1.0), O, I.c64(Dv)});
+                      ldv, llvm::ConstantFP::get(I.f32, 1.0), O, I.c64(Dv)});
       });
     }, "ktile");
 
@@ -618,8 +651,8 @@ absl::Status addAttention(CpuModuleBuilder::Impl &I, const AttentionSpec &a, con
         llvm::Value *lp = B.CreateGEP(I.f32, L, i);
         I.ifThen(B.CreateFCmpOEQ(B.CreateAlignedLoad(I.f32, lp, llvm::Align(4)), llvm::ConstantFP::get(I.f32, 0.0)),
                  [&] {
-                   I.loop(I.c64(0), I.c64(Sk), 1, [&](llvm::Value *kk) {
-                     llvm::Value *vRow = B.CreateAdd(vOff0, B.CreateMul(kk, I.c64(a.vStrides[2])));
+                   I.loop(I.c64(0), SkV, 1, [&](llvm::Value *kk) {
+                     llvm::Value *vRow = B.CreateAdd(vOff0, B.CreateMul(kk, vS[2]));
                      dynVectorLoop(I, I.c64(Dv), W, [&](llvm::Value *j, llvm::Value *lm) {
                        llvm::Value *at = B.CreateAdd(B.CreateMul(i, I.c64(Dv)), j);
                        llvm::Value *o = loadF32(I, O, ir::DType::kF32, at, W, lm);
@@ -627,13 +660,13 @@ absl::Status addAttention(CpuModuleBuilder::Impl &I, const AttentionSpec &a, con
                        storeFrom(I, B.CreateFAdd(o, v), O, ir::DType::kF32, at, lm);
                      });
                    }, "vmean");
-                   B.CreateAlignedStore(llvm::ConstantFP::get(I.f32, static_cast<double>(Sk)), lp, llvm::Align(4));
+                   B.CreateAlignedStore(B.CreateSIToFP(SkV, I.f32), lp, llvm::Align(4));
                  });
       }
       llvm::Value *l = B.CreateAlignedLoad(I.f32, B.CreateGEP(I.f32, L, i), llvm::Align(4));
       llvm::Value *inv = B.CreateVectorSplat(W, B.CreateFDiv(llvm::ConstantFP::get(I.f32, 1.0), l));
-      llvm::Value *oOff = B.CreateAdd(B.CreateAdd(B.CreateMul(bi, I.c64(a.oStrides[0])), B.CreateMul(h, I.c64(a.oStrides[1]))),
-                                      B.CreateMul(B.CreateAdd(q0, i), I.c64(a.oStrides[2])));
+      llvm::Value *oOff = B.CreateAdd(B.CreateAdd(B.CreateMul(bi, oS[0]), B.CreateMul(h, oS[1])),
+                                      B.CreateMul(B.CreateAdd(q0, i), oS[2]));
       dynVectorLoop(I, I.c64(Dv), W, [&](llvm::Value *j, llvm::Value *lm) {
         llvm::Value *o = loadF32(I, O, ir::DType::kF32, B.CreateAdd(B.CreateMul(i, I.c64(Dv)), j), W, lm);
         storeFrom(I, B.CreateFMul(o, inv), ob, a.oType, B.CreateAdd(oOff, j), lm);
@@ -641,7 +674,16 @@ absl::Status addAttention(CpuModuleBuilder::Impl &I, const AttentionSpec &a, con
     }, "out");
   }, "task");
   B.CreateRetVoid();
-  I.emitEntry(symbol, body, tasks, 1, tasks * QT * Sk * (D + Dv));
+  if (!dyn) {
+    I.emitEntry(symbol, body, tasks, 1, tasks * QT * Sk * (D + Dv));
+    return absl::OkStatus();
+  }
+  auto tasksV = [&] {
+    llvm::Value *nq = B.CreateSDiv(B.CreateAdd(F("seqQ", Sq), I.c64(QT - 1)), I.c64(QT));
+    return B.CreateMul(B.CreateMul(F("batch", a.batch), I.c64(Hq)), nq);
+  };
+  I.emitEntry(symbol, body, tasksV, [&] { return I.c64(1); },
+              [&] { return B.CreateMul(B.CreateMul(tasksV(), I.c64(QT * (D + Dv))), F("seqK", Sk)); });
   return absl::OkStatus();
 }
 

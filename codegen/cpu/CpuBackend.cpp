@@ -45,6 +45,12 @@ absl::Status checkItem(const WorkItem &item) {
   return absl::InternalError("unknown work item");
 }
 
+std::string symbolicKey(const std::map<std::string, program::SymExtent> &m) {
+  std::string k;
+  for (const auto &[f, e] : m) absl::StrAppend(&k, " ", f, "=", e.str());
+  return k;
+}
+
 std::string epilogueKey(const program::GemmEpilogue &e) {
   return e.empty() ? std::string("none") : absl::StrCat(program::canonicalKey(e.spec), "|value=", e.value);
 }
@@ -53,7 +59,7 @@ std::string gemmKey(const program::GemmParams &g) {
   return absl::StrCat("m=", g.m, " n=", g.n, " k=", g.k, " batch=", g.batch, " sa=", g.strideA, " sb=", g.strideB,
                       " sc=", g.strideC, " sd=", g.strideD, " ta=", g.transA, " tb=", g.transB, " alpha=", g.alpha,
                       " beta=", g.beta, " c=", g.c != nullptr, " bias=", g.bias != nullptr,
-                      " dtype=", static_cast<int>(g.dtype), " epi=", epilogueKey(g.epilogue));
+                      " dtype=", static_cast<int>(g.dtype), " epi=", epilogueKey(g.epilogue), symbolicKey(g.symbolic));
 }
 
 std::string convKey(const program::ConvParams &c) {
@@ -61,7 +67,7 @@ std::string convKey(const program::ConvParams &c) {
                       " y=", absl::StrJoin(c.yShape, ","), " pads=", absl::StrJoin(c.pads, ","),
                       " strides=", absl::StrJoin(c.strides, ","), " dil=", absl::StrJoin(c.dilations, ","),
                       " group=", c.group, " bias=", c.bias != nullptr, " dtype=", static_cast<int>(c.dtype),
-                      " epi=", epilogueKey(c.epilogue));
+                      " epi=", epilogueKey(c.epilogue), symbolicKey(c.symbolic));
 }
 
 std::string jsonString(const std::string &s) {
@@ -103,8 +109,16 @@ class CpuBackend final : public Backend {
     FUSEC_ASSIGN_OR_RETURN(cpu::CpuTarget target, cpu::resolveCpuTarget(opts.arch));
     program::LoweringOptions lo;
     lo.generatedGemmEpilogue = true;  // addGemm emits the epilogue over each output tile
-    FUSEC_ASSIGN_OR_RETURN(program::Program prog, program::buildProgram(graph, kernelNames, lo));
+    // Dynamic shapes: the program every probe agrees on, its integers that
+    // vary as symbolic forms (program/Symbolic.h).
+    FUSEC_ASSIGN_OR_RETURN(program::Program prog, opts.probes ? program::buildSymbolicProgram(*opts.probes, lo)
+                                                              : program::buildProgram(graph, kernelNames, lo));
     cpu::CpuModuleBuilder mb(target, opts.modelName.empty() ? std::string("model") : opts.modelName);
+    if (opts.probes) {
+      std::vector<std::string> names;
+      for (const program::ShapeSymbol &s : opts.probes->symbols) names.push_back(s.name);
+      mb.setSymbols(std::move(names));
+    }
     std::vector<std::string> symbols(prog.kernels.size());
     std::map<std::string, std::string> gemms, convs;
     for (size_t s = 0; s < prog.steps.size(); ++s) {

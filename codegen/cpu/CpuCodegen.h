@@ -101,6 +101,10 @@ class CpuModuleBuilder {
   CpuModuleBuilder(const CpuModuleBuilder &) = delete;
   CpuModuleBuilder &operator=(const CpuModuleBuilder &) = delete;
 
+  /// Dynamic shapes: the symbols whose values fusert_cpu_context.symbols
+  /// holds, in that order (the manifest's "symbols"). Call before adding
+  /// entry points whose specs are symbolic (program/Symbolic.h).
+  void setSymbols(std::vector<std::string> names);
   /// Adds entry point \p symbol for \p spec; buffers[i] is spec buffer i.
   absl::Status addKernel(const program::KernelSpec &spec, const std::string &symbol);
   /// Adds \p symbol running \p gemm; buffers as gemmStepBuffers().

@@ -40,7 +40,8 @@ CpuModuleBuilder::Impl::Impl(const CpuTarget &t, const std::string &name)
                                     {i32, i32, i64, i64, i64, f32, f32p, i64, f32p, i64, f32, f32p, i64}, false);
   ctxTy = llvm::StructType::create(ctx,
                                    {i32, i32, i8p, llvm::PointerType::getUnqual(parallelForTy),
-                                    llvm::PointerType::getUnqual(sgemmTy), i8p, i64},
+                                    llvm::PointerType::getUnqual(sgemmTy), i8p, i64,
+                                    llvm::PointerType::getUnqual(i64), i64},
                                    "struct.fusert_cpu_context");
   entryTy = llvm::FunctionType::get(i32, {i8pp, llvm::PointerType::getUnqual(ctxTy)}, false);
   closureTy = llvm::StructType::create(ctx, {i8pp, llvm::PointerType::getUnqual(ctxTy)}, "fusec.closure");
@@ -91,7 +92,31 @@ llvm::Function *CpuModuleBuilder::Impl::beginBody(const std::string &symbol) {
   setTargetAttrs(fn);
   entryBlock = llvm::BasicBlock::Create(ctx, "entry", fn);
   B.SetInsertPoint(entryBlock);
+  loadSymbols(bodyContext());
   return fn;
+}
+
+void CpuModuleBuilder::Impl::loadSymbols(llvm::Value *ctxPtr) {
+  symbolValues.clear();
+  if (symbolNames.empty()) return;
+  llvm::Value *syms = B.CreateLoad(llvm::PointerType::getUnqual(i64), B.CreateStructGEP(ctxTy, ctxPtr, 7), "symbols");
+  for (size_t i = 0; i < symbolNames.size(); ++i)
+    symbolValues.push_back(B.CreateLoad(i64, B.CreateConstGEP1_64(i64, syms, i), "sym." + symbolNames[i]));
+}
+
+llvm::Value *CpuModuleBuilder::Impl::ext(const program::SymExtent &e) {
+  llvm::Value *v = c64(e.coeff());
+  for (const std::string &name : e.symbols()) {
+    auto it = std::find(symbolNames.begin(), symbolNames.end(), name);
+    if (it == symbolNames.end() || symbolValues.empty()) {
+      // Not a symbol of this module: a generator bug; the verifier of the
+      // fitted program makes this unreachable (program/Symbolic.h).
+      symbolError = name;
+      return c64(0);
+    }
+    v = B.CreateMul(v, symbolValues[it - symbolNames.begin()]);
+  }
+  return v;
 }
 
 llvm::Value *CpuModuleBuilder::Impl::bodyBuffers() {
@@ -112,15 +137,24 @@ llvm::Value *CpuModuleBuilder::Impl::bufferPtr(int b, llvm::Type *elemTy) {
 
 void CpuModuleBuilder::Impl::emitEntry(const std::string &symbol, llvm::Function *body, int64_t n,
                                        int64_t grain, int64_t work) {
+  emitEntry(symbol, body, [&] { return c64(n); }, [&] { return c64(grain); }, [&] { return c64(work); });
+}
+
+void CpuModuleBuilder::Impl::emitEntry(const std::string &symbol, llvm::Function *body,
+                                       const std::function<llvm::Value *()> &nOf,
+                                       const std::function<llvm::Value *()> &grainOf,
+                                       const std::function<llvm::Value *()> &workOf) {
   fn = llvm::Function::Create(entryTy, llvm::Function::ExternalLinkage, symbol, *mod);
   setTargetAttrs(fn);
   entryBlock = llvm::BasicBlock::Create(ctx, "entry", fn);
   B.SetInsertPoint(entryBlock);
+  loadSymbols(fn->getArg(1));
+  llvm::Value *n = nOf(), *grain = grainOf(), *work = workOf();
   llvm::Value *cl = B.CreateAlloca(closureTy, nullptr, "closure");
   B.CreateStore(fn->getArg(0), B.CreateStructGEP(closureTy, cl, 0));
   B.CreateStore(fn->getArg(1), B.CreateStructGEP(closureTy, cl, 1));
   llvm::Value *run = body;
-  if (streamingBody_ && n > 0) {
+  if (streamingBody_) {
     // Every streamed buffer aligned to streamAlign_ bytes: the streaming body.
     llvm::Value *bufs = fn->getArg(0);
     llvm::Value *bad = c64(0);
@@ -132,16 +166,20 @@ void CpuModuleBuilder::Impl::emitEntry(const std::string &symbol, llvm::Function
   }
   streamingBody_ = nullptr;
   streamed_.clear();
-  if (n > 0 && work < target.inlineWork) {
-    B.CreateCall(rangeFnTy, run, {B.CreateBitCast(cl, i8p), c64(0), c64(n), c32(0)});
-  } else if (n > 0) {
+  // Nothing to do for n <= 0; on the calling thread below inlineWork
+  // (constants fold these tests away for a static step).
+  llvm::Value *positive = B.CreateICmpSGT(n, c64(0));
+  ifThen(B.CreateAnd(positive, B.CreateICmpSLT(work, c64(target.inlineWork))), [&] {
+    B.CreateCall(rangeFnTy, run, {B.CreateBitCast(cl, i8p), c64(0), n, c32(0)});
+  });
+  ifThen(B.CreateAnd(positive, B.CreateICmpSGE(work, c64(target.inlineWork))), [&] {
     llvm::Value *c = fn->getArg(1);
     llvm::Value *pool = B.CreateLoad(i8p, B.CreateStructGEP(ctxTy, c, 2), "pool");
     llvm::Value *pf = B.CreateLoad(llvm::PointerType::getUnqual(parallelForTy), B.CreateStructGEP(ctxTy, c, 3),
                                    "parallel_for");
-    B.CreateCall(parallelForTy, pf, {pool, c64(n), c64(std::max<int64_t>(1, grain)), run,
-                                     B.CreateBitCast(cl, i8p)});
-  }
+    llvm::Value *g = B.CreateSelect(B.CreateICmpSGT(grain, c64(1)), grain, c64(1));
+    B.CreateCall(parallelForTy, pf, {pool, n, g, run, B.CreateBitCast(cl, i8p)});
+  });
   B.CreateRet(c32(0));
 }
 
@@ -414,18 +452,26 @@ llvm::Value *Lanes::andMask(llvm::Value *a, llvm::Value *b) {
 
 llvm::Value *Lanes::offset(int b, const std::vector<int> &idx, int64_t *laneStride) {
   const std::vector<int64_t> &shape = s_.buffers[b].shape;
+  const std::vector<program::SymExtent> &sym = s_.buffers[b].symbolicShape;
   llvm::Value *off = nullptr;
   int64_t stride = 1, ls = 0;
+  // Dynamic shapes: the stride once a symbolic dim is in it (its value is
+  // then known at run time only, and so is the lane stride through it).
+  program::SymExtent symStride = program::SymExtent::constant(1);
+  bool symbolic = false;
   bool affine = true;
   for (size_t d = shape.size(); d-- > 0;) {
     int64_t v;
     if (!(s_.isConst(idx[d], &v) && v == 0)) {
       llvm::Value *t = emit(idx[d]);
-      if (stride != 1) t = I.B.CreateMul(t, splatI(I, I.i64, w_, stride));
+      if (symbolic) t = I.B.CreateMul(t, I.B.CreateVectorSplat(w_, I.ext(symStride)));
+      else if (stride != 1) t = I.B.CreateMul(t, splatI(I, I.i64, w_, stride));
       off = off ? I.B.CreateAdd(off, t) : t;
-      if (known_[idx[d]]) ls += coef_[idx[d]] * stride;
+      if (known_[idx[d]] && (!symbolic || coef_[idx[d]] == 0)) ls += symbolic ? 0 : coef_[idx[d]] * stride;
       else affine = false;
     }
+    if (d < sym.size() && !sym[d].isConstant()) symbolic = true;
+    symStride = symStride * (d < sym.size() ? sym[d] : program::SymExtent::constant(shape[d]));
     stride *= shape[d];
   }
   *laneStride = affine ? ls : -1;
@@ -531,6 +577,9 @@ llvm::Value *Lanes::emit(int id) {
       v = broadcast(I, B.CreateLoad(t, slot), w_);
       break;
     }
+    case ExprKind::kSymbol:  // an extent bound at run time (i64, like kIdx)
+      v = B.CreateVectorSplat(w_, I.ext(s_.symbolics[e.ival]));
+      break;
   }
   memo_[id] = v;
   return v;

@@ -51,6 +51,20 @@ struct CpuModuleBuilder::Impl {
   llvm::Function *fn = nullptr;
   llvm::BasicBlock *entryBlock = nullptr;
 
+  /// Dynamic shapes: the module's symbols, in the manifest's order
+  /// (fusert_cpu_context.symbols); empty for static shapes.
+  std::vector<std::string> symbolNames;
+  /// Their values in the function being built (loaded in its entry block
+  /// by beginBody / emitEntry).
+  std::vector<llvm::Value *> symbolValues;
+  /// A symbol ext() did not know (a generator bug; finish() reports it).
+  std::string symbolError;
+  /// Loads every symbol value from context \p ctxPtr at the insertion point.
+  void loadSymbols(llvm::Value *ctxPtr);
+  /// The i64 value of \p e in the current function: a constant, or the
+  /// product of its coefficient and the symbols' run-time values.
+  llvm::Value *ext(const program::SymExtent &e);
+
   llvm::Value *c64(int64_t v) { return llvm::ConstantInt::get(i64, v, true); }
   llvm::Value *c32(int32_t v) { return llvm::ConstantInt::get(i32, v, true); }
   /// An alloca of \p t in the current function's entry block (mem2reg-able).
@@ -69,6 +83,10 @@ struct CpuModuleBuilder::Impl {
   /// body runs on the calling thread as body(&closure, 0, n, 0) (a tiny
   /// step costs less than waking the pool's workers).
   void emitEntry(const std::string &symbol, llvm::Function *body, int64_t n, int64_t grain, int64_t work);
+  /// The same with \p n, \p grain and \p work computed at run time (i64
+  /// values built in the entry point by the callbacks; dynamic shapes).
+  void emitEntry(const std::string &symbol, llvm::Function *body, const std::function<llvm::Value *()> &n,
+                 const std::function<llvm::Value *()> &grain, const std::function<llvm::Value *()> &work);
   /// A second body for the same work whose stores to the buffers
   /// \p streamed are streaming stores that need those buffers aligned to
   /// \p align bytes: emitEntry then calls \p streamingBody when every one

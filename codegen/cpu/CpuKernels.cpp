@@ -103,6 +103,9 @@ absl::Status checkCpuKernel(const KernelSpec &s) {
         if (e.operands.size() != 1) return bad("cast without an operand");
         break;
       case ExprKind::kConst: break;
+      case ExprKind::kSymbol:
+        if (e.ival < 0 || e.ival >= static_cast<int64_t>(s.symbolics.size())) return bad("unknown symbolic extent");
+        break;
     }
   }
   for (const program::Reduction &r : s.reductions)
@@ -191,6 +194,34 @@ struct KernelEmitter {
 
   llvm::Value *splat(llvm::Value *scalar) { return I.B.CreateVectorSplat(W, scalar); }
 
+  /// Dynamic shapes: some extent is known at run time only.
+  bool dyn() const { return s.hasSymbolicExtents(); }
+  /// The extent of dim \p d in the current function (a constant when static).
+  llvm::Value *extV(int d) {
+    return s.dims[d].symbolic.isConstant() ? I.c64(s.dims[d].extent) : I.ext(s.dims[d].symbolic);
+  }
+  bool symbolicDim(int d) const { return !s.dims[d].symbolic.isConstant(); }
+  /// The product of the extents of dims [b, e) in the current function.
+  llvm::Value *extProduct(int b, int e) {
+    llvm::Value *v = I.c64(1);
+    for (int d = b; d < e; ++d) v = I.B.CreateMul(v, extV(d));
+    return v;
+  }
+  /// Scalar indices of dims [b, e) from flat \p r, row-major, extents at run time.
+  std::vector<llvm::Value *> delinearizeDims(llvm::Value *r, int b, int e) {
+    std::vector<llvm::Value *> out(e - b);
+    for (int d = e; d-- > b;) {
+      if (d == b) {
+        out[d - b] = r;
+        break;
+      }
+      llvm::Value *x = extV(d);
+      out[d - b] = I.B.CreateURem(r, x);
+      r = I.B.CreateUDiv(r, x);
+    }
+    return out;
+  }
+
   /// Scalar indices of \p dims (their extents) from flat \p r, row-major.
   std::vector<llvm::Value *> delinearize(llvm::Value *r, const std::vector<int64_t> &exts) {
     std::vector<llvm::Value *> out(exts.size());
@@ -244,7 +275,7 @@ struct KernelEmitter {
       llvm::Function *body = I.beginBody(name);
       for (size_t b = 0; b < s.buffers.size(); ++b) bufs.push_back(I.bufferPtr(b, storageType(I, s.buffers[b].dtype)));
       I.loop(body->getArg(1), body->getArg(2), 1, [&](llvm::Value *r) {
-        std::vector<llvm::Value *> outer = delinearize(r, outerExt);
+        std::vector<llvm::Value *> outer = dyn() ? delinearizeDims(r, 0, std::max(0, np - 1)) : delinearize(r, outerExt);
         auto lanes = [&](llvm::Value *base, llvm::Value *mask) {
           std::vector<llvm::Value *> dims(s.dims.size(), nullptr);
           for (int d = 0; d + 1 < np; ++d) dims[d] = splat(outer[d]);
@@ -254,6 +285,7 @@ struct KernelEmitter {
           for (const program::Store &st : s.stores) L.store(st);
         };
         if (np == 0) lanes(I.c64(0), nullptr);
+        else if (symbolicDim(np - 1)) dynVectorLoop(I, extV(np - 1), W, lanes);
         else vectorLoop(inner, lanes);
       }, "row");
       if (streamed) I.endStreamingStores();
@@ -264,7 +296,18 @@ struct KernelEmitter {
     int64_t align = 0;
     const std::vector<int> streamed = streamedBuffers([](const program::Store &) { return true; }, &align);
     if (!streamed.empty()) I.setStreamingVariant(emitBody(symbol + ".nt", &streamed), streamed, align);
-    I.emitEntry(symbol, body, rows, kChunkElements / std::max<int64_t>(1, inner), rows * inner);
+    if (!dyn()) {
+      I.emitEntry(symbol, body, rows, kChunkElements / std::max<int64_t>(1, inner), rows * inner);
+      return;
+    }
+    auto innerV = [&] { return np > 0 ? extV(np - 1) : I.c64(1); };
+    I.emitEntry(symbol, body, [&] { return extProduct(0, std::max(0, np - 1)); },
+                [&] { return I.B.CreateSDiv(I.c64(kChunkElements), smax1(innerV())); },
+                [&] { return extProduct(0, np); });
+  }
+
+  llvm::Value *smax1(llvm::Value *v) {
+    return I.B.CreateSelect(I.B.CreateICmpSGT(v, I.c64(1)), v, I.c64(1));
   }
 
   /// The buffers whose element stores may be streaming stores
@@ -279,7 +322,8 @@ struct KernelEmitter {
   template <typename IsElem>
   std::vector<int> streamedBuffers(const IsElem &isElem, int64_t *align) {
     *align = 0;
-    if (!I.target.x86 || W < 2 || s.dims.empty() || s.dims.back().extent % W != 0) return {};
+    // Dynamic shapes: sizes unknown here; plain stores.
+    if (dyn() || !I.target.x86 || W < 2 || s.dims.empty() || s.dims.back().extent % W != 0) return {};
     std::map<int, bool> ok;
     for (const program::Store &st : s.stores) {
       const program::BufferDesc &b = s.buffers[st.buffer];
@@ -318,6 +362,7 @@ struct KernelEmitter {
   /// CpuTarget::streamingStoreBytes (rows that come from memory, not from
   /// the cache).
   std::vector<int> prefetchedBuffers() {
+    if (dyn()) return {};  // dynamic shapes: row sizes known at run time only
     std::map<int, bool> ok;
     for (const Expr &e : s.exprs) {
       if (e.kind != ExprKind::kLoad) continue;
@@ -450,6 +495,8 @@ struct KernelEmitter {
   RowCache planRowCache(const std::vector<int> &stage, int numStages, const std::vector<bool> &elem,
                         const StoreIsElem &storeIsElem) {
     RowCache rc;
+    for (int d = s.numParallelDims(); d < static_cast<int>(s.dims.size()); ++d)
+      if (symbolicDim(d)) return rc;  // dynamic shapes: a row's size is known at run time only
     const int n = static_cast<int>(s.exprs.size());
     const int passes = numStages + 1;
     // Roots of each pass.
@@ -605,41 +652,44 @@ struct KernelEmitter {
         }
       }
       // Reduced dims: strides of the flat reduced index (arg* results).
-      std::vector<int64_t> redStride(nd, 0);
+      std::vector<llvm::Value *> redStride(nd, nullptr);
       {
-        int64_t st = 1;
+        llvm::Value *st = I.c64(1);
         for (int d = nd; d-- > np;) {
           redStride[d] = st;
-          st *= s.dims[d].extent;
+          st = B.CreateMul(st, extV(d));
         }
       }
+      llvm::Value *rowsV = dyn() ? extProduct(0, np) : I.c64(rows);
 
       I.loop(body->getArg(1), body->getArg(2), 1, [&](llvm::Value *row) {
-        std::vector<llvm::Value *> par = delinearize(row, parExt);
+        std::vector<llvm::Value *> par = dyn() ? delinearizeDims(row, 0, np) : delinearize(row, parExt);
         // The next row (this one for the last): what prefetchNextRow reads.
         llvm::Value *nextRow = B.CreateAdd(row, I.c64(1));
-        nextRow = B.CreateSelect(B.CreateICmpSLT(nextRow, I.c64(rows)), nextRow, row);
+        nextRow = B.CreateSelect(B.CreateICmpSLT(nextRow, rowsV), nextRow, row);
         // Runs fn(lanes, flat reduced index, accumulator) over the reduced
         // dims, the innermost in groups of `unroll` vectors.
         auto overReduced = [&](int unroll, const std::function<void(Lanes &, llvm::Value *, int)> &fn) {
           std::vector<llvm::Value *> idx(nd, nullptr);
           std::function<void(int)> rec = [&](int d) {
             if (d == nd - 1) {
-              vectorLoopUnrolled(s.dims[d].extent, unroll, [&](llvm::Value *base, llvm::Value *mask, int u) {
+              auto vec = [&](llvm::Value *base, llvm::Value *mask, int u) {
                 std::vector<llvm::Value *> dims(nd);
                 for (int p = 0; p < np; ++p) dims[p] = splat(par[p]);
                 for (int q = np; q < nd - 1; ++q) dims[q] = splat(idx[q]);
                 dims[nd - 1] = B.CreateAdd(splat(base), iota(I, W));
                 llvm::Value *flat = dims[nd - 1];
-                for (int q = np; q < nd - 1; ++q)
-                  flat = B.CreateAdd(flat, B.CreateMul(dims[q], splatI(I, I.i64, W, redStride[q])));
+                for (int q = np; q < nd - 1; ++q) flat = B.CreateAdd(flat, B.CreateMul(dims[q], splat(redStride[q])));
                 Lanes L(I, s, bufs, dims, nd - 1, W, mask);
                 L.setReductionSlots(&slots);
                 fn(L, flat, u);
-              });
+              };
+              // Dynamic shapes: a run-time row, one accumulator.
+              if (symbolicDim(d)) dynVectorLoop(I, extV(d), W, [&](llvm::Value *b, llvm::Value *m) { vec(b, m, 0); });
+              else vectorLoopUnrolled(s.dims[d].extent, unroll, vec);
               return;
             }
-            I.loop(I.c64(0), I.c64(s.dims[d].extent), 1, [&](llvm::Value *i) {
+            I.loop(I.c64(0), extV(d), 1, [&](llvm::Value *i) {
               idx[d] = i;
               rec(d + 1);
             }, "red");
@@ -736,7 +786,13 @@ struct KernelEmitter {
     int64_t align = 0;
     const std::vector<int> streamed = streamedBuffers(storeIsElem, &align);
     if (!streamed.empty()) I.setStreamingVariant(emitBody(symbol + ".nt", &streamed), streamed, align);
-    I.emitEntry(symbol, body, rows, kChunkElements / std::max<int64_t>(1, redSize), rows * redSize);
+    if (!dyn()) {
+      I.emitEntry(symbol, body, rows, kChunkElements / std::max<int64_t>(1, redSize), rows * redSize);
+      return;
+    }
+    I.emitEntry(symbol, body, [&] { return extProduct(0, np); },
+                [&] { return I.B.CreateSDiv(I.c64(kChunkElements), smax1(extProduct(np, nd))); },
+                [&] { return extProduct(0, nd); });
   }
 };
 
@@ -808,8 +864,16 @@ absl::Status CpuModuleBuilder::addGemm(const program::GemmParams &g, const std::
   auto &B = I.B;
   const int W = I.lanes;
   const int64_t M = g.m, N = g.n, K = g.k;
-  int64_t MT = std::max<int64_t>(1, std::min<int64_t>(M, 64));
-  int64_t NT = std::max<int64_t>(1, N <= 512 ? N : 256);
+  // Dynamic shapes (GemmParams::symbolic): a field's value in the current
+  // function, a constant when static.
+  auto field = [&](const char *name, int64_t v) -> llvm::Value * {
+    auto it = g.symbolic.find(name);
+    return it == g.symbolic.end() ? I.c64(v) : I.ext(it->second);
+  };
+  const bool dynM = g.symbolic.count("m"), dynN = g.symbolic.count("n");
+  const bool dyn = !g.symbolic.empty();
+  int64_t MT = dynM ? 64 : std::max<int64_t>(1, std::min<int64_t>(M, 64));
+  int64_t NT = dynN ? 256 : std::max<int64_t>(1, N <= 512 ? N : 256);
   const int64_t KT = 256;
   // Fewer than kMinGemmTasks tiles of a GEMM worth splitting (>= 2^19
   // multiply-adds per tile): halve the column tile (to >= 64); then, while
@@ -823,7 +887,7 @@ absl::Status CpuModuleBuilder::addGemm(const program::GemmParams &g, const std::
   // chunks of the pool balance 4 tiles over 2 workers.
   constexpr int64_t kMinGemmTasks = 16, kMinRowSplitTasks = 4;
   auto tilesOf = [&] { return g.batch * ((M + MT - 1) / MT) * ((N + NT - 1) / NT); };
-  while (tilesOf() < kMinGemmTasks && MT * NT * K >= (int64_t{1} << 19)) {
+  while (!dyn && tilesOf() < kMinGemmTasks && MT * NT * K >= (int64_t{1} << 19)) {
     if (NT >= 128) NT = (NT / 2 + 15) / 16 * 16;
     else if (MT >= 32 && tilesOf() < kMinRowSplitTasks) MT = (MT / 2 + 7) / 8 * 8;
     else break;
@@ -859,34 +923,41 @@ absl::Status CpuModuleBuilder::addGemm(const program::GemmParams &g, const std::
   std::tie(sgemm, tile) = sgemmAndWorkspace(I, body);
   llvm::Value *af = B.CreateGEP(I.f32, tile, I.c64(tileBytes / 4));
   llvm::Value *bf = B.CreateGEP(I.f32, tile, I.c64((tileBytes + aBytes) / 4));
+  // Sizes and strides in the body (run-time values under dynamic shapes).
+  llvm::Value *Mv = field("m", M), *Nv = field("n", N), *Kv = field("k", K);
+  llvm::Value *sA = field("strideA", g.strideA), *sB = field("strideB", g.strideB);
+  llvm::Value *sC = field("strideC", g.strideC), *sD = field("strideD", g.strideD);
+  llvm::Value *nTv = B.CreateSDiv(B.CreateAdd(Nv, I.c64(NT - 1)), I.c64(NT));
+  llvm::Value *mTv = B.CreateSDiv(B.CreateAdd(Mv, I.c64(MT - 1)), I.c64(MT));
+  llvm::Value *perBatch = B.CreateMul(mTv, nTv);
 
   I.loop(body->getArg(1), body->getArg(2), 1, [&](llvm::Value *t) {
-    llvm::Value *bt = B.CreateSDiv(t, I.c64(mT * nT));
-    llvm::Value *rem = B.CreateSRem(t, I.c64(mT * nT));
-    llvm::Value *m0 = B.CreateMul(B.CreateSDiv(rem, I.c64(nT)), I.c64(MT));
-    llvm::Value *n0 = B.CreateMul(B.CreateSRem(rem, I.c64(nT)), I.c64(NT));
-    llvm::Value *mr = smin(I, I.c64(MT), B.CreateSub(I.c64(M), m0));
-    llvm::Value *nr = smin(I, I.c64(NT), B.CreateSub(I.c64(N), n0));
-    llvm::Value *aBase = B.CreateMul(bt, I.c64(g.strideA));
-    llvm::Value *bBase = B.CreateMul(bt, I.c64(g.strideB));
+    llvm::Value *bt = B.CreateSDiv(t, perBatch);
+    llvm::Value *rem = B.CreateSRem(t, perBatch);
+    llvm::Value *m0 = B.CreateMul(B.CreateSDiv(rem, nTv), I.c64(MT));
+    llvm::Value *n0 = B.CreateMul(B.CreateSRem(rem, nTv), I.c64(NT));
+    llvm::Value *mr = smin(I, I.c64(MT), B.CreateSub(Mv, m0));
+    llvm::Value *nr = smin(I, I.c64(NT), B.CreateSub(Nv, n0));
+    llvm::Value *aBase = B.CreateMul(bt, sA);
+    llvm::Value *bBase = B.CreateMul(bt, sB);
     if (K == 0) {
       B.CreateMemSet(tile, llvm::ConstantInt::get(I.i8, 0), tileBytes, llvm::MaybeAlign(64));
     } else if (f32) {
-      llvm::Value *ap = B.CreateGEP(I.f32, a, B.CreateAdd(aBase, g.transA ? m0 : B.CreateMul(m0, I.c64(K))));
-      llvm::Value *bp = B.CreateGEP(I.f32, b, B.CreateAdd(bBase, g.transB ? B.CreateMul(n0, I.c64(K)) : n0));
+      llvm::Value *ap = B.CreateGEP(I.f32, a, B.CreateAdd(aBase, g.transA ? m0 : B.CreateMul(m0, Kv)));
+      llvm::Value *bp = B.CreateGEP(I.f32, b, B.CreateAdd(bBase, g.transB ? B.CreateMul(n0, Kv) : n0));
       B.CreateCall(I.sgemmTy, sgemm,
-                   {I.c32(g.transA), I.c32(g.transB), mr, nr, I.c64(K), llvm::ConstantFP::get(I.f32, g.alpha), ap,
-                    I.c64(g.transA ? M : K), bp, I.c64(g.transB ? K : N), llvm::ConstantFP::get(I.f32, 0.0), tile,
+                   {I.c32(g.transA), I.c32(g.transB), mr, nr, Kv, llvm::ConstantFP::get(I.f32, g.alpha), ap,
+                    g.transA ? Mv : Kv, bp, g.transB ? Kv : Nv, llvm::ConstantFP::get(I.f32, 0.0), tile,
                     I.c64(NT)});
     } else {
-      I.loop(I.c64(0), I.c64(K), KT, [&](llvm::Value *k0) {
-        llvm::Value *kr = smin(I, I.c64(KT), B.CreateSub(I.c64(K), k0));
+      I.loop(I.c64(0), Kv, KT, [&](llvm::Value *k0) {
+        llvm::Value *kr = smin(I, I.c64(KT), B.CreateSub(Kv, k0));
         // A[m0 + i, k0 + kk] -> af[i * KT + kk]; B[k0 + kk, n0 + j] -> bf[kk * NT + j].
         I.loop(I.c64(0), mr, 1, [&](llvm::Value *i) {
           I.loop(I.c64(0), kr, 1, [&](llvm::Value *kk) {
             llvm::Value *row = B.CreateAdd(m0, i), *col = B.CreateAdd(k0, kk);
-            llvm::Value *off = g.transA ? B.CreateAdd(B.CreateMul(col, I.c64(M)), row)
-                                        : B.CreateAdd(B.CreateMul(row, I.c64(K)), col);
+            llvm::Value *off = g.transA ? B.CreateAdd(B.CreateMul(col, Mv), row)
+                                        : B.CreateAdd(B.CreateMul(row, Kv), col);
             llvm::Value *v = loadF32(I, a, g.dtype, B.CreateAdd(aBase, off), 1, nullptr);
             storeFrom(I, v, af, ir::DType::kF32, B.CreateAdd(B.CreateMul(i, I.c64(KT)), kk), nullptr);
           }, "cvta");
@@ -894,8 +965,8 @@ absl::Status CpuModuleBuilder::addGemm(const program::GemmParams &g, const std::
         I.loop(I.c64(0), kr, 1, [&](llvm::Value *kk) {
           I.loop(I.c64(0), nr, 1, [&](llvm::Value *j) {
             llvm::Value *row = B.CreateAdd(k0, kk), *col = B.CreateAdd(n0, j);
-            llvm::Value *off = g.transB ? B.CreateAdd(B.CreateMul(col, I.c64(K)), row)
-                                        : B.CreateAdd(B.CreateMul(row, I.c64(N)), col);
+            llvm::Value *off = g.transB ? B.CreateAdd(B.CreateMul(col, Kv), row)
+                                        : B.CreateAdd(B.CreateMul(row, Nv), col);
             llvm::Value *v = loadF32(I, b, g.dtype, B.CreateAdd(bBase, off), 1, nullptr);
             storeFrom(I, v, bf, ir::DType::kF32, B.CreateAdd(B.CreateMul(kk, I.c64(NT)), j), nullptr);
           }, "cvtb");
@@ -912,9 +983,9 @@ absl::Status CpuModuleBuilder::addGemm(const program::GemmParams &g, const std::
       llvm::Value *row = B.CreateAdd(m0, i);
       dynVectorLoop(I, nr, W, [&](llvm::Value *j, llvm::Value *mask) {
         llvm::Value *acc = loadF32(I, tile, ir::DType::kF32, B.CreateAdd(B.CreateMul(i, I.c64(NT)), j), W, mask);
-        llvm::Value *outOff = B.CreateAdd(B.CreateMul(row, I.c64(N)), B.CreateAdd(n0, j));
+        llvm::Value *outOff = B.CreateAdd(B.CreateMul(row, Nv), B.CreateAdd(n0, j));
         if (hasC && g.beta != 0) {
-          llvm::Value *cv = loadF32(I, c, g.dtype, B.CreateAdd(B.CreateMul(bt, I.c64(g.strideC)), outOff), W, mask);
+          llvm::Value *cv = loadF32(I, c, g.dtype, B.CreateAdd(B.CreateMul(bt, sC), outOff), W, mask);
           acc = B.CreateFAdd(acc, B.CreateFMul(cv, splatF(I, I.f32, W, g.beta)));
         }
         llvm::Value *val = acc;
@@ -926,12 +997,29 @@ absl::Status CpuModuleBuilder::addGemm(const program::GemmParams &g, const std::
           val = convertScalar(I, L.emit(g.epilogue.value), g.epilogue.spec.exprs[g.epilogue.value].type,
                               ScalarType::kF32);
         }
-        storeFrom(I, val, d, g.dtype, B.CreateAdd(B.CreateMul(bt, I.c64(g.strideD)), outOff), mask);
+        storeFrom(I, val, d, g.dtype, B.CreateAdd(B.CreateMul(bt, sD), outOff), mask);
       });
     }, "epi");
   }, "task");
   B.CreateRetVoid();
-  I.emitEntry(symbol, body, tasks, 1, g.batch * M * N * std::max<int64_t>(K, 1));
+  if (!dyn) {
+    I.emitEntry(symbol, body, tasks, 1, g.batch * M * N * std::max<int64_t>(K, 1));
+    return absl::OkStatus();
+  }
+  I.emitEntry(
+      symbol, body,
+      [&] {
+        llvm::Value *m = field("m", M), *n = field("n", N);
+        llvm::Value *mt = B.CreateSDiv(B.CreateAdd(m, I.c64(MT - 1)), I.c64(MT));
+        llvm::Value *nt = B.CreateSDiv(B.CreateAdd(n, I.c64(NT - 1)), I.c64(NT));
+        return B.CreateMul(field("batch", g.batch), B.CreateMul(mt, nt));
+      },
+      [&] { return I.c64(1); },
+      [&] {
+        llvm::Value *k = field("k", K);
+        k = B.CreateSelect(B.CreateICmpSGT(k, I.c64(1)), k, I.c64(1));
+        return B.CreateMul(B.CreateMul(field("batch", g.batch), field("m", M)), B.CreateMul(field("n", N), k));
+      });
   return absl::OkStatus();
 }
 
@@ -944,6 +1032,11 @@ absl::Status CpuModuleBuilder::addConv(const program::ConvParams &cv, const std:
   auto &B = I.B;
   const int W = I.lanes;
   const bool two = cv.xShape.size() == 4;
+  // Dynamic shapes: only the batch may be symbolic (one task per image).
+  for (const auto &[f, e] : cv.symbolic)
+    if (f != "xShape[0]" && f != "yShape[0]")
+      return bad(absl::StrCat("dynamic shapes: convolution field ", f, " = ", e.str(),
+                              "; only the batch dim of a convolution may be dynamic (bind the others with --shape)"));
   const int64_t Nb = cv.xShape[0], C = cv.xShape[1], H = two ? cv.xShape[2] : 1, Wd = cv.xShape.back();
   const int64_t Mo = cv.wShape[0], KH = two ? cv.wShape[2] : 1, KW = cv.wShape.back();
   const int64_t OH = two ? cv.yShape[2] : 1, OW = cv.yShape.back();
@@ -1052,7 +1145,14 @@ absl::Status CpuModuleBuilder::addConv(const program::ConvParams &cv, const std:
     }, "epi");
   }, "task");
   B.CreateRetVoid();
-  I.emitEntry(symbol, body, tasks, 1, Nb * Mo * P * std::max<int64_t>(Kd, 1));
+  if (cv.symbolic.empty()) {
+    I.emitEntry(symbol, body, tasks, 1, Nb * Mo * P * std::max<int64_t>(Kd, 1));
+    return absl::OkStatus();
+  }
+  const program::SymExtent batch = cv.symbolic.at("xShape[0]");
+  I.emitEntry(symbol, body, [&] { return B.CreateMul(I.ext(batch), I.c64(tasks / std::max<int64_t>(1, Nb))); },
+              [&] { return I.c64(1); },
+              [&] { return B.CreateMul(I.ext(batch), I.c64(Mo * P * std::max<int64_t>(Kd, 1))); });
   return absl::OkStatus();
 }
 

@@ -191,9 +191,14 @@ void CpuModuleBuilder::addConstantString(const std::string &symbol, const std::s
   g->setVisibility(llvm::GlobalValue::DefaultVisibility);
 }
 
+void CpuModuleBuilder::setSymbols(std::vector<std::string> names) { impl_->symbolNames = std::move(names); }
+
 absl::StatusOr<CpuObject> CpuModuleBuilder::finish(bool wantIr) {
   Impl &I = *impl_;
   llvm::Module &M = *I.mod;
+  if (!I.symbolError.empty())
+    return absl::InternalError(absl::StrCat("cpu: a kernel reads symbol '", I.symbolError,
+                                            "', which is not one of the module's dynamic dims"));
   {
     std::string err;
     llvm::raw_string_ostream os(err);

@@ -94,6 +94,9 @@ class CudaBackend final : public Backend {
   absl::StatusOr<BackendModule> emit(const ir::Graph &graph,
                                      const std::vector<std::string> &kernelNames,
                                      const BackendOptions &opts) const override {
+    if (opts.probes)
+      return absl::UnimplementedError(absl::StrCat(name(), ": dynamic shapes are compiled for --target cpu only so far; "
+                                                   "bind every dim with --shape"));
     CudaOptions copts;
     copts.arch = opts.arch;
     copts.allowTf32 = opts.allowTf32;

@@ -165,6 +165,9 @@ class NkiBackend final : public Backend {
   absl::StatusOr<BackendModule> emit(const ir::Graph &graph,
                                      const std::vector<std::string> &kernelNames,
                                      const BackendOptions &opts) const override {
+    if (opts.probes)
+      return absl::UnimplementedError(absl::StrCat(name(), ": dynamic shapes are compiled for --target cpu only so far; "
+                                                   "bind every dim with --shape"));
     FUSEC_ASSIGN_OR_RETURN(const nki::Limits lim, limitsOf(opts.device));
     program::LoweringOptions lo;
     FUSEC_ASSIGN_OR_RETURN(program::Program prog, program::buildProgram(graph, kernelNames, lo));

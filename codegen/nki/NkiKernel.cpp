@@ -400,6 +400,9 @@ Printer::Val Printer::valueOf(int id) {
     case ExprKind::kIndex: out = index(static_cast<int>(e.ival)); break;
     case ExprKind::kLoad: out = load(id); break;
     case ExprKind::kReduceResult: out = reductions_.at(static_cast<int>(e.ival)); break;
+    // Dynamic shapes are refused by NkiBackend::emit before any spec gets
+    // here (only program::buildSymbolicProgram makes kSymbol expressions).
+    case ExprKind::kSymbol: out = {number(0), kNumber}; break;
     case ExprKind::kUnary: {
       if (fusedActivationSum(id, nullptr)) return memo_.at(id);  // act(e - row): bias = -row
       Val a = value(e.operands[0]);

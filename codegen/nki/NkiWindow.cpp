@@ -99,6 +99,7 @@ class Unroller {
       case ExprKind::kSelect: r = out_.select(ops[0], ops[1], ops[2]); break;
       case ExprKind::kCast: r = e.ival == 1 ? out_.castU64(ops[0], e.type) : out_.cast(ops[0], e.type); break;
       case ExprKind::kReduceResult: r = reduction(static_cast<int>(e.ival)); break;
+      case ExprKind::kSymbol: failed_ = true; break;  // dynamic shapes: refused by NkiBackend::emit
     }
     if (!failed_ && out_.expr(r).type != e.type) failed_ = true;  // a builder retyped it: do not guess
     memo[id] = r;

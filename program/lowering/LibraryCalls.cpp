@@ -297,6 +297,7 @@ bool foldIntoGemmEpilogue(const WorkItem &kernel, const Value *acc, GemmParams &
       case ExprKind::kSelect: map[i] = E.select(ops[0], ops[1], ops[2]); break;
       case ExprKind::kCast: map[i] = x.ival == 1 ? E.castU64(ops[0], x.type) : E.cast(ops[0], x.type); break;
       case ExprKind::kReduceResult: return false;
+      case ExprKind::kSymbol: return false;  // only after lowering (program/Symbolic.h)
     }
   }
   e.value = E.cast(map[st.value], ScalarType::kF32);

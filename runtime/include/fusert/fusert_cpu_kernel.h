@@ -26,7 +26,7 @@ extern "C" {
 
 /** Version of this ABI; the manifest of a cpu artifact records it as
  *  "cpu_abi" and the loader refuses any other value. */
-#define FUSERT_CPU_ABI_VERSION 1
+#define FUSERT_CPU_ABI_VERSION 2
 
 /** One chunk of a parallel loop: iterations [begin, end) run on worker
  *  `thread` (0 <= thread < fusert_cpu_context.num_threads; two chunks that
@@ -65,6 +65,11 @@ typedef struct fusert_cpu_context {
    *  NULL when that is 0). Contents are undefined at entry. */
   void *workspace;
   uint64_t workspace_bytes_per_thread;
+  /** Dynamic shapes (ABI 2): the extents the manifest's "symbols" are bound
+   *  to for this run, in the manifest's order, each >= 1 (NULL and 0 for an
+   *  artifact without symbols). Kernels read their symbolic extents here. */
+  const int64_t *symbols;
+  int64_t num_symbols;
 } fusert_cpu_context;
 
 /** The signature of every kernel step's `symbol` in a cpu artifact's

@@ -1,0 +1,401 @@
+//===- Symbolic.cpp - Dynamic shapes by generic instantiation and fitting --===//
+#include "program/Symbolic.h"
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "ir/OpTable.h"
+#include "support/Status.h"
+
+namespace fusec::program {
+
+namespace {
+
+/// Primes tried as probe extents, preferred first: large enough to be
+/// unlike the small dims models use (1, 2, 3, 4, 7, 17, 32, ...), small
+/// enough that folding and lowering at the probes stay cheap.
+constexpr int64_t kPreferredPrimes[] = {37, 41, 43, 47, 53, 59, 61, 67, 71, 73, 79, 83, 89, 97, 101, 103, 107,
+                                        109, 113, 29, 31, 23, 19, 13, 11};
+
+bool isPrime(int64_t v) {
+  if (v < 2) return false;
+  for (int64_t d = 2; d * d <= v; ++d)
+    if (v % d == 0) return false;
+  return true;
+}
+
+using i128 = __int128;
+
+/// base^k, or 0 on overflow of 2^100.
+i128 power(int64_t base, int k) {
+  i128 r = 1;
+  for (int i = 0; i < k; ++i) {
+    r *= base;
+    if (r > (i128(1) << 100) || r < -(i128(1) << 100)) return 0;
+  }
+  return r;
+}
+
+std::string idx(const std::string &field, size_t i) { return absl::StrCat(field, "[", i, "]"); }
+
+void visitSpec(KernelSpec &s, const std::string &pre, const std::function<void(const std::string &, int64_t &)> &f) {
+  for (size_t d = 0; d < s.dims.size(); ++d) f(idx(pre + "dims", d), s.dims[d].extent);
+  for (size_t b = 0; b < s.buffers.size(); ++b)
+    for (size_t k = 0; k < s.buffers[b].shape.size(); ++k)
+      f(absl::StrCat(pre, "buffers[", b, "][", k, "]"), s.buffers[b].shape[k]);
+  for (size_t e = 0; e < s.exprs.size(); ++e) {
+    Expr &x = s.exprs[e];
+    if (x.kind == ExprKind::kConst && (x.type == ScalarType::kIdx || x.type == ScalarType::kI64))
+      f(idx(pre + "exprs", e), x.ival);
+  }
+  if (s.kind != SpecKind::kAttention) return;
+  AttentionSpec &a = s.attention;
+  f("attn.batch", a.batch);
+  f("attn.numHeads", a.numHeads);
+  f("attn.kvHeads", a.kvHeads);
+  f("attn.seqQ", a.seqQ);
+  f("attn.seqK", a.seqK);
+  f("attn.headDim", a.headDim);
+  f("attn.headDimV", a.headDimV);
+  for (int i = 0; i < 4; ++i) {
+    f(idx("attn.qStrides", i), a.qStrides[i]);
+    f(idx("attn.kStrides", i), a.kStrides[i]);
+    f(idx("attn.vStrides", i), a.vStrides[i]);
+    f(idx("attn.oStrides", i), a.oStrides[i]);
+  }
+  for (size_t b = 0; b < a.biases.size(); ++b) {
+    for (size_t k = 0; k < a.biases[b].shape.size(); ++k)
+      f(absl::StrCat("attn.biases[", b, "].shape[", k, "]"), a.biases[b].shape[k]);
+    for (int k = 0; k < 4; ++k) f(absl::StrCat("attn.biases[", b, "].strides[", k, "]"), a.biases[b].strides[k]);
+  }
+}
+
+/// The structure of \p item apart from the integers visitItemInts visits
+/// (they are zeroed in a copy), plus the names of the Values it names.
+std::string structureKey(const WorkItem &item) {
+  WorkItem z = item;
+  visitItemInts(z, [](const std::string &, int64_t &v) { v = 0; });
+  auto name = [](const ir::Value *v) { return v ? v->name() : std::string("-"); };
+  std::string key = absl::StrCat(item.name, "|", static_cast<int>(item.kind), "|");
+  switch (z.kind) {
+    case WorkItem::Kind::kKernel:
+      absl::StrAppend(&key, printKernelSpec(z.spec));
+      for (const ir::Value *v : z.buffers) absl::StrAppend(&key, " ", name(v));
+      break;
+    case WorkItem::Kind::kGemm: {
+      const GemmParams &g = z.gemm;
+      absl::StrAppend(&key, name(g.a), " ", name(g.b), " ", name(g.c), " ", name(g.bias), " ", name(g.d), " ta",
+                      g.transA, " tb", g.transB, " alpha", g.alpha, " beta", g.beta, " dt",
+                      static_cast<int>(g.dtype), " ddt", static_cast<int>(g.dDtype), " ", g.compute, " bias",
+                      g.epilogue.bias, " value", g.epilogue.value, "\n", printKernelSpec(g.epilogue.spec));
+      for (const ir::Value *v : g.epilogueInputs) absl::StrAppend(&key, " ", name(v));
+      break;
+    }
+    case WorkItem::Kind::kConv: {
+      const ConvParams &c = z.conv;
+      absl::StrAppend(&key, name(c.x), " ", name(c.w), " ", name(c.bias), " ", name(c.y), " rank",
+                      c.xShape.size(), " dt", static_cast<int>(c.dtype), " bias", c.epilogue.bias, " value",
+                      c.epilogue.value, "\n", printKernelSpec(c.epilogue.spec));
+      break;
+    }
+  }
+  return key;
+}
+
+/// The graph Values \p item reads or writes.
+std::vector<const ir::Value *> namedValues(const WorkItem &item) {
+  std::vector<const ir::Value *> out;
+  switch (item.kind) {
+    case WorkItem::Kind::kKernel: out = item.buffers; break;
+    case WorkItem::Kind::kGemm:
+      out = {item.gemm.a, item.gemm.b, item.gemm.c, item.gemm.bias, item.gemm.d};
+      out.insert(out.end(), item.gemm.epilogueInputs.begin(), item.gemm.epilogueInputs.end());
+      break;
+    case WorkItem::Kind::kConv: out = {item.conv.x, item.conv.w, item.conv.bias, item.conv.y}; break;
+  }
+  return out;
+}
+
+/// Records the fitted form \p e of the integer at \p path in \p item
+/// (probe 0's), where the backends read it.
+absl::Status record(WorkItem &item, const std::string &path, const SymExtent &e) {
+  auto specField = [&](KernelSpec &s, const std::string &rest) -> absl::Status {
+    int a = -1, b = -1;
+    if (std::sscanf(rest.c_str(), "dims[%d]", &a) == 1) {
+      s.dims[a].symbolic = e;
+      return absl::OkStatus();
+    }
+    if (std::sscanf(rest.c_str(), "buffers[%d][%d]", &a, &b) == 2) {
+      s.buffers[a].symbolicShape[b] = e;
+      return absl::OkStatus();
+    }
+    if (std::sscanf(rest.c_str(), "exprs[%d]", &a) == 1) {
+      Expr &x = s.exprs[a];
+      x.kind = ExprKind::kSymbol;
+      x.ival = static_cast<int64_t>(s.symbolics.size());
+      s.symbolics.push_back(e);
+      return absl::OkStatus();
+    }
+    return absl::InternalError(absl::StrCat("symbolic: unknown field ", rest));
+  };
+  if (path.rfind("spec.", 0) == 0) return specField(item.spec, path.substr(5));
+  if (path.rfind("attn.", 0) == 0) {
+    item.spec.attention.symbolic[path.substr(5)] = e;
+    return absl::OkStatus();
+  }
+  if (path.rfind("gemm.epi.", 0) == 0) return specField(item.gemm.epilogue.spec, path.substr(9));
+  if (path.rfind("conv.epi.", 0) == 0) return specField(item.conv.epilogue.spec, path.substr(9));
+  if (path.rfind("gemm.", 0) == 0) {
+    item.gemm.symbolic[path.substr(5)] = e;
+    return absl::OkStatus();
+  }
+  if (path.rfind("conv.", 0) == 0) {
+    item.conv.symbolic[path.substr(5)] = e;
+    return absl::OkStatus();
+  }
+  return absl::InternalError(absl::StrCat("symbolic: unknown field ", path));
+}
+
+std::string bindingText(const std::map<std::string, int64_t> &b) {
+  return absl::StrJoin(b, ", ", [](std::string *o, const auto &kv) { absl::StrAppend(o, kv.first, "=", kv.second); });
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<std::map<std::string, int64_t>>> probeBindings(const std::vector<ShapeSymbol> &symbols) {
+  const size_t S = symbols.size();
+  std::vector<std::map<std::string, int64_t>> probes(S + 2);
+  std::set<int64_t> used;  // distinct primes across symbols keep their products apart
+  std::vector<std::array<int64_t, 3>> vals(S);
+  for (size_t i = 0; i < S; ++i) {
+    const ShapeSymbol &s = symbols[i];
+    std::vector<int64_t> cands;
+    for (int64_t p : kPreferredPrimes)
+      if (p >= s.min && p <= s.max && !used.count(p)) cands.push_back(p);
+    // A narrow range: any primes inside it, then any values >= 2.
+    for (int64_t v = std::max<int64_t>(2, s.min); v <= s.max && cands.size() < 3; ++v)
+      if (isPrime(v) && !used.count(v) && std::find(cands.begin(), cands.end(), v) == cands.end()) cands.push_back(v);
+    for (int64_t v = std::max<int64_t>(2, s.min); v <= s.max && cands.size() < 3; ++v)
+      if (!used.count(v) && std::find(cands.begin(), cands.end(), v) == cands.end()) cands.push_back(v);
+    if (cands.size() < 3)
+      return absl::InvalidArgumentError(absl::StrCat(
+          "symbol '", s.name, "' ranges over ", s.min, "..", s.max,
+          ": a dynamic dim needs at least three extents >= 2 to be compiled for; bind it with --shape"));
+    for (int k = 0; k < 3; ++k) {
+      vals[i][k] = cands[k];
+      used.insert(cands[k]);
+    }
+  }
+  for (size_t p = 0; p < S + 2; ++p)
+    for (size_t i = 0; i < S; ++i) {
+      const int which = p == S + 1 ? 2 : (p == i + 1 ? 1 : 0);
+      probes[p][symbols[i].name] = vals[i][which];
+    }
+  return probes;
+}
+
+absl::StatusOr<SymExtent> fitMonomial(const std::vector<int64_t> &values, const ShapeProbes &probes) {
+  const size_t S = probes.symbols.size();
+  auto fail = [&] {
+    std::vector<std::string> at;
+    for (size_t p = 0; p < values.size(); ++p)
+      at.push_back(absl::StrCat(values[p], " at ", bindingText(probes.bindings[p])));
+    return absl::FailedPreconditionError(
+        absl::StrCat("no product of symbols fits its values (", absl::StrJoin(at, "; "), ")"));
+  };
+  if (values.size() != S + 2) return absl::InternalError("fitMonomial: one value per probe expected");
+  const int64_t v0 = values[0];
+  if (v0 == 0) {
+    for (int64_t v : values)
+      if (v != 0) return fail();
+    return SymExtent::constant(0);
+  }
+  std::vector<int> exps(S, 0);
+  for (size_t i = 0; i < S; ++i) {
+    const int64_t b = probes.bindings[0].at(probes.symbols[i].name);
+    const int64_t a = probes.bindings[i + 1].at(probes.symbols[i].name);
+    int found = -1;
+    for (int k = 0; k <= 4 && found < 0; ++k) {
+      const i128 pa = power(a, k), pb = power(b, k);
+      if (pa != 0 && pb != 0 && i128(v0) * pa == i128(values[i + 1]) * pb) found = k;
+    }
+    if (found < 0) return fail();
+    exps[i] = found;
+  }
+  i128 denom = 1;
+  for (size_t i = 0; i < S; ++i) denom *= power(probes.bindings[0].at(probes.symbols[i].name), exps[i]);
+  if (denom == 0 || i128(v0) % denom != 0) return fail();
+  const int64_t coeff = static_cast<int64_t>(i128(v0) / denom);
+  SymExtent e = SymExtent::constant(coeff);
+  for (size_t i = 0; i < S; ++i)
+    for (int k = 0; k < exps[i]; ++k) e = e * SymExtent::symbol(probes.symbols[i].name);
+  // Every probe, the verification one included, must agree.
+  for (size_t p = 0; p < values.size(); ++p) {
+    i128 pred = coeff;
+    for (size_t i = 0; i < S; ++i) pred *= power(probes.bindings[p].at(probes.symbols[i].name), exps[i]);
+    if (pred != i128(values[p])) return fail();
+  }
+  return e;
+}
+
+void visitItemInts(WorkItem &item, const std::function<void(const std::string &, int64_t &)> &f) {
+  switch (item.kind) {
+    case WorkItem::Kind::kKernel: visitSpec(item.spec, "spec.", f); break;
+    case WorkItem::Kind::kGemm: {
+      GemmParams &g = item.gemm;
+      f("gemm.m", g.m);
+      f("gemm.n", g.n);
+      f("gemm.k", g.k);
+      f("gemm.batch", g.batch);
+      f("gemm.strideA", g.strideA);
+      f("gemm.strideB", g.strideB);
+      f("gemm.strideC", g.strideC);
+      f("gemm.strideD", g.strideD);
+      visitSpec(g.epilogue.spec, "gemm.epi.", f);
+      break;
+    }
+    case WorkItem::Kind::kConv: {
+      ConvParams &c = item.conv;
+      for (size_t i = 0; i < c.xShape.size(); ++i) f(idx("conv.xShape", i), c.xShape[i]);
+      for (size_t i = 0; i < c.wShape.size(); ++i) f(idx("conv.wShape", i), c.wShape[i]);
+      for (size_t i = 0; i < c.yShape.size(); ++i) f(idx("conv.yShape", i), c.yShape[i]);
+      for (size_t i = 0; i < c.pads.size(); ++i) f(idx("conv.pads", i), c.pads[i]);
+      for (size_t i = 0; i < c.strides.size(); ++i) f(idx("conv.strides", i), c.strides[i]);
+      for (size_t i = 0; i < c.dilations.size(); ++i) f(idx("conv.dilations", i), c.dilations[i]);
+      f("conv.group", c.group);
+      visitSpec(c.epilogue.spec, "conv.epi.", f);
+      break;
+    }
+  }
+}
+
+absl::StatusOr<Program> buildSymbolicProgram(const ShapeProbes &probes, const LoweringOptions &opts) {
+  const size_t P = probes.graphs.size();
+  if (P != probes.symbols.size() + 2 || probes.bindings.size() != P || probes.kernelNames.size() != P)
+    return absl::InternalError("buildSymbolicProgram: one graph, binding and plan per probe expected");
+  std::vector<Program> progs;
+  for (size_t p = 0; p < P; ++p) {
+    FUSEC_ASSIGN_OR_RETURN(Program prog, buildProgram(*probes.graphs[p], probes.kernelNames[p], opts));
+    progs.push_back(std::move(prog));
+  }
+  auto where = [&](const WorkItem &it) {
+    return absl::StrCat("kernel '", it.name, "'",
+                        it.nodes.empty() ? "" : absl::StrCat(" (", it.nodes.front()->describe(), ")"));
+  };
+  auto refuse = [&](const std::string &what) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "dynamic shapes: ", what, ". Bind the symbols it depends on with --shape (e.g. --shape ",
+        "NAME=2x24), or report the model"));
+  };
+  Program &p0 = progs[0];
+  for (size_t p = 1; p < P; ++p)
+    if (progs[p].items.size() != p0.items.size() || progs[p].kernelOfStep != p0.kernelOfStep)
+      return refuse(absl::StrCat("the program's structure changes with the binding (", p0.items.size(), " steps at ",
+                                 bindingText(probes.bindings[0]), ", ", progs[p].items.size(), " at ",
+                                 bindingText(probes.bindings[p]), ")"));
+  for (size_t i = 0; i < p0.items.size(); ++i) {
+    WorkItem &item = p0.items[i];
+    const std::string key = structureKey(item);
+    std::vector<std::vector<int64_t>> vals(P);
+    std::vector<std::string> paths;
+    visitItemInts(item, [&](const std::string &path, int64_t &v) {
+      paths.push_back(path);
+      vals[0].push_back(v);
+    });
+    for (size_t p = 1; p < P; ++p) {
+      WorkItem &other = progs[p].items[i];
+      if (structureKey(other) != key)
+        return refuse(absl::StrCat(where(item), " is built differently at ", bindingText(probes.bindings[p]),
+                                   " than at ", bindingText(probes.bindings[0]),
+                                   " (a decision or a float constant depends on the extents)"));
+      visitItemInts(other, [&](const std::string &, int64_t &v) { vals[p].push_back(v); });
+      if (vals[p].size() != paths.size()) return refuse(absl::StrCat(where(item), " changes structure"));
+    }
+    for (size_t k = 0; k < paths.size(); ++k) {
+      bool same = true;
+      std::vector<int64_t> col(P);
+      for (size_t p = 0; p < P; ++p) {
+        col[p] = vals[p][k];
+        same = same && col[p] == col[0];
+      }
+      if (same) continue;
+      absl::StatusOr<SymExtent> e = fitMonomial(col, probes);
+      if (!e.ok()) return refuse(absl::StrCat(where(item), ", ", paths[k], ": ", e.status().message()));
+      FUSEC_RETURN_IF_ERROR(record(item, paths[k], *e));
+    }
+  }
+  // Weights must not depend on the binding.
+  std::vector<std::string> dependent = bindingDependentConstants(probes);
+  std::set<std::string> read;
+  for (const WorkItem &it : p0.items)
+    for (const ir::Value *v : namedValues(it))
+      if (v && v->isConstant()) read.insert(v->name());
+  std::vector<std::string> bad;
+  for (const std::string &n : dependent)
+    if (read.count(n)) bad.push_back(n);
+  if (!bad.empty())
+    return refuse(absl::StrCat("constants computed from the shapes at compile time: '", absl::StrJoin(bad, "', '"),
+                               "'"));
+  return assembleProgram(std::move(p0.items));
+}
+
+absl::StatusOr<std::map<std::string, std::vector<SymExtent>>> fitValueShapes(const ShapeProbes &probes) {
+  std::map<std::string, std::vector<SymExtent>> out;
+  const ir::Graph &g0 = *probes.graphs[0];
+  auto visit = [&](const ir::Value *v) -> absl::Status {
+    if (!v || out.count(v->name()) || !v->type().isStatic()) return absl::OkStatus();
+    const ir::Shape s0 = v->type().staticShape();
+    std::vector<std::vector<int64_t>> per(probes.graphs.size());
+    for (size_t p = 0; p < probes.graphs.size(); ++p) {
+      const ir::Value *o = probes.graphs[p]->findValue(v->name());
+      if (!o || !o->type().isStatic() || o->type().rank() != v->type().rank()) return absl::OkStatus();
+      per[p] = o->type().staticShape();
+    }
+    std::vector<SymExtent> dims;
+    for (size_t d = 0; d < s0.size(); ++d) {
+      std::vector<int64_t> col;
+      for (auto &s : per) col.push_back(s[d]);
+      absl::StatusOr<SymExtent> e = fitMonomial(col, probes);
+      if (!e.ok())
+        return absl::FailedPreconditionError(absl::StrCat("dynamic shapes: value '", v->name(), "' dim ", d, ": ",
+                                                          e.status().message(),
+                                                          ". Bind the symbols it depends on with --shape"));
+      dims.push_back(*e);
+    }
+    out.emplace(v->name(), std::move(dims));
+    return absl::OkStatus();
+  };
+  for (const ir::Value *v : g0.inputs()) FUSEC_RETURN_IF_ERROR(visit(v));
+  for (const ir::Value *v : g0.outputs()) FUSEC_RETURN_IF_ERROR(visit(v));
+  for (const ir::Node *n : g0.nodes()) {
+    for (const ir::Value *v : n->inputs()) FUSEC_RETURN_IF_ERROR(visit(v));
+    for (const ir::Value *v : n->outputs()) FUSEC_RETURN_IF_ERROR(visit(v));
+  }
+  return out;
+}
+
+std::vector<std::string> bindingDependentConstants(const ShapeProbes &probes) {
+  std::vector<std::string> out;
+  std::set<std::string> seen;
+  const ir::Graph &g0 = *probes.graphs[0];
+  for (const ir::Node *n : g0.nodes())
+    for (int i = 0; i < static_cast<int>(n->inputs().size()); ++i) {
+      const ir::Value *v = n->inputs()[i];
+      // Shapes, axes and the like are read at compile time only.
+      if (!v || !v->isConstant() || ir::isMetadataOperand(n->kind(), i) || !seen.insert(v->name()).second) continue;
+      for (size_t p = 1; p < probes.graphs.size(); ++p) {
+        const ir::Value *o = probes.graphs[p]->findValue(v->name());
+        if (!o || !o->isConstant() || !(*o->constant() == *v->constant())) {
+          out.push_back(v->name());
+          break;
+        }
+      }
+    }
+  return out;
+}
+
+}  // namespace fusec::program
