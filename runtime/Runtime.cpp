@@ -255,8 +255,11 @@ fusert_status tensorInfo(const fusert_model *model, size_t index, bool input,
     *dtype = t.dtype;
   if (rank)
     *rank = static_cast<int>(t.shape.size());
+  // Dynamic shapes: inputs show -1 for their symbolic dims; outputs too
+  // until a binding (fusert_bind_shapes, fusert_run), then its dims.
+  const bool declared = model->manifest.dynamic() && (input || model->boundSymbols.empty());
   if (shape)
-    *shape = t.shape.data();
+    *shape = declared ? t.declared.data() : t.shape.data();
   return FUSERT_OK;
 }
 
@@ -290,6 +293,19 @@ fusert_model::~fusert_model() {
   exec.reset(); // the executor's state (plans, threads) goes before the library
   if (library)
     dlclose(library);
+}
+
+Status fusert_model::bindShapes(const fusert_tensor *inputs, size_t numInputs) {
+  if (!manifest.dynamic())
+    return Status();
+  std::vector<int64_t> values;
+  FUSERT_RETURN_IF_ERROR(bindSymbols(manifest, inputs, numInputs, values));
+  if (values == boundSymbols)
+    return Status();
+  FUSERT_RETURN_IF_ERROR(applyBinding(manifest, values));
+  FUSERT_RETURN_IF_ERROR(exec->bindShapes(values, manifest.arenaBytes));
+  boundSymbols = std::move(values);
+  return Status();
 }
 
 void fusert_model::resolveAll(const std::vector<void *> &in, const std::vector<void *> &out) {
@@ -434,6 +450,15 @@ fusert_status fusert_output_info(const fusert_model *model, size_t index, const 
   return tensorInfo(model, index, /*input=*/false, name, dtype, rank, shape);
 }
 
+fusert_status fusert_bind_shapes(fusert_model *model, const fusert_tensor *inputs, size_t num_inputs) {
+  return guarded([&]() -> fusert_status {
+    if (!model)
+      return fail(invalidArgument("model is NULL"));
+    Status status = model->bindShapes(inputs, num_inputs);
+    return status.ok() ? FUSERT_OK : fail(status);
+  });
+}
+
 fusert_status fusert_enable_cuda_graph(fusert_model *model, int on) {
   return guarded([&]() -> fusert_status {
     if (!model)
@@ -492,8 +517,10 @@ fusert_status fusert_run(fusert_model *model, const fusert_tensor *inputs, size_
     if (!model)
       return fail(invalidArgument("model is NULL"));
     std::vector<void *> in, out;
-    Status status =
-        bindTensors(model->manifest, inputs, num_inputs, outputs, num_outputs, in, out);
+    Status status = model->bindShapes(inputs, num_inputs);
+    if (!status.ok())
+      return fail(status);
+    status = bindTensors(model->manifest, inputs, num_inputs, outputs, num_outputs, in, out);
     if (!status.ok())
       return fail(status);
     model->resolveAll(in, out);

@@ -34,7 +34,7 @@ using program::WorkItem;
 
 constexpr const char *kLibrary = "libmodel.so";
 /// FUSERT_CPU_ABI_VERSION of runtime/include/fusert/fusert_cpu_kernel.h.
-constexpr int kCpuAbiVersion = 1;
+constexpr int kCpuAbiVersion = 2;
 
 absl::Status checkItem(const WorkItem &item) {
   switch (item.kind) {

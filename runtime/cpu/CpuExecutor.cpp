@@ -128,6 +128,17 @@ public:
     return setNumThreads(0);
   }
 
+  Status bindShapes(const std::vector<int64_t> &symbols, uint64_t arenaBytes) override {
+    symbols_ = symbols;
+    ctx_.symbols = symbols_.data();
+    ctx_.num_symbols = static_cast<int64_t>(symbols_.size());
+    if (arenaBytes > arenaBytes_) {
+      FUSERT_RETURN_IF_ERROR(arena_.allocate(arenaBytes, "arena"));
+      arenaBytes_ = arenaBytes;
+    }
+    return Status();
+  }
+
   char *weights() const override { return hasWeights_ ? weights_.get() : nullptr; }
   char *arena() const override { return arenaBytes_ > 0 ? arena_.get() : nullptr; }
 
@@ -238,6 +249,7 @@ private:
   };
 
   HostBuffer weights_, arena_, workspace_;
+  std::vector<int64_t> symbols_; ///< dynamic shapes: the bound values (ctx_.symbols)
   bool hasWeights_ = false;
   uint64_t arenaBytes_ = 0;
   uint64_t workspacePerThread_ = 0; ///< the manifest's, rounded up to 64

@@ -13,6 +13,7 @@
 #include "runtime/internal/Checksum.h"
 #include "runtime/internal/ManifestDigest.h"
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -143,12 +144,72 @@ Status getShape(const Json &obj, const std::string &where,
   return Status();
 }
 
+/// A dim or size of a dynamic manifest: an integer >= 0, or the text of a
+/// product "4*batch*seq" of a positive coefficient and symbol names.
+Status parseExtent(const Json &v, const std::vector<SymbolDesc> &syms, const std::string &where,
+                   const char *what, Extent &out) {
+  out = Extent();
+  if (v.is_number_integer()) {
+    out.coeff = v.get<int64_t>();
+    if (out.coeff < 0)
+      return invalidArgument(where, ": negative ", what, " ", out.coeff);
+    return Status();
+  }
+  if (!v.is_string())
+    return invalidArgument(where, ": ", what, " must be an integer or a product of symbols, not ",
+                           typeName(v));
+  const std::string text = v.get<std::string>();
+  out.coeff = 1;
+  size_t at = 0;
+  bool first = true;
+  while (at <= text.size()) {
+    size_t star = text.find('*', at);
+    if (star == std::string::npos)
+      star = text.size();
+    const std::string factor = text.substr(at, star - at);
+    bool digits = !factor.empty();
+    for (char c : factor)
+      digits = digits && c >= '0' && c <= '9';
+    if (first && digits && factor.size() <= 15) {
+      out.coeff = std::stoll(factor);
+    } else {
+      size_t k = 0;
+      while (k < syms.size() && syms[k].name != factor)
+        ++k;
+      if (k == syms.size())
+        return invalidArgument(where, ": ", what, " '", text, "' names '", factor,
+                               "', which is not one of the manifest's symbols");
+      out.symbols.push_back(static_cast<int>(k));
+    }
+    first = false;
+    at = star + 1;
+  }
+  if (out.symbols.empty() || out.coeff < 1)
+    return invalidArgument(where, ": ", what, " '", text, "' is not a product of symbols");
+  return Status();
+}
+
 std::string entry(const char *list, size_t i, const std::string &name) {
   return strCat(list, "[", i, "]", name.empty() ? "" : " '", name,
                 name.empty() ? "" : "'");
 }
 
-Status parseBuffer(const Json &j, size_t i, BufferDesc &b) {
+/// Dynamic shapes: "shape" as extents into \p dims (values come from
+/// applyBinding).
+Status getDims(const Json &j, const std::vector<SymbolDesc> &syms, const std::string &where,
+               std::vector<Extent> &dims) {
+  const Json *v = lookup(j, "shape");
+  if (!v)
+    return missing(where, "shape");
+  if (!v->is_array())
+    return mistyped(where, "shape", "an array", *v);
+  dims.assign(v->size(), Extent());
+  for (size_t k = 0; k < v->size(); ++k)
+    FUSERT_RETURN_IF_ERROR(parseExtent((*v)[k], syms, where, "dim", dims[k]));
+  return Status();
+}
+
+Status parseBuffer(const Json &j, size_t i, const std::vector<SymbolDesc> &syms, BufferDesc &b) {
   std::string where = entry("buffers", i, "");
   if (!j.is_object())
     return invalidArgument(where, ": must be an object");
@@ -156,8 +217,26 @@ Status parseBuffer(const Json &j, size_t i, BufferDesc &b) {
   where = entry("buffers", i, b.name);
   FUSERT_RETURN_IF_ERROR(getId(j, "id", where, b.id));
   FUSERT_RETURN_IF_ERROR(getDType(j, "dtype", where, b.dtype));
-  FUSERT_RETURN_IF_ERROR(getShape(j, where, b.shape));
-  FUSERT_RETURN_IF_ERROR(getNonNegative(j, "bytes", where, b.bytes));
+  if (syms.empty()) {
+    FUSERT_RETURN_IF_ERROR(getShape(j, where, b.shape));
+    FUSERT_RETURN_IF_ERROR(getNonNegative(j, "bytes", where, b.bytes));
+  } else {
+    FUSERT_RETURN_IF_ERROR(getDims(j, syms, where, b.dims));
+    const Json *bytes = lookup(j, "bytes");
+    if (!bytes)
+      return missing(where, "bytes");
+    FUSERT_RETURN_IF_ERROR(parseExtent(*bytes, syms, where, "bytes", b.size));
+    if (const Json *live = lookup(j, "live")) {
+      if (!live->is_array() || live->size() != 2 || !(*live)[0].is_number_integer() ||
+          !(*live)[1].is_number_integer())
+        return mistyped(where, "live", "[first step, last step]", *live);
+      const int64_t f = (*live)[0].get<int64_t>(), l = (*live)[1].get<int64_t>();
+      if (f < 0 || l < f || l > INT32_MAX)
+        return invalidArgument(where, ": live range [", f, ", ", l, "] is not a step range");
+      b.liveFirst = static_cast<int>(f);
+      b.liveLast = static_cast<int>(l);
+    }
+  }
   std::string storage;
   FUSERT_RETURN_IF_ERROR(getString(j, "storage", where, storage));
   if (storage == fusec::artifact_format::kStorageInput || storage == fusec::artifact_format::kStorageOutput) {
@@ -177,14 +256,18 @@ Status parseBuffer(const Json &j, size_t i, BufferDesc &b) {
   return Status();
 }
 
-Status parseTensor(const Json &j, const char *list, size_t i, TensorDesc &t) {
+Status parseTensor(const Json &j, const char *list, size_t i, const std::vector<SymbolDesc> &syms,
+                   TensorDesc &t) {
   std::string where = entry(list, i, "");
   if (!j.is_object())
     return invalidArgument(where, ": must be an object");
   FUSERT_RETURN_IF_ERROR(getString(j, "name", where, t.name));
   where = entry(list, i, t.name);
   FUSERT_RETURN_IF_ERROR(getDType(j, "dtype", where, t.dtype));
-  FUSERT_RETURN_IF_ERROR(getShape(j, where, t.shape));
+  if (syms.empty())
+    FUSERT_RETURN_IF_ERROR(getShape(j, where, t.shape));
+  else
+    FUSERT_RETURN_IF_ERROR(getDims(j, syms, where, t.dims));
   return getId(j, "buffer", where, t.buffer);
 }
 
@@ -274,19 +357,21 @@ Status parseGuard(const Json &j, const std::string &where, StepDesc &s) {
   return Status();
 }
 
-Status parseStepBody(const Json &j, const std::string &where, StepDesc &s);
+Status parseStepBody(const Json &j, const std::string &where, const std::vector<SymbolDesc> &syms,
+                     StepDesc &s);
 
-Status parseStep(const Json &j, size_t i, StepDesc &s) {
+Status parseStep(const Json &j, size_t i, const std::vector<SymbolDesc> &syms, StepDesc &s) {
   std::string where = entry("steps", i, "");
   if (!j.is_object())
     return invalidArgument(where, ": must be an object");
   getString(j, "name", where, s.name, /*required=*/false);
   where = entry("steps", i, s.name);
   FUSERT_RETURN_IF_ERROR(parseGuard(j, where, s));
-  return parseStepBody(j, where, s);
+  return parseStepBody(j, where, syms, s);
 }
 
-Status parseStepBody(const Json &j, const std::string &where, StepDesc &s) {
+Status parseStepBody(const Json &j, const std::string &where, const std::vector<SymbolDesc> &syms,
+                     StepDesc &s) {
   std::string kind;
   FUSERT_RETURN_IF_ERROR(getString(j, "kind", where, kind));
   if (kind == fusec::artifact_format::kStepKernel) {
@@ -313,6 +398,12 @@ Status parseStepBody(const Json &j, const std::string &where, StepDesc &s) {
     s.kind = StepKind::kCopy;
     FUSERT_RETURN_IF_ERROR(getId(j, "src", where, s.src));
     FUSERT_RETURN_IF_ERROR(getId(j, "dst", where, s.dst));
+    if (!syms.empty()) {
+      const Json *bytes = lookup(j, "bytes");
+      if (!bytes)
+        return missing(where, "bytes");
+      return parseExtent(*bytes, syms, where, "bytes", s.copySize);
+    }
     return getNonNegative(j, "bytes", where, s.bytes);
   }
   return invalidArgument(where, ": unknown step kind '", kind,
@@ -753,6 +844,27 @@ Status parseManifest(const std::string &text, Manifest &out) {
       return mistyped(top, key, "an array", *arr);
     return Status();
   };
+  if (const Json *sy = lookup(j, "symbols")) {
+    if (!sy->is_array() || sy->empty())
+      return mistyped(top, "symbols", "a non-empty array", *sy);
+    for (size_t i = 0; i < sy->size(); ++i) {
+      const Json &e = (*sy)[i];
+      const std::string where = entry("symbols", i, "");
+      if (!e.is_object())
+        return invalidArgument(where, ": must be an object");
+      SymbolDesc d;
+      FUSERT_RETURN_IF_ERROR(getString(e, "name", where, d.name));
+      FUSERT_RETURN_IF_ERROR(getInt(e, "min", where, d.min));
+      FUSERT_RETURN_IF_ERROR(getInt(e, "max", where, d.max));
+      FUSERT_RETURN_IF_ERROR(getInt(e, "opt", where, d.opt, false));
+      if (d.name.empty() || d.min < 1 || d.max < d.min)
+        return invalidArgument(where, ": needs a name and 1 <= min <= max");
+      for (const SymbolDesc &o : out.symbols)
+        if (o.name == d.name)
+          return invalidArgument(where, ": duplicate symbol '", d.name, "'");
+      out.symbols.push_back(d);
+    }
+  }
   const Json *buffers, *inputs, *outputs, *steps;
   FUSERT_RETURN_IF_ERROR(array("buffers", buffers));
   FUSERT_RETURN_IF_ERROR(array("inputs", inputs));
@@ -760,19 +872,168 @@ Status parseManifest(const std::string &text, Manifest &out) {
   FUSERT_RETURN_IF_ERROR(array("steps", steps));
   out.buffers.resize(buffers->size());
   for (size_t i = 0; i < buffers->size(); ++i)
-    FUSERT_RETURN_IF_ERROR(parseBuffer((*buffers)[i], i, out.buffers[i]));
+    FUSERT_RETURN_IF_ERROR(parseBuffer((*buffers)[i], i, out.symbols, out.buffers[i]));
   out.inputs.resize(inputs->size());
   for (size_t i = 0; i < inputs->size(); ++i)
     FUSERT_RETURN_IF_ERROR(
-        parseTensor((*inputs)[i], "inputs", i, out.inputs[i]));
+        parseTensor((*inputs)[i], "inputs", i, out.symbols, out.inputs[i]));
   out.outputs.resize(outputs->size());
   for (size_t i = 0; i < outputs->size(); ++i)
     FUSERT_RETURN_IF_ERROR(
-        parseTensor((*outputs)[i], "outputs", i, out.outputs[i]));
+        parseTensor((*outputs)[i], "outputs", i, out.symbols, out.outputs[i]));
   out.steps.resize(steps->size());
   for (size_t i = 0; i < steps->size(); ++i)
-    FUSERT_RETURN_IF_ERROR(parseStep((*steps)[i], i, out.steps[i]));
+    FUSERT_RETURN_IF_ERROR(parseStep((*steps)[i], i, out.symbols, out.steps[i]));
+  if (out.dynamic()) {
+    // Checked as bound to every symbol's minimum; each run binds again.
+    if (out.target != "cpu")
+      return invalidArgument("manifest: 'symbols' (dynamic shapes) in a ", out.target.empty() ? "cuda" : out.target,
+                             " artifact; this runtime runs dynamic shapes on cpu artifacts only");
+    std::vector<int64_t> mins;
+    for (const SymbolDesc &d : out.symbols)
+      mins.push_back(d.min);
+    FUSERT_RETURN_IF_ERROR(applyBinding(out, mins));
+  }
   return checkManifest(out);
+}
+
+int64_t Extent::eval(const std::vector<int64_t> &values) const {
+  int64_t v = coeff;
+  for (int s : symbols)
+    if (s < 0 || static_cast<size_t>(s) >= values.size() || __builtin_mul_overflow(v, values[s], &v))
+      return INT64_MAX;
+  return v;
+}
+
+Status bindSymbols(const Manifest &m, const fusert_tensor *inputs, size_t numInputs,
+                   std::vector<int64_t> &values) {
+  values.assign(m.symbols.size(), -1);
+  if (numInputs > 0 && !inputs)
+    return invalidArgument("input array is NULL");
+  std::vector<const fusert_tensor *> given(m.inputs.size(), nullptr);
+  for (size_t i = 0; i < numInputs; ++i)
+    for (size_t j = 0; j < m.inputs.size(); ++j)
+      if (inputs[i].name && m.inputs[j].name == inputs[i].name)
+        given[j] = &inputs[i];
+  // Pass 1: dims that are one symbol bind it.
+  for (size_t j = 0; j < m.inputs.size(); ++j) {
+    const TensorDesc &d = m.inputs[j];
+    const fusert_tensor *t = given[j];
+    if (!t)
+      return invalidArgument("input '", d.name, "' missing (it binds the shapes)");
+    if (t->rank != static_cast<int>(d.dims.size()) || (t->rank > 0 && !t->shape))
+      return invalidArgument("input '", d.name, "': rank ", t->rank, ", expected ", d.dims.size());
+    for (int k = 0; k < t->rank; ++k) {
+      const Extent &e = d.dims[k];
+      if (e.symbols.size() != 1 || e.coeff != 1)
+        continue;
+      const SymbolDesc &sym = m.symbols[e.symbols[0]];
+      const int64_t v = t->shape[k];
+      int64_t &slot = values[e.symbols[0]];
+      if (slot >= 0 && slot != v)
+        return invalidArgument("input '", d.name, "' dim ", k, " is ", v, " but '", sym.name,
+                               "' is already ", slot, " from another dim");
+      if (v < sym.min || v > sym.max)
+        return invalidArgument("input '", d.name, "' dim ", k, " ('", sym.name, "') is ", v,
+                               ", outside the range ", sym.min, "..", sym.max,
+                               " the artifact was compiled for");
+      slot = v;
+    }
+  }
+  for (size_t s = 0; s < values.size(); ++s)
+    if (values[s] < 0)
+      return invalidArgument("no input dim binds symbol '", m.symbols[s].name,
+                             "' on its own; the artifact cannot be run");
+  // Pass 2: every dim equals its extent.
+  for (size_t j = 0; j < m.inputs.size(); ++j)
+    for (size_t k = 0; k < m.inputs[j].dims.size(); ++k) {
+      const int64_t want = m.inputs[j].dims[k].eval(values);
+      if (given[j]->shape[k] != want)
+        return invalidArgument("input '", m.inputs[j].name, "' dim ", k, " is ", given[j]->shape[k],
+                               ", expected ", want, " for this binding of the symbols");
+    }
+  return Status();
+}
+
+Status applyBinding(Manifest &m, const std::vector<int64_t> &values) {
+  constexpr uint64_t kLimit = uint64_t{1} << 62;
+  auto evalDims = [&](const std::vector<Extent> &dims, std::vector<int64_t> &shape) {
+    shape.resize(dims.size());
+    for (size_t k = 0; k < dims.size(); ++k)
+      shape[k] = dims[k].eval(values);
+  };
+  // Arena requests: (bytes, first, last, buffer position).
+  struct Req {
+    uint64_t bytes;
+    int first, last;
+    size_t pos;
+  };
+  std::vector<Req> reqs;
+  for (size_t i = 0; i < m.buffers.size(); ++i) {
+    BufferDesc &b = m.buffers[i];
+    evalDims(b.dims, b.shape);
+    const int64_t size = b.size.eval(values);
+    if (size < 0 || static_cast<uint64_t>(size) > kLimit)
+      return invalidArgument(entry("buffers", i, b.name), ": ", size, " bytes for this binding (more than 2^62)");
+    b.bytes = static_cast<uint64_t>(size);
+    if (b.storage == Storage::kArena) {
+      if (b.liveFirst < 0)
+        return invalidArgument(entry("buffers", i, b.name), ": an arena buffer of a dynamic artifact needs 'live'");
+      reqs.push_back({b.bytes, b.liveFirst, b.liveLast, i});
+    }
+  }
+  for (auto *list : {&m.inputs, &m.outputs})
+    for (TensorDesc &t : *list) {
+      evalDims(t.dims, t.shape);
+      t.declared.resize(t.dims.size());
+      for (size_t k = 0; k < t.dims.size(); ++k)
+        t.declared[k] = t.dims[k].isStatic() ? t.dims[k].coeff : -1;
+    }
+  for (StepDesc &s : m.steps)
+    if (s.kind == StepKind::kCopy)
+      s.bytes = static_cast<uint64_t>(std::max<int64_t>(0, s.copySize.eval(values)));
+  // Greedy by size, best fit among the placed buffers whose live ranges
+  // overlap (program/MemoryPlan.h's planArena, the static plan's algorithm).
+  constexpr uint64_t kAlignment = 256;
+  auto alignUp = [](uint64_t n) { return (n + kAlignment - 1) / kAlignment * kAlignment; };
+  std::vector<size_t> order(reqs.size());
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (reqs[a].bytes != reqs[b].bytes)
+      return reqs[a].bytes > reqs[b].bytes;
+    return reqs[a].first < reqs[b].first;
+  });
+  std::vector<uint64_t> offset(reqs.size(), 0);
+  std::vector<size_t> placed;
+  uint64_t total = 0;
+  for (size_t r : order) {
+    std::vector<std::pair<uint64_t, uint64_t>> busy; // [start, end) of overlapping placed buffers
+    for (size_t p : placed)
+      if (reqs[p].first <= reqs[r].last && reqs[r].first <= reqs[p].last)
+        busy.push_back({offset[p], offset[p] + alignUp(reqs[p].bytes)});
+    std::sort(busy.begin(), busy.end());
+    const uint64_t need = alignUp(reqs[r].bytes);
+    uint64_t best = UINT64_MAX, bestGap = UINT64_MAX, cursor = 0;
+    for (const auto &[start, end] : busy) {
+      if (start >= cursor && start - cursor >= need && start - cursor < bestGap) {
+        best = cursor;
+        bestGap = start - cursor;
+      }
+      cursor = std::max(cursor, end);
+    }
+    if (best == UINT64_MAX)
+      best = cursor;
+    offset[r] = best;
+    placed.push_back(r);
+    total = std::max(total, best + need);
+    if (total > kLimit)
+      return invalidArgument("the arena needs more than 2^62 bytes for this binding");
+  }
+  for (size_t r = 0; r < reqs.size(); ++r)
+    m.buffers[reqs[r].pos].offset = offset[r];
+  m.arenaBytes = total;
+  return Status();
 }
 
 Status loadManifestFile(const std::string &path, Manifest &out) {

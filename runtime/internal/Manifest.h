@@ -24,6 +24,25 @@ namespace fusec::rt {
 /// Where a buffer's memory comes from (manifest "storage").
 enum class Storage { kInput, kOutput, kWeight, kArena, kAlias };
 
+/// Dynamic shapes (docs/ARTIFACT.md "dynamic shapes"): a dim or size that
+/// is coeff * the product of symbols (indices into Manifest::symbols, with
+/// repeats for powers); static when `symbols` is empty.
+struct Extent {
+  int64_t coeff = 0;
+  std::vector<int> symbols;
+  bool isStatic() const { return symbols.empty(); }
+  /// The value with \p values (one per manifest symbol); saturates at
+  /// INT64_MAX on overflow.
+  int64_t eval(const std::vector<int64_t> &values) const;
+};
+
+/// One entry of "symbols": a dim bound from the inputs' shapes at run time.
+struct SymbolDesc {
+  std::string name;
+  int64_t min = 1, max = INT64_MAX;
+  int64_t opt = 0; ///< "opt": the extent compiled for (0 = none)
+};
+
 /// One entry of "buffers".
 struct BufferDesc {
   int id = -1;
@@ -35,6 +54,12 @@ struct BufferDesc {
   int index = -1;      ///< input/output position (kInput, kOutput)
   uint64_t offset = 0; ///< bytes into weights / arena / aliased buffer
   int of = -1;         ///< aliased buffer id (kAlias)
+  /// Dynamic shapes: the shape and size as written (symbolic or not); the
+  /// fields above hold their values for the bound symbols. Empty/unset
+  /// for a static manifest.
+  std::vector<Extent> dims;
+  Extent size;
+  int liveFirst = -1, liveLast = -1; ///< kArena: "live" steps (dynamic shapes)
 };
 
 /// One entry of "inputs" / "outputs".
@@ -43,6 +68,10 @@ struct TensorDesc {
   fusert_dtype dtype = FUSERT_F32;
   std::vector<int64_t> shape;
   int buffer = -1; ///< buffer id
+  std::vector<Extent> dims; ///< dynamic shapes: as written (see BufferDesc)
+  /// Dynamic shapes: the dims with -1 where a symbol decides them
+  /// (fusert_input_info before any binding).
+  std::vector<int64_t> declared;
 };
 
 enum class StepKind { kKernel, kGemm, kConv, kCopy };
@@ -92,6 +121,7 @@ struct StepDesc {
   ConvDesc conv;            ///< kConv
   int src = -1, dst = -1;   ///< kCopy
   uint64_t bytes = 0;       ///< kCopy
+  Extent copySize;          ///< kCopy, dynamic shapes: "bytes" as written
   /// "guard": empty = always runs; else only when every term holds, the
   /// terms read in order (a later one only when the earlier ones hold).
   std::vector<GuardDesc> guard;
@@ -117,6 +147,10 @@ struct Manifest {
   /// manifestDigest() of the parsed manifest (runtime/internal/ManifestDigest.h):
   /// what the library must record under kManifestDigestSymbol.
   std::string digest;
+  /// Dynamic shapes: "symbols", in order (fusert_cpu_context.symbols);
+  /// empty for a static artifact.
+  std::vector<SymbolDesc> symbols;
+  bool dynamic() const { return !symbols.empty(); }
   std::vector<BufferDesc> buffers; ///< in file order
   std::vector<TensorDesc> inputs, outputs;
   std::vector<StepDesc> steps;
@@ -137,6 +171,21 @@ bool parseDType(const std::string &name, fusert_dtype &out);
 
 /// \returns the number of elements of \p shape (1 for rank 0).
 int64_t numElements(const std::vector<int64_t> &shape);
+
+/// Dynamic shapes: the symbol values that the shapes of \p inputs (the
+/// caller's tensors, matched by name; data may be NULL) bind, in manifest
+/// order. Each input dim that is one symbol binds it; every other dim must
+/// then equal its evaluated extent; every symbol must be bound and within
+/// its range. Errors: FUSERT_INVALID_ARGUMENT naming the input and dim.
+Status bindSymbols(const Manifest &m, const fusert_tensor *inputs, size_t numInputs,
+                   std::vector<int64_t> &values);
+
+/// Dynamic shapes: evaluates every shape, size and copy of \p m for symbol
+/// \p values and plans the arena for them (greedy by size over the "live"
+/// step ranges, as the compiler plans a static arena; 256-byte aligned),
+/// setting the buffers' offsets and m.arenaBytes. Errors:
+/// FUSERT_INVALID_ARGUMENT for sizes past 2^62 bytes.
+Status applyBinding(Manifest &m, const std::vector<int64_t> &values);
 
 /// Parses manifest text \p text into \p out and checks it with
 /// checkManifest. Errors: FUSERT_INVALID_ARGUMENT naming the offending field

@@ -48,6 +48,15 @@ struct fusert_model {
   /// of a guard condition read this run. Sized at load; runs allocate nothing.
   std::vector<signed char> guardValue;
 
+  /// Dynamic shapes: the symbol values the manifest's shapes are evaluated
+  /// for (empty: none bound yet, or a static artifact).
+  std::vector<int64_t> boundSymbols;
+  /// Binds the symbols from \p inputs' shapes (fusert_bind_shapes,
+  /// fusert_run): on a new binding re-evaluates the manifest's shapes and
+  /// arena plan and lets the executor grow its arena. No-op for a static
+  /// artifact.
+  fusec::rt::Status bindShapes(const fusert_tensor *inputs, size_t numInputs);
+
   // Profiling (fusert_enable_profiling).
   bool profile = false;
   fusec::rt::StepProfile profSamples;
@@ -120,6 +129,14 @@ public:
   virtual Status setNumThreads(int n) {
     (void)n;
     return Status();
+  }
+  /// Dynamic shapes: the run binds \p symbols (manifest order) and needs
+  /// an arena of \p arenaBytes; grows the arena when it is smaller (its
+  /// contents are not kept). Executors without dynamic shapes refuse.
+  virtual Status bindShapes(const std::vector<int64_t> &symbols, uint64_t arenaBytes) {
+    (void)symbols;
+    (void)arenaBytes;
+    return invalidArgument("this target does not run dynamic shapes");
   }
   /// \returns the thread pool size, 0 without one.
   virtual int numThreads() const { return 0; }

@@ -346,6 +346,10 @@ absl::Status consumeBoundInputs(const std::string &artifactDir,
 }
 
 /// One input or output as the model describes it.
+struct TensorSlot;
+const ir::Tensor *match(const std::vector<std::pair<std::string, ir::Tensor>> &data, const TensorSlot &slot,
+                        size_t i);
+
 struct TensorSlot {
   std::string name;
   fusert_dtype dtype = FUSERT_F32;
@@ -372,8 +376,13 @@ struct Session {
     mem.reset();
   }
 
-  absl::Status describe() {
+  /// Slots for the inputs and outputs. Dynamic shapes: an input dim the
+  /// artifact declares -1 takes its extent from \p data (matched as
+  /// match() does), and the outputs' dims come from binding the symbols
+  /// to those shapes (fusert_bind_shapes).
+  absl::Status describe(const std::vector<std::pair<std::string, ir::Tensor>> &data) {
     for (int pass = 0; pass < 2; ++pass) {
+      if (pass == 1) FUSEC_RETURN_IF_ERROR(bindShapes());
       std::vector<TensorSlot> &list = pass == 0 ? inputs : outputs;
       size_t n = pass == 0 ? fusert_num_inputs(model) : fusert_num_outputs(model);
       for (size_t i = 0; i < n; ++i) {
@@ -386,6 +395,21 @@ struct Session {
         if (s != FUSERT_OK) return absl::InternalError(fusertMsg(s));
         t.name = name ? name : "";
         t.shape.assign(shape, shape + rank);
+        bool dynamic = false;
+        for (int64_t d : t.shape) dynamic = dynamic || d < 0;
+        if (dynamic) {
+          const ir::Tensor *given = pass == 0 ? match(data, t, i) : nullptr;
+          if (!given || given->rank() != rank)
+            return absl::InvalidArgumentError(absl::StrCat(
+                pass == 0 ? "input '" : "output '", t.name, "' has dynamic dims ", shapeStr(t.shape),
+                given ? absl::StrCat(" and the data's rank is ", given->rank()) : ": no data gives its shape"));
+          for (int k = 0; k < rank; ++k)
+            if (t.shape[k] >= 0 && t.shape[k] != given->shape()[k])
+              return absl::InvalidArgumentError(absl::StrCat("input '", t.name, "': data has shape ",
+                                                             shapeStr(given->shape()), ", the artifact takes ",
+                                                             shapeStr(t.shape)));
+          t.shape = given->shape();
+        }
         if (!fromFusert(t.dtype, t.irType))
           return absl::InternalError(absl::StrCat("unknown dtype of '", t.name, "'"));
         t.bytes = static_cast<size_t>(ir::numElements(t.shape) * ir::dtypeSize(t.irType));
@@ -393,6 +417,17 @@ struct Session {
         list.push_back(std::move(t));
       }
     }
+    return absl::OkStatus();
+  }
+
+  /// Binds a dynamic artifact's symbols from the input slots' shapes
+  /// (no effect for static shapes).
+  absl::Status bindShapes() {
+    std::vector<fusert_tensor> in;
+    for (TensorSlot &t : inputs)
+      in.push_back({t.name.c_str(), t.dtype, static_cast<int>(t.shape.size()), t.shape.data(), nullptr});
+    fusert_status s = fusert_bind_shapes(model, in.data(), in.size());
+    if (s != FUSERT_OK) return absl::InvalidArgumentError(fusertMsg(s));
     return absl::OkStatus();
   }
 
@@ -455,7 +490,7 @@ absl::StatusOr<bool> runChecked(Session &sess, const std::string &artifactDir,
   if (s != FUSERT_OK)
     return absl::InvalidArgumentError(
         absl::StrCat("cannot load artifact '", artifactDir, "': ", fusertMsg(s)));
-  FUSEC_RETURN_IF_ERROR(sess.describe());
+  FUSEC_RETURN_IF_ERROR(sess.describe(inputs));
 
   // Upload inputs, checking dtype and shape (no conversion).
   for (size_t i = 0; i < sess.inputs.size(); ++i) {

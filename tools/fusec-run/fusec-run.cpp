@@ -8,6 +8,7 @@
 //   error, 2 on bad usage.
 //
 //===----------------------------------------------------------------------===//
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -38,7 +39,7 @@ using namespace fusec;
 namespace {
 
 constexpr const char *kUsage = R"(usage: fusec-run --reference MODEL.onnx --data DIR [options]
-       fusec-run OUT --data DIR [--bench N]
+       fusec-run OUT --data DIR [--data DIR2 ...] [--bench N]
 
 The second form runs a compiled artifact folder (fusec MODEL.onnx -o OUT) and
 compares in the same way: a CUDA artifact on the GPU through libfusert (--bench
@@ -58,7 +59,10 @@ graph inputs by tensor name, else by position).
                      the input data), then interpret the optimised graph; fused
                      kernels are evaluated op by op inside each kernel
   --passes=a,b       with --optimize: run these passes instead of the default
-  --data DIR         folder with input_<i>.pb and output_<i>.pb
+  --data DIR         folder with input_<i>.pb and output_<i>.pb; for an
+                     artifact repeatable: each folder is checked in turn (an
+                     artifact compiled with dynamic shapes takes data sets of
+                     different shapes)
   --precision P      fp32 (default), bf16 or fp16. With --optimize: sets the
                      precision the lower-precision pass lowers to (it is in the
                      default pipeline; name it in --passes otherwise). For an
@@ -95,7 +99,8 @@ struct Options {
   std::string passes;
   std::string precision = "fp32";
   std::string model;
-  std::string data;
+  std::string data;                  ///< the first --data
+  std::vector<std::string> dataDirs; ///< every --data (artifacts: each is checked)
   std::optional<double> atol, rtol;
   int64_t bench = 0;
   bool noPoison = false;
@@ -122,7 +127,13 @@ std::string parseArgs(int argc, char **argv, Options &opt) {
       driver::boolFlag("optimize", opt.optimize, "run the pass pipeline first"),
       driver::passesFlag(opt.passes, "with --optimize: run these passes instead"),
       driver::precisionFlag(opt.precision, "the precision to lower to / compiled with"),
-      driver::stringFlag("data", "DIR", opt.data, "folder with input_<i>.pb and output_<i>.pb"),
+      {"data", "DIR", "folder with input_<i>.pb and output_<i>.pb (repeatable for an artifact)",
+       [&opt](const std::string &v) {
+         if (v.empty()) return absl::InvalidArgumentError("--data needs a folder");
+         opt.dataDirs.push_back(v);
+         if (opt.data.empty()) opt.data = v;
+         return absl::OkStatus();
+       }},
       driver::intFlag("bench", "N", opt.bench, 0, 1000000000, "time N runs of an artifact"),
       driver::boolFlag("no-poison", opt.noPoison, "do not poison outputs and arena before the run"),
       toleranceFlag("atol", opt.atol),
@@ -136,6 +147,7 @@ std::string parseArgs(int argc, char **argv, Options &opt) {
   }
   if (opt.model.empty()) return "no model given";
   if (opt.data.empty()) return "--data DIR is required";
+  if (opt.reference && opt.dataDirs.size() > 1) return "--reference takes one --data";
   return "";
 }
 
@@ -306,9 +318,16 @@ static int toolMain(int argc, char **argv) {
       if (!opt.rtol) rtol = t.rtol;
     }
     // An nki artifact runs through its run.py on the NumPy model of NKI.
-    if (tools::isNkiArtifact(opt.model)) return tools::runNkiArtifact(opt.model, opt.data, atol, rtol);
-    return tools::runArtifact(opt.model, opt.data, static_cast<int>(opt.bench), atol, rtol,
-                              !opt.noPoison);
+    // Every --data is checked (an artifact of dynamic shapes runs data sets
+    // of different shapes); the exit status is the worst of them.
+    int rc = 0;
+    for (const std::string &dir : opt.dataDirs) {
+      const int one = tools::isNkiArtifact(opt.model)
+                          ? tools::runNkiArtifact(opt.model, dir, atol, rtol)
+                          : tools::runArtifact(opt.model, dir, static_cast<int>(opt.bench), atol, rtol, !opt.noPoison);
+      rc = std::max(rc, one);
+    }
+    return rc;
   }
   absl::StatusOr<bool> pass = run(opt);
   if (!pass.ok()) {

@@ -140,7 +140,12 @@ FUSERT_API size_t fusert_num_inputs(const fusert_model *model);
 FUSERT_API size_t fusert_num_outputs(const fusert_model *model);
 
 /** Describes input \p index: any of the out-pointers may be NULL. *\p name and
- *  *\p shape stay valid until fusert_unload.
+ *  *\p shape stay valid until fusert_unload. An artifact compiled with
+ *  dynamic shapes (its manifest lists "symbols"; docs/ARTIFACT.md) shows -1
+ *  for every input dim a symbol decides, and the same for its outputs until
+ *  fusert_bind_shapes or fusert_run binds the symbols; the outputs then
+ *  show their dims for that binding (the pointer stays valid, the values
+ *  change with the next binding).
  *  Errors: FUSERT_INVALID_ARGUMENT (NULL model, index out of range). */
 FUSERT_API fusert_status fusert_input_info(const fusert_model *model, size_t index,
                                            const char **name, fusert_dtype *dtype,
@@ -166,6 +171,18 @@ FUSERT_API fusert_status fusert_output_info(const fusert_model *model, size_t in
 FUSERT_API fusert_status fusert_run(fusert_model *model, const fusert_tensor *inputs,
                                     size_t num_inputs, fusert_tensor *outputs,
                                     size_t num_outputs, cudaStream_t stream);
+
+/** Dynamic shapes: binds the model's symbols from the shapes of \p inputs
+ *  (every input, matched by name; `data` may be NULL), so that
+ *  fusert_output_info reports the output dims for them; fusert_run does
+ *  the same with its inputs. A new binding re-plans the activation arena
+ *  for its sizes and grows it when needed (the arena keeps the largest
+ *  size bound so far). No effect for an artifact of static shapes.
+ *  Errors: FUSERT_INVALID_ARGUMENT (a missing input, a rank that differs,
+ *  a dim outside its symbol's compiled range or that contradicts another
+ *  dim); FUSERT_INTERNAL (host memory for the larger arena). */
+FUSERT_API fusert_status fusert_bind_shapes(fusert_model *model, const fusert_tensor *inputs,
+                                            size_t num_inputs);
 
 /** Turns CUDA-graph execution on (\p on != 0) or off. When on, the first run
  *  for a given set of input/output pointers and stream captures the steps into
