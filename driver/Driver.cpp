@@ -7,7 +7,10 @@
 //===----------------------------------------------------------------------===//
 #include "driver/Driver.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <filesystem>
+#include <functional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -15,6 +18,7 @@
 #include "codegen/Backend.h"
 #include "codegen/artifact/ArtifactWriter.h"
 #include "frontend/onnx/OnnxImporter.h"
+#include "ir/OpTable.h"
 #include "passes/Pipeline.h"
 #include "program/Symbolic.h"
 #include "support/Status.h"
@@ -144,6 +148,35 @@ absl::StatusOr<std::vector<program::ShapeSymbol>> dynamicSymbolsOf(const ir::Gra
   return out;
 }
 
+/// The values upstream of \p name in \p g (itself included) that are
+/// computed from a graph input or its shape (through Shape or Size), as
+/// opposed to from constants only.
+std::vector<std::string> shapeDerivedAncestors(const ir::Graph &g, const std::string &name) {
+  std::map<const ir::Value *, bool> memo;
+  std::vector<std::string> out;
+  std::function<bool(const ir::Value *)> derived = [&](const ir::Value *v) -> bool {
+    if (!v || v->isConstant()) return false;
+    if (auto it = memo.find(v); it != memo.end()) return it->second;
+    memo[v] = false;  // cycles cannot happen in a DAG; this only stops re-entry
+    const ir::Node *p = v->producer();
+    bool d = !p;  // a graph input
+    if (p) {
+      if (p->kind() == ir::OpKind::kShape || p->kind() == ir::OpKind::kSize || p->kind() == ir::OpKind::kRange)
+        d = true;
+      // Metadata operands (a Range's limit, a Reshape's shape) fold per
+      // probe and decide only shapes: the walk does not enter them.
+      for (int i = 0; i < static_cast<int>(p->inputs().size()); ++i)
+        if (!ir::isMetadataOperand(p->kind(), i) && p->kind() != ir::OpKind::kRange)
+          d = derived(p->inputs()[i]) || d;
+    }
+    memo[v] = d;
+    if (d && p) out.push_back(v->name());
+    return d;
+  };
+  if (const ir::Value *v = g.findValue(name)) derived(v);
+  return out;
+}
+
 /// The --shape map that binds every input of \p g: symbols from \p binding.
 std::map<std::string, std::vector<int64_t>> shapesFor(const ir::Graph &g,
                                                       const std::map<std::string, int64_t> &binding,
@@ -241,11 +274,19 @@ static absl::StatusOr<Compilation> compileDynamic(const std::string &modelPath, 
       sp.kernelNames.push_back(passes::kernelNames(pc.context.fusionPlan));
     }
     std::vector<std::string> dependent = program::bindingDependentConstants(sp);
+    if (std::find(options.debugOnly.begin(), options.debugOnly.end(), "dynamic-shapes") != options.debugOnly.end())
+      std::fprintf(stderr, "[dynamic-shapes] round %d: %zu probes; data folded differently: %s\n", round,
+                   bindings.size(), dependent.empty() ? "none" : absl::StrJoin(dependent, ", ").c_str());
     if (dependent.empty()) break;
     if (round + 1 == kMaxRounds)
       return absl::FailedPreconditionError(absl::StrCat(
           "dynamic shapes: constants still depend on the shapes after ", kMaxRounds, " rounds: '",
           absl::StrJoin(dependent, "', '"), "'; bind the dims with --shape"));
+    // Keep the whole chain that computes them from the shapes (the nodes
+    // between them and a Shape, Size or graph input in the imported
+    // graph), not one link per round.
+    for (const std::string &name : dependent)
+      for (const std::string &up : shapeDerivedAncestors(*imported.graph, name)) po.noFold.insert(up);
     po.noFold.insert(dependent.begin(), dependent.end());
   }
   Compilation c = std::move(probes[0]);

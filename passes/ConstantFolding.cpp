@@ -41,7 +41,9 @@
 #include <set>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
 #include "interp/Interpreter.h"
+#include "ir/OpTable.h"
 #include "ir/ShapeInference.h"
 #include "passes/Pass.h"
 #include "support/Status.h"
@@ -103,7 +105,7 @@ class ConstantFolding : public Pass {
   /// number of nodes folded.
   absl::StatusOr<int64_t> foldOnce(ir::Graph &graph, const std::set<std::string> &noFold) {
     absl::flat_hash_map<const ir::Value *, std::shared_ptr<const ir::Tensor>> env;
-    std::vector<ir::Node *> foldedNodes;
+    std::vector<ir::Node *> foldedNodes, keptNodes;
     auto valueOf = [&](const ir::Value *v) -> const ir::Tensor * {
       auto it = env.find(v);
       if (it != env.end()) return it->second.get();
@@ -113,7 +115,6 @@ class ConstantFolding : public Pass {
       std::vector<ir::Tensor> results;
       bool kept = false;
       for (const ir::Value *out : node->outputs()) kept = kept || (out && noFold.count(out->name()));
-      if (kept) continue;
       if (node->kind() == ir::OpKind::kShape || node->kind() == ir::OpKind::kSize) {
         std::optional<ir::Tensor> t = ir::foldShapeOf(*node);
         if (!t) continue;
@@ -149,13 +150,35 @@ class ConstantFolding : public Pass {
       }
       for (size_t i = 0; i < node->outputs().size(); ++i)
         env[node->outputs()[i]] = std::make_shared<const ir::Tensor>(std::move(results[i]));
-      foldedNodes.push_back(node);
+      (kept ? keptNodes : foldedNodes).push_back(node);
+    }
+    // A kept node (PassContext::noFold: data a dynamic-shape compile
+    // computes at run time) stays; where its value decides only a shape
+    // (a metadata operand: a Range's limit, a Reshape's target) that use
+    // reads a folded copy, as for any other foldable value.
+    int64_t rewired = 0;
+    if (!keptNodes.empty()) {
+      for (ir::Node *user : graph.nodes())
+        for (int i = 0; i < user->numInputs(); ++i) {
+          ir::Value *in = user->input(i);
+          // Range's operands decide its length (and, folded per binding,
+          // its values: start + i * delta).
+          const bool shapeOnly = ir::isMetadataOperand(user->kind(), i) || user->kind() == ir::OpKind::kRange;
+          if (!in || !shapeOnly || in->isConstant()) continue;
+          auto it = env.find(in);
+          if (it == env.end() || std::find(keptNodes.begin(), keptNodes.end(), in->producer()) == keptNodes.end())
+            continue;
+          std::string name = in->name() + "_shape";
+          for (int k = 1; graph.findValue(name); ++k) name = absl::StrCat(in->name(), "_shape", k);
+          user->setInput(i, graph.addConstant(name, it->second));
+          ++rewired;
+        }
     }
     for (ir::Node *node : foldedNodes) {
       for (ir::Value *out : node->outputs()) graph.setConstant(out, *env[out]);
       graph.eraseNode(node);
     }
-    return static_cast<int64_t>(foldedNodes.size());
+    return static_cast<int64_t>(foldedNodes.size()) + rewired;
   }
 };
 

@@ -20,6 +20,13 @@ SymExtent SymExtent::symbol(const std::string &name) {
   return e;
 }
 
+SymExtent SymExtent::plus(int64_t d) const {
+  SymExtent e = *this;
+  if (e.symbols_.empty()) e.coeff_ += d;
+  else e.offset_ += d;
+  return e;
+}
+
 SymExtent SymExtent::operator*(const SymExtent &other) const {
   SymExtent e;
   e.coeff_ = coeff_ * other.coeff_;
@@ -37,13 +44,16 @@ std::optional<int64_t> SymExtent::evaluate(const std::map<std::string, int64_t> 
     if (it == bindings.end()) return std::nullopt;
     v *= it->second;
   }
-  return v;
+  return v + offset_;
 }
 
 std::string SymExtent::str() const {
   if (symbols_.empty()) return absl::StrCat(coeff_);
   std::string s = absl::StrJoin(symbols_, "*");
-  return coeff_ == 1 ? s : absl::StrCat(coeff_, "*", s);
+  s = coeff_ == 1 ? s : absl::StrCat(coeff_, "*", s);
+  if (offset_ > 0) absl::StrAppend(&s, "+", offset_);
+  if (offset_ < 0) absl::StrAppend(&s, offset_);
+  return s;
 }
 
 SymExtent product(const std::vector<SymExtent> &dims, size_t b, size_t e) {

@@ -33,13 +33,19 @@ class SymExtent {
   SymExtent() = default;
   bool isConstant() const { return symbols_.empty(); }
   int64_t coeff() const { return coeff_; }
+  /// A small constant added to the product (index bounds such as
+  /// batch*seq - 1); 0 for the extents of loops and buffers.
+  int64_t offset() const { return offset_; }
+  /// This form plus \p d (a constant stays a constant).
+  SymExtent plus(int64_t d) const;
   /// Symbols, sorted, repeated for powers (seq*seq).
   const std::vector<std::string> &symbols() const { return symbols_; }
 
-  /// The product (symbol lists merge, coefficients multiply).
+  /// The product (symbol lists merge, coefficients multiply). Both must
+  /// have offset 0 (a product with an offset is not of this form).
   SymExtent operator*(const SymExtent &other) const;
   bool operator==(const SymExtent &other) const {
-    return coeff_ == other.coeff_ && symbols_ == other.symbols_;
+    return coeff_ == other.coeff_ && symbols_ == other.symbols_ && offset_ == other.offset_;
   }
   bool operator!=(const SymExtent &other) const { return !(*this == other); }
 
@@ -47,12 +53,14 @@ class SymExtent {
   /// symbol is unbound.
   std::optional<int64_t> evaluate(const std::map<std::string, int64_t> &bindings) const;
 
-  /// Text form: "48", "seq", "4*batch*seq" (coefficient first, omitted when 1).
+  /// Text form: "48", "seq", "4*batch*seq", "batch*seq-1" (coefficient
+  /// first, omitted when 1; the offset last).
   std::string str() const;
 
  private:
   int64_t coeff_ = 1;
   std::vector<std::string> symbols_;
+  int64_t offset_ = 0;
 };
 
 /// The product of \p dims[b, e) (1 for an empty range).

@@ -324,6 +324,17 @@ absl::StatusOr<Program> buildSymbolicProgram(const ShapeProbes &probes, const Lo
       }
       if (same) continue;
       absl::StatusOr<SymExtent> e = fitMonomial(col, probes);
+      // Index bounds are often a product minus one (a clamp to n - 1): a
+      // small constant offset, fitted and verified the same way. Loop
+      // and buffer extents must be products.
+      const bool extent = paths[k].find("dims[") != std::string::npos || paths[k].find("buffers[") != std::string::npos;
+      for (int64_t d : {-1, 1, -2, 2, -3, 3, -4, 4}) {
+        if (e.ok() || extent) break;
+        std::vector<int64_t> shifted = col;
+        for (int64_t &v : shifted) v -= d;
+        absl::StatusOr<SymExtent> f = fitMonomial(shifted, probes);
+        if (f.ok() && !f->isConstant()) e = f->plus(d);
+      }
       if (!e.ok()) return refuse(absl::StrCat(where(item), ", ", paths[k], ": ", e.status().message()));
       FUSEC_RETURN_IF_ERROR(record(item, paths[k], *e));
     }
@@ -386,7 +397,11 @@ std::vector<std::string> bindingDependentConstants(const ShapeProbes &probes) {
     for (int i = 0; i < static_cast<int>(n->inputs().size()); ++i) {
       const ir::Value *v = n->inputs()[i];
       // Shapes, axes and the like are read at compile time only.
-      if (!v || !v->isConstant() || ir::isMetadataOperand(n->kind(), i) || !seen.insert(v->name()).second) continue;
+      // Range's scalars decide its length; the lowering inlines them as
+      // literals, which the fit covers.
+      if (!v || !v->isConstant() || ir::isMetadataOperand(n->kind(), i) || n->kind() == ir::OpKind::kRange ||
+          !seen.insert(v->name()).second)
+        continue;
       for (size_t p = 1; p < probes.graphs.size(); ++p) {
         const ir::Value *o = probes.graphs[p]->findValue(v->name());
         if (!o || !o->isConstant() || !(*o->constant() == *v->constant())) {

@@ -116,7 +116,7 @@ llvm::Value *CpuModuleBuilder::Impl::ext(const program::SymExtent &e) {
     }
     v = B.CreateMul(v, symbolValues[it - symbolNames.begin()]);
   }
-  return v;
+  return e.offset() ? B.CreateAdd(v, c64(e.offset())) : v;
 }
 
 llvm::Value *CpuModuleBuilder::Impl::bodyBuffers() {
