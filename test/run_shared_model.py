@@ -1,12 +1,15 @@
 """ctest driver: compile one shared model with fusec --target TARGET and run it with fusec-run.
 
-    python3 run_shared_model.py FUSEC FUSEC_RUN MODEL_DIR PRECISION OUT TARGET [padded]
+    python3 run_shared_model.py FUSEC FUSEC_RUN MODEL_DIR PRECISION OUT TARGET [padded|dynamic]
 
 Input shapes come from MODEL_DIR/../manifest.json ("inputs": {name: dims}). fusec-run runs the
 artifact (nki: its run.py on the NumPy model of NKI; cpu: libfusert's CPU executor, the arena
 poisoned with NaN first) and prints the verdict (PASS/FAIL). With "padded", the data set is
 test/make_padded_data.py's (left padding and an all-padding batch, expected outputs from ONNX
-Runtime) instead of MODEL_DIR/test_data_set_0.
+Runtime) instead of MODEL_DIR/test_data_set_0. With "dynamic", the model is compiled once with no
+--shape (its symbolic dims left dynamic) and the one artifact is checked against test_data_set_0
+and two data sets of other shapes that scripts/make_test_data.py writes (ONNX Runtime's outputs):
+the symbols at 3, 37, 7, ... and at 1, 5, 2, ... in the order the inputs name them.
 """
 import json
 import os
@@ -19,8 +22,9 @@ def main(fusec, fusec_run, model_dir, precision, out, target, data="test_data_se
     with open(os.path.join(model_dir, "..", "manifest.json")) as f:
         inputs = json.load(f)[name]["inputs"]
     cmd = [fusec, os.path.join(model_dir, "model.onnx"), "--target", target, "--precision", precision, "-o", out]
-    for k, dims in inputs.items():
-        cmd += ["--shape", f"{k}={'x'.join(str(d) for d in dims)}"]
+    if data != "dynamic":
+        for k, dims in inputs.items():
+            cmd += ["--shape", f"{k}={'x'.join(str(d) for d in dims)}"]
     r = subprocess.run(cmd)
     if r.returncode != 0:
         print(f"FAIL: fusec exited with {r.returncode}")
@@ -33,8 +37,44 @@ def main(fusec, fusec_run, model_dir, precision, out, target, data="test_data_se
         if r.returncode != 0:
             print(f"FAIL: make_padded_data.py exited with {r.returncode}")
             return 1
-    r = subprocess.run([fusec_run, out, "--data", data_dir, "--precision", precision])
-    return r.returncode
+    data_dirs = [data_dir]
+    if data == "dynamic":
+        data_dirs = [os.path.join(model_dir, "test_data_set_0")]
+        import onnx  # only this mode needs it
+        model = onnx.load(os.path.join(model_dir, "model.onnx"), load_external_data=False)
+        inits = {i.name for i in model.graph.initializer}
+        symbols = []
+        for inp in model.graph.input:
+            for d in inp.type.tensor_type.shape.dim:
+                if d.dim_param and d.dim_param not in symbols and inp.name not in inits:
+                    symbols.append(d.dim_param)
+        maker = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts", "make_test_data.py")
+        for tag, values in (("a", [3, 37, 7, 11]), ("b", [1, 5, 2, 3])):
+            binding = {s: values[i % len(values)] for i, s in enumerate(symbols)}
+            shape_args = []
+            for inp in model.graph.input:
+                if inp.name in inits:
+                    continue
+                dims = [d.dim_value if d.dim_value > 0 else binding[d.dim_param]
+                        for d in inp.type.tensor_type.shape.dim]
+                shape_args += ["--shape", f"{inp.name}={'x'.join(str(x) for x in dims)}"]
+            d = f"{out}.data_{tag}"
+            r = subprocess.run([sys.executable, maker, os.path.join(model_dir, "model.onnx"), d] + shape_args)
+            if r.returncode != 0:
+                print(f"FAIL: make_test_data.py exited with {r.returncode}")
+                return 1
+            data_dirs.append(d)
+    cmd = [fusec_run, out, "--precision", precision]
+    for d in data_dirs:
+        cmd += ["--data", d]
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
+    sys.stdout.write(r.stdout)
+    # One verdict line: PASS only when every data set passed.
+    verdicts = [line for line in r.stdout.splitlines() if line.startswith(("PASS", "FAIL"))]
+    if r.returncode != 0 or len(verdicts) != len(data_dirs) or any(v.startswith("FAIL") for v in verdicts):
+        print(f"FAIL: {sum(v.startswith('PASS') for v in verdicts)} of {len(data_dirs)} data sets passed")
+        return 1
+    return 0
 
 
 if __name__ == "__main__":

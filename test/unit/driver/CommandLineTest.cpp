@@ -162,6 +162,38 @@ TEST(ShapeFlag, SameInputTwiceIsAnError) {
   EXPECT_EQ(error({"--shape=x=2", "--shape=y=2"}), "");
 }
 
+/// Ranges (dynamic shapes): MIN..MAX[@OPT] per dim, a static dim as N.
+TEST(ShapeFlag, RangesForDynamicShapes) {
+  ShapeMap shapes;
+  RangeMap ranges;
+  std::vector<FlagSpec> flags = {shapeFlag(shapes, ranges)};
+  auto parseWith = [&](std::vector<std::string> args) {
+    shapes.clear();
+    ranges.clear();
+    std::vector<char *> argv = {const_cast<char *>("tool")};
+    for (std::string &a : args) argv.push_back(a.data());
+    auto r = parseFlags(flags, static_cast<int>(argv.size()), argv.data());
+    return r.ok() ? std::string() : std::string(r.status().message());
+  };
+  EXPECT_EQ(parseWith({"--shape=ids=1..8x1..4096@512"}), "");
+  ASSERT_EQ(ranges.count("ids"), 1u);
+  EXPECT_EQ(ranges["ids"][0].min, 1);
+  EXPECT_EQ(ranges["ids"][0].max, 8);
+  EXPECT_EQ(ranges["ids"][1].max, 4096);
+  EXPECT_EQ(ranges["ids"][1].opt, 512);
+  EXPECT_TRUE(shapes.empty());
+  EXPECT_EQ(parseWith({"--shape=x=2x1..64x256"}), "");
+  EXPECT_EQ(ranges["x"][0].min, 2);
+  EXPECT_EQ(ranges["x"][0].max, 2);
+  EXPECT_EQ(parseWith({"--shape=x=2x3"}), "");  // no range: a static binding
+  EXPECT_EQ(shapes["x"], (std::vector<int64_t>{2, 3}));
+  EXPECT_NE(parseWith({"--shape=x=8..1"}).find("1 <= MIN <= MAX"), std::string::npos);
+  EXPECT_NE(parseWith({"--shape=x=0..8"}).find("1 <= MIN <= MAX"), std::string::npos);
+  EXPECT_NE(parseWith({"--shape=x=1..8@9"}).find("@OPT"), std::string::npos);
+  EXPECT_NE(parseWith({"--shape=x=1..a"}).find("is not a range"), std::string::npos);
+  EXPECT_EQ(parseWith({"--shape=x=1..8", "--shape=x=2"}), "--shape names input 'x' twice");
+}
+
 TEST(SharedFlags, MalformedValues) {
   EXPECT_EQ(error({"--precision=int4"}), "unknown --precision 'int4' (expected: fp32, fp16, bf16)");
   EXPECT_EQ(error({"--precision", "FP32"}),
