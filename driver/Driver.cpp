@@ -95,6 +95,7 @@ bool hasSymbolicInputs(const ir::Graph &g) {
 absl::StatusOr<std::vector<program::ShapeSymbol>> dynamicSymbolsOf(const ir::Graph &g, const CompileOptions &o,
                                                                    std::map<std::string, int64_t> &fixed) {
   std::vector<program::ShapeSymbol> syms;
+  std::vector<bool> ranged;  // some --shape gave the symbol a range
   std::map<std::string, size_t> pos;
   for (const auto &[name, ranges] : o.inputRanges) {
     const ir::Value *v = g.findValue(name);
@@ -126,10 +127,14 @@ absl::StatusOr<std::vector<program::ShapeSymbol>> dynamicSymbolsOf(const ir::Gra
       auto it = pos.find(d.symbol);
       if (it == pos.end()) {
         it = pos.emplace(d.symbol, syms.size()).first;
-        syms.push_back(program::ShapeSymbol{d.symbol});
+        program::ShapeSymbol fresh{d.symbol};
+        fresh.max = program::kMaxSymbolExtent;  // narrowed by ranges, else the default below
+        syms.push_back(fresh);
+        ranged.push_back(false);
       }
       program::ShapeSymbol &s = syms[it->second];
       if (!r) continue;
+      ranged[it->second] = true;
       s.min = std::max(s.min, r->min);
       s.max = std::min(s.max, r->max);
       if (r->opt) s.opt = r->opt;
@@ -138,6 +143,8 @@ absl::StatusOr<std::vector<program::ShapeSymbol>> dynamicSymbolsOf(const ir::Gra
             absl::StrCat("--shape: the ranges given for symbol '", s.name, "' do not overlap"));
     }
   }
+  for (size_t i = 0; i < syms.size(); ++i)
+    if (!ranged[i]) syms[i].max = program::kDefaultSymbolMax;
   std::vector<program::ShapeSymbol> out;
   for (const program::ShapeSymbol &s : syms) {
     if (s.max > program::kMaxSymbolExtent)
@@ -175,6 +182,21 @@ std::vector<std::string> shapeDerivedAncestors(const ir::Graph &g, const std::st
   };
   if (const ir::Value *v = g.findValue(name)) derived(v);
   return out;
+}
+
+/// "input_ids=<batch>x<seq>": a --shape for the first input with symbolic dims.
+std::string exampleShape(const ir::Graph &g) {
+  for (const ir::Value *v : g.inputs()) {
+    if (v->isConstant()) continue;
+    std::vector<std::string> dims;
+    bool symbolic = false;
+    for (const ir::Dim &d : v->type().shape) {
+      symbolic = symbolic || d.isSymbolic();
+      dims.push_back(d.isStatic() ? std::to_string(d.value) : absl::StrCat("<", d.symbol, ">"));
+    }
+    if (symbolic) return absl::StrCat(v->name(), "=", absl::StrJoin(dims, "x"));
+  }
+  return "INPUT=DIMS";
 }
 
 /// The --shape map that binds every input of \p g: symbols from \p binding.
@@ -263,10 +285,14 @@ static absl::StatusOr<Compilation> compileDynamic(const std::string &modelPath, 
       po.inputShapes = shapesFor(*imported.graph, all, options);
       absl::StatusOr<Compilation> pc = compile(modelPath, po);
       if (!pc.ok())
-        return absl::Status(pc.status().code(),
-                            absl::StrCat("dynamic shapes: compiling for ",
-                                         absl::StrJoin(b, ", ", absl::PairFormatter("=")), ": ",
-                                         pc.status().message()));
+        return absl::Status(
+            pc.status().code(),
+            absl::StrCat("dynamic shapes: compiling for ", absl::StrJoin(b, ", ", absl::PairFormatter("=")), ": ",
+                         pc.status().message(),
+                         "\n(the model is compiled at several extents of its dynamic dims to check that one "
+                         "artifact serves them all; if it only works for some, bind the dims with --shape "
+                         "INPUT=DIMS, e.g. --shape ", exampleShape(*imported.graph), ", or give a range "
+                         "INPUT=MIN..MAX per dim)"));
       probes.push_back(std::move(*pc));
     }
     for (const Compilation &pc : probes) {

@@ -168,7 +168,7 @@ std::string bindingText(const std::map<std::string, int64_t> &b) {
 
 absl::StatusOr<std::vector<std::map<std::string, int64_t>>> probeBindings(const std::vector<ShapeSymbol> &symbols) {
   const size_t S = symbols.size();
-  std::vector<std::map<std::string, int64_t>> probes(S + 2);
+  std::vector<std::map<std::string, int64_t>> probes(2 * S + 3);
   std::set<int64_t> used;  // distinct primes across symbols keep their products apart
   std::vector<std::array<int64_t, 3>> vals(S);
   for (size_t i = 0; i < S; ++i) {
@@ -195,6 +195,24 @@ absl::StatusOr<std::vector<std::map<std::string, int64_t>>> probeBindings(const 
       const int which = p == S + 1 ? 2 : (p == i + 1 ? 1 : 0);
       probes[p][symbols[i].name] = vals[i][which];
     }
+  // Verification at both ends of the ranges: every symbol small, then each
+  // symbol large with the others at base (one at a time keeps the sizes of
+  // the probe's tensors moderate).
+  constexpr int64_t kSmallPrimes[] = {2, 3, 5, 7, 11, 13, 17, 19};
+  // Small: distinct per symbol (2, 3, 5, ...), so that symbols do not
+  // coincide; at least the range's minimum.
+  for (size_t i = 0; i < S; ++i)
+    probes[S + 2][symbols[i].name] =
+        std::min<int64_t>(symbols[i].max, std::max<int64_t>(symbols[i].min, kSmallPrimes[i % 8]));
+  for (size_t i = 0; i < S; ++i) {
+    const ShapeSymbol &s = symbols[i];
+    int64_t large = std::min(s.max, kDefaultSymbolMax);
+    while (large > s.min && !isPrime(large)) --large;
+    // Large: the other symbols small, so that a [batch, heads, seq, seq]
+    // score or mask tensor of the probe stays below the IR's tensor limits.
+    for (size_t j = 0; j < S; ++j)
+      probes[S + 3 + i][symbols[j].name] = j == i ? large : probes[S + 2][symbols[j].name];
+  }
   return probes;
 }
 
@@ -207,7 +225,8 @@ absl::StatusOr<SymExtent> fitMonomial(const std::vector<int64_t> &values, const 
     return absl::FailedPreconditionError(
         absl::StrCat("no product of symbols fits its values (", absl::StrJoin(at, "; "), ")"));
   };
-  if (values.size() != S + 2) return absl::InternalError("fitMonomial: one value per probe expected");
+  if (values.size() != probes.bindings.size() || values.size() < S + 2)
+    return absl::InternalError("fitMonomial: one value per probe expected");
   const int64_t v0 = values[0];
   if (v0 == 0) {
     for (int64_t v : values)
@@ -275,7 +294,7 @@ void visitItemInts(WorkItem &item, const std::function<void(const std::string &,
 
 absl::StatusOr<Program> buildSymbolicProgram(const ShapeProbes &probes, const LoweringOptions &opts) {
   const size_t P = probes.graphs.size();
-  if (P != probes.symbols.size() + 2 || probes.bindings.size() != P || probes.kernelNames.size() != P)
+  if (P < probes.symbols.size() + 2 || probes.bindings.size() != P || probes.kernelNames.size() != P)
     return absl::InternalError("buildSymbolicProgram: one graph, binding and plan per probe expected");
   std::vector<Program> progs;
   for (size_t p = 0; p < P; ++p) {
@@ -288,12 +307,15 @@ absl::StatusOr<Program> buildSymbolicProgram(const ShapeProbes &probes, const Lo
   };
   auto refuse = [&](const std::string &what) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "dynamic shapes: ", what, ". Bind the symbols it depends on with --shape (e.g. --shape ",
-        "NAME=2x24), or report the model"));
+        "dynamic shapes: ", what, ". Bind the dims it depends on with --shape INPUT=DIMS (INPUT a graph "
+        "input's name, e.g. --shape input_ids=2x24), or report the model"));
   };
   Program &p0 = progs[0];
+  // Equal items, not equal de-duplication: two kernels that coincide at
+  // one probe (symbols at equal extents) are still two (assembleProgram
+  // de-duplicates the fitted items again).
   for (size_t p = 1; p < P; ++p)
-    if (progs[p].items.size() != p0.items.size() || progs[p].kernelOfStep != p0.kernelOfStep)
+    if (progs[p].items.size() != p0.items.size())
       return refuse(absl::StrCat("the program's structure changes with the binding (", p0.items.size(), " steps at ",
                                  bindingText(probes.bindings[0]), ", ", progs[p].items.size(), " at ",
                                  bindingText(probes.bindings[p]), ")"));

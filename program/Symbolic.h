@@ -16,7 +16,13 @@
 // integers. Each integer that differs is fitted as a monomial
 // coeff * s1^k1 * s2^k2 ... (SymExtent; k read off the ratio between probe 0
 // and probe 1 + i, coeff from probe 0) and must predict the verification
-// probe exactly. An integer that is not such a monomial (seq - 1, a mean's
+// probes exactly. Besides probe S + 1 they are: every symbol at a small
+// extent (2, 3, 5, ... per symbol, at least the range's minimum), and each
+// symbol in turn at a large one (the largest prime <= min(its maximum,
+// 4099)) with the others small. A value the model
+// clamps (a Slice to the first K positions: min(seq, K)) is a product of
+// symbols only on one side of K; with probes at both ends of the range one
+// of them is on the other side, so the clamp is refused, not fitted. An integer that is not such a monomial (seq - 1, a mean's
 // 1/seq as a float, a folded constant whose contents depend on the
 // binding, a fusion decision that depends on the size) is refused, naming
 // the kernel or value, and the user binds that symbol with --shape.
@@ -46,17 +52,22 @@ namespace fusec::program {
 
 /// Largest extent a symbol may take (2^31 - 1; the runtime checks it).
 inline constexpr int64_t kMaxSymbolExtent = (int64_t{1} << 31) - 1;
+/// The range of a symbol no --shape bounds: 1..4099, the extents the
+/// verification probes cover (see the file comment); a larger maximum is
+/// given with --shape NAME=1..MAX and then verified at MAX's prime.
+inline constexpr int64_t kDefaultSymbolMax = 4099;
 
 /// One symbolic dim left for run time, with its allowed range (inclusive).
 struct ShapeSymbol {
   std::string name;
   int64_t min = 1;
-  int64_t max = kMaxSymbolExtent;
+  int64_t max = kDefaultSymbolMax;
   int64_t opt = 0;  ///< the extent to optimise for (--shape ..@opt); 0 = none
 };
 
-/// The probe bindings for \p symbols (see the file comment): S + 2 maps
-/// symbol -> extent, probe 0 first. Each symbol's three values are
+/// The probe bindings for \p symbols (see the file comment): 2S + 3 maps
+/// symbol -> extent, probe 0 first, then one per symbol, then the
+/// verification probes. Each symbol's three values are
 /// distinct primes inside its range (preferring 23..113, away from the
 /// small dims models use). Errors: InvalidArgument when a range holds
 /// fewer than three usable values (bind that symbol with --shape).

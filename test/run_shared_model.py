@@ -25,6 +25,17 @@ def main(fusec, fusec_run, model_dir, precision, out, target, data="test_data_se
     if data != "dynamic":
         for k, dims in inputs.items():
             cmd += ["--shape", f"{k}={'x'.join(str(d) for d in dims)}"]
+    else:
+        # Symbolic dims dynamic within 1..64 (the tiny test models have 128
+        # positions; fusec's default range, 1..4099, would exceed them).
+        import onnx  # only this mode needs it
+        m = onnx.load(os.path.join(model_dir, "model.onnx"), load_external_data=False)
+        inits = {i.name for i in m.graph.initializer}
+        for inp in m.graph.input:
+            dims = inp.type.tensor_type.shape.dim
+            if inp.name in inits or not any(d.dim_param for d in dims):
+                continue
+            cmd += ["--shape", inp.name + "=" + "x".join(str(d.dim_value) if d.dim_value > 0 else "1..64" for d in dims)]
     r = subprocess.run(cmd)
     if r.returncode != 0:
         print(f"FAIL: fusec exited with {r.returncode}")

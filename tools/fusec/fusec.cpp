@@ -60,7 +60,7 @@ std::vector<driver::FlagSpec> flagTable(ToolOptions &o) {
          o.emit = v;
          return absl::OkStatus();
        }},
-      driver::shapeFlag(c.inputShapes),
+      driver::shapeFlag(c.inputShapes, c.inputRanges),
       driver::inputValueFlag(c.inputValues),
       driver::targetFlag(c.target),
       driver::archFlag(c.arch),

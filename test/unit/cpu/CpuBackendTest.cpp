@@ -898,7 +898,7 @@ TEST(CpuArtifact, MlpLnGeluManifest) {
   std::ifstream f(out / "manifest.json");
   nlohmann::json j = nlohmann::json::parse(f);
   EXPECT_EQ(j["target"], "cpu");
-  EXPECT_EQ(j["cpu_abi"], 1);
+  EXPECT_EQ(j["cpu_abi"], 2);
   EXPECT_TRUE(j["cpu_features"].is_array());
   EXPECT_TRUE(j["workspace_bytes_per_thread"].is_number_unsigned());
   EXPECT_FALSE(j["arch"].get<std::string>().empty());

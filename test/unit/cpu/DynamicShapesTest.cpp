@@ -48,14 +48,19 @@ struct TempDir {
 TEST(ProbeBindings, DistinctPrimesInsideRanges) {
   auto p = program::probeBindings({ShapeSymbol{"batch", 1, 64}, ShapeSymbol{"seq", 1, 4096}});
   ASSERT_TRUE(p.ok()) << p.status();
-  ASSERT_EQ(p->size(), 4u);  // base, one per symbol, verification
+  ASSERT_EQ(p->size(), 7u);  // base, one per symbol, verification; small; one large per symbol
   std::set<int64_t> seen;
-  for (const auto &b : *p)
-    for (const auto &[name, v] : b) {
+  for (size_t i = 0; i < 4; ++i)
+    for (const auto &[name, v] : (*p)[i]) {
       EXPECT_GE(v, 2);
       seen.insert(v);
     }
   EXPECT_EQ(seen.size(), 6u);  // three values per symbol, none shared
+  EXPECT_EQ((*p)[4].at("batch"), 2);  // both ends of the ranges
+  EXPECT_EQ((*p)[4].at("seq"), 3);
+  EXPECT_EQ((*p)[5].at("batch"), 61);  // largest prime <= 64
+  EXPECT_EQ((*p)[5].at("seq"), 3);
+  EXPECT_EQ((*p)[6].at("seq"), 4093);  // largest prime <= 4096
   EXPECT_NE((*p)[0].at("batch"), (*p)[1].at("batch"));
   EXPECT_EQ((*p)[0].at("seq"), (*p)[1].at("seq"));
   EXPECT_NE((*p)[0].at("seq"), (*p)[2].at("seq"));
@@ -101,6 +106,10 @@ TEST(FitMonomial, ProductsPowersAndConstants) {
   // seq - 1 is no monomial; neither is batch + seq.
   EXPECT_FALSE(program::fitMonomial(valuesOf(p, [](int64_t, int64_t s) { return s - 1; }), p).ok());
   EXPECT_FALSE(program::fitMonomial(valuesOf(p, [](int64_t b, int64_t s) { return b + s; }), p).ok());
+  // A clamp min(seq, 64) looks like seq at the middle probes; the large
+  // probe refuses it, and min(seq, 8) is refused by the small one.
+  EXPECT_FALSE(program::fitMonomial(valuesOf(p, [](int64_t, int64_t s) { return std::min<int64_t>(s, 64); }), p).ok());
+  EXPECT_FALSE(program::fitMonomial(valuesOf(p, [](int64_t, int64_t s) { return std::min<int64_t>(s, 8); }), p).ok());
   // Offsets print and evaluate (index bounds: batch*seq - 1).
   SymExtent off = (SymExtent::symbol("batch") * SymExtent::symbol("seq")).plus(-1);
   EXPECT_EQ(off.str(), "batch*seq-1");
@@ -179,14 +188,25 @@ TEST_P(DynamicModel, OneArtifactManyShapes) {
   const std::string name = GetParam();
   const fs::path model = testing::sharedModelsDir() / name / "model.onnx";
   TempDir tmp;
+  auto ref = frontend::importOnnxModel(model.string());
+  ASSERT_TRUE(ref.ok()) << ref.status();
   driver::CompileOptions o;
   o.target = "cpu";
   o.output = (tmp.path / "out").string();
+  // Symbolic dims within 1..64 (the tiny models have 128 positions).
+  for (const ir::Value *v : (*ref)->inputs()) {
+    if (v->isConstant()) continue;
+    std::vector<driver::DimRange> dims;
+    bool symbolic = false;
+    for (const ir::Dim &d : v->type().shape) {
+      symbolic = symbolic || d.isSymbolic();
+      dims.push_back(d.isStatic() ? driver::DimRange{d.value, d.value, 0} : driver::DimRange{1, 64, 0});
+    }
+    if (symbolic) o.inputRanges[v->name()] = dims;
+  }
   auto c = driver::compile(model.string(), o);
   ASSERT_TRUE(c.ok()) << c.status();
   ASSERT_FALSE(c->dynamicSymbols.empty());
-  auto ref = frontend::importOnnxModel(model.string());
-  ASSERT_TRUE(ref.ok()) << ref.status();
   Loaded l;
   ASSERT_EQ(fusert_load(o.output.c_str(), &l.model), FUSERT_OK) << fusert_last_error();
   // Inputs show -1 for their symbolic dims.

@@ -454,7 +454,7 @@ TEST_F(CpuRuntimeTest, MissingLibrary) {
 TEST_F(CpuRuntimeTest, WrongOrMissingCpuAbi) {
   Json m = art_.manifest;
   m["cpu_abi"] = FUSERT_CPU_ABI_VERSION + 1;
-  expectLoadError(m, art_.weights, FUSERT_INVALID_ARGUMENT, "cpu_abi 2 unsupported");
+  expectLoadError(m, art_.weights, FUSERT_INVALID_ARGUMENT, "cpu_abi 3 unsupported");
   m.erase("cpu_abi");
   expectLoadError(m, art_.weights, FUSERT_INVALID_ARGUMENT, "missing field 'cpu_abi'");
   m["cpu_abi"] = "1";
