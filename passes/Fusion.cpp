@@ -157,6 +157,14 @@ class Fusion : public Pass {
   int newGroup(int i);
   /// Adds the group-graph edges of node \p i's group to its neighbours.
   void linkNode(int i);
+  /// Drops the recorded refusals whose consumer is \p consumer (before it is
+  /// visited again; those still refused are recorded again).
+  void forgetRefusalsInto(PassContext &ctx, const std::string &consumer) {
+    for (auto it = refused_.begin(); it != refused_.end();)
+      it = it->second == consumer ? refused_.erase(it) : std::next(it);
+    auto &r = ctx.fusionPlan.refusals;
+    r.erase(std::remove_if(r.begin(), r.end(), [&](const Refusal &x) { return x.consumer == consumer; }), r.end());
+  }
   /// Tries to merge the groups of consumer \p ci's producers into its own
   /// (the body of the greedy loop). With \p within, only producers in it;
   /// with \p eager, every merge is checked with the backend.
@@ -420,6 +428,13 @@ void Fusion::visitConsumer(ir::Graph &graph, PassContext &ctx, size_t ci,
       if (deferred) {
         groups_[g].unchecked = true;
         groups_[g].lowers = false;  // asked once, on the final group
+      }
+      // A layout op folded into an attention's operand strides: its own
+      // producers (a Split before the head Transpose) were asked before it
+      // joined; ask again now that it is part of the attention.
+      if (groups_[g].shape.kind == KernelKind::kAttention && producer->kind() != ir::OpKind::kFusedAttention) {
+        forgetRefusalsInto(ctx, producer->name());
+        visitConsumer(graph, ctx, pi, within, eager);
       }
       continue;
     }

@@ -67,6 +67,7 @@ absl::StatusOr<Program> buildProgram(const ir::Graph &graph,
         kernel = found->second;
         prog.kernels[kernel].uses.push_back(it.name);
         st.buffers = it.buffers;
+        st.aliases = it.aliases;
         break;
       }
     }
