@@ -46,8 +46,8 @@ struct StridedView {
   }
 };
 
-/// \p v reshaped to \p to without moving data (NumPy's no-copy rule; dims of
-/// extent 1 get stride 0). Errors: Unimplemented naming \p n when a merged
+/// \p v reshaped to \p to without moving data (NumPy's no-copy rule; a dim
+/// of extent 1 gets the stride of the dims inside it times their extent). Errors: Unimplemented naming \p n when a merged
 /// or split group of dims is not contiguous.
 absl::Status reshapeView(const Node &n, const Shape &to, StridedView &v) {
   if (prod(v.shape) != prod(to) || prod(to) == 0) return unimplemented(n, "reshape of a different or empty size");
@@ -80,6 +80,10 @@ absl::Status reshapeView(const Node &n, const Shape &to, StridedView &v) {
     oi = oj;
     ni = nj;
   }
+  // Dims of extent 1 are never advanced; give them the stride a dense
+  // layout would (libraries check leading dimensions, e.g. BLAS lda >= cols).
+  for (size_t d = to.size(); d-- > 0;)
+    if (to[d] == 1) ns[d] = d + 1 < to.size() ? ns[d + 1] * to[d + 1] : 1;
   v.shape = to;
   v.strides = std::move(ns);
   return absl::OkStatus();
