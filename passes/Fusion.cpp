@@ -363,8 +363,15 @@ std::string Fusion::describeKernel(const Group &g, const TargetSpec &target) con
                                                   " ops, one pass over the output");
     case KernelKind::kLayout:
       return "data movement";
-    case KernelKind::kAttention:
-      return "fused attention (online softmax over keys; scores never reach memory)";
+    case KernelKind::kAttention: {
+      std::vector<std::string> folded;
+      for (int m : g.members)
+        if (nodes_[m]->kind() != ir::OpKind::kFusedAttention) folded.push_back(nodes_[m]->opType());
+      return absl::StrCat("fused attention (online softmax over keys; scores never reach memory)",
+                          folded.empty() ? ""
+                                         : absl::StrCat("; ", absl::StrJoin(folded, ", "),
+                                                        " folded into its operand strides (no layout kernel)"));
+    }
     default:
       return "runs on its own";
   }
@@ -533,6 +540,22 @@ absl::StatusOr<bool> Fusion::run(ir::Graph &graph, PassContext &ctx) {
     for (int m : members) newGroup(m);
     for (int m : members) linkNode(m);
     for (int m : members) visitConsumer(graph, ctx, m, &members, /*eager=*/true);
+  }
+
+  // A pair refused early and joined later (a Split asked before its head
+  // Transposes folded into an attention, ir order) is no refusal.
+  {
+    absl::flat_hash_map<std::string, int> groupOfName;
+    for (size_t i = 0; i < nodes_.size(); ++i) groupOfName[nodes_[i]->name()] = groupOf_[i];
+    auto &r = plan.refusals;
+    r.erase(std::remove_if(r.begin(), r.end(),
+                           [&](const Refusal &x) {
+                             auto p = groupOfName.find(x.producer), c = groupOfName.find(x.consumer);
+                             return x.reason.rfind("attention rewrite:", 0) != 0 && !x.producer.empty() &&
+                                    p != groupOfName.end() && c != groupOfName.end() &&
+                                    p->second == c->second && p->second >= 0;
+                           }),
+            r.end());
   }
 
   // Number kernels in topological order of their first member.

@@ -3,8 +3,9 @@
 // GEMMs that read the same activation A with constant weights of the same K
 // (BERT's separate Q, K and V projections, LLaMA's q/k/v and its SwiGLU gate
 // and up projections) become one GEMM whose weight (and bias) is the
-// members' concatenated along N at compile time, followed by one Slice per
-// member along the last axis; each member's consumers read its slice.
+// members' concatenated along N at compile time, followed by Slices along
+// the last axis (one per use of each member's result, so that each folds
+// into its consumer's kernel); the consumers read their slices.
 // One larger GEMM keeps the library's tiles fuller and launches once; the
 // slices are index arithmetic that the consumers' kernels fold in (their
 // index maps, program/lowering/Layout.cpp, or the attention operand
@@ -292,6 +293,21 @@ class GemmMerge : public Pass {
       s->setName(absl::StrCat(last->name(), ".slice"));
       if (!replaceValue(graph, last->output(0), s->output(0), /*takeName=*/true))
         return absl::InternalError(absl::StrCat("gemm-merge: cannot replace the result of ", last->describe()));
+      // One Slice per further use: fusion materialises a layout op with
+      // several consumers, while a Slice of its own folds into each
+      // consumer's index map (SwiGLU's gate feeds both Sigmoid and Mul).
+      const std::vector<ir::Node *> users = s->output(0)->operandUsers();
+      for (size_t u = 1; u < users.size(); ++u) {
+        FUSEC_ASSIGN_OR_RETURN(ir::Node * su, createNodeBefore(graph, first, "Slice", {merged, starts, ends, axes}));
+        su->setGuard(first->guard());
+        su->setName(absl::StrCat(last->name(), ".slice_", u));
+        graph.renameValue(su->output(0), graph.uniqueName(absl::StrCat(s->output(0)->name(), ".use")));
+        for (int j = 0; j < users[u]->numInputs(); ++j)
+          if (users[u]->input(j) == s->output(0)) {
+            users[u]->setInput(j, su->output(0));
+            break;
+          }
+      }
       off += c.n;
     }
     const bool transposed = f.transB;
