@@ -157,6 +157,14 @@ class Fusion : public Pass {
   int newGroup(int i);
   /// Adds the group-graph edges of node \p i's group to its neighbours.
   void linkNode(int i);
+  /// Drops the recorded refusals whose consumer is \p consumer (before it is
+  /// visited again; those still refused are recorded again).
+  void forgetRefusalsInto(PassContext &ctx, const std::string &consumer) {
+    for (auto it = refused_.begin(); it != refused_.end();)
+      it = it->second == consumer ? refused_.erase(it) : std::next(it);
+    auto &r = ctx.fusionPlan.refusals;
+    r.erase(std::remove_if(r.begin(), r.end(), [&](const Refusal &x) { return x.consumer == consumer; }), r.end());
+  }
   /// Tries to merge the groups of consumer \p ci's producers into its own
   /// (the body of the greedy loop). With \p within, only producers in it;
   /// with \p eager, every merge is checked with the backend.
@@ -355,8 +363,15 @@ std::string Fusion::describeKernel(const Group &g, const TargetSpec &target) con
                                                   " ops, one pass over the output");
     case KernelKind::kLayout:
       return "data movement";
-    case KernelKind::kAttention:
-      return "fused attention (online softmax over keys; scores never reach memory)";
+    case KernelKind::kAttention: {
+      std::vector<std::string> folded;
+      for (int m : g.members)
+        if (nodes_[m]->kind() != ir::OpKind::kFusedAttention) folded.push_back(nodes_[m]->opType());
+      return absl::StrCat("fused attention (online softmax over keys; scores never reach memory)",
+                          folded.empty() ? ""
+                                         : absl::StrCat("; ", absl::StrJoin(folded, ", "),
+                                                        " folded into its operand strides (no layout kernel)"));
+    }
     default:
       return "runs on its own";
   }
@@ -420,6 +435,13 @@ void Fusion::visitConsumer(ir::Graph &graph, PassContext &ctx, size_t ci,
       if (deferred) {
         groups_[g].unchecked = true;
         groups_[g].lowers = false;  // asked once, on the final group
+      }
+      // A layout op folded into an attention's operand strides: its own
+      // producers (a Split before the head Transpose) were asked before it
+      // joined; ask again now that it is part of the attention.
+      if (groups_[g].shape.kind == KernelKind::kAttention && producer->kind() != ir::OpKind::kFusedAttention) {
+        forgetRefusalsInto(ctx, producer->name());
+        visitConsumer(graph, ctx, pi, within, eager);
       }
       continue;
     }
@@ -518,6 +540,22 @@ absl::StatusOr<bool> Fusion::run(ir::Graph &graph, PassContext &ctx) {
     for (int m : members) newGroup(m);
     for (int m : members) linkNode(m);
     for (int m : members) visitConsumer(graph, ctx, m, &members, /*eager=*/true);
+  }
+
+  // A pair refused early and joined later (a Split asked before its head
+  // Transposes folded into an attention, ir order) is no refusal.
+  {
+    absl::flat_hash_map<std::string, int> groupOfName;
+    for (size_t i = 0; i < nodes_.size(); ++i) groupOfName[nodes_[i]->name()] = groupOf_[i];
+    auto &r = plan.refusals;
+    r.erase(std::remove_if(r.begin(), r.end(),
+                           [&](const Refusal &x) {
+                             auto p = groupOfName.find(x.producer), c = groupOfName.find(x.consumer);
+                             return x.reason.rfind("attention rewrite:", 0) != 0 && !x.producer.empty() &&
+                                    p != groupOfName.end() && c != groupOfName.end() &&
+                                    p->second == c->second && p->second >= 0;
+                           }),
+            r.end());
   }
 
   // Number kernels in topological order of their first member.

@@ -19,7 +19,7 @@ std::vector<std::string> defaultPipeline(const std::string &backend) {
   std::vector<std::string> p;
   // Only passes that are registered appear; the table grows as passes land.
   for (const char *name : {"shape-specialize", "const-fold", "dce", "cost-model", "canonicalize",
-                           "fold-bn", "attention-rewrite", "dce", "lower-precision", "fusion"}) {
+                           "fold-bn", "attention-rewrite", "gemm-merge", "dce", "lower-precision", "fusion"}) {
     for (const PassInfo &info : allPasses())
       if (std::string(info.name) == name) p.push_back(name);
   }

@@ -116,6 +116,18 @@ struct ConvParams {
   std::map<std::string, SymExtent> symbolic;
 };
 
+/// A Value that no step writes: the bytes of \p root from element \p offset
+/// on (in root's dtype), which the one kernel naming it reads with strides of
+/// its own (a Split/Slice/Reshape/Transpose chain folded into an attention
+/// operand's AttentionSpec strides). The memory plan makes it an alias of
+/// root at offset * dtype size bytes (ARTIFACT.md "alias"); its contents are
+/// not a dense tensor of its shape, so nothing else may read it.
+struct StridedAlias {
+  const ir::Value *value = nullptr;
+  const ir::Value *root = nullptr;
+  int64_t offset = 0;  ///< elements
+};
+
 /// One unit of work, in execution order.
 struct WorkItem {
   enum class Kind { kKernel, kGemm, kConv } kind = Kind::kKernel;
@@ -128,6 +140,8 @@ struct WorkItem {
   /// The guard of its nodes (ir::Guard, all equal): the item runs only
   /// when it holds. Empty: always.
   ir::Guard guard;
+  /// kKernel: buffers that are strided views of another Value (StridedAlias).
+  std::vector<StridedAlias> aliases;
 };
 
 struct LoweringOptions {
@@ -147,6 +161,13 @@ struct LoweringOptions {
   /// running as a kernel of its own. Off: only the library's epilogues
   /// (bias, Relu, tanh GELU; cuBLASLt).
   bool generatedGemmEpilogue = false;
+  /// Transpose / Slice / Split nodes (and views) between a FusedAttention's
+  /// Q, K, V and their producer, and a Transpose of its output, may join the
+  /// attention's group: they become the AttentionSpec's operand strides and
+  /// StridedAlias buffers instead of layout kernels. Set by backends whose
+  /// attention kernels read any [b, h, s, d] strides with d innermost (cpu,
+  /// cuda); off, such a group is refused (the NKI kernels read dense operands).
+  bool foldAttentionLayouts = true;
 };
 
 /// Lowers every fused group. \p kernelNames are the fusion plan's kernel
@@ -204,6 +225,8 @@ struct Step {
   /// Runs only when every term holds, read in order (ARTIFACT.md "guard");
   /// empty: always. Its conditions are buffers the step names (memory plan).
   ir::Guard guard;
+  /// kKernel: the work item's StridedAlias buffers (the memory plan's aliases).
+  std::vector<StridedAlias> aliases;
 };
 
 }  // namespace fusec::program

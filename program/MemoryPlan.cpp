@@ -170,6 +170,10 @@ class Planner {
       plan_.idOf[v] = id;
     }
     FUSEC_RETURN_IF_ERROR(planOutputs());
+    // Strided aliases (Lowering.h StridedAlias): views of their root at an
+    // offset that only their kernel reads.
+    for (const Step &s : plan_.steps)
+      for (const StridedAlias &a : s.aliases) strided_[a.value] = a;
     // Every Value a step names, in step order.
     for (size_t i = 0; i < plan_.steps.size(); ++i) {
       for (const Value *v : named(plan_.steps[i])) {
@@ -255,16 +259,20 @@ class Planner {
     return id;
   }
 
-  absl::StatusOr<int> newAlias(const Value *v, int of) {
+  /// An alias of \p of's bytes from \p offset on (bytes past of's own
+  /// offset into its root, when of is itself an alias).
+  absl::StatusOr<int> newAlias(const Value *v, int of, int64_t offset = 0) {
     FUSEC_ASSIGN_OR_RETURN(int id, newBuffer(v, Storage::kAlias));
+    for (int cur = of; plan_.buffers[cur].storage == Storage::kAlias; cur = plan_.buffers[cur].of)
+      offset += plan_.buffers[cur].offset;
     of = resolve(of);
-    if (plan_.buffers[id].bytes > plan_.buffers[of].bytes)
+    if (offset + plan_.buffers[id].bytes > plan_.buffers[of].bytes)
       return absl::InternalError(absl::StrCat("view '", v->name(), "' (", plan_.buffers[id].bytes,
                                               " bytes) is larger than its root '",
                                               plan_.buffers[of].name, "' (",
                                               plan_.buffers[of].bytes, " bytes)"));
     plan_.buffers[id].of = of;
-    plan_.buffers[id].offset = 0;
+    plan_.buffers[id].offset = offset;
     return id;
   }
 
@@ -314,7 +322,12 @@ class Planner {
     auto it = plan_.idOf.find(v);
     if (it != plan_.idOf.end()) return it->second;
     int id = -1;
-    if (isView(v)) {
+    if (auto sa = strided_.find(v); sa != strided_.end()) {
+      if (graphInputs_.count(v) || v->isConstant())
+        return absl::InternalError(absl::StrCat("strided alias '", v->name(), "' is an input or a constant"));
+      FUSEC_ASSIGN_OR_RETURN(int rootId, ensure(sa->second.root));
+      FUSEC_ASSIGN_OR_RETURN(id, newAlias(v, rootId, sa->second.offset * ir::dtypeSize(v->type().dtype)));
+    } else if (isView(v)) {
       FUSEC_ASSIGN_OR_RETURN(int rootId, ensure(viewRoot(v)));
       FUSEC_ASSIGN_OR_RETURN(id, newAlias(v, rootId));
     } else if (v->isConstant()) {
@@ -389,6 +402,7 @@ class Planner {
   MemoryPlan &plan_;
   absl::flat_hash_set<const Value *> graphInputs_;
   absl::flat_hash_set<const Value *> claimed_;
+  absl::flat_hash_map<const Value *, StridedAlias> strided_;
   std::vector<std::pair<int, const Value *>> pendingCopies_;  ///< (output index, source)
 };
 

@@ -15,7 +15,9 @@
 //           256-byte aligned, in order of first use
 //   alias   the result of a view (Reshape, Squeeze, Unsqueeze, Flatten,
 //           Identity, one-output Dropout; isViewNode): the same
-//           bytes as its input, offset 0; chains of views resolve to the root
+//           bytes as its input, offset 0; chains of views resolve to the root;
+//           or a StridedAlias of a step (Lowering.h): its root's bytes from
+//           an offset on, read only by that step's kernel through strides
 //   arena   everything else
 //
 // The arena is planned by liveness over the step order: a buffer is live

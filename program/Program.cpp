@@ -72,6 +72,7 @@ Program assembleProgram(std::vector<WorkItem> items) {
         kernel = found->second;
         prog.kernels[kernel].uses.push_back(it.name);
         st.buffers = it.buffers;
+        st.aliases = it.aliases;
         break;
       }
     }

@@ -81,6 +81,7 @@ std::string structureKey(const WorkItem &item) {
   visitItemInts(z, [](const std::string &, int64_t &v) { v = 0; });
   auto name = [](const ir::Value *v) { return v ? v->name() : std::string("-"); };
   std::string key = absl::StrCat(item.name, "|", static_cast<int>(item.kind), "|");
+  for (const StridedAlias &a : z.aliases) absl::StrAppend(&key, "alias ", name(a.value), " of ", name(a.root), "|");
   switch (z.kind) {
     case WorkItem::Kind::kKernel:
       absl::StrAppend(&key, printKernelSpec(z.spec));
@@ -142,6 +143,9 @@ absl::Status record(WorkItem &item, const std::string &path, const SymExtent &e)
     }
     return absl::InternalError(absl::StrCat("symbolic: unknown field ", rest));
   };
+  if (path.rfind("aliases[", 0) == 0)  // the manifest's alias offsets are static
+    return absl::FailedPreconditionError(
+        absl::StrCat("a strided attention operand starts at ", e.str(), " elements (it must be static)"));
   if (path.rfind("spec.", 0) == 0) return specField(item.spec, path.substr(5));
   if (path.rfind("attn.", 0) == 0) {
     item.spec.attention.symbolic[path.substr(5)] = e;
@@ -262,6 +266,7 @@ absl::StatusOr<SymExtent> fitMonomial(const std::vector<int64_t> &values, const 
 }
 
 void visitItemInts(WorkItem &item, const std::function<void(const std::string &, int64_t &)> &f) {
+  for (size_t i = 0; i < item.aliases.size(); ++i) f(absl::StrCat("aliases[", i, "].offset"), item.aliases[i].offset);
   switch (item.kind) {
     case WorkItem::Kind::kKernel: visitSpec(item.spec, "spec.", f); break;
     case WorkItem::Kind::kGemm: {
@@ -358,7 +363,10 @@ absl::StatusOr<Program> buildSymbolicProgram(const ShapeProbes &probes, const Lo
         if (f.ok() && !f->isConstant()) e = f->plus(d);
       }
       if (!e.ok()) return refuse(absl::StrCat(where(item), ", ", paths[k], ": ", e.status().message()));
-      FUSEC_RETURN_IF_ERROR(record(item, paths[k], *e));
+      if (absl::Status st = record(item, paths[k], *e); !st.ok())
+        return st.code() == absl::StatusCode::kFailedPrecondition
+                   ? refuse(absl::StrCat(where(item), ": ", st.message()))
+                   : st;
     }
   }
   // Weights must not depend on the binding.

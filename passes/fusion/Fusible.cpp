@@ -250,6 +250,28 @@ FusionDecision canFuse(const GroupShape &pg, const ir::Node &producer, const Gro
                                            ", the consumer ", ir::describeGuard(consumer.guard()),
                                            " (If branches chosen at run time)"));
 
+  // Attention kernels take layout ops into their operand strides (program/
+  // lowering/AttentionOperands.cpp): a Transpose, Slice or Split on the way
+  // to Q, K or V, and a Transpose of the result; nothing else joins them.
+  auto foldsIntoAttention = [](const ir::Node &n) {
+    return n.kind() == OpKind::kTranspose || n.kind() == OpKind::kSlice || n.kind() == OpKind::kSplit;
+  };
+  if (cg.kind == KernelKind::kAttention || pg.kind == KernelKind::kAttention) {
+    const bool operandSide = cg.kind == KernelKind::kAttention && pg.kind != KernelKind::kAttention &&
+                             foldsIntoAttention(producer);
+    const bool outputSide = pg.kind == KernelKind::kAttention && cg.kind != KernelKind::kAttention &&
+                            producer.kind() == OpKind::kFusedAttention && consumer.kind() == OpKind::kTranspose &&
+                            cg.kind == KernelKind::kLayout;
+    if (!operandSide && !outputSide)
+      return FusionDecision::no(
+          "an attention kernel takes only Transpose/Slice/Split on its operands and a Transpose of its result "
+          "(as strides)");
+    if (producerUsers > 1 || producerIsGraphOutput)
+      return FusionDecision::no(absl::StrCat("'", producer.name(), "' result has ", producerUsers, " consumers",
+                                             producerIsGraphOutput ? " and is a graph output" : "",
+                                             "; it is stored, not folded into the attention's strides"));
+    return FusionDecision::yes();
+  }
   if (cr == Role::kContraction) {
     if (pr == Role::kContraction || isLibraryCall(pg))
       return FusionDecision::no(

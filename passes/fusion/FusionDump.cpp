@@ -116,6 +116,12 @@ std::string fusionPlanToText(const FusionPlan &plan, const TargetSpec &target) {
       out += absl::StrFormat("%-22s   runs only %s (condition known at run time)\n", "",
                              guardText(k.guard));
   }
+  if (!plan.gemmMerges.empty()) {
+    out += absl::StrFormat("\nGEMMs sharing an input (gemm-merge, %d decisions):\n", plan.gemmMerges.size());
+    for (const GemmMergeNote &g : plan.gemmMerges)
+      out += absl::StrFormat("  %s %s: %s\n", g.merged ? "merged" : "not merged", names(g.gemms),
+                             printable(g.reason));
+  }
   out += absl::StrFormat("\nnot fused (%d pairs):\n", plan.refusals.size());
   for (const Refusal &r : plan.refusals)
     out += absl::StrFormat("  %s -> %s: %s\n", printable(r.producer), printable(r.consumer),
@@ -175,6 +181,9 @@ std::string fusionPlanToJson(const FusionPlan &plan, const TargetSpec &target) {
   j["refusals"] = nlohmann::ordered_json::array();
   for (const Refusal &r : plan.refusals)
     j["refusals"].push_back({{"producer", r.producer}, {"consumer", r.consumer}, {"reason", r.reason}});
+  j["gemm_merges"] = nlohmann::ordered_json::array();
+  for (const GemmMergeNote &g : plan.gemmMerges)
+    j["gemm_merges"].push_back({{"gemms", g.gemms}, {"merged", g.merged}, {"reason", g.reason}});
   j["summary"] = {{"onnx_nodes", plan.onnxNodes},
                   {"kernels", plan.kernels.size()},
                   {"hbm_bytes_unfused", plan.hbmBytesUnfused},

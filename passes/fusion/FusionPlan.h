@@ -75,10 +75,20 @@ struct Refusal {
   std::string reason;
 };
 
+/// One decision of the gemm-merge pass (passes/GemmMerge.cpp): the GEMMs
+/// (ONNX node names) merged into one, or one GEMM left alone, and why.
+struct GemmMergeNote {
+  std::vector<std::string> gemms;
+  bool merged = false;
+  std::string reason;
+};
+
 struct FusionPlan {
   std::string target;
   std::vector<Kernel> kernels;
   std::vector<Refusal> refusals;
+  /// The gemm-merge pass's decisions (it runs before fusion; kept by it).
+  std::vector<GemmMergeNote> gemmMerges;
   int64_t onnxNodes = 0;  ///< nodes in the imported model (before any pass)
   double hbmBytesUnfused = 0;
   double hbmBytesFused = 0;

@@ -229,6 +229,20 @@ const Value *matchGemmEpilogue(const Node &anchor, const std::vector<const Node 
 /// whose trailing dims do not make up N).
 bool foldIntoGemmEpilogue(const WorkItem &kernel, const Value *acc, GemmParams &g);
 
+/// The one attention kernel of a group of one FusedAttention and Transpose /
+/// Slice / Split members (AttentionOperands.cpp): Q, K and V read through
+/// the members' chains as strides (StridedAlias buffers where they start
+/// past their root), O written into a member Transpose's result. \p users is
+/// Graph::userMap(), \p graphOutputs the graph's outputs. Errors:
+/// Unimplemented when a member is another op, a chain's result is read
+/// outside it, a reshape is not expressible as strides, the head dim is not
+/// innermost, a start is not a multiple of 8 elements, or
+/// !opts.foldAttentionLayouts; attentionSpecFor()'s errors.
+absl::StatusOr<std::vector<WorkItem>> lowerAttentionGroup(
+    const std::string &name, const std::vector<const Node *> &members, const LoweringOptions &opts,
+    const absl::flat_hash_map<const Value *, std::vector<Node *>> &users,
+    const std::vector<const Value *> &graphOutputs);
+
 }  // namespace fusec::program::lowering
 
 #endif  // FUSEC_PROGRAM_LOWERING_GROUPLOWERING_H

@@ -483,6 +483,13 @@ absl::StatusOr<std::vector<WorkItem>> lowerGroupUnguarded(
                                               "and int2 run in the reference interpreter only)"));
     }
   }
+  // FusedAttention with the layout ops folded into its operand strides.
+  if (members.size() > 1 && std::any_of(members.begin(), members.end(), [](const Node *n) {
+        return n->kind() == OpKind::kFusedAttention;
+      })) {
+    const std::vector<const Value *> outs(graph.outputs().begin(), graph.outputs().end());
+    return lowering::lowerAttentionGroup(name, members, opts, users, outs);
+  }
   // FusedAttention (its own kernel kind): an attention spec.
   if (members.size() == 1 && members[0]->kind() == OpKind::kFusedAttention) {
     const Node *att = members[0];
