@@ -5,6 +5,8 @@
 //===----------------------------------------------------------------------===//
 #include "driver/CommandLine.h"
 
+#include <cctype>
+
 #include <algorithm>
 #include <optional>
 
@@ -118,6 +120,13 @@ FlagSpec shapeFlag(ShapeMap &shapes) {
 
 absl::StatusOr<DimRange> parseDimRange(const std::string &text) {
   DimRange r;
+  if (!text.empty() && (std::isalpha(static_cast<unsigned char>(text[0])) || text[0] == '_')) {
+    for (char c : text)
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_')
+        return absl::InvalidArgumentError(absl::StrCat("'", text, "' is not a symbol name"));
+    r.same = text;
+    return r;
+  }
   std::string body = text;
   if (size_t at = body.find('@'); at != std::string::npos) {
     if (!absl::SimpleAtoi(body.substr(at + 1), &r.opt) || r.opt < 1)
@@ -143,9 +152,10 @@ FlagSpec shapeFlag(ShapeMap &shapes, RangeMap &ranges) {
   f.help =
       "bind graph input NAME (an input's name, not a dim symbol) to static dims, e.g. input_ids=2x24, "
       "or leave dims dynamic within a range, e.g. input_ids=1..64x1..4096 (MIN..MAX, optionally "
-      "@OPT, the extent to optimise for; --target cpu); repeatable, once per input. The symbols of "
-      "its dims are bound (or ranged) in every other input that uses them. Dims left symbolic by "
-      "every --shape stay dynamic (1..2^31-1) for --target cpu";
+      "@OPT, the extent to optimise for; --target cpu), or equal to another input's symbolic dim "
+      "(attention_mask=s72x1..4096); repeatable, once per input. The symbols of its dims are bound "
+      "(or ranged) in every other input that uses them. Dims left symbolic by every --shape stay "
+      "dynamic (1..4099) for --target cpu";
   f.apply = [&shapes, &ranges](const std::string &v) {
     if (v.find("..") == std::string::npos) {
       std::string name;

@@ -56,6 +56,9 @@ using ShapeMap = std::map<std::string, std::vector<int64_t>>;
 /// static dim N of such a --shape is N..N.
 struct DimRange {
   int64_t min = 1, max = 0, opt = 0;
+  /// Instead of a range: the name of another symbolic dim this one always
+  /// equals (NAME=s72x1..64: exporters that name one batch dim twice).
+  std::string same;
 };
 using RangeMap = std::map<std::string, std::vector<DimRange>>;
 
@@ -90,7 +93,8 @@ FlagSpec shapeFlag(ShapeMap &shapes);
 /// --shape that also accepts ranges (NAME=1..64x1..4096@512, dynamic
 /// shapes): a --shape with a range goes to \p ranges, the others to \p shapes.
 FlagSpec shapeFlag(ShapeMap &shapes, RangeMap &ranges);
-/// Parses "A..B" or "A..B@O" (A >= 1, B >= A, A <= O <= B) or "N" (N..N).
+/// Parses "A..B" or "A..B@O" (A >= 1, B >= A, A <= O <= B), "N" (N..N), or
+/// a symbol name (a letter or '_' first): the dim equals that symbol.
 absl::StatusOr<DimRange> parseDimRange(const std::string &text);
 /// --input-value NAME=@FILE.pb or NAME=v1,v2,... (repeatable, once per
 /// input): compile graph input NAME as a constant of that value (the

@@ -93,7 +93,8 @@ bool hasSymbolicInputs(const ir::Graph &g) {
 /// The symbols of \p g's inputs that stay dynamic, with their ranges from
 /// --shape NAME=MIN..MAX; \p fixed gets the symbols a range pins (N..N).
 absl::StatusOr<std::vector<program::ShapeSymbol>> dynamicSymbolsOf(const ir::Graph &g, const CompileOptions &o,
-                                                                   std::map<std::string, int64_t> &fixed) {
+                                                                   std::map<std::string, int64_t> &fixed,
+                                                                   std::map<std::string, std::string> &same) {
   std::vector<program::ShapeSymbol> syms;
   std::vector<bool> ranged;  // some --shape gave the symbol a range
   std::map<std::string, size_t> pos;
@@ -124,6 +125,10 @@ absl::StatusOr<std::vector<program::ShapeSymbol>> dynamicSymbolsOf(const ir::Gra
       if (!d.isSymbolic())
         return absl::InvalidArgumentError(absl::StrCat("input '", v->name(), "' dim ", i,
                                                        " has no name to bind at run time; bind it with --shape"));
+      if (r && !r->same.empty()) {
+        if (r->same != d.symbol) same[d.symbol] = r->same;
+        continue;
+      }
       auto it = pos.find(d.symbol);
       if (it == pos.end()) {
         it = pos.emplace(d.symbol, syms.size()).first;
@@ -143,10 +148,22 @@ absl::StatusOr<std::vector<program::ShapeSymbol>> dynamicSymbolsOf(const ir::Gra
             absl::StrCat("--shape: the ranges given for symbol '", s.name, "' do not overlap"));
     }
   }
+  // NAME=s72x...: the dim's own symbol is s72 (an exporter named one dim
+  // twice); every name must then be a symbol some other dim has.
+  for (const auto &[alias, target] : same) {
+    if (!pos.count(target))
+      return absl::InvalidArgumentError(absl::StrCat("--shape: '", target, "' (for symbol '", alias,
+                                                     "') is not a symbolic dim of another input"));
+    if (auto it = pos.find(alias); it != pos.end()) {
+      syms[it->second].name.clear();  // merged into target
+      pos.erase(it);
+    }
+  }
   for (size_t i = 0; i < syms.size(); ++i)
     if (!ranged[i]) syms[i].max = program::kDefaultSymbolMax;
   std::vector<program::ShapeSymbol> out;
   for (const program::ShapeSymbol &s : syms) {
+    if (s.name.empty()) continue;
     if (s.max > program::kMaxSymbolExtent)
       return absl::InvalidArgumentError(absl::StrCat("symbol '", s.name, "': at most ", program::kMaxSymbolExtent));
     if (s.min == s.max) fixed[s.name] = s.min;
@@ -202,12 +219,16 @@ std::string exampleShape(const ir::Graph &g) {
 /// The --shape map that binds every input of \p g: symbols from \p binding.
 std::map<std::string, std::vector<int64_t>> shapesFor(const ir::Graph &g,
                                                       const std::map<std::string, int64_t> &binding,
+                                                      const std::map<std::string, std::string> &same,
                                                       const CompileOptions &o) {
   std::map<std::string, std::vector<int64_t>> shapes = o.inputShapes;
   for (const ir::Value *v : g.inputs()) {
     if (v->isConstant() || shapes.count(v->name())) continue;
     std::vector<int64_t> dims;
-    for (const ir::Dim &d : v->type().shape) dims.push_back(d.isStatic() ? d.value : binding.at(d.symbol));
+    for (const ir::Dim &d : v->type().shape) {
+      auto alias = same.find(d.symbol);
+      dims.push_back(d.isStatic() ? d.value : binding.at(alias == same.end() ? d.symbol : alias->second));
+    }
     shapes[v->name()] = dims;
   }
   return shapes;
@@ -258,9 +279,10 @@ absl::Status optimize(ir::Graph &graph, const CompileOptions &options, passes::P
 static absl::StatusOr<Compilation> compileDynamic(const std::string &modelPath, const CompileOptions &options,
                                            Compilation imported) {
   std::map<std::string, int64_t> fixed;
+  std::map<std::string, std::string> same;  // symbol -> the symbol it equals (--shape NAME=s72x...)
   FUSEC_ASSIGN_OR_RETURN(std::vector<program::ShapeSymbol> symbols,
-                         dynamicSymbolsOf(*imported.graph, options, fixed));
-  FUSEC_ASSIGN_OR_RETURN(auto bindings, program::probeBindings(symbols));
+                         dynamicSymbolsOf(*imported.graph, options, fixed, same));
+  FUSEC_ASSIGN_OR_RETURN(auto bindings, program::probeBindings(symbols, program::staticDimsOf(*imported.graph)));
   CompileOptions po = options;
   po.inputRanges.clear();
   po.output.clear();
@@ -282,7 +304,7 @@ static absl::StatusOr<Compilation> compileDynamic(const std::string &modelPath, 
     for (const auto &b : bindings) {
       std::map<std::string, int64_t> all = b;
       all.insert(fixed.begin(), fixed.end());
-      po.inputShapes = shapesFor(*imported.graph, all, options);
+      po.inputShapes = shapesFor(*imported.graph, all, same, options);
       absl::StatusOr<Compilation> pc = compile(modelPath, po);
       if (!pc.ok())
         return absl::Status(

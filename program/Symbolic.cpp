@@ -170,7 +170,23 @@ std::string bindingText(const std::map<std::string, int64_t> &b) {
 
 }  // namespace
 
-absl::StatusOr<std::vector<std::map<std::string, int64_t>>> probeBindings(const std::vector<ShapeSymbol> &symbols) {
+std::set<int64_t> staticDimsOf(const ir::Graph &g) {
+  std::set<int64_t> dims;
+  auto add = [&](const ir::Value *v) {
+    if (!v || !v->type().rankKnown) return;
+    for (const ir::Dim &d : v->type().shape)
+      if (d.isStatic()) dims.insert(d.value);
+  };
+  for (const ir::Value *v : g.inputs()) add(v);
+  for (const ir::Node *n : g.nodes()) {
+    for (const ir::Value *v : n->inputs()) add(v);
+    for (const ir::Value *v : n->outputs()) add(v);
+  }
+  return dims;
+}
+
+absl::StatusOr<std::vector<std::map<std::string, int64_t>>> probeBindings(const std::vector<ShapeSymbol> &symbols,
+                                                                          const std::set<int64_t> &avoid) {
   const size_t S = symbols.size();
   std::vector<std::map<std::string, int64_t>> probes(2 * S + 3);
   std::set<int64_t> used;  // distinct primes across symbols keep their products apart
@@ -202,16 +218,31 @@ absl::StatusOr<std::vector<std::map<std::string, int64_t>>> probeBindings(const 
   // Verification at both ends of the ranges: every symbol small, then each
   // symbol large with the others at base (one at a time keeps the sizes of
   // the probe's tensors moderate).
-  constexpr int64_t kSmallPrimes[] = {2, 3, 5, 7, 11, 13, 17, 19};
-  // Small: distinct per symbol (2, 3, 5, ...), so that symbols do not
-  // coincide; at least the range's minimum.
-  for (size_t i = 0; i < S; ++i)
-    probes[S + 2][symbols[i].name] =
-        std::min<int64_t>(symbols[i].max, std::max<int64_t>(symbols[i].min, kSmallPrimes[i % 8]));
+  // Small: the smallest primes that are no model dim, distinct per symbol
+  // (so that symbols coincide neither with each other nor with the model's
+  // dims); at least the range's minimum.
+  std::set<int64_t> taken = avoid;
+  {
+    for (size_t i = 0; i < S; ++i) {
+      int64_t v = std::max<int64_t>(2, symbols[i].min);
+      while (v < symbols[i].max && (!isPrime(v) || taken.count(v))) ++v;
+      v = std::min(v, symbols[i].max);
+      taken.insert(v);
+      probes[S + 2][symbols[i].name] = v;
+    }
+  }
   for (size_t i = 0; i < S; ++i) {
     const ShapeSymbol &s = symbols[i];
     int64_t large = std::min(s.max, kDefaultSymbolMax);
-    while (large > s.min && !isPrime(large)) --large;
+    // A prime that is neither a model dim nor another symbol's small extent.
+    while (large > s.min && (!isPrime(large) || taken.count(large))) --large;
+    if (!isPrime(large) || taken.count(large)) {
+      // A narrow range: its largest value that is no model dim or other
+      // symbol's extent; else the base extent (this probe then repeats it).
+      large = std::min(s.max, kDefaultSymbolMax);
+      while (large >= 2 && large > s.min && taken.count(large)) --large;
+      if (large < 2 || taken.count(large)) large = vals[i][0];
+    }
     // Large: the other symbols small, so that a [batch, heads, seq, seq]
     // score or mask tensor of the probe stays below the IR's tensor limits.
     for (size_t j = 0; j < S; ++j)

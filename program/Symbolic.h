@@ -17,12 +17,15 @@
 // coeff * s1^k1 * s2^k2 ... (SymExtent; k read off the ratio between probe 0
 // and probe 1 + i, coeff from probe 0) and must predict the verification
 // probes exactly. Besides probe S + 1 they are: every symbol at a small
-// extent (2, 3, 5, ... per symbol, at least the range's minimum), and each
+// extent (the smallest primes that are no static dim of the model, one
+// per symbol, at least the range's minimum), and each
 // symbol in turn at a large one (the largest prime <= min(its maximum,
 // 4099)) with the others small. A value the model
 // clamps (a Slice to the first K positions: min(seq, K)) is a product of
 // symbols only on one side of K; with probes at both ends of the range one
-// of them is on the other side, so the clamp is refused, not fitted. An integer that is not such a monomial (seq - 1, a mean's
+// of them is on the other side, so the clamp is refused, not fitted. (A
+// clamp below the small probe, K smaller than the smallest prime that is
+// no dim of the model, is not seen: min(seq, 2) in a model with 2 heads.) An integer that is not such a monomial (seq - 1, a mean's
 // 1/seq as a float, a folded constant whose contents depend on the
 // binding, a fusion decision that depends on the size) is refused, naming
 // the kernel or value, and the user binds that symbol with --shape.
@@ -40,6 +43,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -72,7 +76,13 @@ struct ShapeSymbol {
 /// small dims models use). Errors: InvalidArgument when a range holds
 /// fewer than three usable values (bind that symbol with --shape).
 absl::StatusOr<std::vector<std::map<std::string, int64_t>>> probeBindings(
-    const std::vector<ShapeSymbol> &symbols);
+    const std::vector<ShapeSymbol> &symbols, const std::set<int64_t> &avoid = {});
+
+/// The static dims of \p g's values (inputs, constants, node results): the
+/// extents probeBindings() avoids for its small probe, so that a symbol at
+/// a small extent does not coincide with a model dim (kernels would then
+/// share expressions they do not share at other extents).
+std::set<int64_t> staticDimsOf(const ir::Graph &g);
 
 /// The compiled probes of one model: graph i was optimised with the
 /// inputs' symbols bound to bindings[i]; kernelNames[i] its fusion plan's

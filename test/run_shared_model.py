@@ -22,6 +22,7 @@ def main(fusec, fusec_run, model_dir, precision, out, target, data="test_data_se
     with open(os.path.join(model_dir, "..", "manifest.json")) as f:
         inputs = json.load(f)[name]["inputs"]
     cmd = [fusec, os.path.join(model_dir, "model.onnx"), "--target", target, "--precision", precision, "-o", out]
+    alias = {}  # dynamic: symbol -> the symbol it equals
     if data != "dynamic":
         for k, dims in inputs.items():
             cmd += ["--shape", f"{k}={'x'.join(str(d) for d in dims)}"]
@@ -31,11 +32,27 @@ def main(fusec, fusec_run, model_dir, precision, out, target, data="test_data_se
         import onnx  # only this mode needs it
         m = onnx.load(os.path.join(model_dir, "model.onnx"), load_external_data=False)
         inits = {i.name for i in m.graph.initializer}
+        # An exporter may name one dim twice (torch.export: input_ids
+        # [s72, s53], attention_mask [s43, s53]); a new symbol at the axis and
+        # test extent of an earlier input's symbol is that symbol (NAME=s72x..).
+        seen = {}  # (axis, test extent) -> symbol
         for inp in m.graph.input:
             dims = inp.type.tensor_type.shape.dim
             if inp.name in inits or not any(d.dim_param for d in dims):
                 continue
-            cmd += ["--shape", inp.name + "=" + "x".join(str(d.dim_value) if d.dim_value > 0 else "1..64" for d in dims)]
+            spec = []
+            for axis, d in enumerate(dims):
+                if d.dim_value > 0:
+                    spec.append(str(d.dim_value))
+                    continue
+                key = (axis, inputs.get(inp.name, [None] * len(dims))[axis])
+                if key in seen and seen[key] != d.dim_param:
+                    spec.append(seen[key])
+                    alias[d.dim_param] = seen[key]
+                else:
+                    seen.setdefault(key, d.dim_param)
+                    spec.append("1..64")
+            cmd += ["--shape", inp.name + "=" + "x".join(spec)]
     r = subprocess.run(cmd)
     if r.returncode != 0:
         print(f"FAIL: fusec exited with {r.returncode}")
@@ -61,7 +78,9 @@ def main(fusec, fusec_run, model_dir, precision, out, target, data="test_data_se
                     symbols.append(d.dim_param)
         maker = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts", "make_test_data.py")
         for tag, values in (("a", [3, 37, 7, 11]), ("b", [1, 5, 2, 3])):
-            binding = {s: values[i % len(values)] for i, s in enumerate(symbols)}
+            own = [s for s in symbols if s not in alias]
+            binding = {s: values[i % len(values)] for i, s in enumerate(own)}
+            binding.update({a: binding[t] for a, t in alias.items()})
             shape_args = []
             for inp in model.graph.input:
                 if inp.name in inits:

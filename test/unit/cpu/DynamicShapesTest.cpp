@@ -30,6 +30,13 @@ namespace fs = std::filesystem;
 using program::ShapeSymbol;
 using program::SymExtent;
 
+driver::DimRange range(int64_t min, int64_t max) {
+  driver::DimRange r;
+  r.min = min;
+  r.max = max;
+  return r;
+}
+
 struct TempDir {
   fs::path path;
   TempDir() {
@@ -200,7 +207,7 @@ TEST_P(DynamicModel, OneArtifactManyShapes) {
     bool symbolic = false;
     for (const ir::Dim &d : v->type().shape) {
       symbolic = symbolic || d.isSymbolic();
-      dims.push_back(d.isStatic() ? driver::DimRange{d.value, d.value, 0} : driver::DimRange{1, 64, 0});
+      dims.push_back(d.isStatic() ? range(d.value, d.value) : range(1, 64));
     }
     if (symbolic) o.inputRanges[v->name()] = dims;
   }
@@ -259,7 +266,9 @@ TEST(DynamicRuntime, RefusesShapesOutsideTheCompiledOnes) {
   driver::CompileOptions o;
   o.target = "cpu";
   o.output = (tmp.path / "out").string();
-  o.inputRanges["input_ids"] = {driver::DimRange{1, 8, 0}, driver::DimRange{1, 64, 32}};
+  driver::DimRange seq = range(1, 64);
+  seq.opt = 32;
+  o.inputRanges["input_ids"] = {range(1, 8), seq};
   auto c = driver::compile(model.string(), o);
   ASSERT_TRUE(c.ok()) << c.status();
   Loaded l;
@@ -295,12 +304,12 @@ TEST(DynamicCompile, RefusalsNameTheCause) {
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.status().message().find("--shape"), std::string::npos);
   o.target = "cpu";
-  o.inputRanges["x"] = {driver::DimRange{1, 2, 0}, driver::DimRange{1, 64, 0}, driver::DimRange{256, 256, 0}};
+  o.inputRanges["x"] = {range(1, 2), range(1, 64), range(256, 256)};
   c = driver::compile(model.string(), o);  // batch 1..2: too few extents to fit
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.status().message().find("'batch'"), std::string::npos) << c.status();
   EXPECT_FALSE(fs::exists(o.output));
-  o.inputRanges["x"] = {driver::DimRange{1, 8, 0}, driver::DimRange{1, 64, 0}, driver::DimRange{128, 128, 0}};
+  o.inputRanges["x"] = {range(1, 8), range(1, 64), range(128, 128)};
   c = driver::compile(model.string(), o);  // a static dim given another extent
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.status().message().find("256"), std::string::npos) << c.status();
