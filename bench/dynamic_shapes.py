@@ -2,7 +2,8 @@
 # ===- dynamic_shapes.py - One dynamic artifact against static ones, per shape -===#
 #
 # For each model and each shape: compiles the model once with its symbolic
-# dims left dynamic (fusec MODEL --target cpu -o DYN, no --shape) and once
+# dims left dynamic (fusec MODEL --target cpu -o DYN, batch 1..16 and
+# sequence 1..128 as --shape ranges) and once
 # per shape with every dim bound (--shape), writes a data set of that shape
 # (scripts/make_test_data.py: seeded inputs, ONNX Runtime's outputs), and
 # times both artifacts with `fusec-run OUT --data DIR --bench N` (libfusert,
@@ -73,7 +74,11 @@ def main():
         inputs = inputs_of(path)
         dyn = os.path.join(work, f"{model}.dyn")
         t0 = time.time()
-        subprocess.run([fusec, path, "--target", "cpu", "-o", dyn], check=True, stdout=subprocess.DEVNULL)
+        # The tiny models have 128 positions: batch 1..16, sequence 1..128.
+        ranges = []
+        for a in shape_args(inputs, "1..16", "1..128"):
+            ranges.append(a)
+        subprocess.run([fusec, path, "--target", "cpu", "-o", dyn] + ranges, check=True, stdout=subprocess.DEVNULL)
         dyn_compile = time.time() - t0
         for shape in args.shapes.split(","):
             b, s = (int(x) for x in shape.split("x"))
