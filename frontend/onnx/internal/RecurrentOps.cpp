@@ -265,7 +265,8 @@ absl::StatusOr<std::vector<Node *>> Unroller::run() {
   if (T < 0)
     return absl::UnimplementedError(absl::StrCat(
         op, ": the sequence length (dim ", layout == 0 ? 0 : 1,
-        " of X) must be static in the model: fusec unrolls recurrent ops while importing, before --shape binds dims"));
+        " of X) must be known when importing: fusec unrolls recurrent ops, so a dynamic sequence length "
+        "cannot stay dynamic; bind the dims of the graph input it comes from with --shape INPUT=DIMS"));
   if (T * dirs > kMaxUnrolledSteps)
     return absl::UnimplementedError(absl::StrCat(
         op, ": sequence length ", T, " x ", dirs, " direction(s) would unroll into ", T * dirs,
