@@ -172,10 +172,10 @@ absl::StatusOr<std::vector<program::ShapeSymbol>> dynamicSymbolsOf(const ir::Gra
   return out;
 }
 
-/// The values upstream of \p name in \p g (itself included) that are
+/// The values upstream of \p names in \p g (themselves included) that are
 /// computed from a graph input or its shape (through Shape or Size), as
-/// opposed to from constants only.
-std::vector<std::string> shapeDerivedAncestors(const ir::Graph &g, const std::string &name) {
+/// opposed to from constants only; one walk shares its memo across names.
+std::vector<std::string> shapeDerivedAncestors(const ir::Graph &g, const std::vector<std::string> &names) {
   std::map<const ir::Value *, bool> memo;
   std::vector<std::string> out;
   std::function<bool(const ir::Value *)> derived = [&](const ir::Value *v) -> bool {
@@ -197,7 +197,8 @@ std::vector<std::string> shapeDerivedAncestors(const ir::Graph &g, const std::st
     if (d && p) out.push_back(v->name());
     return d;
   };
-  if (const ir::Value *v = g.findValue(name)) derived(v);
+  for (const std::string &name : names)
+    if (const ir::Value *v = g.findValue(name)) derived(v);
   return out;
 }
 
@@ -333,8 +334,7 @@ static absl::StatusOr<Compilation> compileDynamic(const std::string &modelPath, 
     // Keep the whole chain that computes them from the shapes (the nodes
     // between them and a Shape, Size or graph input in the imported
     // graph), not one link per round.
-    for (const std::string &name : dependent)
-      for (const std::string &up : shapeDerivedAncestors(*imported.graph, name)) po.noFold.insert(up);
+    for (const std::string &up : shapeDerivedAncestors(*imported.graph, dependent)) po.noFold.insert(up);
     po.noFold.insert(dependent.begin(), dependent.end());
   }
   Compilation c = std::move(probes[0]);

@@ -110,30 +110,10 @@ absl::Status applyLayoutNode(const Node &n, const Value *out, StridedView &v) {
       return absl::OkStatus();
     }
     case OpKind::kSlice: {
-      auto starts = constInts(n.input(1)), ends = constInts(n.input(2));
-      if (!starts || !ends) return unimplemented(n, "slice bounds are not constants");
-      std::vector<int64_t> axes, steps;
-      if (n.input(3)) {
-        auto a = constInts(n.input(3));
-        if (!a) return unimplemented(n, "slice axes are not constants");
-        axes = *a;
-      } else {
-        for (size_t i = 0; i < starts->size(); ++i) axes.push_back(static_cast<int64_t>(i));
-      }
-      if (n.input(4)) {
-        auto s = constInts(n.input(4));
-        if (!s) return unimplemented(n, "slice steps are not constants");
-        steps = *s;
-      } else {
-        steps.assign(starts->size(), 1);
-      }
-      for (size_t i = 0; i < axes.size(); ++i) {
-        const int64_t a = norm(axes[i]), d = v.shape[a], st = steps[i];
-        int64_t s = (*starts)[i];
-        if (s < 0) s += d;
-        s = st > 0 ? std::clamp<int64_t>(s, 0, d) : std::clamp<int64_t>(s, 0, d - 1);
-        if (os[a] > 0) v.offset += s * v.strides[a];
-        v.strides[a] *= st;
+      FUSEC_ASSIGN_OR_RETURN(std::vector<SliceAxis> sliced, constSliceAxes(n, v.shape));
+      for (const SliceAxis &sa : sliced) {
+        if (os[sa.axis] > 0) v.offset += sa.start * v.strides[sa.axis];
+        v.strides[sa.axis] *= sa.step;
       }
       v.shape = os;
       return absl::OkStatus();

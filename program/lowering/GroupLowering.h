@@ -83,6 +83,18 @@ struct ReduceAxes {
 /// Errors: Unimplemented for an axis out of range or non-constant axes.
 absl::StatusOr<ReduceAxes> reductionAxes(const Node &n, int64_t rank);
 
+/// One sliced axis of a Slice node: its index in the input (normalised),
+/// the first element read (clamped into the input as ONNX Slice does: to
+/// [0, d] for a positive step, [0, d - 1] for a negative one) and the step.
+struct SliceAxis {
+  int64_t axis = 0, start = 0, step = 1;
+};
+
+/// The sliced axes of Slice node \p n over an input of shape \p in (the
+/// output shape comes from shape inference). Errors: Unimplemented when its
+/// starts, ends, axes or steps are not constants.
+absl::StatusOr<std::vector<SliceAxis>> constSliceAxes(const Node &n, const Shape &in);
+
 /// True for the ops that reduce rows (Softmax, LayerNormalization, Reduce*, ...).
 bool isRowReductionOp(OpKind k);
 

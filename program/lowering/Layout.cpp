@@ -9,6 +9,39 @@
 
 namespace fusec::program::lowering {
 
+absl::StatusOr<std::vector<SliceAxis>> constSliceAxes(const Node &n, const Shape &in) {
+  auto starts = constInts(n.input(1)), ends = constInts(n.input(2));
+  if (!starts || !ends) return unimplemented(n, "slice bounds are not constants");
+  std::vector<int64_t> axes, steps;
+  if (n.input(3)) {
+    auto a = constInts(n.input(3));
+    if (!a) return unimplemented(n, "slice axes are not constants");
+    axes = *a;
+  } else {
+    for (size_t i = 0; i < starts->size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  }
+  if (n.input(4)) {
+    auto s = constInts(n.input(4));
+    if (!s) return unimplemented(n, "slice steps are not constants");
+    steps = *s;
+  } else {
+    steps.assign(starts->size(), 1);
+  }
+  const int64_t rank = static_cast<int64_t>(in.size());
+  std::vector<SliceAxis> out;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    SliceAxis sa;
+    sa.axis = axes[i] < 0 ? axes[i] + rank : axes[i];
+    sa.step = steps[i];
+    const int64_t d = in[sa.axis];
+    int64_t s = (*starts)[i];
+    if (s < 0) s += d;
+    sa.start = sa.step > 0 ? std::clamp<int64_t>(s, 0, d) : std::clamp<int64_t>(s, 0, d - 1);
+    out.push_back(sa);
+  }
+  return out;
+}
+
 absl::StatusOr<int> GroupLowering::layoutAt(const Node &n, const std::vector<int> &idx) {
   FUSEC_ASSIGN_OR_RETURN(Shape os, staticShape(n.output(0)));
   const int64_t rank = static_cast<int64_t>(os.size());
@@ -29,31 +62,10 @@ absl::StatusOr<int> GroupLowering::layoutAt(const Node &n, const std::vector<int
     }
     case OpKind::kSlice: {
       FUSEC_ASSIGN_OR_RETURN(Shape is, staticShape(n.input(0)));
-      auto starts = constInts(n.input(1)), ends = constInts(n.input(2));
-      if (!starts || !ends) return unimplemented(n, "slice bounds are not constants");
-      std::vector<int64_t> axes, steps;
-      if (n.input(3)) {
-        auto a = constInts(n.input(3));
-        if (!a) return unimplemented(n, "slice axes are not constants");
-        axes = *a;
-      } else {
-        for (size_t i = 0; i < starts->size(); ++i) axes.push_back(static_cast<int64_t>(i));
-      }
-      if (n.input(4)) {
-        auto s = constInts(n.input(4));
-        if (!s) return unimplemented(n, "slice steps are not constants");
-        steps = *s;
-      } else {
-        steps.assign(starts->size(), 1);
-      }
+      FUSEC_ASSIGN_OR_RETURN(std::vector<SliceAxis> sliced, constSliceAxes(n, is));
       std::vector<int> sub = idx;
-      for (size_t i = 0; i < axes.size(); ++i) {
-        int64_t a = normAxis(axes[i], rank), d = is[a], st = steps[i], s = (*starts)[i];
-        if (s < 0) s += d;
-        if (st > 0) s = std::clamp<int64_t>(s, 0, d);
-        else s = std::clamp<int64_t>(s, 0, d - 1);
-        sub[a] = bin(BinaryOp::kAdd, spec_.constI(s), bin(BinaryOp::kMul, idx[a], spec_.constI(st)));
-      }
+      for (const SliceAxis &sa : sliced)
+        sub[sa.axis] = bin(BinaryOp::kAdd, spec_.constI(sa.start), bin(BinaryOp::kMul, idx[sa.axis], spec_.constI(sa.step)));
       return valueAt(n.input(0), sub);
     }
     case OpKind::kGather: {
