@@ -152,10 +152,10 @@ FlagSpec shapeFlag(ShapeMap &shapes, RangeMap &ranges) {
   f.help =
       "bind graph input NAME (an input's name, not a dim symbol) to static dims, e.g. input_ids=2x24, "
       "or leave dims dynamic within a range, e.g. input_ids=1..64x1..4096 (MIN..MAX, optionally "
-      "@OPT, the extent to optimise for; --target cpu), or equal to another input's symbolic dim "
+      "@OPT, the extent to optimise for; --target cpu and cuda), or equal to another input's symbolic dim "
       "(attention_mask=s72x1..4096); repeatable, once per input. The symbols of its dims are bound "
       "(or ranged) in every other input that uses them. Dims left symbolic by every --shape stay "
-      "dynamic (1..4099) for --target cpu";
+      "dynamic (1..2048) for --target cpu and cuda";
   f.apply = [&shapes, &ranges](const std::string &v) {
     if (v.find("..") == std::string::npos) {
       std::string name;

@@ -11,6 +11,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <functional>
+#include <map>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -78,7 +80,7 @@ absl::Status emitArtifact(const std::string &modelPath, const CompileOptions &op
 }
 
 /// Backends that compile dynamic shapes (program/Symbolic.h).
-bool supportsDynamicShapes(const std::string &target) { return target == "cpu"; }
+bool supportsDynamicShapes(const std::string &target) { return target == "cpu" || target == "cuda"; }
 
 /// True when a graph input that needs data has a dim that is a symbol.
 bool hasSymbolicInputs(const ir::Graph &g) {
@@ -277,12 +279,101 @@ absl::Status optimize(ir::Graph &graph, const CompileOptions &options, passes::P
   return optimize(graph, options, target, ctx);
 }
 
+/// The number of elements Slice keeps on an axis of extent \p d with
+/// constant \p start, \p end and \p step (ONNX Slice's clamping).
+static int64_t sliceLength(int64_t d, int64_t start, int64_t end, int64_t step) {
+  if (step == 0) return 0;
+  auto norm = [&](int64_t v) { return v < 0 ? v + d : v; };
+  int64_t s = norm(start), e = norm(end);
+  if (step > 0) {
+    s = std::clamp<int64_t>(s, 0, d);
+    e = std::clamp<int64_t>(e, 0, d);
+    return e > s ? (e - s + step - 1) / step : 0;
+  }
+  s = std::clamp<int64_t>(s, -1, d - 1);
+  e = std::clamp<int64_t>(e, -1, d - 1);
+  return s > e ? (s - e + (-step) - 1) / (-step) : 0;
+}
+
+/// Slices whose length on a symbolic axis is clamped inside the symbol's
+/// range (x[:, :3] on seq in 1..64 keeps min(seq, 3) positions) must be
+/// refused: the fit sees only the probes, and a clamp at or below the
+/// smallest probe looks constant there. A Slice's length is accepted when
+/// it is the axis' extent, or one constant, at every extent of the range
+/// (checked up to the probes' cap); anything else names the Slice and the
+/// extent from which it is constant.
+static absl::Status checkSliceClamps(const ir::Graph &g, const std::vector<program::ShapeSymbol> &symbols,
+                              const std::map<std::string, std::string> &same) {
+  std::map<std::string, const program::ShapeSymbol *> byName;
+  for (const program::ShapeSymbol &s : symbols) byName[s.name] = &s;
+  auto ints = [](const ir::Value *v) -> std::optional<std::vector<int64_t>> {
+    if (!v || !v->isConstant()) return std::nullopt;
+    return v->constant()->toInts();
+  };
+  for (const ir::Node *n : g.nodes()) {
+    if (n->kind() != ir::OpKind::kSlice || n->inputs().size() < 3 || !n->inputs()[0]) continue;
+    const ir::Value *x = n->inputs()[0];
+    if (!x->type().rankKnown) continue;
+    auto starts = ints(n->inputs()[1]), ends = ints(n->inputs()[2]);
+    if (!starts || !ends || starts->size() != ends->size()) continue;
+    std::vector<int64_t> axes, steps(starts->size(), 1);
+    if (n->inputs().size() > 3 && n->inputs()[3]) {
+      auto a = ints(n->inputs()[3]);
+      if (!a) continue;
+      axes = *a;
+    } else {
+      for (size_t i = 0; i < starts->size(); ++i) axes.push_back(static_cast<int64_t>(i));
+    }
+    if (n->inputs().size() > 4 && n->inputs()[4]) {
+      auto st = ints(n->inputs()[4]);
+      if (!st) continue;
+      steps = *st;
+    }
+    if (axes.size() != starts->size() || steps.size() != starts->size()) continue;
+    const int64_t rank = static_cast<int64_t>(x->type().shape.size());
+    for (size_t i = 0; i < axes.size(); ++i) {
+      const int64_t axis = axes[i] < 0 ? axes[i] + rank : axes[i];
+      if (axis < 0 || axis >= rank) continue;
+      const ir::Dim &dim = x->type().shape[axis];
+      if (!dim.isSymbolic()) continue;
+      std::string name = dim.symbol;
+      if (auto it = same.find(name); it != same.end()) name = it->second;
+      auto it = byName.find(name);
+      if (it == byName.end()) continue;
+      const program::ShapeSymbol &s = *it->second;
+      const int64_t hi = std::min(s.max, program::kMaxProbeExtent);
+      bool identity = true, constant = true;
+      const int64_t first = sliceLength(s.min, (*starts)[i], (*ends)[i], steps[i]);
+      for (int64_t d = s.min; d <= hi; ++d) {
+        const int64_t len = sliceLength(d, (*starts)[i], (*ends)[i], steps[i]);
+        identity = identity && len == d;
+        constant = constant && len == first;
+        if (!identity && !constant) break;
+      }
+      if (identity || constant) continue;
+      // The extent from which the length stops changing (a clamp's K).
+      int64_t from = hi;
+      const int64_t last = sliceLength(hi, (*starts)[i], (*ends)[i], steps[i]);
+      while (from > s.min && sliceLength(from - 1, (*starts)[i], (*ends)[i], steps[i]) == last) --from;
+      if (last == hi || from >= hi)
+        continue;  // grows with the extent (x[:, 1:]): the fit decides, and refuses what is no product
+      return absl::FailedPreconditionError(absl::StrCat(
+          "dynamic shapes: ", n->describe(), " keeps ", last, " positions of axis ", axis, " ('", s.name,
+          "') only when '", s.name, "' >= ", from, ", fewer below (its range is ", s.min, "..", s.max,
+          "); give '", s.name, "' a minimum of at least ", from, " with --shape INPUT=...", from, "..", s.max,
+          "..., or bind it"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 static absl::StatusOr<Compilation> compileDynamic(const std::string &modelPath, const CompileOptions &options,
                                            Compilation imported) {
   std::map<std::string, int64_t> fixed;
   std::map<std::string, std::string> same;  // symbol -> the symbol it equals (--shape NAME=s72x...)
   FUSEC_ASSIGN_OR_RETURN(std::vector<program::ShapeSymbol> symbols,
                          dynamicSymbolsOf(*imported.graph, options, fixed, same));
+  FUSEC_RETURN_IF_ERROR(checkSliceClamps(*imported.graph, symbols, same));
   FUSEC_ASSIGN_OR_RETURN(auto bindings, program::probeBindings(symbols, program::staticDimsOf(*imported.graph)));
   CompileOptions po = options;
   po.inputRanges.clear();

@@ -233,13 +233,13 @@ absl::StatusOr<std::vector<std::map<std::string, int64_t>>> probeBindings(const 
   }
   for (size_t i = 0; i < S; ++i) {
     const ShapeSymbol &s = symbols[i];
-    int64_t large = std::min(s.max, kDefaultSymbolMax);
+    int64_t large = std::min(s.max, kMaxProbeExtent);
     // A prime that is neither a model dim nor another symbol's small extent.
     while (large > s.min && (!isPrime(large) || taken.count(large))) --large;
     if (!isPrime(large) || taken.count(large)) {
       // A narrow range: its largest value that is no model dim or other
       // symbol's extent; else the base extent (this probe then repeats it).
-      large = std::min(s.max, kDefaultSymbolMax);
+      large = std::min(s.max, kMaxProbeExtent);
       while (large >= 2 && large > s.min && taken.count(large)) --large;
       if (large < 2 || taken.count(large)) large = vals[i][0];
     }

@@ -56,10 +56,15 @@ namespace fusec::program {
 
 /// Largest extent a symbol may take (2^31 - 1; the runtime checks it).
 inline constexpr int64_t kMaxSymbolExtent = (int64_t{1} << 31) - 1;
-/// The range of a symbol no --shape bounds: 1..4099, the extents the
-/// verification probes cover (see the file comment); a larger maximum is
-/// given with --shape NAME=1..MAX and then verified at MAX's prime.
-inline constexpr int64_t kDefaultSymbolMax = 4099;
+/// The range of a symbol no --shape bounds: 1..2048. Causal masks that an
+/// exporter builds from the shapes fold to constants (and are recognised
+/// as index masks) up to 2048 x 2048 (passes/ConstantFolding.cpp), so the
+/// default range compiles them; a larger maximum is given with --shape
+/// NAME=1..MAX.
+inline constexpr int64_t kDefaultSymbolMax = 2048;
+/// The largest extent a probe takes (see the file comment): a symbol is
+/// verified at the largest prime <= min(its maximum, 4099).
+inline constexpr int64_t kMaxProbeExtent = 4099;
 
 /// One symbolic dim left for run time, with its allowed range (inclusive).
 struct ShapeSymbol {

@@ -302,8 +302,11 @@ Status fusert_model::bindShapes(const fusert_tensor *inputs, size_t numInputs) {
   FUSERT_RETURN_IF_ERROR(bindSymbols(manifest, inputs, numInputs, values));
   if (values == boundSymbols)
     return Status();
+  // Until both succeed the manifest holds no valid binding: a failed one
+  // must not pass for the previous binding at the next run.
+  boundSymbols.clear();
   FUSERT_RETURN_IF_ERROR(applyBinding(manifest, values));
-  FUSERT_RETURN_IF_ERROR(exec->bindShapes(values, manifest.arenaBytes));
+  FUSERT_RETURN_IF_ERROR(exec->bindShapes(*this, values, manifest.arenaBytes));
   boundSymbols = std::move(values);
   return Status();
 }

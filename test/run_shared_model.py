@@ -10,6 +10,7 @@ Runtime) instead of MODEL_DIR/test_data_set_0. With "dynamic", the model is comp
 --shape (its symbolic dims left dynamic) and the one artifact is checked against test_data_set_0
 and two data sets of other shapes that scripts/make_test_data.py writes (ONNX Runtime's outputs):
 the symbols at 3, 37, 7, ... and at 1, 5, 2, ... in the order the inputs name them.
+FUSEC_RUN_ARGS (environment) adds options to fusec-run (e.g. tolerances).
 """
 import json
 import os
@@ -28,7 +29,7 @@ def main(fusec, fusec_run, model_dir, precision, out, target, data="test_data_se
             cmd += ["--shape", f"{k}={'x'.join(str(d) for d in dims)}"]
     else:
         # Symbolic dims dynamic within 1..64 (the tiny test models have 128
-        # positions; fusec's default range, 1..4099, would exceed them).
+        # positions; fusec's default range, 1..2048, would exceed them).
         import onnx  # only this mode needs it
         m = onnx.load(os.path.join(model_dir, "model.onnx"), load_external_data=False)
         inits = {i.name for i in m.graph.initializer}
@@ -94,7 +95,7 @@ def main(fusec, fusec_run, model_dir, precision, out, target, data="test_data_se
                 print(f"FAIL: make_test_data.py exited with {r.returncode}")
                 return 1
             data_dirs.append(d)
-    cmd = [fusec_run, out, "--precision", precision]
+    cmd = [fusec_run, out, "--precision", precision] + os.environ.get("FUSEC_RUN_ARGS", "").split()
     for d in data_dirs:
         cmd += ["--data", d]
     r = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)

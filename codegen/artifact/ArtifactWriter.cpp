@@ -14,6 +14,7 @@
 
 #include <cctype>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -95,7 +96,68 @@ Json tensorJson(const PlannedBuffer &b) {
   return j;
 }
 
-Json stepJson(const MemoryPlan &mem, const Step &s) {
+/// A symbolic form a library step's field may take in the manifest: a
+/// product of symbols (the runtime's extents have no offset).
+absl::Status checkProduct(const std::string &kind, const std::string &name, const std::string &field,
+                          const SymExtent &e) {
+  if (e.offset() == 0) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat("dynamic shapes: ", kind, " '", name, "': ", field, " is ",
+                                                    e.str(), ", not a product of symbols; bind the dims with --shape"));
+}
+
+/// Dynamic shapes: writes the fields of gemm step \p s that depend on the
+/// symbols (GemmParams::symbolic) over their probe values in \p j.
+absl::Status gemmSymbolicJson(const Step &s, Json &j) {
+  static const std::pair<const char *, const char *> kFields[] = {
+      {"m", "m"},
+      {"n", "n"},
+      {"k", "k"},
+      {"batch", "batch"},
+      {"strideA", "stride_a"},
+      {"strideB", "stride_b"},
+      {"strideC", "stride_c"},
+      {"strideD", "stride_d"}};
+  for (const auto &[key, e] : s.gemm.symbolic) {
+    const char *field = nullptr;
+    for (const auto &[k, f] : kFields)
+      if (key == k) field = f;
+    if (!field)
+      return absl::InternalError(absl::StrCat("dynamic shapes: gemm '", s.name, "': unknown symbolic field '", key, "'"));
+    FUSEC_RETURN_IF_ERROR(checkProduct("gemm", s.name, field, e));
+    j[field] = extentJson(e);
+  }
+  return absl::OkStatus();
+}
+
+/// Dynamic shapes: writes the elements of conv step \p s's x_shape and
+/// y_shape that depend on the symbols (ConvParams::symbolic, "xShape[0]",
+/// ...); the filter, pads, strides, dilations and group must be static.
+absl::Status convSymbolicJson(const Step &s, Json &j) {
+  static const std::pair<const char *, const char *> kFields[] = {
+      {"xShape", "x_shape"}, {"yShape", "y_shape"}, {"wShape", "w_shape"}, {"pads", "pads"},
+      {"strides", "strides"}, {"dilations", "dilations"}, {"group", "group"}};
+  for (const auto &[key, e] : s.conv.symbolic) {
+    const std::string base = key.substr(0, key.find('['));
+    const char *field = nullptr;
+    for (const auto &[k, f] : kFields)
+      if (base == k) field = f;
+    if (!field)
+      return absl::InternalError(absl::StrCat("dynamic shapes: conv '", s.name, "': unknown symbolic field '", key, "'"));
+    const std::string where = absl::StrCat(field, key.substr(base.size()));
+    if (base != "xShape" && base != "yShape")
+      return absl::FailedPreconditionError(absl::StrCat(
+          "dynamic shapes: conv '", s.name, "': ", where, " is ", e.str(),
+          ", which depends on the binding; only a conv's input and output shapes may (bind the dims with --shape)"));
+    FUSEC_RETURN_IF_ERROR(checkProduct("conv", s.name, where, e));
+    size_t i = 0;
+    if (std::sscanf(key.c_str() + base.size(), "[%zu]", &i) != 1 || i >= j[field].size())
+      return absl::InternalError(absl::StrCat("dynamic shapes: conv '", s.name, "': bad symbolic field '", key, "'"));
+    j[field][i] = extentJson(e);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Json> stepJson(const MemoryPlan &mem, const Step &s) {
   using K = Step::Kind;
   auto id = [&](const ir::Value *v) { return mem.bufferId(v); };
   Json j;
@@ -138,6 +200,7 @@ Json stepJson(const MemoryPlan &mem, const Step &s) {
       if (g.dDtype != g.dtype)
         j["d_dtype"] = manifestDTypeName(g.dDtype) ? manifestDTypeName(g.dDtype) : "?";
       j["compute"] = g.compute;
+      FUSEC_RETURN_IF_ERROR(gemmSymbolicJson(s, j));
       break;
     }
     case K::kConv: {
@@ -156,6 +219,7 @@ Json stepJson(const MemoryPlan &mem, const Step &s) {
       j["dilations"] = c.dilations;
       j["group"] = c.group;
       j["dtype"] = manifestDTypeName(c.dtype) ? manifestDTypeName(c.dtype) : "?";
+      FUSEC_RETURN_IF_ERROR(convSymbolicJson(s, j));
       break;
     }
     case K::kCopy: {
@@ -461,7 +525,7 @@ class TempDirGuard {
 
 }  // namespace
 
-std::string manifestJson(const MemoryPlan &mem, const std::vector<std::string> &kernelNames,
+absl::StatusOr<std::string> manifestJson(const MemoryPlan &mem, const std::vector<std::string> &kernelNames,
                          const std::string &modelName, const std::string &target,
                          const std::string &arch, const std::string &library,
                          const std::vector<std::pair<std::string, std::string>> &backendFields) {
@@ -488,7 +552,10 @@ std::string manifestJson(const MemoryPlan &mem, const std::vector<std::string> &
   m["inputs"] = std::move(inputs);
   m["outputs"] = std::move(outputs);
   Json steps = Json::array();
-  for (const Step &s : mem.steps) steps.push_back(stepJson(mem, s));
+  for (const Step &s : mem.steps) {
+    FUSEC_ASSIGN_OR_RETURN(Json step, stepJson(mem, s));
+    steps.push_back(std::move(step));
+  }
   for (const MemoryPlan::Copy &c : mem.copies)
     steps.push_back(Json{{"kind", artifact_format::kStepCopy}, {"name", c.name}, {"src", c.src}, {"dst", c.dst},
                          {"bytes", bytesJson(mem.buffers[c.dst])}});
@@ -724,8 +791,9 @@ absl::Status writeArtifact(const ir::Graph &graph, const passes::FusionPlan &pla
       if (f.first == own)
         return absl::InternalError(absl::StrCat(backend->name(), ": backend manifest field '", f.first,
                                                 "' is one the writer owns"));
-  std::string manifest = manifestJson(mem, kernelNames, modelName, backend->name(), arch,
-                                      usesLibrary ? mod.library : std::string(), mod.manifestFields);
+  FUSEC_ASSIGN_OR_RETURN(std::string manifest,
+                         manifestJson(mem, kernelNames, modelName, backend->name(), arch,
+                                      usesLibrary ? mod.library : std::string(), mod.manifestFields));
   // A library the user builds from the sources afterwards (--no-nvcc) can
   // have no checksum here; the manifest says so, and the field is part of the
   // digest the library records (docs/ARTIFACT.md).

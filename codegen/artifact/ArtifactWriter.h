@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "program/MemoryPlan.h"
 #include "program/Symbolic.h"
 #include "ir/Graph.h"
@@ -132,8 +133,12 @@ absl::Status writeArtifact(const ir::Graph &graph, const passes::FusionPlan &pla
 /// \p library is the module's library file ("" = none needed).
 /// \p backendFields: the backend's own top-level fields (key, JSON text;
 /// codegen::BackendModule::manifestFields), written after "arch"; a value
-/// that is not JSON is written as a string.
-std::string manifestJson(const MemoryPlan &mem, const std::vector<std::string> &kernelNames,
+/// that is not JSON is written as a string. Dynamic shapes: a gemm's
+/// symbolic m, n, k, batch and strides and a conv's symbolic x_shape and
+/// y_shape dims are written as products of symbols. Errors:
+/// FailedPrecondition naming the step and field for any other symbolic conv
+/// field and for a symbolic form that is not a product of symbols.
+absl::StatusOr<std::string> manifestJson(const MemoryPlan &mem, const std::vector<std::string> &kernelNames,
                          const std::string &modelName, const std::string &target,
                          const std::string &arch, const std::string &library,
                          const std::vector<std::pair<std::string, std::string>> &backendFields = {});

@@ -206,6 +206,9 @@ class Lanes {
   llvm::Value *load(const program::Expr &e);
   llvm::Value *unary(const program::Expr &e);
   llvm::Value *binary(const program::Expr &e);
+  /// \p e (an f32 multiply) as x / (1 + exp(-2 t)) when it is the tanh
+  /// GELU 0.5 x * (1 + tanh(t)) (operands in either order); else nullptr.
+  llvm::Value *geluTanh(const program::Expr &e);
   /// Flat element offset (<W x i64>) of index exprs \p idx into buffer \p b,
   /// and its stride across lanes when known (-1 = not affine).
   llvm::Value *offset(int b, const std::vector<int> &idx, int64_t *laneStride);

@@ -31,8 +31,13 @@ using namespace ::fusec::program;
 /// The CUDA source (kernel + launcher named \p symbol) for \p spec.
 /// Errors: InvalidArgument for inconsistent sizes (Hq % Hkv != 0, zero
 /// extents), Unimplemented for storage dtypes without a CUDA type.
+/// Dynamic shapes: \p symbolNames (the artifact's symbols, manifest order)
+/// non-empty gives the launcher the symbols parameter; fields of
+/// spec.symbolic are read from it (the tiled kernel only: Unimplemented
+/// where it declines such a spec).
 absl::StatusOr<std::string> emitAttentionKernel(const AttentionSpec &spec,
-                                                const std::string &symbol);
+                                                const std::string &symbol,
+                                                const std::vector<std::string> &symbolNames = {});
 
 /// The simple kernel (one block per (b, h, 16 query rows), f32 online
 /// softmax over keys, no tensor cores): correct for every valid spec.

@@ -224,7 +224,8 @@ absl::StatusOr<std::string> emitAttentionKernelNaive(const AttentionSpec &spec,
   return out;
 }
 
-absl::StatusOr<std::string> emitAttentionKernel(const AttentionSpec &spec, const std::string &symbol) {
+absl::StatusOr<std::string> emitAttentionKernel(const AttentionSpec &spec, const std::string &symbol,
+                                                const std::vector<std::string> &symbolNames) {
   // The tiled tensor-core kernel (codegen/cuda/attention, FlashAttention-2
   // structure) covers bf16/f16 (and an exact fp32 SIMT path); anything it
   // declines (Unimplemented) gets the simple kernel, which is correct for
@@ -233,10 +234,15 @@ absl::StatusOr<std::string> emitAttentionKernel(const AttentionSpec &spec, const
   for (size_t i = 0; i < spec.biases.size(); ++i) names.bias.push_back(absl::StrCat("bias", i));
   names.tablePrefix = "tab_";
   auto print = [&](const ir::ScoreExpr &e, bool asBool) { return scoreExprToCuda(e, names, asBool); };
-  absl::StatusOr<std::string> tiled = attention::emitTiledAttention(spec, symbol, print);
+  attention::TiledAttentionOptions topts;
+  topts.symbolNames = symbolNames;
+  absl::StatusOr<std::string> tiled = attention::emitTiledAttention(spec, symbol, print, topts);
   // The printed expressions call the fa_* helpers (tables, integer ops).
   if (tiled.ok()) return absl::StrCat(kHelpers, *tiled);
   if (tiled.status().code() != absl::StatusCode::kUnimplemented) return tiled.status();
+  if (!symbolNames.empty())
+    return absl::UnimplementedError(absl::StrCat("dynamic shapes: attention needs the tiled kernel, which declines "
+                                                 "this one (", tiled.status().message(), ")"));
   return emitAttentionKernelNaive(spec, symbol);
 }
 

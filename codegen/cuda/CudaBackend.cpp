@@ -16,6 +16,7 @@
 #include "codegen/cuda/Nvcc.h"
 #include "passes/Pipeline.h"
 #include "program/Program.h"
+#include "program/Symbolic.h"
 #include "runtime/ArtifactFormat.h"
 #include "support/Status.h"
 
@@ -94,14 +95,30 @@ class CudaBackend final : public Backend {
   absl::StatusOr<BackendModule> emit(const ir::Graph &graph,
                                      const std::vector<std::string> &kernelNames,
                                      const BackendOptions &opts) const override {
-    if (opts.probes)
-      return absl::UnimplementedError(absl::StrCat(name(), ": dynamic shapes are compiled for --target cpu only so far; "
-                                                   "bind every dim with --shape"));
     CudaOptions copts;
     copts.arch = opts.arch;
     copts.allowTf32 = opts.allowTf32;
+    // Dynamic shapes: the program every probe agrees on, its integers that
+    // vary as symbolic forms (program/Symbolic.h); kernels read them from
+    // the symbols their launchers take.
+    if (opts.probes)
+      for (const program::ShapeSymbol &s : opts.probes->symbols) {
+        copts.symbolNames.push_back(s.name);
+        copts.symbolMax.push_back(s.max);
+      }
     FUSEC_ASSIGN_OR_RETURN(program::Program prog,
-                           program::buildProgram(graph, kernelNames, cudaLoweringOptions(opts.allowTf32)));
+                           opts.probes ? program::buildSymbolicProgram(*opts.probes, cudaLoweringOptions(opts.allowTf32))
+                                       : program::buildProgram(graph, kernelNames, cudaLoweringOptions(opts.allowTf32)));
+    for (const program::Step &s : prog.steps) {
+      // cuBLASLt and cuDNN plans are made per binding by the runtime; a
+      // convolution may vary only in its batch.
+      if (s.kind != program::Step::Kind::kConv) continue;
+      for (const auto &[field, e] : s.conv.symbolic)
+        if (field.rfind("xShape[0]", 0) != 0 && field.rfind("yShape[0]", 0) != 0)
+          return absl::UnimplementedError(absl::StrCat("dynamic shapes: convolution '", s.name, "' has ", field, " = ",
+                                                       e.str(), " (only its batch may be bound at run time on cuda); "
+                                                       "bind the dims with --shape"));
+    }
     for (const program::Step &s : prog.steps)
       FUSEC_RETURN_IF_ERROR(checkLibraryEpilogue(s.kind == program::Step::Kind::kGemm ? &s.gemm : nullptr,
                                                  s.kind == program::Step::Kind::kConv ? &s.conv : nullptr, s.name));

@@ -191,6 +191,8 @@ template <class T, class V> __device__ __forceinline__ T to(V v) { return Conv<T
 template <class T, class I> __device__ __forceinline__ auto ld(const T *p, I i) -> decltype(cvt(p[0])) { return cvt(p[i]); }
 template <class T, class I, class V> __device__ __forceinline__ void st(T *p, I i, V v) { p[i] = to<T>(v); }
 template <class T, int N> struct alignas(sizeof(T) * N) Vec { T v[N]; };
+// Dynamic shapes: the bound symbols, passed to kernels by value.
+struct Syms { long long v[16]; };
 
 template <class T> __device__ __forceinline__ T inf();
 template <> __device__ __forceinline__ float inf<float>() { return __int_as_float(0x7f800000); }
@@ -329,6 +331,20 @@ __device__ __forceinline__ void groupArgReduce(T &v, long long &i) {
 
 absl::StatusOr<std::string> emitCudaKernel(const KernelSpec &spec, const std::string &symbol,
                                            const std::string &comment, const CudaOptions &opts) {
+  cuda_detail::SymText sym;
+  sym.names = opts.symbolNames;
+  sym.max = opts.symbolMax;
+  if (static_cast<int>(sym.names.size()) > kMaxCudaSymbols)
+    return absl::UnimplementedError(absl::StrCat("codegen: ", sym.names.size(), " symbolic dims (at most ",
+                                                 kMaxCudaSymbols, " on cuda)"));
+  auto known = [&](const SymExtent &e) -> absl::Status {
+    if (!sym.knows(e)) return absl::InternalError(absl::StrCat("codegen: extent ", e.str(), " names an unknown symbol"));
+    return absl::OkStatus();
+  };
+  for (const LoopDim &d : spec.dims) FUSEC_RETURN_IF_ERROR(known(d.symbolic));
+  for (const BufferDesc &b : spec.buffers)
+    for (const SymExtent &e : b.symbolicShape) FUSEC_RETURN_IF_ERROR(known(e));
+  for (const SymExtent &e : spec.symbolics) FUSEC_RETURN_IF_ERROR(known(e));
   for (const BufferDesc &b : spec.buffers)
     if (!cudaStorageType(b.dtype))
       return absl::UnimplementedError(absl::StrCat("codegen: no CUDA storage type for dtype ",
@@ -336,15 +352,15 @@ absl::StatusOr<std::string> emitCudaKernel(const KernelSpec &spec, const std::st
   std::string out = absl::StrCat("/* ", escapeComment(comment), " */\n");
   switch (spec.kind) {
     case SpecKind::kPointwise: {
-      FUSEC_ASSIGN_OR_RETURN(std::string body, emitPointwise(spec, symbol));
+      FUSEC_ASSIGN_OR_RETURN(std::string body, emitPointwise(spec, symbol, &sym));
       return out + body;
     }
     case SpecKind::kReduce: {
-      FUSEC_ASSIGN_OR_RETURN(std::string body, emitReduce(spec, symbol, opts));
+      FUSEC_ASSIGN_OR_RETURN(std::string body, emitReduce(spec, symbol, opts, &sym));
       return out + body;
     }
     case SpecKind::kAttention: {
-      FUSEC_ASSIGN_OR_RETURN(std::string body, emitAttentionKernel(spec.attention, symbol));
+      FUSEC_ASSIGN_OR_RETURN(std::string body, emitAttentionKernel(spec.attention, symbol, opts.symbolNames));
       return out + body;
     }
   }

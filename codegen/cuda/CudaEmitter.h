@@ -50,7 +50,16 @@ struct CudaOptions {
   /// 0 picks per row length (512 for a vectorised row that fits registers).
   /// A tuning knob for benchmarks; results do not depend on it.
   int rowMaxThreads = 0;
+  /// Dynamic shapes (program/Symbolic.h): the artifact's symbols in
+  /// manifest order and each one's largest value. Non-empty: every launcher
+  /// takes the bound symbols (docs/ARTIFACT.md) and symbolic extents are
+  /// read from them at run time.
+  std::vector<std::string> symbolNames;
+  std::vector<int64_t> symbolMax;
 };
+
+/// Most symbols a dynamic CUDA artifact may have (fx::Syms).
+inline constexpr int kMaxCudaSymbols = 16;
 
 /// Lowers every kernel of \p plan (graph already fused: nodes carry
 /// fusec.kernel) to CUDA. Errors as lowerGraph().

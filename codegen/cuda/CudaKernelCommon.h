@@ -25,6 +25,7 @@
 #include "codegen/cuda/Attention.h"
 #include "support/Status.h"
 #include "codegen/cuda/CudaEmitter.h"
+#include "codegen/cuda/SymText.h"
 
 namespace fusec::codegen::cuda_detail {
 
@@ -62,10 +63,31 @@ inline std::string literal(const Expr &e) {
   return "0";
 }
 
+using ::fusec::codegen::SymText;
+
+/// Dim \p d's extent of \p s as index arithmetic: a literal, or (dynamic
+/// shapes) its symbolic form read from `sy`.
+inline std::string dimExtent(const KernelSpec &s, int d, const SymText *sym) {
+  if (sym && sym->dynamic() && !s.dims[d].symbolic.isConstant())
+    return absl::StrCat("(idx_t)", sym->of(s.dims[d].symbolic));
+  return absl::StrCat("(idx_t)", s.dims[d].extent);
+}
+/// True if loop dim \p d is bound at run time.
+inline bool dimSymbolic(const KernelSpec &s, int d, const SymText *sym) {
+  return sym && sym->dynamic() && !s.dims[d].symbolic.isConstant();
+}
+/// Buffer \p b's dim \p d as a symbolic form (constant when static).
+inline SymExtent bufferDim(const KernelSpec &s, int b, size_t d, const SymText *sym) {
+  const BufferDesc &bd = s.buffers[b];
+  if (sym && sym->dynamic() && d < bd.symbolicShape.size()) return bd.symbolicShape[d];
+  return SymExtent::constant(bd.shape[d]);
+}
+
 /// Emits expressions of one spec as C statements.
 class ExprPrinter {
  public:
-  explicit ExprPrinter(const KernelSpec &s) : s_(s), name_(s.exprs.size()) {
+  explicit ExprPrinter(const KernelSpec &s, const SymText *sym = nullptr)
+      : s_(s), sym_(sym), name_(s.exprs.size()) {
     for (size_t i = 0; i < s.exprs.size(); ++i) name_[i] = absl::StrCat("e", i);
   }
   std::string &name(int id) { return name_[id]; }
@@ -78,16 +100,18 @@ class ExprPrinter {
   std::string offset(int b, const std::vector<int> &idx, const std::map<int, std::string> &over = {}) {
     const std::vector<int64_t> &shape = s_.buffers[b].shape;
     std::vector<std::string> terms;
-    int64_t stride = 1;
+    SymExtent stride = SymExtent::constant(1);
     for (size_t i = shape.size(); i-- > 0;) {
       int64_t v;
       const bool isc = s_.isConst(idx[i], &v);
       if (!(isc && v == 0)) {
         std::string op = over.count(idx[i]) ? over.at(idx[i]) : ref(idx[i]);
         if (isc) op = absl::StrCat("(idx_t)", v);
-        terms.push_back(stride == 1 ? op : absl::StrCat(op, " * (idx_t)", stride));
+        const std::string st = stride.isConstant() ? absl::StrCat("(idx_t)", stride.coeff())
+                                                   : absl::StrCat("(idx_t)", sym_->of(stride));
+        terms.push_back(stride == SymExtent::constant(1) ? op : absl::StrCat(op, " * ", st));
       }
-      stride *= shape[i];
+      stride = stride * bufferDim(s_, b, i, sym_);
     }
     if (terms.empty()) return "0";
     std::reverse(terms.begin(), terms.end());
@@ -153,6 +177,10 @@ class ExprPrinter {
       }
       case ExprKind::kSelect:
         return absl::StrCat("(", op(0), " ? ", op(1), " : ", op(2), ")");
+      case ExprKind::kSymbol:
+        if (!sym_ || !sym_->dynamic() || e.ival < 0 || e.ival >= static_cast<int64_t>(s_.symbolics.size()))
+          return "0 /* unbound symbolic extent */";
+        return absl::StrCat("(", cType(e.type), ")", sym_->of(s_.symbolics[e.ival]));
       case ExprKind::kCast:
         if (e.ival == 1)  // castU64: the integer side's i64 bits are a u64
           return e.type == ScalarType::kF32 || e.type == ScalarType::kF64
@@ -170,6 +198,7 @@ class ExprPrinter {
 
  private:
   const KernelSpec &s_;
+  const SymText *sym_;
   std::vector<std::string> name_;
 };
 
@@ -225,53 +254,77 @@ inline std::set<int> collect(const KernelSpec &s, const std::vector<int> &roots,
   return seen;
 }
 
-inline std::string kernelParams(const KernelSpec &s) {
+inline std::string kernelParams(const KernelSpec &s, const SymText *sym = nullptr) {
   std::vector<std::string> ps;
   for (size_t i = 0; i < s.buffers.size(); ++i) {
     const BufferDesc &b = s.buffers[i];
     ps.push_back(absl::StrCat(b.written ? "" : "const ", cudaStorageType(b.dtype), " *__restrict__ b", i));
   }
+  if (sym && sym->dynamic()) ps.push_back("const fx::Syms sy");
   return absl::StrJoin(ps, ", ");
 }
 
-inline std::string launcherArgs(const KernelSpec &s) {
+inline std::string launcherArgs(const KernelSpec &s, const SymText *sym = nullptr) {
   std::vector<std::string> as;
   for (size_t i = 0; i < s.buffers.size(); ++i) {
     const BufferDesc &b = s.buffers[i];
     as.push_back(absl::StrCat("static_cast<", b.written ? "" : "const ", cudaStorageType(b.dtype),
                               " *>(buffers[", i, "])"));
   }
+  if (sym && sym->dynamic()) as.push_back("sy");
   return absl::StrJoin(as, ", ");
 }
 
-inline bool needsWideIndex(const KernelSpec &s) {
+/// The launcher's signature: (buffers, stream), or in a dynamic artifact
+/// (buffers, symbols, stream) with `fx::Syms sy` filled from `symbols`.
+inline std::string launcherHead(const std::string &symbol, const SymText *sym) {
+  if (!(sym && sym->dynamic()))
+    return absl::StrCat("extern \"C\" int ", symbol, "(void *const *buffers, cudaStream_t stream) {\n");
+  return absl::StrCat("extern \"C\" int ", symbol,
+                      "(void *const *buffers, const int64_t *symbols, cudaStream_t stream) {\n"
+                      "  fx::Syms sy;\n  for (int i = 0; i < ", sym->names.size(),
+                      "; ++i) sy.v[i] = (long long)symbols[i];\n");
+}
+
+inline bool needsWideIndex(const KernelSpec &s, const SymText *sym = nullptr) {
+  const bool dyn = sym && sym->dynamic();
+  auto ext = [&](const SymExtent &e, int64_t v) { return dyn && !e.isConstant() ? sym->upper(e) : v; };
+  auto mul = [](int64_t a, int64_t b) {
+    int64_t r;
+    return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
+  };
   int64_t maxN = 1;
-  for (const LoopDim &d : s.dims) maxN = std::max(maxN, d.extent);
+  for (const LoopDim &d : s.dims) maxN = std::max(maxN, ext(d.symbolic, d.extent));
   int64_t dom = 1;
-  for (const LoopDim &d : s.dims) dom *= d.extent;
+  for (const LoopDim &d : s.dims) dom = mul(dom, ext(d.symbolic, d.extent));
   maxN = std::max(maxN, dom);
   for (const BufferDesc &b : s.buffers) {
     int64_t n = 1;
-    for (int64_t e : b.shape) n *= e;
+    for (size_t k = 0; k < b.shape.size(); ++k)
+      n = mul(n, ext(k < b.symbolicShape.size() ? b.symbolicShape[k] : SymExtent::constant(b.shape[k]), b.shape[k]));
     maxN = std::max(maxN, n);
   }
+  for (const SymExtent &e : s.symbolics)
+    if (dyn) maxN = std::max(maxN, sym->upper(e));
   return maxN >= (int64_t{1} << 30);
 }
 
 /// Decomposes \p flat over dims [begin, end) into `i<d>` variables.
 inline std::string decompose(const KernelSpec &s, const std::string &flat, int begin, int end,
-                      int skipInner = -1) {
+                      int skipInner = -1, const SymText *sym = nullptr) {
   std::string out;
-  int64_t inner = 1;
+  SymExtent inner = SymExtent::constant(1);
   std::vector<std::string> lines;
   for (int d = end - 1; d >= begin; --d) {
-    const int64_t e = s.dims[d].extent;
-    if (e != 1) {
-      std::string q = inner == 1 ? flat : absl::StrCat(flat, " / (idx_t)", inner);
-      std::string v = d == begin ? q : absl::StrCat("(", q, ") % (idx_t)", e);
+    const bool symbolic = dimSymbolic(s, d, sym);
+    if (symbolic || s.dims[d].extent != 1) {
+      const std::string innerText =
+          inner.isConstant() ? absl::StrCat("(idx_t)", inner.coeff()) : absl::StrCat("(idx_t)", sym->of(inner));
+      std::string q = inner == SymExtent::constant(1) ? flat : absl::StrCat(flat, " / ", innerText);
+      std::string v = d == begin ? q : absl::StrCat("(", q, ") % ", dimExtent(s, d, sym));
       lines.push_back(absl::StrCat("    [[maybe_unused]] const idx_t i", d, d == skipInner ? "base" : "", " = ", v, ";\n"));
     }
-    inner *= e;
+    inner = inner * (symbolic ? s.dims[d].symbolic : SymExtent::constant(s.dims[d].extent));
   }
   std::reverse(lines.begin(), lines.end());
   for (auto &l : lines) out += l;
@@ -280,10 +333,11 @@ inline std::string decompose(const KernelSpec &s, const std::string &flat, int b
 
 
 /// The pointwise kernel (+ vectorised variant) and launcher for \p s.
-absl::StatusOr<std::string> emitPointwise(const KernelSpec &s, const std::string &symbol);
+absl::StatusOr<std::string> emitPointwise(const KernelSpec &s, const std::string &symbol,
+                                          const SymText *sym = nullptr);
 /// The row-reduction kernel (+ vectorised variant) and launcher for \p s.
 absl::StatusOr<std::string> emitReduce(const KernelSpec &s, const std::string &symbol,
-                                       const CudaOptions &opts);
+                                       const CudaOptions &opts, const SymText *sym = nullptr);
 
 }  // namespace fusec::codegen::cuda_detail
 

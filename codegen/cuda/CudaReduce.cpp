@@ -37,11 +37,14 @@ bool pureIndexNotOn(const KernelSpec &s, const Analysis &a, int id) {
   return true;
 }
 
-RowVecPlan planRowVec(const KernelSpec &s, const Analysis &a, const std::vector<int> &elemStores) {
+RowVecPlan planRowVec(const KernelSpec &s, const Analysis &a, const std::vector<int> &elemStores,
+                      const SymText *sym) {
   RowVecPlan p;
   const int rank = static_cast<int>(s.dims.size());
   if (rank == 0 || !s.dims[rank - 1].reduced) return p;
   const int last = rank - 1;
+  for (int d = 0; d < rank; ++d)
+    if (s.dims[d].reduced && dimSymbolic(s, d, sym)) return p;  // a row's length is known at run time only
   const int64_t ext = s.dims[last].extent;
   if (ext <= 1) return p;
   int lastIdx = -1;
@@ -50,7 +53,9 @@ RowVecPlan planRowVec(const KernelSpec &s, const Analysis &a, const std::vector<
   if (lastIdx < 0) return p;
   auto ok = [&](int buffer, const std::vector<int> &idx) {
     const BufferDesc &b = s.buffers[buffer];
-    if (b.shape.empty() || idx.size() != b.shape.size() || idx.back() != lastIdx) return false;
+    if (b.shape.empty() || idx.size() != b.shape.size() || idx.back() != lastIdx ||
+        !bufferDim(s, buffer, b.shape.size() - 1, sym).isConstant())
+      return false;
     for (size_t i = 0; i + 1 < idx.size(); ++i)
       if (!pureIndexNotOn(s, a, idx[i])) return false;
     return true;
@@ -106,6 +111,9 @@ RowVecPlan planRowVec(const KernelSpec &s, const Analysis &a, const std::vector<
 struct RowShape {
   int g = 32, block = 128, vec = 1;
   int64_t chunks = 0;  ///< vec-element accesses per row
+  /// Dynamic shapes: `chunks` as index arithmetic when the row's length is
+  /// bound at run time (empty: the literal `chunks`).
+  std::string chunksText;
   int64_t items = 0;   ///< accesses per thread (ceil(chunks / g))
   bool cached = false;
 };
@@ -188,6 +196,8 @@ std::string initValue(ReduceKind k, ScalarType t) {
 struct RowLayout {
   int np = 0, rank = 0;
   int64_t rows = 0, len = 0;
+  /// Dynamic shapes: rows and row length as symbolic forms.
+  SymExtent rowsSym = SymExtent::constant(0), lenSym = SymExtent::constant(0);
   std::vector<int> stageOf;
   int numStages = 0;
   std::vector<std::vector<int>> loopRoots;  ///< per stage, then the epilogue
@@ -220,6 +230,9 @@ RowLayout layoutRows(const KernelSpec &s, const Analysis &a, bool reuseLater) {
   L.rank = static_cast<int>(s.dims.size());
   L.rows = s.parallelSize();
   L.len = s.reducedSize();
+  L.rowsSym = SymExtent::constant(1);
+  L.lenSym = SymExtent::constant(1);
+  for (const LoopDim &d : s.dims) (d.reduced ? L.lenSym : L.rowsSym) = (d.reduced ? L.lenSym : L.rowsSym) * d.symbolic;
   // Stages: a stage's bodies use only earlier stages' results.
   L.stageOf.assign(s.reductions.size(), 0);
   for (size_t r = 0; r < s.reductions.size(); ++r) {
@@ -315,12 +328,16 @@ RowLayout layoutRows(const KernelSpec &s, const Analysis &a, bool reuseLater) {
 /// \p vp (vp.vec == sh.vec; vec 1 is the scalar kernel, correct for any
 /// alignment and row length).
 std::string emitRowKernel(const KernelSpec &s, const std::string &kname, const Analysis &a,
-                          const RowLayout &L, const RowShape &sh, const RowVecPlan &vp) {
+                          const RowLayout &L, const RowShape &sh, const RowVecPlan &vp, const SymText *sym) {
+  const bool dyn = sym && sym->dynamic();
+  const std::string rowsText =
+      dyn && !L.rowsSym.isConstant() ? absl::StrCat("(idx_t)", sym->of(L.rowsSym)) : absl::StrCat("(idx_t)", L.rows);
+  const std::string chunksText = sh.chunksText.empty() ? absl::StrCat("(idx_t)", sh.chunks) : sh.chunksText;
   const int np = L.np, rank = L.rank, last = rank - 1;
   const int g = sh.g, block = sh.block, V = sh.vec;
   const int64_t items = sh.items;
   const bool cached = sh.cached;
-  ExprPrinter pr(s);
+  ExprPrinter pr(s, sym);
   int lastIdx = -1;
   for (size_t i = 0; i < s.exprs.size(); ++i) {
     const Expr &e = s.exprs[i];
@@ -348,16 +365,16 @@ std::string emitRowKernel(const KernelSpec &s, const std::string &kname, const A
     for (size_t i = 0; i < L.cache.size(); ++i) cacheSlot[L.cache[i]] = static_cast<int>(i);
 
   std::string out;
-  absl::StrAppend(&out, "__global__ void __launch_bounds__(", block, ") ", kname, "(", kernelParams(s),
+  absl::StrAppend(&out, "__global__ void __launch_bounds__(", block, ") ", kname, "(", kernelParams(s, sym),
                   ") {\n");
-  absl::StrAppend(&out, "  typedef ", needsWideIndex(s) ? "long long" : "int", " idx_t;\n");
+  absl::StrAppend(&out, "  typedef ", needsWideIndex(s, sym) ? "long long" : "int", " idx_t;\n");
   absl::StrAppend(&out, "  constexpr int G = ", g, ";\n");
   if (V > 1) absl::StrAppend(&out, "  constexpr int V = ", V, ";  // elements per vector access\n");
   absl::StrAppend(&out, "  [[maybe_unused]] const idx_t row = (idx_t)blockIdx.x * ", block / g,
                   " + (idx_t)(threadIdx.x / G);\n");
   absl::StrAppend(&out, "  [[maybe_unused]] const int lane = threadIdx.x % G;\n");
-  if (block / g > 1) absl::StrAppend(&out, "  if (row >= (idx_t)", L.rows, ") return;\n");
-  std::string dec = decompose(s, "row", 0, np);
+  if (block / g > 1) absl::StrAppend(&out, "  if (row >= ", rowsText, ") return;\n");
+  std::string dec = decompose(s, "row", 0, np, -1, sym);
   for (auto &line : absl::StrSplit(dec, '\n'))
     if (!line.empty()) absl::StrAppend(&out, "  ", absl::StripLeadingAsciiWhitespace(line), "\n");
   if (cached)
@@ -409,7 +426,7 @@ std::string emitRowKernel(const KernelSpec &s, const std::string &kname, const A
       if (items * g != sh.chunks) absl::StrAppend(&o, "    if (c < (idx_t)", sh.chunks, ") {\n");
       else absl::StrAppend(&o, "    {\n");
     } else {
-      absl::StrAppend(&o, "#pragma unroll 4\n  for (idx_t c = (idx_t)lane; c < (idx_t)", sh.chunks,
+      absl::StrAppend(&o, "#pragma unroll 4\n  for (idx_t c = (idx_t)lane; c < ", chunksText,
                       "; c += G) {\n    {\n");
     }
     // Cache entries: read those an earlier loop stored, store those this
@@ -424,10 +441,10 @@ std::string emitRowKernel(const KernelSpec &s, const std::string &kname, const A
     std::string in = "      ";
     if (V == 1) {
       absl::StrAppend(&o, "      [[maybe_unused]] const idx_t j = c;\n");
-      o += indentLines(decompose(s, "j", np, rank), "      ");
+      o += indentLines(decompose(s, "j", np, rank, -1, sym), "      ");
     } else {
       absl::StrAppend(&o, "      const idx_t jbase = c * (idx_t)V;\n");
-      o += indentLines(decompose(s, "jbase", np, rank, last), "      ");
+      o += indentLines(decompose(s, "jbase", np, rank, last, sym), "      ");
       // Index arithmetic of the vector accesses, then the 16-byte loads.
       for (int id : need)
         if (vp.hoisted.count(id)) absl::StrAppend(&o, "      ", pr.stmt(id), "\n");
@@ -563,15 +580,29 @@ std::string emitRowKernel(const KernelSpec &s, const std::string &kname, const A
 }  // namespace
 
 absl::StatusOr<std::string> emitReduce(const KernelSpec &s, const std::string &symbol,
-                                       const CudaOptions &opts) {
+                                       const CudaOptions &opts, const SymText *sym) {
   const int rank = static_cast<int>(s.dims.size());
   const Analysis a = analyse(s, rank - 1);
   // Two register plans: also keeping later loops' costly values (softmax's
   // exp) when they fit, else only the first loop's values.
   const RowLayout reuse = layoutRows(s, a, true), first = layoutRows(s, a, false);
   const RowLayout &L = first;
-  const RowVecPlan vp = planRowVec(s, a, L.elemStores);
+  const RowVecPlan vp = planRowVec(s, a, L.elemStores, sym);
+  const bool dyn = sym && sym->dynamic();
+  const bool dynLen = dyn && !L.lenSym.isConstant();
   auto pick = [&](int vec, RowShape *sh) -> const RowLayout & {
+    if (dynLen) {
+      // A row's length is bound at run time: one block of 256 threads per
+      // row, every stage re-reading the row (correct for any length).
+      *sh = RowShape{};
+      sh->g = sh->block = 256;
+      sh->vec = 1;
+      sh->chunks = L.len;
+      sh->chunksText = absl::StrCat("(idx_t)", sym->of(L.lenSym));
+      sh->items = 0;
+      sh->cached = false;
+      return first;
+    }
     *sh = chooseRowShape(L.len, vec, reuse.cache.size(), opts.rowMaxThreads);
     if (sh->cached) return reuse;
     *sh = chooseRowShape(L.len, vec, first.cache.size(), opts.rowMaxThreads);
@@ -579,21 +610,33 @@ absl::StatusOr<std::string> emitReduce(const KernelSpec &s, const std::string &s
   };
   RowShape scalar, vector;
   const RowLayout &ls = pick(1, &scalar);
-  std::string out = emitRowKernel(s, symbol + "_kernel", a, ls, scalar, RowVecPlan{});
+  std::string out = emitRowKernel(s, symbol + "_kernel", a, ls, scalar, RowVecPlan{}, sym);
   if (vp.vec > 1) {
     const RowLayout &lv = pick(vp.vec, &vector);
-    out += emitRowKernel(s, symbol + "_vec", a, lv, vector, vp);
+    out += emitRowKernel(s, symbol + "_vec", a, lv, vector, vp, sym);
   }
-  absl::StrAppend(&out, "extern \"C\" int ", symbol, "(void *const *buffers, cudaStream_t stream) {\n");
-  if (L.rows == 0) {
+  out += launcherHead(symbol, sym);
+  const bool dynRows = dyn && !L.rowsSym.isConstant();
+  if (L.rows == 0 && !dynRows) {
     absl::StrAppend(&out, "  (void)buffers; (void)stream;\n  return 0;\n}\n\n");
     return out;
   }
+  if (dynRows)
+    absl::StrAppend(&out, "  const long long rows = ", sym->of(L.rowsSym, "symbols"), ";\n",
+                    "  if (rows <= 0) return 0;\n");
   auto launch = [&](const std::string &kname, const RowShape &sh) -> absl::StatusOr<std::string> {
-    const int64_t grid = (L.rows + sh.block / sh.g - 1) / (sh.block / sh.g);
+    const int per = sh.block / sh.g;
+    if (dynRows) {
+      if (sym->upper(L.rowsSym) / per > INT32_MAX)
+        return absl::UnimplementedError(absl::StrCat("codegen: up to ", sym->upper(L.rowsSym),
+                                                     " rows exceed the grid limit"));
+      return absl::StrCat(kname, "<<<(unsigned)((rows + ", per - 1, ") / ", per, "), ", sh.block,
+                          ", 0, stream>>>(", launcherArgs(s, sym), ");\n");
+    }
+    const int64_t grid = (L.rows + per - 1) / per;
     if (grid > INT32_MAX)
       return absl::UnimplementedError(absl::StrCat("codegen: ", L.rows, " rows exceed the grid limit"));
-    return absl::StrCat(kname, "<<<", grid, ", ", sh.block, ", 0, stream>>>(", launcherArgs(s), ");\n");
+    return absl::StrCat(kname, "<<<", grid, ", ", sh.block, ", 0, stream>>>(", launcherArgs(s, sym), ");\n");
   };
   FUSEC_ASSIGN_OR_RETURN(std::string scalarLaunch, launch(symbol + "_kernel", scalar));
   if (vp.vec > 1) {

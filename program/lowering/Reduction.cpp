@@ -259,8 +259,12 @@ absl::StatusOr<int> GroupLowering::reductionAt(const Node &n, int result,
             break;
           case OpKind::kReduceMean:
           case OpKind::kGlobalAveragePool:
+            // The count as index arithmetic converted to the compute type
+            // (not a float literal): under dynamic shapes an integer that
+            // varies with the binding is fitted as a symbolic extent, so a
+            // mean over a symbolic axis divides by its run-time length.
             r = bin(BinaryOp::kDiv, spec_.reduceResult(spec_.addReduction(ReduceKind::kSum, xr)),
-                    c(static_cast<double>(len), xt));
+                    isFloatCompute(xt) ? spec_.cast(spec_.constI(len), xt) : c(static_cast<double>(len), xt));
             break;
           case OpKind::kReduceMax:
           case OpKind::kGlobalMaxPool:

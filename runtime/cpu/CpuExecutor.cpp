@@ -128,7 +128,9 @@ public:
     return setNumThreads(0);
   }
 
-  Status bindShapes(const std::vector<int64_t> &symbols, uint64_t arenaBytes) override {
+  Status bindShapes(fusert_model &model, const std::vector<int64_t> &symbols,
+                    uint64_t arenaBytes) override {
+    (void)model;
     symbols_ = symbols;
     ctx_.symbols = symbols_.data();
     ctx_.num_symbols = static_cast<int64_t>(symbols_.size());

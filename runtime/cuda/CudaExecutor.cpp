@@ -6,6 +6,13 @@
 // enqueues the steps directly or through a captured CUDA graph; profiling
 // records a CUDA event before each step and after the last.
 //
+// Dynamic shapes (docs/ARTIFACT.md): kernels take the bound symbols too.
+// bindShapes() grows the arena (never shrinks it) and switches to the
+// plans of the new binding: plan sets and captured graphs are each kept
+// for the kPlanCacheSize / kGraphCacheSize most recently used bindings, so
+// alternating shapes re-pick no algorithm and re-capture no graph. A
+// reallocated arena or workspace drops every graph (they hold its address).
+//
 // GEMM operands: a gemm step whose D rows are not 16-byte aligned runs as
 // tiles (GemmTiling.h); when its B is a weight, the main tiles read B from
 // copies made once at load with aligned rows and first columns
@@ -15,6 +22,7 @@
 //===----------------------------------------------------------------------===//
 #include <algorithm>
 #include <fstream>
+#include <list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -32,12 +40,18 @@
 namespace fusec::rt {
 namespace {
 
-/// Signature of a generated kernel symbol (docs/ARTIFACT.md).
+/// Signatures of a generated kernel symbol (docs/ARTIFACT.md): static
+/// artifacts, and dynamic ones, which also read the bound symbols (host
+/// memory, manifest "symbols" order, valid during the call).
 using KernelFn = int (*)(void *const *buffers, cudaStream_t stream);
+using DynamicKernelFn = int (*)(void *const *buffers, const int64_t *symbols, cudaStream_t stream);
 
 constexpr size_t kGemmWorkspaceBytes = 32u << 20;
 constexpr size_t kConvWorkspaceLimit = 256u << 20;
 constexpr size_t kUploadChunkBytes = 64u << 20;
+/// Dynamic shapes: bindings whose plans / captured graph are kept.
+constexpr size_t kPlanCacheSize = 8;
+constexpr size_t kGraphCacheSize = 8;
 
 /// Sets the model's device for the lifetime of the guard, then restores the
 /// caller's.
@@ -63,12 +77,27 @@ bool isLegacyStream(cudaStream_t stream) {
 
 /// Per-step state built at load.
 struct StepState {
-  KernelFn fn = nullptr;
+  KernelFn fn = nullptr;               ///< static artifacts
+  DynamicKernelFn dynamicFn = nullptr; ///< dynamic artifacts
   std::vector<void *> args; ///< kernel argument array, refilled each run
-  std::unique_ptr<GemmPlan> gemm;
+};
+
+/// The cuBLASLt and cuDNN plans of every gemm and conv step for one
+/// binding of the symbols (the only one of a static artifact).
+struct PlanSet {
+  std::vector<int64_t> symbols; ///< the binding (empty: static artifact)
+  std::vector<std::unique_ptr<GemmPlan>> gemm; ///< per step; null but for gemm steps
 #ifdef FUSERT_HAVE_CUDNN
-  std::unique_ptr<ConvPlan> conv;
+  std::vector<std::unique_ptr<ConvPlan>> conv; ///< per step; null but for conv steps
 #endif
+  size_t workspaceBytes = 0; ///< what the plans need
+};
+
+/// A run captured as a CUDA graph: for one binding and its key.
+struct CapturedGraph {
+  std::vector<int64_t> symbols;
+  std::vector<void *> key; ///< input ptrs, output ptrs, stream
+  cudaGraphExec_t exec = nullptr;
 };
 
 class CudaExecutor final : public Executor {
@@ -76,9 +105,9 @@ public:
   ~CudaExecutor() override {
     DeviceGuard guard(device_);
     destroyEvents();
-    if (graphExec_)
-      cudaGraphExecDestroy(graphExec_);
-    steps_.clear(); // plans destroy their descriptors before the handles go
+    dropGraphs();
+    current_ = nullptr;
+    plans_.clear(); // plans destroy their descriptors before the handles go
 #ifdef FUSERT_HAVE_CUDNN
     if (cudnn_)
       cudnnDestroy(cudnn_);
@@ -113,9 +142,16 @@ public:
     const Manifest &m = model.manifest;
     steps_.resize(m.steps.size());
     for (size_t i = 0; i < m.steps.size(); ++i) {
-      steps_[i].fn = reinterpret_cast<KernelFn>(model.symbols[i]);
+      if (m.dynamic())
+        steps_[i].dynamicFn = reinterpret_cast<DynamicKernelFn>(model.symbols[i]);
+      else
+        steps_[i].fn = reinterpret_cast<KernelFn>(model.symbols[i]);
       steps_[i].args.resize(m.steps[i].buffers.size());
     }
+    // A dynamic manifest is loaded evaluated at every symbol's minimum
+    // (parseManifest): the plans built here are that binding's.
+    for (const SymbolDesc &d : m.symbols)
+      symbols_.push_back(d.min);
     int count = 0;
     cudaError_t err = cudaGetDeviceCount(&count);
     if (err != cudaSuccess || count == 0)
@@ -139,7 +175,46 @@ public:
         FUSERT_RETURN_IF_ERROR(cudaStatus(cudaMemset(arena_, 0, m.arenaBytes),
                                           "zeroing the arena of a guarded artifact"));
     }
-    return buildPlans(model);
+    return createHandlesAndPlans(model);
+  }
+
+  Status bindShapes(fusert_model &model, const std::vector<int64_t> &symbols,
+                    uint64_t arenaBytes) override {
+    DeviceGuard guard(device_);
+    if (arenaBytes > arenaBytes_) {
+      // Runs in flight may still use the old arena, and every graph holds
+      // its address.
+      FUSERT_RETURN_IF_ERROR(cudaStatus(cudaDeviceSynchronize(),
+                                        "waiting for the device before growing the arena"));
+      dropGraphs();
+      if (arena_)
+        cudaFree(arena_);
+      arena_ = nullptr;
+      arenaBytes_ = 0;
+      FUSERT_RETURN_IF_ERROR(
+          cudaStatus(cudaMalloc(&arena_, arenaBytes),
+                     strCat("allocating the ", arenaBytes, "-byte arena for this binding")));
+      arenaBytes_ = arenaBytes;
+      if (model.hasGuards)
+        FUSERT_RETURN_IF_ERROR(cudaStatus(cudaMemset(arena_, 0, arenaBytes_),
+                                          "zeroing the arena of a guarded artifact"));
+    }
+    auto cached = std::find_if(plans_.begin(), plans_.end(),
+                               [&](const PlanSet &p) { return p.symbols == symbols; });
+    if (cached != plans_.end()) {
+      plans_.splice(plans_.begin(), plans_, cached);
+    } else {
+      PlanSet set;
+      set.symbols = symbols;
+      FUSERT_RETURN_IF_ERROR(buildPlans(model, set));
+      plans_.push_front(std::move(set));
+      if (plans_.size() > kPlanCacheSize)
+        plans_.pop_back();
+    }
+    current_ = &plans_.front();
+    FUSERT_RETURN_IF_ERROR(ensureWorkspace(current_->workspaceBytes));
+    symbols_ = symbols;
+    return Status();
   }
 
   char *weights() const override { return static_cast<char *>(weights_); }
@@ -175,30 +250,27 @@ public:
     std::vector<void *> key = in;
     key.insert(key.end(), out.begin(), out.end());
     key.push_back(static_cast<void *>(stream));
-    if (!graphExec_ || key != graphKey_) {
-      if (graphExec_) {
-        cudaGraphExecDestroy(graphExec_);
-        graphExec_ = nullptr;
+    // One graph per binding (the symbols' values are baked into its
+    // launches), most recently used first.
+    auto it = std::find_if(graphs_.begin(), graphs_.end(),
+                           [&](const CapturedGraph &g) { return g.symbols == symbols_; });
+    if (it != graphs_.end()) {
+      graphs_.splice(graphs_.begin(), graphs_, it);
+      if (graphs_.front().key != key) {
+        cudaGraphExecDestroy(graphs_.front().exec);
+        graphs_.pop_front();
       }
-      FUSERT_RETURN_IF_ERROR(
-          cudaStatus(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal),
-                     "cudaStreamBeginCapture"));
-      Status enqueued = model.runSteps(stream, /*timed=*/false);
-      cudaGraph_t graph = nullptr;
-      Status status = cudaStatus(cudaStreamEndCapture(stream, &graph), "cudaStreamEndCapture");
-      if (enqueued.ok() && status.ok())
-        status = cudaStatus(cudaGraphInstantiate(&graphExec_, graph, 0), "cudaGraphInstantiate");
-      if (graph)
-        cudaGraphDestroy(graph);
-      if (!enqueued.ok())
-        return enqueued.withContext("capturing the CUDA graph");
-      if (!status.ok()) {
-        graphExec_ = nullptr;
-        return status;
-      }
-      graphKey_ = key;
     }
-    return cudaStatus(cudaGraphLaunch(graphExec_, stream), "cudaGraphLaunch");
+    if (graphs_.empty() || graphs_.front().symbols != symbols_) {
+      cudaGraphExec_t exec = nullptr;
+      FUSERT_RETURN_IF_ERROR(capture(model, stream, exec));
+      graphs_.push_front(CapturedGraph{symbols_, key, exec});
+      if (graphs_.size() > kGraphCacheSize) {
+        cudaGraphExecDestroy(graphs_.back().exec);
+        graphs_.pop_back();
+      }
+    }
+    return cudaStatus(cudaGraphLaunch(graphs_.front().exec, stream), "cudaGraphLaunch");
   }
 
   Status runStep(fusert_model &model, size_t i, cudaStream_t stream) override {
@@ -208,16 +280,17 @@ public:
     case StepKind::kKernel: {
       for (size_t j = 0; j < s.buffers.size(); ++j)
         st.args[j] = model.at(s.buffers[j]);
-      int rc = st.fn(st.args.data(), stream);
+      int rc = st.dynamicFn ? st.dynamicFn(st.args.data(), symbols_.data(), stream)
+                            : st.fn(st.args.data(), stream);
       return cudaStatus(static_cast<cudaError_t>(rc), strCat("kernel '", s.symbol, "'"));
     }
     case StepKind::kGemm:
-      return st.gemm->run(gemmPointers(model, s.gemm), workspace_, stream);
+      return current_->gemm[i]->run(gemmPointers(model, s.gemm), workspace_, stream);
     case StepKind::kConv:
 #ifdef FUSERT_HAVE_CUDNN
       FUSERT_RETURN_IF_ERROR(cudnnStatus(cudnnSetStream(cudnn_, stream), "cudnnSetStream"));
-      return st.conv->run(model.at(s.conv.x), model.at(s.conv.w), model.at(s.conv.bias),
-                          model.at(s.conv.y), workspace_);
+      return current_->conv[i]->run(model.at(s.conv.x), model.at(s.conv.w),
+                                    model.at(s.conv.bias), model.at(s.conv.y), workspace_);
 #else
       return invalidArgument("conv step without cuDNN support");
 #endif
@@ -288,15 +361,57 @@ public:
 
   void setCudaGraph(bool on) override {
     useGraph_ = on;
-    if (!on && graphExec_) {
+    if (!on && !graphs_.empty()) {
       DeviceGuard guard(device_);
-      cudaGraphExecDestroy(graphExec_);
-      graphExec_ = nullptr;
-      graphKey_.clear();
+      dropGraphs();
     }
   }
 
 private:
+  /// Captures one run of the steps on \p stream into \p exec.
+  Status capture(fusert_model &model, cudaStream_t stream, cudaGraphExec_t &exec) {
+    FUSERT_RETURN_IF_ERROR(
+        cudaStatus(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal),
+                   "cudaStreamBeginCapture"));
+    Status enqueued = model.runSteps(stream, /*timed=*/false);
+    cudaGraph_t graph = nullptr;
+    Status status = cudaStatus(cudaStreamEndCapture(stream, &graph), "cudaStreamEndCapture");
+    if (enqueued.ok() && status.ok())
+      status = cudaStatus(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
+    if (graph)
+      cudaGraphDestroy(graph);
+    if (!enqueued.ok())
+      return enqueued.withContext("capturing the CUDA graph");
+    if (!status.ok())
+      exec = nullptr;
+    return status;
+  }
+
+  /// Destroys every captured graph.
+  void dropGraphs() {
+    for (const CapturedGraph &g : graphs_)
+      cudaGraphExecDestroy(g.exec);
+    graphs_.clear();
+  }
+
+  /// Grows the workspace to at least \p bytes (never shrinks it).
+  Status ensureWorkspace(size_t bytes) {
+    if (bytes <= workspaceBytes_)
+      return Status();
+    if (workspace_) {
+      FUSERT_RETURN_IF_ERROR(cudaStatus(cudaDeviceSynchronize(),
+                                        "waiting for the device before growing the workspace"));
+      cudaFree(workspace_);
+    }
+    dropGraphs();
+    workspace_ = nullptr;
+    workspaceBytes_ = 0;
+    FUSERT_RETURN_IF_ERROR(cudaStatus(cudaMalloc(&workspace_, bytes),
+                                      strCat("allocating the ", bytes, "-byte workspace")));
+    workspaceBytes_ = bytes;
+    return Status();
+  }
+
   static GemmPointers gemmPointers(const fusert_model &model, const GemmDesc &g) {
     GemmPointers p;
     p.a = model.at(g.a);
@@ -387,55 +502,69 @@ private:
     return Status();
   }
 
-  Status buildPlans(fusert_model &model) {
+  /// Creates the cuBLASLt / cuDNN handles the steps need, then the plans of
+  /// the manifest's binding as loaded (current_) and the workspace.
+  Status createHandlesAndPlans(fusert_model &model) {
     const Manifest &m = model.manifest;
     bool hasGemm = false, hasConv = false;
     for (const StepDesc &s : m.steps) {
       hasGemm |= s.kind == StepKind::kGemm;
       hasConv |= s.kind == StepKind::kConv;
     }
+    if (hasGemm)
+      FUSERT_RETURN_IF_ERROR(cublasStatus(cublasLtCreate(&lt_), "cublasLtCreate"));
+#ifdef FUSERT_HAVE_CUDNN
+    if (hasConv)
+      FUSERT_RETURN_IF_ERROR(cudnnStatus(cudnnCreate(&cudnn_), "cudnnCreate"));
+#else
+    (void)hasConv;
+#endif
+    PlanSet set;
+    set.symbols = symbols_;
+    FUSERT_RETURN_IF_ERROR(buildPlans(model, set));
+    plans_.push_front(std::move(set));
+    current_ = &plans_.front();
+    return ensureWorkspace(current_->workspaceBytes);
+  }
+
+  /// Builds \p set: the plans of every gemm and conv step for the binding
+  /// model.manifest is evaluated for, and the workspace they need. The
+  /// handles exist. Resolves model.addr with stand-in caller pointers (a
+  /// run resolves its own).
+  Status buildPlans(fusert_model &model, PlanSet &set) {
+    const Manifest &m = model.manifest;
     // Plans are chosen for caller buffers that are 256-byte aligned (as
     // cudaMalloc returns); GemmPlan::run re-picks if a run's are not.
     std::vector<void *> fakeIn(m.inputs.size(), reinterpret_cast<void *>(uintptr_t{1} << 20));
     std::vector<void *> fakeOut(m.outputs.size(), reinterpret_cast<void *>(uintptr_t{1} << 20));
     model.resolveAll(fakeIn, fakeOut);
-    size_t workspaceBytes = 0;
-    if (hasGemm) {
-      FUSERT_RETURN_IF_ERROR(cublasStatus(cublasLtCreate(&lt_), "cublasLtCreate"));
-      workspaceBytes = kGemmWorkspaceBytes;
-      for (size_t i = 0; i < m.steps.size(); ++i) {
-        const StepDesc &s = m.steps[i];
-        if (s.kind != StepKind::kGemm)
-          continue;
-        steps_[i].gemm = std::make_unique<GemmPlan>();
-        std::vector<GemmBCopy> copies;
-        FUSERT_RETURN_IF_ERROR(weightBCopies(model, s.gemm, copies)
-                                   .withContext(strCat("step ", i, " '", s.name, "'")));
-        FUSERT_RETURN_IF_ERROR(
-            steps_[i]
-                .gemm->init(lt_, s.gemm, gemmPointers(model, s.gemm), kGemmWorkspaceBytes,
-                            copies)
-                .withContext(strCat("step ", i, " '", s.name, "'")));
-      }
-    }
-    if (hasConv) {
+    set.gemm.resize(m.steps.size());
 #ifdef FUSERT_HAVE_CUDNN
-      FUSERT_RETURN_IF_ERROR(cudnnStatus(cudnnCreate(&cudnn_), "cudnnCreate"));
-      for (size_t i = 0; i < m.steps.size(); ++i) {
-        const StepDesc &s = m.steps[i];
-        if (s.kind != StepKind::kConv)
-          continue;
-        steps_[i].conv = std::make_unique<ConvPlan>();
-        FUSERT_RETURN_IF_ERROR(steps_[i]
-                                   .conv->init(cudnn_, s.conv, kConvWorkspaceLimit)
-                                   .withContext(strCat("step ", i, " '", s.name, "'")));
-        workspaceBytes = std::max(workspaceBytes, steps_[i].conv->workspaceBytes());
+    set.conv.resize(m.steps.size());
+#endif
+    set.workspaceBytes = 0;
+    for (size_t i = 0; i < m.steps.size(); ++i) {
+      const StepDesc &s = m.steps[i];
+      const std::string where = strCat("step ", i, " '", s.name, "'");
+      if (s.kind == StepKind::kGemm) {
+        set.gemm[i] = std::make_unique<GemmPlan>();
+        std::vector<GemmBCopy> copies;
+        FUSERT_RETURN_IF_ERROR(weightBCopies(model, s.gemm, copies).withContext(where));
+        FUSERT_RETURN_IF_ERROR(
+            set.gemm[i]
+                ->init(lt_, s.gemm, gemmPointers(model, s.gemm), kGemmWorkspaceBytes, copies)
+                .withContext(where));
+        set.workspaceBytes = std::max(set.workspaceBytes, kGemmWorkspaceBytes);
+      }
+#ifdef FUSERT_HAVE_CUDNN
+      if (s.kind == StepKind::kConv) {
+        set.conv[i] = std::make_unique<ConvPlan>();
+        FUSERT_RETURN_IF_ERROR(
+            set.conv[i]->init(cudnn_, s.conv, kConvWorkspaceLimit).withContext(where));
+        set.workspaceBytes = std::max(set.workspaceBytes, set.conv[i]->workspaceBytes());
       }
 #endif
     }
-    if (workspaceBytes > 0)
-      FUSERT_RETURN_IF_ERROR(
-          cudaStatus(cudaMalloc(&workspace_, workspaceBytes), "allocating the workspace"));
     return Status();
   }
 
@@ -444,6 +573,7 @@ private:
   void *arena_ = nullptr;
   uint64_t arenaBytes_ = 0;
   void *workspace_ = nullptr; ///< shared by cuBLASLt and cuDNN steps
+  size_t workspaceBytes_ = 0;
   cublasLtHandle_t lt_ = nullptr;
 #ifdef FUSERT_HAVE_CUDNN
   cudnnHandle_t cudnn_ = nullptr;
@@ -458,10 +588,17 @@ private:
   };
   std::vector<PaddedWeight> padded_;
   std::vector<StepState> steps_;
+  /// Dynamic shapes: the bound symbols the kernels read (empty for a
+  /// static artifact).
+  std::vector<int64_t> symbols_;
+  /// Plan sets, most recently used first (at most kPlanCacheSize; one for
+  /// a static artifact); current_ is the binding's, the front.
+  std::list<PlanSet> plans_;
+  PlanSet *current_ = nullptr;
   bool useGraph_ = false;
   unsigned char *hostByte_ = nullptr; ///< pinned; guard reads (readGuard)
-  cudaGraphExec_t graphExec_ = nullptr;
-  std::vector<void *> graphKey_; ///< input ptrs, output ptrs, stream
+  /// Captured runs, most recently used first (at most kGraphCacheSize).
+  std::list<CapturedGraph> graphs_;
   std::vector<cudaEvent_t> events_; ///< one before each step, one after the last
 };
 

@@ -284,20 +284,43 @@ Status parseEpilogue(const std::string &name, Epilogue &out) {
   return invalidArgument("unknown epilogue '", name, "'");
 }
 
-Status parseGemm(const Json &j, const std::string &where, GemmDesc &g) {
+/// An integer field of a gemm step: in a dynamic manifest (\p syms not
+/// empty) it may also be a product of symbols, kept in \p ext (an absent
+/// optional field is \p out's default there too); applyBinding sets \p out.
+Status getGemmExtent(const Json &obj, const char *key, const std::string &where,
+                     const std::vector<SymbolDesc> &syms, int64_t &out, Extent &ext,
+                     bool required = true) {
+  if (syms.empty())
+    return getInt(obj, key, where, out, required);
+  const Json *v = lookup(obj, key);
+  if (!v) {
+    if (required)
+      return missing(where, key);
+    ext = Extent();
+    ext.coeff = out;
+    return Status();
+  }
+  FUSERT_RETURN_IF_ERROR(parseExtent(*v, syms, where, key, ext));
+  out = ext.isStatic() ? ext.coeff : 0;
+  return Status();
+}
+
+Status parseGemm(const Json &j, const std::string &where, const std::vector<SymbolDesc> &syms,
+                 GemmDesc &g) {
   FUSERT_RETURN_IF_ERROR(getId(j, "a", where, g.a));
   FUSERT_RETURN_IF_ERROR(getId(j, "b", where, g.b));
   FUSERT_RETURN_IF_ERROR(getId(j, "d", where, g.d));
   FUSERT_RETURN_IF_ERROR(getId(j, "c", where, g.c, /*required=*/false));
   FUSERT_RETURN_IF_ERROR(getId(j, "bias", where, g.bias, false));
-  FUSERT_RETURN_IF_ERROR(getInt(j, "m", where, g.m));
-  FUSERT_RETURN_IF_ERROR(getInt(j, "n", where, g.n));
-  FUSERT_RETURN_IF_ERROR(getInt(j, "k", where, g.k));
-  FUSERT_RETURN_IF_ERROR(getInt(j, "batch", where, g.batch, false));
-  FUSERT_RETURN_IF_ERROR(getInt(j, "stride_a", where, g.strideA, false));
-  FUSERT_RETURN_IF_ERROR(getInt(j, "stride_b", where, g.strideB, false));
-  FUSERT_RETURN_IF_ERROR(getInt(j, "stride_c", where, g.strideC, false));
-  FUSERT_RETURN_IF_ERROR(getInt(j, "stride_d", where, g.strideD, false));
+  GemmDesc::Extents &e = g.extents;
+  FUSERT_RETURN_IF_ERROR(getGemmExtent(j, "m", where, syms, g.m, e.m));
+  FUSERT_RETURN_IF_ERROR(getGemmExtent(j, "n", where, syms, g.n, e.n));
+  FUSERT_RETURN_IF_ERROR(getGemmExtent(j, "k", where, syms, g.k, e.k));
+  FUSERT_RETURN_IF_ERROR(getGemmExtent(j, "batch", where, syms, g.batch, e.batch, false));
+  FUSERT_RETURN_IF_ERROR(getGemmExtent(j, "stride_a", where, syms, g.strideA, e.strideA, false));
+  FUSERT_RETURN_IF_ERROR(getGemmExtent(j, "stride_b", where, syms, g.strideB, e.strideB, false));
+  FUSERT_RETURN_IF_ERROR(getGemmExtent(j, "stride_c", where, syms, g.strideC, e.strideC, false));
+  FUSERT_RETURN_IF_ERROR(getGemmExtent(j, "stride_d", where, syms, g.strideD, e.strideD, false));
   FUSERT_RETURN_IF_ERROR(getBool(j, "trans_a", where, g.transA));
   FUSERT_RETURN_IF_ERROR(getBool(j, "trans_b", where, g.transB));
   FUSERT_RETURN_IF_ERROR(getDouble(j, "alpha", where, g.alpha));
@@ -317,14 +340,47 @@ Status parseGemm(const Json &j, const std::string &where, GemmDesc &g) {
   return Status();
 }
 
-Status parseConv(const Json &j, const std::string &where, ConvDesc &c) {
+/// A conv's "x_shape" or "y_shape" in a dynamic manifest: integers or
+/// products of symbols (applyBinding evaluates them).
+Status getConvDims(const Json &j, const char *key, const std::string &where,
+                   const std::vector<SymbolDesc> &syms, std::vector<Extent> &dims) {
+  const Json *v = lookup(j, key);
+  if (!v)
+    return missing(where, key);
+  if (!v->is_array())
+    return mistyped(where, key, "an array", *v);
+  dims.assign(v->size(), Extent());
+  for (size_t k = 0; k < v->size(); ++k)
+    FUSERT_RETURN_IF_ERROR(parseExtent((*v)[k], syms, where, key, dims[k]));
+  return Status();
+}
+
+Status parseConv(const Json &j, const std::string &where, const std::vector<SymbolDesc> &syms,
+                 ConvDesc &c) {
   FUSERT_RETURN_IF_ERROR(getId(j, "x", where, c.x));
   FUSERT_RETURN_IF_ERROR(getId(j, "w", where, c.w));
   FUSERT_RETURN_IF_ERROR(getId(j, "y", where, c.y));
   FUSERT_RETURN_IF_ERROR(getId(j, "bias", where, c.bias, /*required=*/false));
-  FUSERT_RETURN_IF_ERROR(getIntArray(j, "x_shape", where, c.xShape));
+  if (syms.empty()) {
+    FUSERT_RETURN_IF_ERROR(getIntArray(j, "x_shape", where, c.xShape));
+    FUSERT_RETURN_IF_ERROR(getIntArray(j, "y_shape", where, c.yShape));
+  } else {
+    FUSERT_RETURN_IF_ERROR(getConvDims(j, "x_shape", where, syms, c.xDims));
+    FUSERT_RETURN_IF_ERROR(getConvDims(j, "y_shape", where, syms, c.yDims));
+    // The filter and the window are static; only the activations' dims
+    // follow the binding.
+    for (const char *key : {"w_shape", "pads", "strides", "dilations", "group"}) {
+      const Json *v = lookup(j, key);
+      bool symbolic = v && v->is_string();
+      if (v && v->is_array())
+        for (const Json &e : *v)
+          symbolic = symbolic || e.is_string();
+      if (symbolic)
+        return invalidArgument(where, ": '", key,
+                               "' names symbols; only a conv's x_shape and y_shape may");
+    }
+  }
   FUSERT_RETURN_IF_ERROR(getIntArray(j, "w_shape", where, c.wShape));
-  FUSERT_RETURN_IF_ERROR(getIntArray(j, "y_shape", where, c.yShape));
   FUSERT_RETURN_IF_ERROR(getIntArray(j, "pads", where, c.pads));
   FUSERT_RETURN_IF_ERROR(getIntArray(j, "strides", where, c.strides));
   FUSERT_RETURN_IF_ERROR(getIntArray(j, "dilations", where, c.dilations));
@@ -388,11 +444,11 @@ Status parseStepBody(const Json &j, const std::string &where, const std::vector<
   }
   if (kind == fusec::artifact_format::kStepGemm) {
     s.kind = StepKind::kGemm;
-    return parseGemm(j, where, s.gemm);
+    return parseGemm(j, where, syms, s.gemm);
   }
   if (kind == fusec::artifact_format::kStepConv) {
     s.kind = StepKind::kConv;
-    return parseConv(j, where, s.conv);
+    return parseConv(j, where, syms, s.conv);
   }
   if (kind == fusec::artifact_format::kStepCopy) {
     s.kind = StepKind::kCopy;
@@ -444,10 +500,18 @@ Status checkOperand(const Manifest &m, const std::string &where,
   return Status();
 }
 
+/// \p a * \p b for a, b >= 0, saturating at INT64_MAX (which no buffer
+/// holds, so an overflowing extent fails the operand checks).
+int64_t satMul(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
+}
+
 /// Elements spanned by \p batch row-major [rows, cols] matrices \p stride
-/// apart.
+/// apart (saturating).
 int64_t span(int64_t rows, int64_t cols, int64_t batch, int64_t stride) {
-  return (batch - 1) * stride + rows * cols;
+  int64_t r;
+  return __builtin_add_overflow(satMul(batch - 1, stride), satMul(rows, cols), &r) ? INT64_MAX : r;
 }
 
 Status checkGemm(const Manifest &m, const std::string &where,
@@ -467,10 +531,10 @@ Status checkGemm(const Manifest &m, const std::string &where,
                            " with dtype ", fusert_dtype_name(g.dtype),
                            " unsupported (d_dtype is the dtype, or f32 for an "
                            "f16 or bf16 gemm)");
-  if (g.batch > 1 && g.strideD < g.m * g.n)
+  if (g.batch > 1 && g.strideD < satMul(g.m, g.n))
     return invalidArgument(where, ": stride_d ", g.strideD,
                            " makes output matrices overlap (m*n = ",
-                           g.m * g.n, ")");
+                           satMul(g.m, g.n), ")");
   FUSERT_RETURN_IF_ERROR(checkOperand(
       m, where, "a", g.a, g.dtype, span(g.m, g.k, g.batch, g.strideA)));
   FUSERT_RETURN_IF_ERROR(checkOperand(
@@ -886,9 +950,9 @@ Status parseManifest(const std::string &text, Manifest &out) {
     FUSERT_RETURN_IF_ERROR(parseStep((*steps)[i], i, out.symbols, out.steps[i]));
   if (out.dynamic()) {
     // Checked as bound to every symbol's minimum; each run binds again.
-    if (out.target != "cpu")
-      return invalidArgument("manifest: 'symbols' (dynamic shapes) in a ", out.target.empty() ? "cuda" : out.target,
-                             " artifact; this runtime runs dynamic shapes on cpu artifacts only");
+    if (out.target != "cpu" && out.target != "cuda" && !out.target.empty())
+      return invalidArgument("manifest: 'symbols' (dynamic shapes) in a ", out.target,
+                             " artifact; this runtime runs dynamic shapes on cpu and cuda artifacts only");
     std::vector<int64_t> mins;
     for (const SymbolDesc &d : out.symbols)
       mins.push_back(d.min);
@@ -989,9 +1053,40 @@ Status applyBinding(Manifest &m, const std::vector<int64_t> &values) {
       for (size_t k = 0; k < t.dims.size(); ++k)
         t.declared[k] = t.dims[k].isStatic() ? t.dims[k].coeff : -1;
     }
-  for (StepDesc &s : m.steps)
-    if (s.kind == StepKind::kCopy)
+  // Gemm and conv extents; each must stay below 2^62 so that the checks'
+  // arithmetic below cannot overflow.
+  for (size_t i = 0; i < m.steps.size(); ++i) {
+    StepDesc &s = m.steps[i];
+    auto eval = [&](const Extent &e, const char *field, int64_t &out) -> Status {
+      out = e.eval(values);
+      if (static_cast<uint64_t>(out) > kLimit)
+        return invalidArgument(entry("steps", i, s.name), ": ", field, " is ", out,
+                               " for this binding (more than 2^62)");
+      return Status();
+    };
+    if (s.kind == StepKind::kCopy) {
       s.bytes = static_cast<uint64_t>(std::max<int64_t>(0, s.copySize.eval(values)));
+    } else if (s.kind == StepKind::kGemm) {
+      GemmDesc &g = s.gemm;
+      const GemmDesc::Extents &e = g.extents;
+      FUSERT_RETURN_IF_ERROR(eval(e.m, "m", g.m));
+      FUSERT_RETURN_IF_ERROR(eval(e.n, "n", g.n));
+      FUSERT_RETURN_IF_ERROR(eval(e.k, "k", g.k));
+      FUSERT_RETURN_IF_ERROR(eval(e.batch, "batch", g.batch));
+      FUSERT_RETURN_IF_ERROR(eval(e.strideA, "stride_a", g.strideA));
+      FUSERT_RETURN_IF_ERROR(eval(e.strideB, "stride_b", g.strideB));
+      FUSERT_RETURN_IF_ERROR(eval(e.strideC, "stride_c", g.strideC));
+      FUSERT_RETURN_IF_ERROR(eval(e.strideD, "stride_d", g.strideD));
+    } else if (s.kind == StepKind::kConv) {
+      ConvDesc &c = s.conv;
+      c.xShape.resize(c.xDims.size());
+      c.yShape.resize(c.yDims.size());
+      for (size_t k = 0; k < c.xDims.size(); ++k)
+        FUSERT_RETURN_IF_ERROR(eval(c.xDims[k], "x_shape", c.xShape[k]));
+      for (size_t k = 0; k < c.yDims.size(); ++k)
+        FUSERT_RETURN_IF_ERROR(eval(c.yDims[k], "y_shape", c.yShape[k]));
+    }
+  }
   // Greedy by size, best fit among the placed buffers whose live ranges
   // overlap (program/MemoryPlan.h's planArena, the static plan's algorithm).
   constexpr uint64_t kAlignment = 256;
@@ -1033,6 +1128,18 @@ Status applyBinding(Manifest &m, const std::vector<int64_t> &values) {
   for (size_t r = 0; r < reqs.size(); ++r)
     m.buffers[reqs[r].pos].offset = offset[r];
   m.arenaBytes = total;
+  // The library steps read and write as many elements as their extents say:
+  // check them against their buffers for every binding, not only the one
+  // parseManifest checked (the kernels' own bounds come from the same
+  // symbols as their buffers' shapes).
+  for (size_t i = 0; i < m.steps.size(); ++i) {
+    const StepDesc &s = m.steps[i];
+    const std::string where = entry("steps", i, s.name);
+    if (s.kind == StepKind::kGemm)
+      FUSERT_RETURN_IF_ERROR(checkGemm(m, where, s.gemm));
+    else if (s.kind == StepKind::kConv)
+      FUSERT_RETURN_IF_ERROR(checkConv(m, where, s.conv));
+  }
   return Status();
 }
 

@@ -93,6 +93,12 @@ struct GemmDesc {
   fusert_dtype dtype = FUSERT_F32;
   fusert_dtype dDtype = FUSERT_F32; ///< "d_dtype" (== dtype when absent)
   bool tf32 = false; ///< "compute": "tf32"
+  /// Dynamic shapes: "m", "n", "k", "batch" and the four strides as written
+  /// (integers or products of symbols); applyBinding evaluates them into
+  /// the fields above. Unused for a static manifest.
+  struct Extents {
+    Extent m, n, k, batch, strideA, strideB, strideC, strideD;
+  } extents;
 };
 
 /// Fields of a "conv" step (NCHW, cross-correlation as in ONNX Conv).
@@ -102,6 +108,10 @@ struct ConvDesc {
   std::vector<int64_t> pads, strides, dilations; ///< pads: begin..., end...
   int64_t group = 1;
   fusert_dtype dtype = FUSERT_F32;
+  /// Dynamic shapes: "x_shape" and "y_shape" as written (integers or
+  /// products of symbols; the other fields are static); applyBinding
+  /// evaluates them into xShape and yShape. Empty for a static manifest.
+  std::vector<Extent> xDims, yDims;
 };
 
 /// One term of a step's "guard": the step runs only when buffer `buffer`
@@ -180,11 +190,14 @@ int64_t numElements(const std::vector<int64_t> &shape);
 Status bindSymbols(const Manifest &m, const fusert_tensor *inputs, size_t numInputs,
                    std::vector<int64_t> &values);
 
-/// Dynamic shapes: evaluates every shape, size and copy of \p m for symbol
-/// \p values and plans the arena for them (greedy by size over the "live"
-/// step ranges, as the compiler plans a static arena; 256-byte aligned),
-/// setting the buffers' offsets and m.arenaBytes. Errors:
-/// FUSERT_INVALID_ARGUMENT for sizes past 2^62 bytes.
+/// Dynamic shapes: evaluates every shape, size, copy, gemm extent and
+/// stride and conv x/y shape of \p m for symbol \p values and plans the
+/// arena for them (greedy by size over the "live" step ranges, as the
+/// compiler plans a static arena; 256-byte aligned), setting the buffers'
+/// offsets and m.arenaBytes; then checks every gemm and conv step against
+/// its buffers for this binding, as checkManifest does. Errors:
+/// FUSERT_INVALID_ARGUMENT for sizes or extents past 2^62 and gemm/conv
+/// steps that do not fit their buffers for this binding.
 Status applyBinding(Manifest &m, const std::vector<int64_t> &values);
 
 /// Parses manifest text \p text into \p out and checks it with

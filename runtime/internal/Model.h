@@ -130,10 +130,15 @@ public:
     (void)n;
     return Status();
   }
-  /// Dynamic shapes: the run binds \p symbols (manifest order) and needs
-  /// an arena of \p arenaBytes; grows the arena when it is smaller (its
-  /// contents are not kept). Executors without dynamic shapes refuse.
-  virtual Status bindShapes(const std::vector<int64_t> &symbols, uint64_t arenaBytes) {
+  /// Dynamic shapes: the runs from now on bind \p symbols (manifest order;
+  /// model.manifest is already evaluated for them) and need an arena of
+  /// \p arenaBytes; grows the arena when it is smaller (its contents are not
+  /// kept) and prepares what the steps need for this binding. Called only
+  /// when the binding changes, before resolveAll. Executors without
+  /// dynamic shapes refuse.
+  virtual Status bindShapes(fusert_model &model, const std::vector<int64_t> &symbols,
+                            uint64_t arenaBytes) {
+    (void)model;
     (void)symbols;
     (void)arenaBytes;
     return invalidArgument("this target does not run dynamic shapes");

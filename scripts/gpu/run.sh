@@ -17,6 +17,9 @@
 #   4. all shared models compiled in fp32 and bf16 (fusec -o, in parallel),
 #      run and checked (fusec-run OUT --data DIR --bench N), then a few under
 #      memcheck;
+#   4b. dynamic shapes: every shared model compiled once with its symbolic
+#      dims left dynamic (1..64) and checked at three shapes, fp32 and bf16
+#      (test/run_shared_model.py ... cuda dynamic), one under memcheck;
 #   5. bench/e2e/run_e2e.sh (GPT-2 small, BERT-base vs PyTorch);
 #   6. bench/attention's benchmark, when present;
 #   7. model families (scripts/families: real-world exports of YOLOv8,
@@ -28,7 +31,7 @@
 #   8. $OUT/summary.txt (also printed last).
 # Output: $OUT/run.log (everything), $OUT/summary.txt, $OUT/e2e.json; OUT
 # defaults to ./gpu-out. Options: --skip STEP[,STEP] with STEP in tests,
-# sanitizer, models, e2e, attention, families; FUSEC_E2E_ARGS passes options to
+# sanitizer, models, dynamic, e2e, attention, families; FUSEC_E2E_ARGS passes options to
 # e2e.py, FUSEC_FAMILIES_ARGS to scripts/families/export_families.py.
 set -uo pipefail
 source "$(dirname "$0")/env.sh"
@@ -81,7 +84,7 @@ sum ""
 # memcheck/initcheck crashed the test: rc 139).
 export FUSEC_ATTN_KERNEL_CACHE=$WORK/attention-kernels
 TESTS=()
-for t in RuntimeTest RuntimeRobustnessTest CodegenGpuTest ArtifactGpuTest AttentionKernelTest AttentionCodegenTest; do
+for t in RuntimeTest RuntimeRobustnessTest CodegenGpuTest ArtifactGpuTest DynamicGpuTest AttentionKernelTest AttentionCodegenTest; do
   [ -x "$FUSEC_BIN/$t" ] && TESTS+=("$t")
 done
 
@@ -125,6 +128,7 @@ sanitizer_filter() {  # sanitizer_filter BINARY TOOL: the gtest filter to run un
       local c=Corpus/GpuRunTest.MatchesInterpreter
       echo "$c/unary:$c/layout:$c/concat:$c/reduce:$c/ln_stats:$c/softmax_f32_1000:$c/softmax_bf16_4096:$c/softmax_bf16_7:$c/float8:$c/u64_ops:$c/bool_int_minmax:$c/empty_tensors:$c/mod_float" ;;
     ArtifactGpuTest) echo '*mlp_ln_gelu*:*gpt2_tiny*' ;;
+    DynamicGpuTest) echo "*gpt2_tiny*" ;;
     AttentionKernelTest)
       local c=Cases/AttentionKernelTest.MatchesCpuReferenceOnGpu
       echo "$c/bf16_plain_d64:$c/bf16_causal_d64_s200:$c/bf16_padding_mask:$c/bf16_window256_d128:$c/f32_s1:$c/bf16_s7:$c/*key_mask*" ;;
@@ -140,7 +144,7 @@ if ! skipped sanitizer && command -v compute-sanitizer > /dev/null; then
     section "compute-sanitizer $tool (real launches of each kernel kind)"
     sum "$tool:"
     for t in "${TESTS[@]}"; do
-      [ "$tool" != memcheck ] && [ "$t" = ArtifactGpuTest ] && continue  # nvcc-heavy; model below
+      [ "$tool" != memcheck ] && { [ "$t" = ArtifactGpuTest ] || [ "$t" = DynamicGpuTest ]; } && continue  # nvcc-heavy; model below
       filter=$(sanitizer_filter "$t" "$tool")
       log=$WORK/$t.$tool.log
       # application-only: the tests run nvcc as child processes, which need
@@ -262,6 +266,50 @@ PY
       [ $rc -ne 0 ] && grep -E '=========' "$log" | head -20 | sed "s/^/  $a| /"
       sum "  $(printf '%-28s %-10s %s' "$a" "$tool" "$verdict")"
     done
+  fi
+fi
+
+# --- 4b. dynamic shapes: each shared model compiled once, three shapes --------
+if ! skipped dynamic && [ -d "$MODELS_DIR" ]; then
+  section "dynamic shapes: each shared model compiled once (no --shape), run at three shapes"
+  sum "dynamic shapes (test/run_shared_model.py ... cuda dynamic: test data + two generated shapes):"
+  dyn_one() {
+    local name=$1 p=$2
+    local out=$WORK/dynamic/$name.$p tol=""
+    [ "$p" = bf16 ] && tol=$BF16_TOL
+    FUSEC_RUN_ARGS="$tol" python3 test/run_shared_model.py "$FUSEC_BIN/fusec" "$FUSEC_BIN/fusec-run" \
+      "$FUSEC_SHARED_MODELS/$name" "$p" "$out" cuda dynamic > "$out.log" 2>&1
+    echo $? > "$out.rc"
+  }
+  export -f dyn_one
+  BF16_TOL=${FUSEC_BF16_TOL:---atol 0.05 --rtol 0.05}
+  export BF16_TOL WORK FUSEC_BIN FUSEC_SHARED_MODELS
+  mkdir -p "$WORK/dynamic"
+  for f in "$MODELS_DIR"/*/model.onnx; do
+    for p in fp32 bf16; do echo "$(basename "$(dirname "$f")") $p"; done
+  done > "$WORK/dynamic-jobs.txt"
+  timeout "$(cap 200)" xargs -P 8 -L 1 bash -c 'dyn_one "$@"' _ < "$WORK/dynamic-jobs.txt"
+  while read -r name p; do
+    out=$WORK/dynamic/$name.$p
+    rc=$(cat "$out.rc" 2>/dev/null || echo timeout)
+    sed "s/^/  dyn.$name.$p| /" "$out.log" 2>/dev/null | grep -E 'PASS|FAIL|error|rror:' | tail -6
+    if [ "$rc" = 0 ]; then result=PASS; else result="FAIL (rc $rc)"; fi
+    echo "$result dynamic $name $p"
+    sum "  $(printf '%-20s %-5s %s' "$name" "$p" "$result")"
+  done < "$WORK/dynamic-jobs.txt"
+  if ! skipped sanitizer && command -v compute-sanitizer > /dev/null && [ -f "$WORK/dynamic/gpt2_tiny.bf16/manifest.json" ]; then
+    log=$WORK/dynamic/gpt2_tiny.bf16.memcheck.log
+    # shellcheck disable=SC2086
+    timeout "$(cap 90)" compute-sanitizer --tool memcheck --error-exitcode 99 --print-limit 10 \
+      "$FUSEC_BIN/fusec-run" "$WORK/dynamic/gpt2_tiny.bf16" --data "$MODELS_DIR/gpt2_tiny/test_data_set_0" \
+      --data "$WORK/dynamic/gpt2_tiny.bf16.data_a" --data "$WORK/dynamic/gpt2_tiny.bf16.data_b" $BF16_TOL > "$log" 2>&1
+    rc=$?
+    verdict=clean
+    [ $rc -eq 99 ] && verdict=ERRORS
+    [ $rc -ne 0 ] && [ $rc -ne 99 ] && verdict="run failed (rc $rc)"
+    echo "dynamic gpt2_tiny.bf16 [memcheck, three shapes]: $verdict"
+    [ $rc -ne 0 ] && grep -E '=========|FAIL' "$log" | head -20
+    sum "  $(printf '%-28s %-10s %s' "dynamic gpt2_tiny.bf16" memcheck "$verdict")"
   fi
 fi
 

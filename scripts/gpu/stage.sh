@@ -47,9 +47,9 @@ esac
 launcher=()
 command -v ccache > /dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 GPU_CONFIG=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DFUSEC_WERROR=ON -DFUSEC_CPU_BACKEND=OFF "${launcher[@]}")
-TARGETS=(fusec fusec-run fusec_runtime RuntimeTest RuntimeRobustnessTest CodegenGpuTest ArtifactGpuTest)
+TARGETS=(fusec fusec-run fusec_runtime RuntimeTest RuntimeRobustnessTest CodegenGpuTest ArtifactGpuTest DynamicGpuTest)
 OPTIONAL=(AttentionKernelTest AttentionCodegenTest fusec-emit-attention fusec-node-tests)
-BINS=(fusec fusec-run RuntimeTest RuntimeRobustnessTest CodegenGpuTest ArtifactGpuTest AttentionKernelTest
+BINS=(fusec fusec-run RuntimeTest RuntimeRobustnessTest CodegenGpuTest ArtifactGpuTest DynamicGpuTest AttentionKernelTest
       AttentionCodegenTest fusec-emit-attention fusec-node-tests)
 
 if [ $build = 0 ]; then

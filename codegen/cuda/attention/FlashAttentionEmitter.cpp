@@ -10,6 +10,7 @@
 
 #include <cctype>
 #include <cmath>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -108,13 +109,9 @@ constexpr const char *kCommon = R"CUDA(
 namespace @NS@ {
 using namespace fusec_flash;
 typedef @T@ T;
-constexpr int kSq = @SQ@, kSk = @SK@, kHq = @HQ@, kGroup = @GROUP@, kBatch = @BATCH@;
+constexpr int kHq = @HQ@, kGroup = @GROUP@;
 constexpr int kD = @D@, kDV = @DV@;
-constexpr long long kQb = @QB@, kQh = @QH@, kQs = @QS@;
-constexpr long long kKb = @KB@, kKh = @KH@, kKs = @KS@;
-constexpr long long kVb = @VB@, kVh = @VH@, kVs = @VS@;
-constexpr long long kOb = @OB@, kOh = @OH@, kOs = @OS@;
-constexpr float kScale = @SCALE@;
+@DIMDECLS@constexpr float kScale = @SCALE@;
 constexpr bool kRawScores = @RAW@;   // no score mod: fold scale*log2(e) into exp2
 constexpr float kF = @FACTOR@;        // multiplier from the kept score to log2 units
 constexpr bool kCausal = @CAUSAL@;
@@ -212,8 +209,8 @@ __device__ __forceinline__ void loadTile(T *s, const T *g, long long rs, int val
 }
 
 __global__ void __launch_bounds__(kNT, kMinBlocks)
-kernel(const T *__restrict__ Q, const T *__restrict__ K, const T *__restrict__ V@BIASKPARAMS@, T *__restrict__ O) {
-  extern __shared__ __align__(128) unsigned char smemRaw[];
+kernel(const T *__restrict__ Q, const T *__restrict__ K, const T *__restrict__ V@BIASKPARAMS@, T *__restrict__ O@DIMSPARAM@) {
+  extern __shared__ __align__(128) unsigned char smemRaw[];@DIMSINIT@
   T *sQ = reinterpret_cast<T *>(smemRaw);
   T *sK = sQ + kSmemQ;
   T *sV = sK + 2 * kBN * kSQ;
@@ -424,7 +421,7 @@ kernel(const T *__restrict__ Q, const T *__restrict__ K, const T *__restrict__ V
 }
 }  // namespace @NS@
 
-extern "C" int @SYM@(void *const *buffers, cudaStream_t stream) {
+@LAUNCHHEAD@
   using namespace @NS@;
   constexpr int kSmemBytes = kSmemElems * (int)sizeof(T);
   static bool configured = false;
@@ -433,12 +430,12 @@ extern "C" int @SYM@(void *const *buffers, cudaStream_t stream) {
     if (e != cudaSuccess) return (int)e;
     configured = true;
   }
-  dim3 grid((kSq + kBM - 1) / kBM, kHq, kBatch);
+@GRID@
   kernel<<<grid, kNT, kSmemBytes, stream>>>(static_cast<const T *>(buffers[0]), static_cast<const T *>(buffers[1]),
-                                            static_cast<const T *>(buffers[2])@BIASLAUNCH@, static_cast<T *>(buffers[@OUTIDX@]));
+                                            static_cast<const T *>(buffers[2])@BIASLAUNCH@, static_cast<T *>(buffers[@OUTIDX@])@DIMSARG@);
   return (int)cudaGetLastError();
 }
-)CUDA";
+@UNDEFS@)CUDA";
 
 // Exact fp32 SIMT kernel: 4 query rows per warp, one key per lane per tile of 32.
 constexpr const char *kSimtKernel = R"CUDA(
@@ -448,8 +445,8 @@ constexpr int kDVT = (kDV + 31) / 32;
 constexpr int kSmemElems = kBM * kD + kBN * kSKs + kBN * kDV;
 
 __global__ void __launch_bounds__(kNT)
-kernel(const T *__restrict__ Q, const T *__restrict__ K, const T *__restrict__ V@BIASKPARAMS@, T *__restrict__ O) {
-  extern __shared__ __align__(16) unsigned char smemRaw[];
+kernel(const T *__restrict__ Q, const T *__restrict__ K, const T *__restrict__ V@BIASKPARAMS@, T *__restrict__ O@DIMSPARAM@) {
+  extern __shared__ __align__(16) unsigned char smemRaw[];@DIMSINIT@
   float *sQ = reinterpret_cast<float *>(smemRaw);
   float *sK = sQ + kBM * kD;
   float *sV = sK + kBN * kSKs;
@@ -553,7 +550,7 @@ kernel(const T *__restrict__ Q, const T *__restrict__ K, const T *__restrict__ V
 }
 }  // namespace @NS@
 
-extern "C" int @SYM@(void *const *buffers, cudaStream_t stream) {
+@LAUNCHHEAD@
   using namespace @NS@;
   constexpr int kSmemBytes = kSmemElems * (int)sizeof(float);
   static bool configured = false;
@@ -562,12 +559,12 @@ extern "C" int @SYM@(void *const *buffers, cudaStream_t stream) {
     if (e != cudaSuccess) return (int)e;
     configured = true;
   }
-  dim3 grid((kSq + kBM - 1) / kBM, kHq, kBatch);
+@GRID@
   kernel<<<grid, kNT, kSmemBytes, stream>>>(static_cast<const T *>(buffers[0]), static_cast<const T *>(buffers[1]),
-                                            static_cast<const T *>(buffers[2])@BIASLAUNCH@, static_cast<T *>(buffers[@OUTIDX@]));
+                                            static_cast<const T *>(buffers[2])@BIASLAUNCH@, static_cast<T *>(buffers[@OUTIDX@])@DIMSARG@);
   return (int)cudaGetLastError();
 }
-)CUDA";
+@UNDEFS@)CUDA";
 
 bool isIdentifier(const std::string &s) {
   if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
@@ -631,16 +628,34 @@ absl::StatusOr<std::string> emitFlashAttention(const FlashAttentionSpec &spec, c
   const FlashLayout v = denseLayout(spec.v, spec.headsKv, spec.seqK, spec.headDimV);
   const FlashLayout o = denseLayout(spec.o, spec.headsQ, spec.seqQ, spec.headDimV);
 
+  // Dynamic shapes: the fields bound at run time, (name in the kernel, C
+  // expression over the launcher's `symbols`), read from a __shared__
+  // copy of the kernel's Dims parameter; the others stay constexpr.
+  std::vector<std::pair<std::string, std::string>> dyn;
+  for (const auto &[field, expr] : spec.dynamic) {
+    static const std::set<std::string> known = {"seqQ", "seqK", "batch", "q.strideB", "q.strideH", "q.strideS",
+                                                "k.strideB", "k.strideH", "k.strideS", "v.strideB", "v.strideH",
+                                                "v.strideS", "o.strideB", "o.strideH", "o.strideS"};
+    if (!known.count(field) && field.rfind("biases[", 0) != 0)
+      return absl::UnimplementedError(absl::StrCat("attention: the tiled kernel cannot bind ", field, " at run time"));
+  }
   // Biases: loaders, parameters, values.
   const int nb = static_cast<int>(spec.biases.size());
   std::string loaders, params, args, values, kparams, launch;
   for (int i = 0; i < nb; ++i) {
     const FlashBias &bi = spec.biases[i];
     const std::string bt = bi.cType.empty() ? std::string(cudaType(bi.dtype)) : bi.cType;
+    auto bs = [&](const char *f, int64_t v) {
+      auto it = spec.dynamic.find(absl::StrCat("biases[", i, "].", f));
+      if (it == spec.dynamic.end()) return absl::StrCat(v, "LL");
+      dyn.emplace_back(absl::StrCat("kB", i, f), it->second.expr);
+      return absl::StrCat("kB", i, f);
+    };
     absl::StrAppend(&loaders, "__device__ __forceinline__ float loadBias", i, "(const ", bt,
                     " *p, long long b, long long h, long long q, long long k) {\n  q = q < kSq ? q : kSq - 1;\n",
-                    "  k = k < kSk ? k : kSk - 1;\n  return toF(p[b * ", bi.strideB, "LL + h * ", bi.strideH,
-                    "LL + q * ", bi.strideQ, "LL + k * ", bi.strideK, "LL]);\n}\n");
+                    "  k = k < kSk ? k : kSk - 1;\n  return toF(p[b * ", bs("strideB", bi.strideB), " + h * ",
+                    bs("strideH", bi.strideH), " + q * ", bs("strideQ", bi.strideQ), " + k * ",
+                    bs("strideK", bi.strideK), "]);\n}\n");
     absl::StrAppend(&params, ", const ", bt, " *__restrict__ biasp", i);
     absl::StrAppend(&args, ", biasp", i);
     absl::StrAppend(&values, "  const float bias", i, " = loadBias", i, "(biasp", i, ", b, h, q, k);\n  (void)bias",
@@ -658,6 +673,62 @@ absl::StatusOr<std::string> emitFlashAttention(const FlashAttentionSpec &spec, c
                     "};\n");
   }
 
+  // The extents and strides: constexpr literals, or (dynamic shapes)
+  // macros reading gDims, which the kernel fills from its Dims parameter.
+  std::string dimDecls, undefs, grid, dimsStruct, dimsFill;
+  {
+    struct Field {
+      const char *name, *key, *type;
+      int64_t value;
+    };
+    const std::vector<Field> fields = {
+        {"kSq", "seqQ", "int", spec.seqQ},         {"kSk", "seqK", "int", spec.seqK},
+        {"kBatch", "batch", "int", spec.batch},     {"kQb", "q.strideB", "long long", q.strideB},
+        {"kQh", "q.strideH", "long long", q.strideH}, {"kQs", "q.strideS", "long long", q.strideS},
+        {"kKb", "k.strideB", "long long", k.strideB}, {"kKh", "k.strideH", "long long", k.strideH},
+        {"kKs", "k.strideS", "long long", k.strideS}, {"kVb", "v.strideB", "long long", v.strideB},
+        {"kVh", "v.strideH", "long long", v.strideH}, {"kVs", "v.strideS", "long long", v.strideS},
+        {"kOb", "o.strideB", "long long", o.strideB}, {"kOh", "o.strideH", "long long", o.strideH},
+        {"kOs", "o.strideS", "long long", o.strideS}};
+    std::vector<std::pair<std::string, std::string>> all;  // (macro, expr)
+    for (const Field &f : fields) {
+      auto it = spec.dynamic.find(f.key);
+      if (it == spec.dynamic.end()) {
+        absl::StrAppend(&dimDecls, "constexpr ", f.type, " ", f.name, " = ", f.value,
+                        std::string(f.type) == "int" ? "" : "LL", ";\n");
+      } else {
+        all.emplace_back(f.name, it->second.expr);
+      }
+    }
+    all.insert(all.end(), dyn.begin(), dyn.end());
+    dyn = all;
+    if (!dyn.empty()) {
+      absl::StrAppend(&dimDecls, "struct Dims { long long v[", dyn.size(), "]; };\n__shared__ Dims gDims;\n");
+      for (size_t i = 0; i < dyn.size(); ++i) {
+        const bool isInt = dyn[i].first == "kSq" || dyn[i].first == "kSk" || dyn[i].first == "kBatch";
+        absl::StrAppend(&dimDecls, "#define ", dyn[i].first, isInt ? " ((int)gDims.v[" : " (gDims.v[", i, "])\n");
+        absl::StrAppend(&undefs, "#undef ", dyn[i].first, "\n");
+        absl::StrAppend(&dimsFill, "  P.v[", i, "] = ", dyn[i].second, ";\n");
+      }
+    }
+    auto launchValue = [&](const char *name, int64_t v) {
+      for (size_t i = 0; i < dyn.size(); ++i)
+        if (dyn[i].first == name) return absl::StrCat("P.v[", i, "]");
+      return absl::StrCat(v, "LL");
+    };
+    if (dyn.empty()) {
+      grid = "  dim3 grid((kSq + kBM - 1) / kBM, kHq, kBatch);";
+    } else {
+      const std::string sq = launchValue("kSq", spec.seqQ), sk = launchValue("kSk", spec.seqK),
+                        bt = launchValue("kBatch", spec.batch);
+      // gDims is a namespace-scope name the macros expand to; the launcher
+      // computes the same values into P.
+      grid = absl::StrCat("  Dims P;\n", dimsFill, "  if (", sq, " <= 0 || ", bt, " <= 0) return 0;\n  if (", sk,
+                          " <= 0 || ", bt, " > 65535 || ", sq, " > (1LL << 30) || ", sk,
+                          " > (1LL << 30)) return (int)cudaErrorInvalidValue;\n",
+                          "  dim3 grid((unsigned)((", sq, " + kBM - 1) / kBM), kHq, (unsigned)", bt, ");");
+    }
+  }
   const bool raw = spec.scoreMod.empty() && spec.scale > 0 && !f32;
   const double log2e = 1.4426950408889634;
   const std::string ns = absl::StrCat("fa_", symbol);
@@ -665,19 +736,19 @@ absl::StatusOr<std::string> emitFlashAttention(const FlashAttentionSpec &spec, c
       {"@NS@", ns},
       {"@SYM@", symbol},
       {"@T@", cudaType(spec.dtype)},
-      {"@SQ@", absl::StrCat(spec.seqQ)},
-      {"@SK@", absl::StrCat(spec.seqK)},
       {"@HQ@", absl::StrCat(spec.headsQ)},
       {"@GROUP@", absl::StrCat(spec.headsQ / spec.headsKv)},
-      {"@BATCH@", absl::StrCat(spec.batch)},
       {"@D@", absl::StrCat(spec.headDim)},
       {"@DV@", absl::StrCat(spec.headDimV)},
-      {"@QB@", absl::StrCat(q.strideB, "LL")}, {"@QH@", absl::StrCat(q.strideH, "LL")},
-      {"@QS@", absl::StrCat(q.strideS, "LL")}, {"@KB@", absl::StrCat(k.strideB, "LL")},
-      {"@KH@", absl::StrCat(k.strideH, "LL")}, {"@KS@", absl::StrCat(k.strideS, "LL")},
-      {"@VB@", absl::StrCat(v.strideB, "LL")}, {"@VH@", absl::StrCat(v.strideH, "LL")},
-      {"@VS@", absl::StrCat(v.strideS, "LL")}, {"@OB@", absl::StrCat(o.strideB, "LL")},
-      {"@OH@", absl::StrCat(o.strideH, "LL")}, {"@OS@", absl::StrCat(o.strideS, "LL")},
+      {"@DIMDECLS@", dimDecls},
+      {"@DIMSPARAM@", dyn.empty() ? "" : ", const Dims P"},
+      {"@DIMSINIT@", dyn.empty() ? "" : "\n  if (threadIdx.x == 0) gDims = P;\n  __syncthreads();"},
+      {"@DIMSARG@", dyn.empty() ? "" : ", P"},
+      {"@LAUNCHHEAD@", dyn.empty() && !options.symbolsParam ? absl::StrCat("extern \"C\" int ", symbol, "(void *const *buffers, cudaStream_t stream) {")
+                                   : absl::StrCat("extern \"C\" int ", symbol,
+                                                  "(void *const *buffers, const int64_t *symbols, cudaStream_t stream) {\n  (void)symbols;")},
+      {"@GRID@", grid},
+      {"@UNDEFS@", undefs},
       {"@SCALE@", floatLit(spec.scale)},
       {"@RAW@", raw ? "true" : "false"},
       {"@FACTOR@", floatLit(raw ? spec.scale * log2e : 1.0)},
@@ -708,16 +779,25 @@ absl::StatusOr<std::string> emitFlashAttention(const FlashAttentionSpec &spec, c
       {"@DVP@", absl::StrCat(roundUp(spec.headDimV, 16))},
       {"@QREG@", tile.qInRegisters ? "true" : "false"},
   };
+  // A stride bound at run time is a multiple of 8 when its form's
+  // coefficient is (every binding then gives one).
+  const auto mult8f = [&](const char *field, int64_t x) {
+    auto it = spec.dynamic.find(field);
+    return it == spec.dynamic.end() ? x % 8 == 0 : it->second.multipleOf % 8 == 0;
+  };
   const auto mult8 = [](int64_t x) { return x % 8 == 0; };
-  const bool vec = mult8(spec.headDim) && mult8(spec.headDimV) && mult8(q.strideB) && mult8(q.strideH) &&
-                   mult8(q.strideS) && mult8(k.strideB) && mult8(k.strideH) && mult8(k.strideS) &&
-                   mult8(v.strideB) && mult8(v.strideH) && mult8(v.strideS) && mult8(o.strideB) &&
-                   mult8(o.strideH) && mult8(o.strideS);
+  const bool vec = mult8(spec.headDim) && mult8(spec.headDimV) && mult8f("q.strideB", q.strideB) &&
+                   mult8f("q.strideH", q.strideH) && mult8f("q.strideS", q.strideS) &&
+                   mult8f("k.strideB", k.strideB) && mult8f("k.strideH", k.strideH) &&
+                   mult8f("k.strideS", k.strideS) && mult8f("v.strideB", v.strideB) &&
+                   mult8f("v.strideH", v.strideH) && mult8f("v.strideS", v.strideS) &&
+                   mult8f("o.strideB", o.strideB) && mult8f("o.strideH", o.strideH) &&
+                   mult8f("o.strideS", o.strideS);
   subs.push_back({"@VEC@", vec ? "true" : "false"});
 
   // Expressions are substituted last so that their text is never rescanned.
   std::string text = absl::StrCat(
-      "// fusec tiled attention (FlashAttention-2 structure): B=", spec.batch, " Hq=", spec.headsQ,
+      "// fusec tiled attention (FlashAttention-2 structure): ", spec.dynamic.empty() ? "" : "dynamic shapes, at the first probe ", "B=", spec.batch, " Hq=", spec.headsQ,
       " Hkv=", spec.headsKv, " Sq=", spec.seqQ, " Sk=", spec.seqK, " D=", spec.headDim, " Dv=", spec.headDimV,
       f32 ? " fp32 exact SIMT" : " tensor cores (mma.sync m16n8k16)", ", tile ", describeTile(tile), "\n",
       options.includePrelude ? kPrelude : "", kHelpers, kCommon, f32 ? kSimtKernel : kTensorKernel);

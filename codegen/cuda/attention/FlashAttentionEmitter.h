@@ -85,6 +85,17 @@ struct FlashAttentionSpec {
   /// All-masked rows: the mean of V over all seqK keys (overrides
   /// fullyMaskedNaN; the FusedAttention op's masked_rows "mean").
   bool fullyMaskedMean = false;
+  /// Dynamic shapes: fields bound at run time ("seqQ", "seqK", "batch",
+  /// "q.strideB" ... "o.strideS", "biases[i].strideB" ... "strideK") as C
+  /// expressions (long long) over the launcher's `const int64_t *symbols`;
+  /// the integer fields above hold one binding's values. Non-empty: the
+  /// launcher is `int SYMBOL(void *const *buffers, const int64_t *symbols,
+  /// cudaStream_t)` and the kernel reads those fields from a parameter.
+  struct DynamicField {
+    std::string expr;
+    int64_t multipleOf = 1;  ///< every value is a multiple of this
+  };
+  std::map<std::string, DynamicField> dynamic;
 };
 
 /// Options for emission.
@@ -92,6 +103,9 @@ struct FlashEmitOptions {
   int smVersion = 90;                       ///< target SM (selects the TileTable row)
   const AttentionTile *override = nullptr;  ///< use this tile instead of the table's
   bool includePrelude = true;               ///< emit the #includes and shared helpers
+  /// The launcher takes the bound symbols (a dynamic artifact's ABI,
+  /// docs/ARTIFACT.md), even when this kernel reads none of them.
+  bool symbolsParam = false;
 };
 
 /// Returns CUDA C++ source defining the kernel and the extern "C" launcher

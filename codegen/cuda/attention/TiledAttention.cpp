@@ -1,10 +1,15 @@
 //===- TiledAttention.cpp - AttentionSpec -> tiled tensor-core kernel -===//
 #include "codegen/cuda/attention/TiledAttention.h"
 
+#include <algorithm>
+#include <cstdio>
+#include <map>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "codegen/cuda/SymText.h"
+#include "support/Status.h"
 
 namespace fusec::codegen::attention {
 namespace {
@@ -199,13 +204,50 @@ absl::StatusOr<FlashAttentionSpec> toFlashSpec(const AttentionSpec &spec, const 
   return f;
 }
 
+absl::StatusOr<FlashAttentionSpec> toFlashSpec(const AttentionSpec &spec, const ScorePrinter &print,
+                                               const std::vector<std::string> &symbolNames) {
+  FUSEC_ASSIGN_OR_RETURN(FlashAttentionSpec f, toFlashSpec(spec, print));
+  static const std::map<std::string, std::string> direct = {
+      {"batch", "batch"},           {"seqQ", "seqQ"},             {"seqK", "seqK"},
+      {"qStrides[0]", "q.strideB"}, {"qStrides[1]", "q.strideH"}, {"qStrides[2]", "q.strideS"},
+      {"kStrides[0]", "k.strideB"}, {"kStrides[1]", "k.strideH"}, {"kStrides[2]", "k.strideS"},
+      {"vStrides[0]", "v.strideB"}, {"vStrides[1]", "v.strideH"}, {"vStrides[2]", "v.strideS"},
+      {"oStrides[0]", "o.strideB"}, {"oStrides[1]", "o.strideH"}, {"oStrides[2]", "o.strideS"}};
+  static const char *const kBiasStride[4] = {"strideB", "strideH", "strideQ", "strideK"};
+  SymText sym;
+  sym.names = symbolNames;
+  for (const auto &[field, e] : spec.symbolic) {
+    std::string target;
+    int bias = -1, dim = -1, pos = 0;
+    if (auto it = direct.find(field); it != direct.end()) {
+      target = it->second;
+    } else if (std::sscanf(field.c_str(), "biases[%d].strides[%d]%n", &bias, &dim, &pos) == 2 &&
+               pos == static_cast<int>(field.size()) && dim >= 0 && dim < 4) {
+      target = absl::StrCat("biases[", bias, "].", kBiasStride[dim]);
+    } else if (std::sscanf(field.c_str(), "biases[%d].shape[%d]%n", &bias, &dim, &pos) == 2 &&
+               pos == static_cast<int>(field.size())) {
+      continue;  // the kernel reads biases through their strides only
+    } else {
+      return absl::UnimplementedError(absl::StrCat("tiled attention: ", field, " = ", e.str(),
+                                                   " is bound at run time (only batch, sequence lengths and "
+                                                   "strides may be)"));
+    }
+    if (!sym.knows(e))
+      return absl::InternalError(absl::StrCat("tiled attention: ", e.str(), " names an unknown symbol"));
+    const std::string expr = sym.of(e, "symbols");
+    f.dynamic[target] = FlashAttentionSpec::DynamicField{expr, e.offset() == 0 ? e.coeff() : 1};
+  }
+  return f;
+}
+
 absl::StatusOr<std::string> emitTiledAttention(const AttentionSpec &spec, const std::string &symbol,
                                                const ScorePrinter &print, const TiledAttentionOptions &options) {
-  auto f = toFlashSpec(spec, print);
+  auto f = options.symbolNames.empty() ? toFlashSpec(spec, print) : toFlashSpec(spec, print, options.symbolNames);
   if (!f.ok()) return f.status();
   FlashEmitOptions opt;
   opt.smVersion = options.smVersion;
   opt.includePrelude = options.prelude.empty();
+  opt.symbolsParam = !options.symbolNames.empty();
   auto text = emitFlashAttention(*f, symbol, opt);
   if (!text.ok()) return text.status();
   return absl::StrCat(options.prelude, *text);

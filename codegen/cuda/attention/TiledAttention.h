@@ -53,12 +53,22 @@ struct TiledAttentionOptions {
   /// Text placed before the kernel (the helpers the printed expressions
   /// call, e.g. cudaPrelude()); empty = the generator's own includes.
   std::string prelude;
+  /// Dynamic shapes: the artifact's symbols in manifest order (the
+  /// launcher's `symbols` array); empty for a static artifact.
+  std::vector<std::string> symbolNames;
 };
 
 /// Converts \p spec to a FlashAttentionSpec (fully masked rows give NaN, as
 /// the op defines). Unimplemented when the tiled kernel does not cover it
 /// (mixed Q/K/V/O dtypes, non-unit innermost strides, head dims > 256).
 absl::StatusOr<FlashAttentionSpec> toFlashSpec(const AttentionSpec &spec, const ScorePrinter &print);
+/// toFlashSpec for a spec whose fields may be bound at run time
+/// (AttentionSpec::symbolic): those become FlashAttentionSpec::dynamic
+/// expressions over `symbols[i]`, i the position in \p symbolNames.
+/// Unimplemented for a symbolic head count or head dim, or a symbol not in
+/// \p symbolNames.
+absl::StatusOr<FlashAttentionSpec> toFlashSpec(const AttentionSpec &spec, const ScorePrinter &print,
+                                               const std::vector<std::string> &symbolNames);
 
 /// toFlashSpec + emitFlashAttention: kernel and launcher \p symbol with the
 /// ABI of emitAttentionKernel.

@@ -177,19 +177,25 @@ FUSERT_API fusert_status fusert_run(fusert_model *model, const fusert_tensor *in
  *  fusert_output_info reports the output dims for them; fusert_run does
  *  the same with its inputs. A new binding re-plans the activation arena
  *  for its sizes and grows it when needed (the arena keeps the largest
- *  size bound so far). No effect for an artifact of static shapes.
- *  Errors: FUSERT_INVALID_ARGUMENT (a missing input, a rank that differs,
- *  a dim outside its symbol's compiled range or that contradicts another
- *  dim); FUSERT_INTERNAL (host memory for the larger arena). */
+ *  size bound so far); a cuda model also switches to the binding's
+ *  cuBLASLt / cuDNN plans (built on first use, kept for 8 bindings). No
+ *  effect for an artifact of static shapes. Errors:
+ *  FUSERT_INVALID_ARGUMENT (a missing input, a rank that differs, a dim
+ *  outside its symbol's compiled range or that contradicts another dim, a
+ *  gemm or conv step that does not fit its buffers at this binding);
+ *  FUSERT_INTERNAL (host memory for the larger arena); FUSERT_CUDA_ERROR,
+ *  FUSERT_CUBLAS_ERROR, FUSERT_CUDNN_ERROR (device memory, plans). */
 FUSERT_API fusert_status fusert_bind_shapes(fusert_model *model, const fusert_tensor *inputs,
                                             size_t num_inputs);
 
 /** Turns CUDA-graph execution on (\p on != 0) or off. When on, the first run
  *  for a given set of input/output pointers and stream captures the steps into
  *  a CUDA graph; later runs with the same pointers and stream replay it, and a
- *  run with other pointers re-captures. Runs on the legacy default stream
- *  (stream 0), which cannot be captured, run the steps directly. No effect
- *  on a cpu model.
+ *  run with other pointers re-captures. Dynamic shapes: one graph per
+ *  binding, for the 8 most recently used bindings; a binding that grows the
+ *  arena drops them all. Runs on the legacy default stream (stream 0),
+ *  which cannot be captured, run the steps directly. No effect on a cpu
+ *  model.
  *  Errors: FUSERT_INVALID_ARGUMENT (NULL model). */
 FUSERT_API fusert_status fusert_enable_cuda_graph(fusert_model *model, int on);
 

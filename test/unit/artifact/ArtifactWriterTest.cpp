@@ -26,6 +26,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <set>
@@ -551,6 +552,127 @@ TEST(ArtifactWriter, SymbolicShapesListInputsAndDims) {
   EXPECT_NE(st.message().find("--shape input_ids=<batch>x<seq>"), std::string::npos) << st;
   EXPECT_NE(st.message().find("mask=2x<seq>"), std::string::npos) << st;
   EXPECT_FALSE(fs::exists(tmp.path() / "out"));
+}
+
+/// A memory plan with one batched gemm (d = a * w, m = seq, batched over
+/// batch) and one 1-D conv (z = conv(c, cw)) whose extents depend on the
+/// symbols batch and seq; the probe values are those of batch = 2, seq = 3.
+struct SymbolicLibrarySteps {
+  ir::Graph g;
+  MemoryPlan mem;
+
+  SymbolicLibrarySteps() {
+    const SymExtent batch = SymExtent::symbol("batch"), seq = SymExtent::symbol("seq");
+    auto c = [](int64_t v) { return SymExtent::constant(v); };
+    auto add = [&](const char *name, Storage storage, int indexOrOffset, std::vector<SymExtent> shape) {
+      PlannedBuffer b;
+      b.id = static_cast<int>(mem.buffers.size());
+      b.value = g.addInput(name, f32({1}));
+      b.name = name;
+      b.storage = storage;
+      b.symbolicShape = std::move(shape);
+      for (const SymExtent &e : b.symbolicShape) b.shape.push_back(*e.evaluate({{"batch", 2}, {"seq", 3}}));
+      int64_t n = 1;
+      for (int64_t d : b.shape) n *= d;
+      b.bytes = 4 * n;
+      if (storage == Storage::kWeight)
+        b.offset = indexOrOffset;
+      else
+        b.index = indexOrOffset;
+      mem.idOf[b.value] = b.id;
+      mem.buffers.push_back(b);
+      return b.value;
+    };
+    const ir::Value *a = add("a", Storage::kInput, 0, {batch, seq, c(16)});
+    const ir::Value *w = add("w", Storage::kWeight, 0, {c(16), c(32)});
+    const ir::Value *d = add("d", Storage::kOutput, 0, {batch, seq, c(32)});
+    const ir::Value *x = add("x", Storage::kInput, 1, {batch, c(4), seq});
+    const ir::Value *cw = add("cw", Storage::kWeight, 2048, {c(4), c(4), c(1)});
+    const ir::Value *y = add("y", Storage::kOutput, 1, {batch, c(4), seq});
+    mem.inputs = {0, 3};
+    mem.outputs = {2, 5};
+    mem.weights = {1, 4};
+    mem.weightsBytes = 2112;
+
+    Step mm;
+    mm.kind = Step::Kind::kGemm;
+    mm.name = "mm";
+    GemmParams &p = mm.gemm;
+    p.a = a;
+    p.b = w;
+    p.d = d;
+    p.m = 3, p.n = 32, p.k = 16, p.batch = 2;
+    p.strideA = 48, p.strideB = 0, p.strideD = 96;
+    p.symbolic = {{"m", seq}, {"batch", batch}, {"strideA", c(16) * seq}, {"strideD", c(32) * seq}};
+    Step cv;
+    cv.kind = Step::Kind::kConv;
+    cv.name = "cv";
+    ConvParams &q = cv.conv;
+    q.x = x;
+    q.w = cw;
+    q.y = y;
+    q.xShape = {2, 4, 3};
+    q.wShape = {4, 4, 1};
+    q.yShape = {2, 4, 3};
+    q.pads = {0, 0};
+    q.strides = {1};
+    q.dilations = {1};
+    q.symbolic = {{"xShape[0]", batch}, {"xShape[2]", seq}, {"yShape[0]", batch}, {"yShape[2]", seq}};
+    mem.steps = {mm, cv};
+  }
+};
+
+TEST(ArtifactWriter, ManifestWritesSymbolicGemmAndConvFields) {
+  SymbolicLibrarySteps plan;
+  absl::StatusOr<std::string> text = manifestJson(plan.mem, {}, "sym", "cuda", "sm_90", "");
+  ASSERT_TRUE(text.ok()) << text.status();
+  Json m = Json::parse(*text);
+  const Json &mm = m["steps"][0];
+  EXPECT_EQ(mm["m"], "seq");
+  EXPECT_EQ(mm["n"], 32);
+  EXPECT_EQ(mm["k"], 16);
+  EXPECT_EQ(mm["batch"], "batch");
+  EXPECT_EQ(mm["stride_a"], "16*seq");
+  EXPECT_EQ(mm["stride_b"], 0);
+  EXPECT_EQ(mm["stride_d"], "32*seq");
+  const Json &cv = m["steps"][1];
+  EXPECT_EQ(cv["x_shape"], Json::parse(R"(["batch", 4, "seq"])"));
+  EXPECT_EQ(cv["y_shape"], Json::parse(R"(["batch", 4, "seq"])"));
+  EXPECT_EQ(cv["w_shape"], Json::parse("[4, 4, 1]"));
+#ifdef FUSEC_TEST_HAVE_RUNTIME_CORE
+  // The runtime reads it back (with the "symbols" writeArtifact adds) and
+  // evaluates it for any binding.
+  m["symbols"] = Json::parse(R"([{"name": "batch", "min": 1, "max": 8},
+                                 {"name": "seq", "min": 1, "max": 64}])");
+  rt::Manifest parsed;
+  rt::Status ps = rt::parseManifest(m.dump(), parsed);
+  ASSERT_TRUE(ps.ok()) << ps.message();
+  ps = rt::applyBinding(parsed, {5, 7});
+  ASSERT_TRUE(ps.ok()) << ps.message();
+  EXPECT_EQ(parsed.steps[0].gemm.m, 7);
+  EXPECT_EQ(parsed.steps[0].gemm.batch, 5);
+  EXPECT_EQ(parsed.steps[0].gemm.strideA, 112);
+  EXPECT_EQ(parsed.steps[1].conv.xShape, (std::vector<int64_t>{5, 4, 7}));
+#endif
+}
+
+TEST(ArtifactWriter, ManifestRefusesSymbolicConvFilterAndWindow) {
+  auto write = [](const std::function<void(MemoryPlan &)> &edit) {
+    SymbolicLibrarySteps plan;
+    edit(plan.mem);
+    return manifestJson(plan.mem, {}, "sym", "cuda", "sm_90", "").status();
+  };
+  absl::Status st = write([](MemoryPlan &mem) { mem.steps[1].conv.symbolic["wShape[0]"] = SymExtent::symbol("batch"); });
+  EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(st.message().find("conv 'cv': w_shape[0] is batch, which depends on the binding"), std::string::npos)
+      << st;
+  st = write([](MemoryPlan &mem) { mem.steps[1].conv.symbolic["group"] = SymExtent::symbol("seq"); });
+  EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(st.message().find("conv 'cv': group is seq"), std::string::npos) << st;
+  // A gemm field with an offset is no product of symbols.
+  st = write([](MemoryPlan &mem) { mem.steps[0].gemm.symbolic["k"] = SymExtent::symbol("seq").plus(-1); });
+  EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(st.message().find("gemm 'mm': k is seq-1, not a product of symbols"), std::string::npos) << st;
 }
 
 TEST(Nvcc, CommandAndQuoting) {

@@ -222,6 +222,34 @@ TEST(CpuIr, SoftmaxComputesExpOnce) {
   EXPECT_EQ(calls, 4);
 }
 
+TEST(CpuIr, TanhGeluIsSigmoid) {
+  // 0.5 x (1 + tanh(t)) is emitted as x / (1 + exp(-2 t)): no tanh (its
+  // small-argument branch compares |t| with 0.55), one exp (one rint).
+  auto g = ir::parseGraph(R"(graph @g(%a: f32[4,64]) -> (%y) {
+  %y = "Gelu"(%a) {approximate = "tanh"} : f32[4,64]
+  return %y
+})");
+  ASSERT_TRUE(g.ok()) << g.status();
+  ASSERT_TRUE(ir::inferShapes(**g).ok());
+  TempDir tmp;
+  ASSERT_TRUE(compileCpu(**g, (tmp.path / "out").string(), "fp32", /*emitIr=*/true, "x86-64-v3").ok());
+  std::ifstream f(tmp.path / "out" / "model.ll");
+  int rint = 0, branch = 0;
+  for (std::string line; std::getline(f, line);) {
+    rint += absl::StrContains(line, "call ") && absl::StrContains(line, "@llvm.rint.");
+    branch += absl::StrContains(line, "0x3FE19999A0000000");
+  }
+  EXPECT_GT(rint, 0);
+  EXPECT_EQ(branch, 0);
+  // And the values, with large |x| where the forms saturate.
+  expectMatches("gelu_tanh", R"(graph @g(%a: f32[5,37]) -> (%y) {
+  %s = "Mul"(%a, %a) : f32[5,37]
+  %t = "Mul"(%s, %a) : f32[5,37]
+  %y = "Gelu"(%t) {approximate = "tanh"} : f32[5,37]
+  return %y
+})");
+}
+
 TEST(CpuLegality, AttentionSpecs) {
   program::KernelSpec s;
   s.kind = program::SpecKind::kAttention;

@@ -399,6 +399,156 @@ TEST(ManifestTest, ChecksConvShapes) {
   expectInvalid(j, "inconsistent channels/group");
 }
 
+// --- Dynamic shapes in a cuda artifact: symbolic gemm and conv fields. ---
+
+/// A dynamic cuda manifest: h = x * w as a gemm batched over "batch" (m =
+/// seq, strides in symbols), a kernel y = act(h), and a 1-D conv z = conv(c)
+/// whose x_shape and y_shape follow the binding.
+Json dynamicCudaManifest() {
+  return Json::parse(R"({
+    "format": "fusec-artifact", "version": 1, "model": "d", "target": "cuda",
+    "arch": "sm_90", "library": "libmodel.so",
+    "weights": {"file": "weights.bin", "bytes": 2112},
+    "arena_bytes": 256,
+    "symbols": [{"name": "batch", "min": 1, "max": 8},
+                {"name": "seq", "min": 1, "max": 64, "opt": 16}],
+    "buffers": [
+      {"id": 0, "name": "x", "dtype": "f32", "shape": ["batch", "seq", 16],
+       "bytes": "64*batch*seq", "storage": "input", "index": 0},
+      {"id": 1, "name": "w", "dtype": "f32", "shape": [16, 32], "bytes": 2048,
+       "storage": "weight", "offset": 0},
+      {"id": 2, "name": "h", "dtype": "f32", "shape": ["batch", "seq", 32],
+       "bytes": "128*batch*seq", "storage": "arena", "offset": 0, "live": [0, 1]},
+      {"id": 3, "name": "y", "dtype": "f32", "shape": ["batch", "seq", 32],
+       "bytes": "128*batch*seq", "storage": "output", "index": 0},
+      {"id": 4, "name": "c", "dtype": "f32", "shape": ["batch", 4, "seq"],
+       "bytes": "16*batch*seq", "storage": "input", "index": 1},
+      {"id": 5, "name": "cw", "dtype": "f32", "shape": [4, 4, 1], "bytes": 64,
+       "storage": "weight", "offset": 2048},
+      {"id": 6, "name": "z", "dtype": "f32", "shape": ["batch", 4, "seq"],
+       "bytes": "16*batch*seq", "storage": "output", "index": 1}
+    ],
+    "inputs": [{"name": "x", "dtype": "f32", "shape": ["batch", "seq", 16], "buffer": 0},
+               {"name": "c", "dtype": "f32", "shape": ["batch", 4, "seq"], "buffer": 4}],
+    "outputs": [{"name": "y", "dtype": "f32", "shape": ["batch", "seq", 32], "buffer": 3},
+                {"name": "z", "dtype": "f32", "shape": ["batch", 4, "seq"], "buffer": 6}],
+    "steps": [
+      {"kind": "gemm", "name": "mm", "a": 0, "b": 1, "d": 2, "m": "seq", "n": 32,
+       "k": 16, "batch": "batch", "stride_a": "16*seq", "stride_b": 0,
+       "stride_d": "32*seq", "dtype": "f32"},
+      {"kind": "kernel", "name": "act", "symbol": "fusert_test_act", "buffers": [2, 3]},
+      {"kind": "conv", "name": "cv", "x": 4, "w": 5, "y": 6,
+       "x_shape": ["batch", 4, "seq"], "w_shape": [4, 4, 1],
+       "y_shape": ["batch", 4, "seq"], "pads": [0, 0], "strides": [1],
+       "dilations": [1], "group": 1, "dtype": "f32"}
+    ],
+    "kernels": ["act"]
+  })");
+}
+
+TEST(ManifestTest, ParsesDynamicCudaManifest) {
+  Manifest m;
+  Status s = parse(dynamicCudaManifest(), m);
+  ASSERT_TRUE(s.ok()) << s.message();
+  ASSERT_TRUE(m.dynamic());
+  // Loaded evaluated at every symbol's minimum (batch = seq = 1).
+  const GemmDesc &g = m.steps[0].gemm;
+  EXPECT_EQ(g.m, 1);
+  EXPECT_EQ(g.n, 32);
+  EXPECT_EQ(g.k, 16);
+  EXPECT_EQ(g.batch, 1);
+  EXPECT_EQ(g.strideA, 16);
+  EXPECT_EQ(g.strideB, 0);
+  EXPECT_EQ(g.strideC, 0); // absent: 0, as in a static manifest
+  EXPECT_EQ(g.strideD, 32);
+  EXPECT_FALSE(g.extents.m.isStatic());
+  EXPECT_TRUE(g.extents.n.isStatic());
+  EXPECT_EQ(m.steps[2].conv.xShape, (std::vector<int64_t>{1, 4, 1}));
+  EXPECT_EQ(m.steps[2].conv.yShape, (std::vector<int64_t>{1, 4, 1}));
+  EXPECT_EQ(m.steps[2].conv.wShape, (std::vector<int64_t>{4, 4, 1}));
+}
+
+TEST(ManifestTest, ApplyBindingEvaluatesGemmAndConv) {
+  Manifest m;
+  ASSERT_TRUE(parse(dynamicCudaManifest(), m).ok());
+  Status s = applyBinding(m, {3, 5}); // batch = 3, seq = 5
+  ASSERT_TRUE(s.ok()) << s.message();
+  const GemmDesc &g = m.steps[0].gemm;
+  EXPECT_EQ(g.m, 5);
+  EXPECT_EQ(g.n, 32);
+  EXPECT_EQ(g.k, 16);
+  EXPECT_EQ(g.batch, 3);
+  EXPECT_EQ(g.strideA, 80);
+  EXPECT_EQ(g.strideB, 0);
+  EXPECT_EQ(g.strideD, 160);
+  EXPECT_EQ(m.steps[2].conv.xShape, (std::vector<int64_t>{3, 4, 5}));
+  EXPECT_EQ(m.steps[2].conv.yShape, (std::vector<int64_t>{3, 4, 5}));
+  EXPECT_EQ(m.buffers[2].bytes, 1920u);
+  EXPECT_EQ(m.arenaBytes, 2048u); // 256-byte aligned
+  // And back: every binding is evaluated from the fields as written.
+  ASSERT_TRUE(applyBinding(m, {1, 64}).ok());
+  EXPECT_EQ(m.steps[0].gemm.m, 64);
+  EXPECT_EQ(m.steps[0].gemm.batch, 1);
+  EXPECT_EQ(m.steps[2].conv.xShape, (std::vector<int64_t>{1, 4, 64}));
+}
+
+TEST(ManifestTest, ApplyBindingChecksGemmAndConvPerBinding) {
+  // stride_a 32*seq fits A at batch = 1 (what parseManifest checks) but
+  // not at batch = 3: A would be read past its end.
+  Json j = dynamicCudaManifest();
+  j["steps"][0]["stride_a"] = "32*seq";
+  Manifest m;
+  Status s = parse(j, m);
+  ASSERT_TRUE(s.ok()) << s.message();
+  s = applyBinding(m, {3, 5});
+  EXPECT_EQ(s.code(), FUSERT_INVALID_ARGUMENT);
+  EXPECT_THAT(s.message(), HasSubstr("steps[0] 'mm': 'a' needs 400 elements but buffer 0 has 240"));
+  // A conv whose y_shape stops matching x_shape at a larger binding.
+  j = dynamicCudaManifest();
+  j["steps"][2]["y_shape"] = {"batch", 4, 1};
+  j["buffers"][6]["shape"] = {"batch", 4, 1};
+  j["buffers"][6]["bytes"] = "16*batch";
+  j["outputs"][1]["shape"] = {"batch", 4, 1};
+  ASSERT_TRUE(parse(j, m).ok());
+  s = applyBinding(m, {2, 7});
+  EXPECT_THAT(s.message(), HasSubstr("steps[2] 'cv': y_shape [2, 4, 1] does not match"));
+}
+
+TEST(ManifestTest, RejectsBadDynamicGemmAndConvFields) {
+  Json j = dynamicCudaManifest();
+  j["steps"][0]["m"] = "seq*foo";
+  expectInvalid(j, "steps[0] 'mm': m 'seq*foo' names 'foo', which is not one of the manifest's symbols");
+  j = dynamicCudaManifest();
+  j["steps"][0]["stride_d"] = "32*seq+1";
+  expectInvalid(j, "names 'seq+1'");
+  j = dynamicCudaManifest();
+  j["steps"][0]["batch"] = -2;
+  expectInvalid(j, "steps[0] 'mm': negative batch -2");
+  j = dynamicCudaManifest();
+  j["steps"][0]["k"] = 1.5;
+  expectInvalid(j, "k must be an integer or a product of symbols");
+  j = dynamicCudaManifest();
+  j["steps"][2]["w_shape"] = {"batch", 4, 1};
+  expectInvalid(j, "steps[2] 'cv': 'w_shape' names symbols; only a conv's x_shape and y_shape may");
+  j = dynamicCudaManifest();
+  j["steps"][2]["pads"] = {0, "seq"};
+  expectInvalid(j, "'pads' names symbols");
+  j = dynamicCudaManifest();
+  j["steps"][2]["group"] = "batch";
+  expectInvalid(j, "'group' names symbols");
+  j = dynamicCudaManifest();
+  j["steps"][2]["x_shape"] = {"batch", 4, "len"};
+  expectInvalid(j, "x_shape 'len' names 'len'");
+  // Symbolic fields need "symbols": a static manifest keeps integers.
+  j = validManifest();
+  j["steps"][2]["m"] = "m";
+  expectInvalid(j, "field 'm' must be an integer");
+  // Dynamic shapes run on cpu and cuda artifacts only.
+  j = dynamicCudaManifest();
+  j["target"] = "nki";
+  expectInvalid(j, "'symbols' (dynamic shapes) in a nki artifact");
+}
+
 // --- bindTensors: the checks fusert_run makes on caller tensors. ---
 
 class BindTest : public ::testing::Test {

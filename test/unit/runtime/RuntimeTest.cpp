@@ -279,6 +279,90 @@ TEST_F(RuntimeTest, GemmBatchedTransBBias) {
              1e-5f);
 }
 
+// Dynamic shapes (ARTIFACT.md "Dynamic shapes"): h = x * w as a gemm
+// batched over "batch" with m = seq and symbolic strides, then a kernel that
+// reads the bound symbols, y = 2 * h. Runs through a CUDA graph at bindings
+// that alternate (cached plans and graphs), grow the arena (graphs dropped)
+// and go back to a smaller one.
+TEST_F(RuntimeTest, DynamicGemmAndKernelAcrossBindings) {
+  const int n = 32, k = 16;
+  std::vector<float> w = iota(k * n, 0.125f, -1.0f);
+  std::vector<char> weights;
+  put(weights, 0, w);
+  Json man = skeleton(weights.size(), 256);
+  man["symbols"] = {{{"name", "batch"}, {"min", 1}, {"max", 8}},
+                    {{"name", "seq"}, {"min", 1}, {"max", 64}}};
+  auto dynBuffer = [](int id, const char *name, int64_t last, const char *bytes,
+                      const char *storage, int64_t indexOrOffset) {
+    Json b = {{"id", id},           {"name", name},
+              {"dtype", "f32"},     {"shape", {"batch", "seq", last}},
+              {"bytes", bytes},     {"storage", storage}};
+    b[std::string(storage) == "arena" ? "offset" : "index"] = indexOrOffset;
+    return b;
+  };
+  Json h = dynBuffer(2, "h", n, "128*batch*seq", "arena", 0);
+  h["live"] = {0, 1};
+  man["buffers"] = {dynBuffer(0, "x", k, "64*batch*seq", "input", 0),
+                    buffer(1, "w", {k, n}, "weight", 0), h,
+                    dynBuffer(3, "y", n, "128*batch*seq", "output", 0)};
+  man["inputs"] = {{{"name", "x"}, {"dtype", "f32"}, {"shape", {"batch", "seq", k}}, {"buffer", 0}}};
+  man["outputs"] = {{{"name", "y"}, {"dtype", "f32"}, {"shape", {"batch", "seq", n}}, {"buffer", 3}}};
+  man["steps"] = {{{"kind", "gemm"}, {"name", "mm"}, {"a", 0}, {"b", 1}, {"d", 2},
+                   {"m", "seq"}, {"n", n}, {"k", k}, {"batch", "batch"},
+                   {"stride_a", "16*seq"}, {"stride_b", 0}, {"stride_d", "32*seq"},
+                   {"dtype", "f32"}},
+                  {{"kind", "kernel"}, {"name", "scale"}, {"symbol", "fusert_test_dyn_scale"},
+                   {"buffers", {2, 3}}}};
+  write(man, weights);
+  if (!hasCudaDevice()) {
+    // The manifest and the library pass every check made before the device.
+    EXPECT_EQ(load(), FUSERT_CUDA_ERROR);
+    EXPECT_THAT(fusert_last_error(), HasSubstr("no CUDA device"));
+    GTEST_SKIP() << "SKIPPED: no CUDA device";
+  }
+  ASSERT_EQ(load(), FUSERT_OK) << fusert_last_error();
+  ASSERT_EQ(fusert_enable_cuda_graph(model_, 1), FUSERT_OK);
+  cudaStream_t stream;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+
+  auto runAt = [&](int batch, int seq) {
+    SCOPED_TRACE(testing::Message() << "batch=" << batch << " seq=" << seq);
+    std::vector<float> x = iota(static_cast<size_t>(batch) * seq * k, 0.0625f, 0.5f * batch - seq);
+    DeviceFloats dx(x), dy(static_cast<size_t>(batch) * seq * n);
+    int64_t xShape[] = {batch, seq, k}, yShape[] = {batch, seq, n};
+    fusert_tensor in{"x", FUSERT_F32, 3, xShape, dx.ptr()};
+    ASSERT_EQ(fusert_bind_shapes(model_, &in, 1), FUSERT_OK) << fusert_last_error();
+    const int64_t *shape = nullptr;
+    ASSERT_EQ(fusert_output_info(model_, 0, nullptr, nullptr, nullptr, &shape), FUSERT_OK);
+    EXPECT_EQ(shape[0], batch);
+    EXPECT_EQ(shape[1], seq);
+    fusert_tensor out{"y", FUSERT_F32, 3, yShape, dy.ptr()};
+    // Twice: a capture, then a replay (same pointers).
+    for (int rep = 0; rep < 2; ++rep) {
+      ASSERT_EQ(fusert_run(model_, &in, 1, &out, 1, stream), FUSERT_OK) << fusert_last_error();
+      ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+      std::vector<float> want = referenceGemm(x, w, nullptr, nullptr, batch, seq, n, k, seq * k,
+                                              0, 0, false, false, 2.0f, 0.0f, false);
+      expectNear(dy.get(), want, 1e-5f);
+    }
+  };
+  runAt(1, 4);
+  runAt(3, 17);
+  runAt(1, 4);  // cached plans and graph of an earlier binding
+  runAt(8, 64); // grows the arena: every graph re-captured
+  runAt(3, 17);
+  runAt(2, 1);
+  // Outside the compiled range: refused, naming the symbol.
+  std::vector<float> x(9 * 16, 0.0f);
+  DeviceFloats dx(x);
+  int64_t xShape[] = {9, 1, k};
+  fusert_tensor in{"x", FUSERT_F32, 3, xShape, dx.ptr()};
+  EXPECT_EQ(fusert_bind_shapes(model_, &in, 1), FUSERT_INVALID_ARGUMENT);
+  EXPECT_THAT(fusert_last_error(), HasSubstr("('batch') is 9, outside the range 1..8"));
+  runAt(3, 17);
+  cudaStreamDestroy(stream);
+}
+
 TEST_F(RuntimeTest, GemmTransABroadcastBWithCAndReluBias) {
   REQUIRE_CUDA_DEVICE();
   const int batch = 2, m = 3, n = 5, k = 4;

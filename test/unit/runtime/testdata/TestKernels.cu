@@ -5,6 +5,8 @@
 // on kTestElements f32 values.
 //
 //===----------------------------------------------------------------------===//
+#include <cstdint>
+
 #include <cuda_runtime.h>
 
 namespace {
@@ -41,6 +43,16 @@ extern "C" int fusert_test_scale(void *const *buffers, cudaStream_t stream) {
   scaleKernel<<<blocks(kTestElements), 256, 0, stream>>>(
       static_cast<const float *>(buffers[0]), static_cast<float *>(buffers[1]),
       kTestElements);
+  return static_cast<int>(cudaGetLastError());
+}
+
+/// Dynamic shapes (the kernel ABI of an artifact with "symbols"): buffers
+/// in, out (f32[batch, seq, 32]); symbols: batch, seq; out = 2 * in.
+extern "C" int fusert_test_dyn_scale(void *const *buffers, const int64_t *symbols,
+                                     cudaStream_t stream) {
+  const int n = static_cast<int>(32 * symbols[0] * symbols[1]);
+  scaleKernel<<<blocks(n), 256, 0, stream>>>(static_cast<const float *>(buffers[0]),
+                                              static_cast<float *>(buffers[1]), n);
   return static_cast<int>(cudaGetLastError());
 }
 
