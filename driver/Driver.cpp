@@ -98,7 +98,9 @@ absl::StatusOr<std::vector<program::ShapeSymbol>> dynamicSymbolsOf(const ir::Gra
                                                                    std::map<std::string, int64_t> &fixed,
                                                                    std::map<std::string, std::string> &same) {
   std::vector<program::ShapeSymbol> syms;
-  std::vector<bool> ranged;  // some --shape gave the symbol a range
+  std::vector<bool> ranged;            // some --shape gave the symbol a range
+  std::vector<std::string> rangedAt;   // the input dim that gave it first
+  std::vector<const DimRange *> firstRange;  // and the range it gave
   std::map<std::string, size_t> pos;
   for (const auto &[name, ranges] : o.inputRanges) {
     const ir::Value *v = g.findValue(name);
@@ -138,16 +140,36 @@ absl::StatusOr<std::vector<program::ShapeSymbol>> dynamicSymbolsOf(const ir::Gra
         fresh.max = program::kMaxSymbolExtent;  // narrowed by ranges, else the default below
         syms.push_back(fresh);
         ranged.push_back(false);
+        rangedAt.emplace_back();
+        firstRange.push_back(nullptr);
       }
       program::ShapeSymbol &s = syms[it->second];
       if (!r) continue;
+      // Two --shape options that range one symbol must agree: a silent
+      // intersection would compile a narrower range than one of them asks
+      // for, and the artifact would refuse shapes the user meant to allow.
+      const std::string where = absl::StrCat(v->name(), " dim ", i);
+      auto show = [](int64_t lo, int64_t hi, int64_t opt) {
+        return absl::StrCat(lo, "..", hi, opt ? absl::StrCat("@", opt) : "");
+      };
+      if (ranged[it->second]) {
+        const DimRange &first = *firstRange[it->second];
+        if (first.min != r->min || first.max != r->max || (r->opt && first.opt && r->opt != first.opt))
+          return absl::InvalidArgumentError(absl::StrCat(
+              "--shape: symbol '", s.name, "' is given two ranges, ", show(first.min, first.max, first.opt), " (",
+              rangedAt[it->second], ") and ", show(r->min, r->max, r->opt), " (", where,
+              "); give the same range for every dim that shares it"));
+      } else {
+        rangedAt[it->second] = where;
+        firstRange[it->second] = r;
+      }
       ranged[it->second] = true;
       s.min = std::max(s.min, r->min);
       s.max = std::min(s.max, r->max);
       if (r->opt) s.opt = r->opt;
       if (s.min > s.max)
         return absl::InvalidArgumentError(
-            absl::StrCat("--shape: the ranges given for symbol '", s.name, "' do not overlap"));
+            absl::StrCat("--shape: the range given for symbol '", s.name, "' is empty"));
     }
   }
   // NAME=s72x...: the dim's own symbol is s72 (an exporter named one dim

@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "codegen/Backend.h"
 #include "codegen/cuda/CublasEpilogue.h"
 #include "codegen/cuda/CudaEmitter.h"
@@ -106,6 +107,13 @@ class CudaBackend final : public Backend {
         copts.symbolNames.push_back(s.name);
         copts.symbolMax.push_back(s.max);
       }
+    // Every kernel takes all the symbols by value (fx::Syms): a model with
+    // more is refused once, for the whole artifact, naming them.
+    if (static_cast<int>(copts.symbolNames.size()) > kMaxCudaSymbols)
+      return absl::UnimplementedError(absl::StrCat(
+          "cuda: the model has ", copts.symbolNames.size(), " symbolic dims left for run time (",
+          absl::StrJoin(copts.symbolNames, ", "), "); a cuda artifact takes at most ", kMaxCudaSymbols,
+          ": bind some with --shape (a fixed extent, or the name of a symbol the dim equals)"));
     FUSEC_ASSIGN_OR_RETURN(program::Program prog,
                            opts.probes ? program::buildSymbolicProgram(*opts.probes, cudaLoweringOptions(opts.allowTf32))
                                        : program::buildProgram(graph, kernelNames, cudaLoweringOptions(opts.allowTf32)));

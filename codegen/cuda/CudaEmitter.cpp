@@ -360,6 +360,18 @@ absl::StatusOr<std::string> emitCudaKernel(const KernelSpec &spec, const std::st
       return out + body;
     }
     case SpecKind::kAttention: {
+      // The tiled kernel's grid has the batch in gridDim.z (at most 65535
+      // blocks): a batch symbol whose range reaches further is refused
+      // here, naming the bound to give, rather than by the launcher at run
+      // time.
+      if (auto b = spec.attention.symbolic.find("batch"); b != spec.attention.symbolic.end() && sym.knows(b->second)) {
+        const int64_t most = sym.upper(b->second);
+        if (most > 65535)
+          return absl::UnimplementedError(absl::StrCat(
+              "codegen: the attention batch (", b->second.str(), ") may reach ", most,
+              " in the symbols' ranges; the cuda attention grid holds at most 65535 (bound it with --shape "
+              "NAME=1..MAX)"));
+      }
       FUSEC_ASSIGN_OR_RETURN(std::string body, emitAttentionKernel(spec.attention, symbol, opts.symbolNames));
       return out + body;
     }

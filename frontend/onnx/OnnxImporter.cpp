@@ -922,6 +922,13 @@ absl::Status Importer::importInitializersAndInputs() {
       continue;
     }
     FUSEC_ASSIGN_OR_RETURN(TensorType t, typeFromValueInfo(in, "graph input"));
+    // A graph input's dim with neither dim_value nor dim_param is a size
+    // the caller chooses (ONNX IR.md, "Tensor shapes": an unknown
+    // dimension): a symbol of its own, as for -1 and "?" above, so that the
+    // artifact runs any size of it and --shape may bound it.
+    for (size_t i = 0; t.rankKnown && i < t.shape.size(); ++i)
+      if (!t.shape[i].isStatic() && !t.shape[i].isSymbolic())
+        t.shape[i] = ir::Dim::symbolic(freshSymbol(absl::StrCat(in.name(), "_dim", i)));
     graph_->addInput(in.name(), std::move(t));
   }
   for (const auto &[name, value] : options_.inputValues) {
