@@ -407,6 +407,106 @@ bool truthy(double v) { return v != 0; }  // NaN is true, as in C
 
 }  // namespace
 
+std::optional<IndexLinear> indexLinear(const ScoreExpr &e, int id) {
+  std::function<std::optional<IndexLinear>(int, int)> rec = [&](int x, int depth) -> std::optional<IndexLinear> {
+    if (x < 0 || x >= static_cast<int>(e.nodes.size()) || depth > 64) return std::nullopt;
+    const ScoreNode &n = e.node(x);
+    if (n.type != ScoreType::kInt) return std::nullopt;
+    switch (n.op) {
+      case ScoreOp::kConst: return IndexLinear{0, 0, static_cast<int64_t>(n.value)};
+      case ScoreOp::kQ: return IndexLinear{1, 0, 0};
+      case ScoreOp::kK: return IndexLinear{0, 1, 0};
+      case ScoreOp::kNeg: {
+        auto a = rec(n.a, depth + 1);
+        if (!a) return std::nullopt;
+        return IndexLinear{-a->cq, -a->ck, -a->c0};
+      }
+      case ScoreOp::kAdd:
+      case ScoreOp::kSub: {
+        auto a = rec(n.a, depth + 1), b = rec(n.b, depth + 1);
+        if (!a || !b) return std::nullopt;
+        const int64_t sg = n.op == ScoreOp::kAdd ? 1 : -1;
+        return IndexLinear{a->cq + sg * b->cq, a->ck + sg * b->ck, a->c0 + sg * b->c0};
+      }
+      case ScoreOp::kMul: {
+        auto a = rec(n.a, depth + 1), b = rec(n.b, depth + 1);
+        if (!a || !b) return std::nullopt;
+        if (a->cq == 0 && a->ck == 0) return IndexLinear{a->c0 * b->cq, a->c0 * b->ck, a->c0 * b->c0};
+        if (b->cq == 0 && b->ck == 0) return IndexLinear{b->c0 * a->cq, b->c0 * a->ck, b->c0 * a->c0};
+        return std::nullopt;
+      }
+      default: return std::nullopt;
+    }
+  };
+  return rec(id, 0);
+}
+
+std::optional<DiagonalBound> diagonalBound(const ScoreExpr &e, int id) {
+  if (id < 0 || id >= static_cast<int>(e.nodes.size())) return std::nullopt;
+  bool negate = false;
+  while (e.node(id).op == ScoreOp::kNot) {
+    negate = !negate;
+    id = e.node(id).a;
+    if (id < 0) return std::nullopt;
+  }
+  const ScoreNode &n = e.node(id);
+  ScoreOp op = n.op;
+  if (op != ScoreOp::kLt && op != ScoreOp::kLe && op != ScoreOp::kGt && op != ScoreOp::kGe) return std::nullopt;
+  if (negate)  // !(a < b) is a >= b, on integers
+    op = op == ScoreOp::kLt ? ScoreOp::kGe : op == ScoreOp::kLe ? ScoreOp::kGt : op == ScoreOp::kGt ? ScoreOp::kLe
+                                                                                                     : ScoreOp::kLt;
+  auto a = indexLinear(e, n.a), b = indexLinear(e, n.b);
+  if (!a || !b) return std::nullopt;
+  IndexLinear d{a->cq - b->cq, a->ck - b->ck, a->c0 - b->c0};  // d OP 0
+  if (d.cq == -1 && d.ck == 1) {  // negate both sides: flip the comparison
+    d = IndexLinear{1, -1, -d.c0};
+    op = op == ScoreOp::kLt ? ScoreOp::kGt : op == ScoreOp::kLe ? ScoreOp::kGe : op == ScoreOp::kGt ? ScoreOp::kLt
+                                                                                                  : ScoreOp::kLe;
+  }
+  if (d.cq != 1 || d.ck != -1) return std::nullopt;
+  // q - k + c OP 0.
+  switch (op) {
+    case ScoreOp::kGe: return DiagonalBound{DiagonalBound::kUpper, d.c0};       // k <= q + c
+    case ScoreOp::kGt: return DiagonalBound{DiagonalBound::kUpper, d.c0 - 1};   // k <= q + c - 1
+    case ScoreOp::kLt: return DiagonalBound{DiagonalBound::kWindow, -d.c0};     // q - k < -c
+    case ScoreOp::kLe: return DiagonalBound{DiagonalBound::kWindow, -d.c0 + 1}; // q - k < -c + 1
+    default: return std::nullopt;
+  }
+}
+
+std::vector<int> scoreConjuncts(const ScoreExpr &e, int id) {
+  std::vector<int> out, stack{id};
+  while (!stack.empty()) {
+    const int x = stack.back();
+    stack.pop_back();
+    if (x >= 0 && x < static_cast<int>(e.nodes.size()) && e.node(x).op == ScoreOp::kAnd) {
+      stack.push_back(e.node(x).b);
+      stack.push_back(e.node(x).a);
+    } else {
+      out.push_back(x);
+    }
+  }
+  return out;
+}
+
+std::optional<std::pair<int64_t, int64_t>> diagonalInterval(const ScoreExpr &mask) {
+  if (mask.empty()) return std::nullopt;
+  int64_t lo = -(int64_t{1} << 61), hi = int64_t{1} << 61;
+  for (int id : scoreConjuncts(mask, mask.root)) {
+    const std::optional<DiagonalBound> d = diagonalBound(mask, id);
+    if (!d) return std::nullopt;
+    if (d->kind == DiagonalBound::kUpper) lo = std::max(lo, -d->bound);  // k <= q + u: q - k >= -u
+    else hi = std::min(hi, d->bound - 1);                              // q - k < w
+  }
+  return std::make_pair(lo, hi);
+}
+
+std::string diagonalBoundText(const DiagonalBound &d) {
+  if (d.kind == DiagonalBound::kWindow) return absl::StrCat("q - k < ", d.bound);
+  if (d.bound == 0) return "k <= q";
+  return d.bound > 0 ? absl::StrCat("k <= q + ", d.bound) : absl::StrCat("k <= q - ", -d.bound);
+}
+
 std::string scoreFloatLiteral(float v) {
   if (std::isnan(v)) return "nan";
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";

@@ -50,7 +50,9 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -134,6 +136,46 @@ double evalScoreExpr(const ScoreExpr &e, const ScoreEnv &env);
 
 /// Canonical text of one f32 literal ("-inf", "0.125", "-3.40282347e+38").
 std::string scoreFloatLiteral(float v);
+
+// --- mask structure ---------------------------------------------------------
+// Shared by the attention rewrite (which writes masks in this canonical form)
+// and the code generators (which skip whole key tiles from it).
+
+/// cq*q + ck*k + c0: an integer expression that is linear in q and k.
+struct IndexLinear {
+  int64_t cq = 0, ck = 0, c0 = 0;
+};
+
+/// Node \p id of \p e as an IndexLinear, or nullopt when it is not an int
+/// expression built from q, k, integer literals, unary -, + and -, and *
+/// by a constant.
+std::optional<IndexLinear> indexLinear(const ScoreExpr &e, int id);
+
+/// A mask conjunct that bounds the diagonal q - k: kUpper keeps k <= q +
+/// bound (causal, with a query offset); kWindow keeps q - k < bound.
+struct DiagonalBound {
+  enum Kind { kUpper, kWindow } kind = kUpper;
+  int64_t bound = 0;
+};
+
+/// Node \p id as a DiagonalBound: a comparison (<, <=, >, >=, also under
+/// '!') of two IndexLinear sides whose difference is +-(q - k) + c; nullopt
+/// otherwise.
+std::optional<DiagonalBound> diagonalBound(const ScoreExpr &e, int id);
+
+/// The conjuncts of node \p id (the leaves of its '&&' tree), left to right.
+std::vector<int> scoreConjuncts(const ScoreExpr &e, int id);
+
+/// When every conjunct of \p mask (not empty) is a DiagonalBound, the
+/// interval [lo, hi] of q - k it keeps (lo may exceed hi: nothing kept;
+/// an unbounded side is +-2^61); nullopt otherwise. A tile of queries
+/// [q0, q1] and keys [k0, k1] is then fully masked when [q0 - k1, q1 - k0]
+/// misses it and fully live when it lies inside it.
+std::optional<std::pair<int64_t, int64_t>> diagonalInterval(const ScoreExpr &mask);
+
+/// The canonical text of one DiagonalBound, as the rewrite writes masks:
+/// "k <= q", "k <= q + 8", "k <= q - 3", "q - k < 4".
+std::string diagonalBoundText(const DiagonalBound &d);
 
 /// The attributes of one FusedAttention node (ir/Ops.def), parsed.
 struct AttentionAttrs {

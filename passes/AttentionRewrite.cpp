@@ -538,6 +538,7 @@ class MaskTerms {
       return absl::StrCat(static_cast<int64_t>(x));
     };
     if (c.numElements() == 0) return std::nullopt;
+    if (std::optional<MaskTerm> a = affineIndexTerm(c, type)) return a;
     std::vector<double> values;
     for (int64_t i = 0; i < c.numElements() && values.size() <= 2; ++i) {
       const double x = c.getDouble(i);
@@ -568,11 +569,75 @@ class MaskTerms {
     return MaskTerm{absl::StrCat("((", *pat, ") ? ", literal(a), " : ", literal(b), ")"), type, false};
   }
 
+  /// A constant that varies along the query or the key axis only (every
+  /// other dim 1, right-aligned against [B, H, Sq, Sk]) as a*i + b with
+  /// integers a != 0 and b, checked on every element: the positions an
+  /// exporter builds with Range (HF's cache_position and kv_idx aranges,
+  /// folded to [S, 1] and [1, S] constants when the [S, S] mask itself is
+  /// too large to fold) as "(a * q + b)" / "(a * k + b)". Float constants
+  /// only while every value is an integer below 2^24 (exact in f32).
+  std::optional<MaskTerm> affineIndexTerm(const ir::Tensor &c, ir::ScoreType type) const {
+    if (type == ir::ScoreType::kBool) return std::nullopt;
+    const int64_t r = c.rank();
+    if (r < 1 || r > 4) return std::nullopt;
+    int axis = -1;  // 2 = q, 3 = k (position in [B, H, Sq, Sk])
+    for (int64_t d = 0; d < r; ++d) {
+      if (c.shape()[d] == 1) continue;
+      const int pos = static_cast<int>(4 - r + d);
+      if (axis >= 0 || (pos != 2 && pos != 3)) return std::nullopt;
+      axis = pos;
+    }
+    if (axis < 0) return std::nullopt;
+    const int64_t n = c.numElements();
+    if (n < 2 || n != (axis == 2 ? sq_ : sk_)) return std::nullopt;
+    const double limit = type == ir::ScoreType::kFloat ? 16777216.0 : 9007199254740992.0;
+    const double b = c.getDouble(0), a = c.getDouble(1) - b;
+    if (a == 0 || a != std::trunc(a) || b != std::trunc(b) || std::abs(a) > 1e9 || std::abs(b) > 1e9)
+      return std::nullopt;
+    for (int64_t i = 0; i < n; ++i) {
+      const double x = c.getDouble(i);
+      if (x != a * static_cast<double>(i) + b || std::abs(x) >= limit) return std::nullopt;
+    }
+    const char *var = axis == 2 ? "q" : "k";
+    std::string text = a == 1 ? var : absl::StrCat("(", static_cast<int64_t>(a), " * ", var, ")");
+    if (b != 0) text = absl::StrCat("(", text, " + ", static_cast<int64_t>(b), ")");
+    if (type == ir::ScoreType::kFloat) text = absl::StrCat("(", text, " + 0.0)");
+    return MaskTerm{text, type, false};
+  }
+
   const ir::TensorType &st_;
   int64_t sq_, sk_;
   std::function<std::optional<std::string>(Value *)> addBias_;
   int visited_ = 0;
 };
+
+/// An index-only keep condition \p text (a translated term that reads no
+/// bias input, over q and k) as structural mask conjuncts: each conjunct
+/// that bounds the diagonal in the canonical text indexPattern writes
+/// ("k <= q + 8", "q - k < 4"; ir::diagonalBound), others as printed. The
+/// translation is exact op by op, so the conjuncts need no check against
+/// a materialised tensor, which for [S, S] beyond the folding limit does
+/// not exist. nullopt when \p text reads neither q nor k (a literal) or
+/// does not parse as a mask.
+std::optional<std::vector<std::string>> indexConjuncts(const std::string &text) {
+  ir::ScoreExprContext ctx;
+  ctx.allowScore = false;
+  ctx.allowTables = false;
+  absl::StatusOr<ir::ScoreExpr> e = ir::parseScoreExpr(text, ctx);
+  if (!e.ok() || e->empty() || (!e->usesIndex(ir::ScoreOp::kQ) && !e->usesIndex(ir::ScoreOp::kK)))
+    return std::nullopt;
+  std::vector<std::string> out;
+  for (int id : ir::scoreConjuncts(*e, e->root)) {
+    if (std::optional<ir::DiagonalBound> d = ir::diagonalBound(*e, id)) {
+      out.push_back(ir::diagonalBoundText(*d));
+      continue;
+    }
+    ir::ScoreExpr sub = *e;
+    sub.root = id;
+    out.push_back(sub.str());
+  }
+  return out;
+}
 
 /// The structural split of an additive mask M (the Add's other operand):
 /// M = C ? 0 : F with C a conjunction, F = -inf or F <= -1e30. Index-only
@@ -687,7 +752,12 @@ std::optional<MaskSplit> splitCondition(Value *cond, bool keepIsTrue, double fil
       }
       auto t = terms.term(r);
       if (!t) return std::nullopt;
-      split.residual.push_back(absl::StrCat("(!", t->text, ")"));
+      const std::string keep = absl::StrCat("(!", t->text, ")");
+      if (std::optional<std::vector<std::string>> idx = t->readsBias ? std::nullopt : indexConjuncts(keep)) {
+        split.structural.insert(split.structural.end(), idx->begin(), idx->end());
+        continue;
+      }
+      split.residual.push_back(keep);
     }
   }
   // Conjuncts of an And tree.
@@ -715,6 +785,10 @@ std::optional<MaskSplit> splitCondition(Value *cond, bool keepIsTrue, double fil
     auto t = terms.term(c);
     if (!t) return std::nullopt;
     if (t->text == "1") continue;
+    if (std::optional<std::vector<std::string>> idx = t->readsBias ? std::nullopt : indexConjuncts(t->text)) {
+      split.structural.insert(split.structural.end(), idx->begin(), idx->end());
+      continue;
+    }
     split.residual.push_back(t->text);
   }
   return split;

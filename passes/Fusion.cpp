@@ -60,8 +60,9 @@ namespace {
 
 /// Key tiles the structural mask cuts entirely, at the nominal tile of
 /// kNominalTile x kNominalTile (query rows x keys; each backend's own tile
-/// differs), for the dump: the mask is evaluated on the [Sq, Sk] grid at
-/// b = h = 0 when Sq * Sk <= 2^22, else not counted.
+/// differs), for the dump: a mask of diagonal bounds (ir::diagonalBound)
+/// from its interval of q - k at any size; any other mask evaluated on the
+/// [Sq, Sk] grid at b = h = 0 when Sq * Sk <= 2^22, else not counted.
 constexpr int64_t kNominalTile = 128;
 void countSkippedKeyTiles(const ir::Node &att, Kernel &kernel) {
   const int64_t km = att.attrI("key_mask");
@@ -76,23 +77,38 @@ void countSkippedKeyTiles(const ir::Node &att, Kernel &kernel) {
       !kt.shape[2].isStatic())
     return;
   const int64_t sq = qt.shape[2].value, sk = kt.shape[2].value;
-  if (sq <= 0 || sk <= 0 || sq * sk > (int64_t{1} << 22)) return;
+  if (sq <= 0 || sk <= 0) return;
   ir::ScoreExprContext ctx;
   ctx.allowScore = false;
   ctx.allowTables = false;
   auto e = ir::parseScoreExpr(kernel.mask, ctx);
   if (!e.ok()) return;
   const int64_t nq = (sq + kNominalTile - 1) / kNominalTile, nk = (sk + kNominalTile - 1) / kNominalTile;
+  // A mask of diagonal bounds only (causal, windows) keeps q - k in
+  // [lo, hi]: a tile is live when its range of q - k meets that interval,
+  // at any size. Other masks are evaluated element by element up to 2^22.
+  const std::optional<std::pair<int64_t, int64_t>> band = ir::diagonalInterval(*e);
+  const bool diagonal = band.has_value();
+  if (!diagonal && sq * sk > (int64_t{1} << 22)) return;
   std::vector<char> live(nq * nk, 0);
-  ir::ScoreEnv env;
-  for (int64_t q = 0; q < sq; ++q)
-    for (int64_t k = 0; k < sk; ++k) {
-      char &l = live[(q / kNominalTile) * nk + k / kNominalTile];
-      if (l) continue;
-      env.q = q;
-      env.k = k;
-      if (e->empty() || ir::evalScoreExpr(*e, env) != 0) l = 1;
-    }
+  if (diagonal) {
+    for (int64_t iq = 0; iq < nq; ++iq)
+      for (int64_t jk = 0; jk < nk; ++jk) {
+        const int64_t q0 = iq * kNominalTile, q1 = std::min(sq, q0 + kNominalTile) - 1;
+        const int64_t k0 = jk * kNominalTile, k1 = std::min(sk, k0 + kNominalTile) - 1;
+        live[iq * nk + jk] = std::max(band->first, q0 - k1) <= std::min(band->second, q1 - k0);
+      }
+  } else {
+    ir::ScoreEnv env;
+    for (int64_t q = 0; q < sq; ++q)
+      for (int64_t k = 0; k < sk; ++k) {
+        char &l = live[(q / kNominalTile) * nk + k / kNominalTile];
+        if (l) continue;
+        env.q = q;
+        env.k = k;
+        if (e->empty() || ir::evalScoreExpr(*e, env) != 0) l = 1;
+      }
+  }
   // A constant key mask [B, 1, 1, Sk] (dense, row-major): per batch.
   int64_t batches = 1;
   if (kc && kc->rank() >= 1 && kc->shape().back() == sk) batches = kc->numElements() / sk;

@@ -21,8 +21,10 @@
 // evaluates it on every (query tile, key tile) pair (per (b, h) as well when
 // the mask reads b or h) and writes a constant table: 0 = every element
 // masked (the tile is skipped: no GEMM, no exp), 1 = partial (the mask is
-// evaluated per element), 2 = every element live (no mask code). Past
-// kMaxMaskEvaluations evaluations every tile is "partial".
+// evaluated per element), 2 = every element live (no mask code). A mask of
+// diagonal bounds only (causal, sliding windows: ir::diagonalInterval) gets
+// its states from each tile's range of q - k, at any size; for any other,
+// past kMaxMaskEvaluations evaluations every tile is "partial".
 //
 // Key mask (AttentionSpec::keyMask, a [B, Sk] operand): once per (task, key
 // tile) its kr values at batch b are read into the workspace as 0 / 1 and
@@ -379,6 +381,18 @@ std::vector<uint8_t> tileStates(const AttentionSpec &a, int64_t QT, int64_t KT, 
   const bool bh = a.mask.usesIndex(ScoreOp::kB) || a.mask.usesIndex(ScoreOp::kH);
   const int64_t heads = bh ? a.batch * a.numHeads : 1;
   std::vector<uint8_t> st(static_cast<size_t>(heads * nQ * nK), 1);
+  if (const auto band = ir::diagonalInterval(a.mask)) {  // causal / windows: from q - k's range, any size
+    for (int64_t iq = 0; iq < nQ; ++iq)
+      for (int64_t jk = 0; jk < nK; ++jk) {
+        const int64_t q0 = iq * QT, q1 = std::min(a.seqQ, q0 + QT) - 1;
+        const int64_t k0 = jk * KT, k1 = std::min(a.seqK, k0 + KT) - 1;
+        const int64_t dlo = q0 - k1, dhi = q1 - k0;
+        st[iq * nK + jk] = std::max(band->first, dlo) > std::min(band->second, dhi)   ? 0
+                           : band->first <= dlo && dhi <= band->second ? 2
+                                                                       : 1;
+      }
+    return st;
+  }
   if (heads * a.seqQ * a.seqK > kMaxMaskEvaluations) return st;
   *perHead = bh;
   for (int64_t bhi = 0; bhi < heads; ++bhi)

@@ -15,81 +15,6 @@ namespace fusec::codegen::attention {
 namespace {
 
 using ir::ScoreExpr;
-using ir::ScoreNode;
-using ir::ScoreOp;
-using ir::ScoreType;
-
-/// cq*q + ck*k + c0.
-struct Linear {
-  int64_t cq = 0, ck = 0, c0 = 0;
-};
-
-std::optional<Linear> linear(const ScoreExpr &e, int id, int depth = 0) {
-  if (id < 0 || id >= static_cast<int>(e.nodes.size()) || depth > 64) return std::nullopt;
-  const ScoreNode &n = e.node(id);
-  if (n.type != ScoreType::kInt) return std::nullopt;
-  auto sub = [&](int x) { return linear(e, x, depth + 1); };
-  switch (n.op) {
-    case ScoreOp::kConst: return Linear{0, 0, static_cast<int64_t>(n.value)};
-    case ScoreOp::kQ: return Linear{1, 0, 0};
-    case ScoreOp::kK: return Linear{0, 1, 0};
-    case ScoreOp::kNeg: {
-      auto a = sub(n.a);
-      if (!a) return std::nullopt;
-      return Linear{-a->cq, -a->ck, -a->c0};
-    }
-    case ScoreOp::kAdd:
-    case ScoreOp::kSub: {
-      auto a = sub(n.a), b = sub(n.b);
-      if (!a || !b) return std::nullopt;
-      const int64_t s = n.op == ScoreOp::kAdd ? 1 : -1;
-      return Linear{a->cq + s * b->cq, a->ck + s * b->ck, a->c0 + s * b->c0};
-    }
-    case ScoreOp::kMul: {
-      auto a = sub(n.a), b = sub(n.b);
-      if (!a || !b) return std::nullopt;
-      if (a->cq == 0 && a->ck == 0) return Linear{a->c0 * b->cq, a->c0 * b->ck, a->c0 * b->c0};
-      if (b->cq == 0 && b->ck == 0) return Linear{b->c0 * a->cq, b->c0 * a->ck, b->c0 * a->c0};
-      return std::nullopt;
-    }
-    default: return std::nullopt;
-  }
-}
-
-void conjuncts(const ScoreExpr &e, int id, std::vector<int> &out) {
-  const ScoreNode &n = e.node(id);
-  if (n.op == ScoreOp::kAnd) {
-    conjuncts(e, n.a, out);
-    conjuncts(e, n.b, out);
-  } else {
-    out.push_back(id);
-  }
-}
-
-/// A conjunct as "d CMP 0" with d = q - k + c; returns false if not of that form.
-/// On success: upper = true and bound u for k <= q + u, or upper = false and
-/// window-style bound w for q - k < w.
-bool classify(const ScoreExpr &e, int id, bool &upper, int64_t &bound) {
-  const ScoreNode &n = e.node(id);
-  if (n.op != ScoreOp::kLt && n.op != ScoreOp::kLe && n.op != ScoreOp::kGt && n.op != ScoreOp::kGe) return false;
-  auto a = linear(e, n.a), b = linear(e, n.b);
-  if (!a || !b) return false;
-  Linear d{a->cq - b->cq, a->ck - b->ck, a->c0 - b->c0};  // d CMP 0
-  ScoreOp op = n.op;
-  if (d.cq == -1 && d.ck == 1) {  // negate: flip the comparison
-    d = Linear{1, -1, -d.c0};
-    op = op == ScoreOp::kLt ? ScoreOp::kGt : op == ScoreOp::kLe ? ScoreOp::kGe : op == ScoreOp::kGt ? ScoreOp::kLt : ScoreOp::kLe;
-  }
-  if (d.cq != 1 || d.ck != -1) return false;
-  // q - k + c OP 0.
-  switch (op) {
-    case ScoreOp::kGe: upper = true; bound = d.c0; return true;       // k <= q + c
-    case ScoreOp::kGt: upper = true; bound = d.c0 - 1; return true;   // k <= q + c - 1
-    case ScoreOp::kLt: upper = false; bound = -d.c0; return true;     // q - k < -c
-    case ScoreOp::kLe: upper = false; bound = -d.c0 + 1; return true; // q - k < -c + 1
-    default: return false;
-  }
-}
 
 std::optional<std::string> cTypeOf(ir::DType t) {
   switch (t) {
@@ -115,21 +40,18 @@ std::optional<std::string> cTypeOf(ir::DType t) {
 MaskStructure analyzeMask(const ScoreExpr &mask) {
   MaskStructure m;
   if (mask.empty()) return m;
-  std::vector<int> parts;
-  conjuncts(mask, mask.root, parts);
   std::vector<int> windows;
   std::vector<int64_t> windowBounds;
-  for (int id : parts) {
-    bool upper = false;
-    int64_t bound = 0;
-    if (!classify(mask, id, upper, bound)) {
+  for (int id : ir::scoreConjuncts(mask, mask.root)) {
+    const std::optional<ir::DiagonalBound> d = ir::diagonalBound(mask, id);
+    if (!d) {
       m.residual.push_back(id);
-    } else if (upper) {
-      m.offset = m.causal ? std::min(m.offset, bound) : bound;
+    } else if (d->kind == ir::DiagonalBound::kUpper) {
+      m.offset = m.causal ? std::min(m.offset, d->bound) : d->bound;
       m.causal = true;
     } else {
       windows.push_back(id);
-      windowBounds.push_back(bound);
+      windowBounds.push_back(d->bound);
     }
   }
   // Windows are q - k < w; in the generator's terms q + offset - k < w + offset.

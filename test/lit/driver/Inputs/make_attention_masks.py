@@ -37,6 +37,11 @@ an exporter leaves it after constant folding, Softmax, MatMul with V.
                   batch: free in the index pattern)
   near_causal     causal finfo.min constant with one element off: a bias
   near_folded     [2,1,S,S] constant that is not causal x per-key: a bias
+  arange_big      HF's mask from positions, too large to fold ([Sq, Sk] =
+                  2100 x 2300 > 2^22): Range(200, 2300) as [Sq, 1] (queries
+                  after 200 cached keys) and Range(0, 2300) as [1, Sk];
+                  LessOrEqual (causal) And Less(rows - cols, 1024) (sliding
+                  window) And the run-time padding, Where(keep, 0, min)
 """
 import os
 import sys
@@ -234,3 +239,29 @@ attention("near_causal", 1, 2, 12, 12, 16, [const("m", additive(near)[None, None
 keep2 = keep.copy()
 keep2[1, 0, 11, 3] = False
 attention("near_folded", 2, 2, 12, 12, 16, [const("m", additive(keep2))], "m", [], {})
+
+# 12. positions too large to fold: the mask is translated op by op from the
+# aranges (MaskTerms::affineIndexTerm), the padding becomes the key mask.
+SQ, SK, PAST = 2100, 2300, 200
+padb = np.ones((2, SK), bool)
+padb[1, :700] = False
+attention("arange_big", 2, 1, SQ, SK, 16, [
+    const("r0", np.array(PAST, np.int64)), const("r1", np.array(SK, np.int64)),
+    const("c0", np.array(0, np.int64)), const("one", np.array(1, np.int64)),
+    h.make_node("Range", ["r0", "r1", "one"], ["qpos"], name="qpos"),
+    h.make_node("Range", ["c0", "r1", "one"], ["kpos"], name="kpos"),
+    const("ax1", np.array([1], np.int64)), const("ax0", np.array([0], np.int64)),
+    h.make_node("Unsqueeze", ["qpos", "ax1"], ["rows"], name="rows"),
+    h.make_node("Unsqueeze", ["kpos", "ax0"], ["cols"], name="cols"),
+    h.make_node("LessOrEqual", ["cols", "rows"], ["causal"], name="causal"),
+    h.make_node("Sub", ["rows", "cols"], ["dist"], name="dist"),
+    const("w", np.array(1024, np.int64)),
+    h.make_node("Less", ["dist", "w"], ["inwin"], name="inwin"),
+    h.make_node("And", ["causal", "inwin"], ["local"], name="local"),
+    const("shape4", np.array([2, 1, 1, SK], np.int64)),
+    h.make_node("Reshape", ["attention_mask", "shape4"], ["pad4"], name="pad_reshape"),
+    h.make_node("And", ["local", "pad4"], ["keep"], name="keep_and"),
+    const("zero", np.array(0.0, np.float32)),
+    const("fmin", np.array(FMIN, np.float32)),
+    h.make_node("Where", ["keep", "zero", "fmin"], ["m"], name="mask_where0"),
+], "m", [h.make_tensor_value_info("attention_mask", T.BOOL, [2, SK])], {"attention_mask": padb})
