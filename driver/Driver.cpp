@@ -390,7 +390,7 @@ static absl::Status checkSliceClamps(const ir::Graph &g, const std::vector<progr
 }
 
 static absl::StatusOr<Compilation> compileDynamic(const std::string &modelPath, const CompileOptions &options,
-                                           Compilation imported) {
+                                                  const Compilation &imported) {
   std::map<std::string, int64_t> fixed;
   std::map<std::string, std::string> same;  // symbol -> the symbol it equals (--shape NAME=s72x...)
   FUSEC_ASSIGN_OR_RETURN(std::vector<program::ShapeSymbol> symbols,
@@ -451,12 +451,13 @@ static absl::StatusOr<Compilation> compileDynamic(const std::string &modelPath, 
     po.noFold.insert(dependent.begin(), dependent.end());
   }
   Compilation c = std::move(probes[0]);
-  c.boundValues = std::move(imported.boundValues);
+  c.boundValues = imported.boundValues;
   for (const program::ShapeSymbol &s : symbols)
     c.dynamicSymbols.push_back(absl::StrCat(s.name, " ", s.min, "..", s.max, s.opt ? absl::StrCat("@", s.opt) : ""));
   c.probes = static_cast<int>(bindings.size());
   c.keptForRunTime.assign(po.noFold.begin(), po.noFold.end());
   if (options.onOptimized) options.onOptimized(*c.graph, c.context);
+  if (options.output.empty()) return c;  // --dump-fusion / --emit: the plan only
   FUSEC_RETURN_IF_ERROR(emitArtifact(modelPath, options, c, &sp));
   return c;
 }
@@ -481,7 +482,17 @@ absl::StatusOr<Compilation> compile(const std::string &modelPath, const CompileO
 
   if (writeArtifact && supportsDynamicShapes(c.target.target) &&
       (hasSymbolicInputs(*c.graph) || !options.inputRanges.empty()))
-    return compileDynamic(modelPath, options, std::move(c));
+    return compileDynamic(modelPath, options, c);
+  // The plan without an artifact (--dump-fusion, --emit=optimized-ir) of a
+  // model whose dims stay dynamic: the plan the artifact would get (its
+  // first probe's), so the dump explains what -o writes. Where probing
+  // fails, the plan over the symbolic shapes, as before (it says what is
+  // refused for want of static shapes).
+  const bool planOnly = options.stopAfter == Stage::kArtifact && options.output.empty();
+  if (planOnly && supportsDynamicShapes(c.target.target) && hasSymbolicInputs(*c.graph)) {
+    absl::StatusOr<Compilation> d = compileDynamic(modelPath, options, c);
+    if (d.ok()) return d;
+  }
   c.pipeline = pipelineFor(options, c.target);
   FUSEC_RETURN_IF_ERROR(optimize(*c.graph, options, c.target, c.context));
   if (options.onOptimized) options.onOptimized(*c.graph, c.context);

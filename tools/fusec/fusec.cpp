@@ -20,6 +20,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "driver/CommandLine.h"
 #include "driver/Driver.h"
 #include "ir/Printer.h"
@@ -151,7 +152,13 @@ absl::Status runDriver(ToolOptions &opts, std::ostream &out) {
     if (opts.dumpFusion == "dot") out << passes::fusionPlanToDot(ctx.fusionPlan, graph);
   };
   FUSEC_ASSIGN_OR_RETURN(driver::Compilation result, driver::compile(opts.input, c));
-  if (!result.wroteArtifact) return absl::OkStatus();
+  if (!result.wroteArtifact) {
+    if (!result.dynamicSymbols.empty())
+      std::cerr << "fusec: note: dims left dynamic (" << fusec::printable(absl::StrJoin(result.dynamicSymbols, ", "))
+                << "): the plan is the one -o writes, compiled at the first of " << result.probes
+                << " probe extents (shapes in it are that probe's)\n";
+    return absl::OkStatus();
+  }
   const driver::ArtifactReport &a = result.artifact;
   for (const std::string &w : a.warnings) std::cerr << "fusec: warning: " << fusec::printableLines(w) << "\n";
   std::cerr << "fusec: wrote " << fusec::printable(c.output) << ": " << a.numSteps << " steps"
