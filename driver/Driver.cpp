@@ -492,6 +492,7 @@ absl::StatusOr<Compilation> compile(const std::string &modelPath, const CompileO
   if (planOnly && supportsDynamicShapes(c.target.target) && hasSymbolicInputs(*c.graph)) {
     absl::StatusOr<Compilation> d = compileDynamic(modelPath, options, c);
     if (d.ok()) return d;
+    c.dynamicPlanError = std::string(d.status().message());
   }
   c.pipeline = pipelineFor(options, c.target);
   FUSEC_RETURN_IF_ERROR(optimize(*c.graph, options, c.target, c.context));

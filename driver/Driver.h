@@ -135,6 +135,9 @@ struct Compilation {
   /// The values kept for run time although they fold at every probe
   /// (CompileOptions::noFold).
   std::vector<std::string> keptForRunTime;
+  /// A plan-only compile (no -o) of a model with dynamic dims whose probing
+  /// failed: why (the plan returned is then over the symbolic shapes).
+  std::string dynamicPlanError;
 };
 
 /// Resolves options.target/arch/device (passes::resolveTarget) and checks

@@ -157,6 +157,10 @@ absl::Status runDriver(ToolOptions &opts, std::ostream &out) {
       std::cerr << "fusec: note: dims left dynamic (" << fusec::printable(absl::StrJoin(result.dynamicSymbols, ", "))
                 << "): the plan is the one -o writes, compiled at the first of " << result.probes
                 << " probe extents (shapes in it are that probe's)\n";
+    if (!result.dynamicPlanError.empty())
+      std::cerr << "fusec: note: the plan above is over symbolic shapes (what needs static shapes is refused): "
+                   "compiling for the dynamic dims failed, as -o would: "
+                << fusec::printableLines(result.dynamicPlanError) << "\n";
     return absl::OkStatus();
   }
   const driver::ArtifactReport &a = result.artifact;
