@@ -33,7 +33,14 @@
 //                   the padding input is translated back into an
 //                   expression, constants into verified index patterns and
 //                   small run-time tensors (the [B,1,1,Sk] padding vector)
-//                   into bias inputs, so no [B,1,Sq,Sk] mask is read. When
+//                   into bias inputs, so no [B,1,Sq,Sk] mask is read.
+//                   Position aranges (Range folded to [Sq,1] / [1,Sk]
+//                   constants, checked element by element) become the index
+//                   terms "q + c" / "k", so a mask too large to fold
+//                   (Sq*Sk > 2^22) is still recognised; its index-only
+//                   conjuncts become the structural `mask`, diagonal bounds
+//                   in canonical form (ir::diagonalBound: "k <= q + c",
+//                   "q - k < w"), which the kernels skip tiles from. When
 //                   it is the last op and has the form C ? 0 : F (Where, or
 //                   (1 - C) * F) with F = -inf or a finite F <= -1e30
 //                   (finfo.min), C's constant conjuncts become `mask` (key
