@@ -366,10 +366,27 @@ absl::StatusOr<Program> buildSymbolicProgram(const ShapeProbes &probes, const Lo
     });
     for (size_t p = 1; p < P; ++p) {
       WorkItem &other = progs[p].items[i];
-      if (structureKey(other) != key)
+      if (structureKey(other) != key) {
+        // Attention whose recognised mask or score expression differs: name
+        // both (a sliding window as wide as the smaller extents folds to a
+        // plain causal mask there, and cannot be told apart).
+        if (item.kind == WorkItem::Kind::kKernel && other.kind == WorkItem::Kind::kKernel &&
+            item.spec.kind == SpecKind::kAttention && other.spec.kind == SpecKind::kAttention) {
+          const AttentionSpec &a = item.spec.attention, &b = other.spec.attention;
+          auto show = [](const ir::ScoreExpr &e, const char *none) { return e.empty() ? std::string(none) : e.str(); };
+          if (a.mask.str() != b.mask.str() || a.scoreMod.str() != b.scoreMod.str())
+            return refuse(absl::StrCat(
+                where(item), " recognises its attention mask as '", show(a.mask, "none"), "' (score '",
+                show(a.scoreMod, "score"), "') at ", bindingText(probes.bindings[0]), " but as '",
+                show(b.mask, "none"), "' (score '", show(b.scoreMod, "score"), "') at ", bindingText(probes.bindings[p]),
+                ": the mask the exporter computes from the shapes looks different at small extents (a sliding "
+                "window wider than the sequence is a plain causal mask there); give the sequence dims a minimum "
+                "above the window with --shape INPUT=...MIN..MAX"));
+        }
         return refuse(absl::StrCat(where(item), " is built differently at ", bindingText(probes.bindings[p]),
                                    " than at ", bindingText(probes.bindings[0]),
                                    " (a decision or a float constant depends on the extents)"));
+      }
       visitItemInts(other, [&](const std::string &, int64_t &v) { vals[p].push_back(v); });
       if (vals[p].size() != paths.size()) return refuse(absl::StrCat(where(item), " changes structure"));
     }
