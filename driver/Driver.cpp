@@ -13,6 +13,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -389,6 +390,61 @@ static absl::Status checkSliceClamps(const ir::Graph &g, const std::vector<progr
   return absl::OkStatus();
 }
 
+/// FusedAttention nodes (by name) whose recognised mask or score
+/// expression differs between the probe graphs \p sp: a mask folded from
+/// the shapes can look different at small extents (a sliding window as
+/// wide as the sequence is plain causal there).
+static std::vector<std::string> attentionsThatDiffer(const program::ShapeProbes &sp) {
+  std::vector<std::string> out;
+  if (sp.graphs.empty()) return out;
+  for (const ir::Node *n : sp.graphs[0]->nodes()) {
+    if (n->opType() != "FusedAttention") continue;
+    for (size_t p = 1; p < sp.graphs.size(); ++p) {
+      const ir::Node *o = nullptr;
+      for (const ir::Node *m : sp.graphs[p]->nodes())
+        if (m->name() == n->name() && m->opType() == "FusedAttention") o = m;
+      if (o && (o->attrS("mask") != n->attrS("mask") || o->attrS("score_mod") != n->attrS("score_mod") ||
+                o->attrS("masked_rows") != n->attrS("masked_rows"))) {
+        out.push_back(n->name());
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+/// The values of \p g's elementwise ops of rank >= 2 that feed the scores
+/// of the attention whose P·V MatMul is named \p pvName (the mask an
+/// exporter builds from positions: LessOrEqual, Sub, Less, And, Where of
+/// [S, 1] and [1, S] aranges), up to the Q·Kᵀ MatMul. Kept from folding,
+/// the attention rewrite translates them op by op into the same index
+/// expression at every extent (passes/AttentionRewrite.cpp, MaskTerms).
+static std::vector<std::string> maskOpsOf(const ir::Graph &g, const std::string &pvName) {
+  const ir::Node *pv = nullptr;
+  for (const ir::Node *n : g.nodes())
+    if (n->name() == pvName && n->kind() == ir::OpKind::kMatMul) pv = n;
+  if (!pv) return {};
+  const ir::Value *p = pv->input(0);
+  while (p && p->producer() && p->producer()->kind() == ir::OpKind::kCast) p = p->producer()->input(0);
+  const ir::Node *softmax = p ? p->producer() : nullptr;
+  if (!softmax || softmax->kind() != ir::OpKind::kSoftmax) return {};
+  std::vector<std::string> out;
+  std::set<const ir::Value *> seen;
+  std::vector<const ir::Value *> stack{softmax->input(0)};
+  while (!stack.empty() && seen.size() < 4096) {
+    const ir::Value *v = stack.back();
+    stack.pop_back();
+    if (!v || !seen.insert(v).second || !v->producer()) continue;
+    const ir::Node *n = v->producer();
+    if (n->kind() == ir::OpKind::kMatMul) continue;  // Q·Kᵀ and what computes Q and K
+    if (ir::opInfo(n->kind()).fusionClass == ir::FusionClass::kElementwise && v->type().rankKnown &&
+        v->type().rank() >= 2)
+      out.push_back(v->name());
+    for (const ir::Value *in : n->inputs()) stack.push_back(in);
+  }
+  return out;
+}
+
 static absl::StatusOr<Compilation> compileDynamic(const std::string &modelPath, const CompileOptions &options,
                                                   const Compilation &imported) {
   std::map<std::string, int64_t> fixed;
@@ -436,10 +492,18 @@ static absl::StatusOr<Compilation> compileDynamic(const std::string &modelPath, 
       sp.kernelNames.push_back(passes::kernelNames(pc.context.fusionPlan));
     }
     std::vector<std::string> dependent = program::bindingDependentConstants(sp);
+    // Attention masks recognised differently at different probes: keep
+    // their elementwise ops from folding, once, so that the rewrite
+    // translates them op by op instead of matching folded constants.
+    std::vector<std::string> maskOps;
+    for (const std::string &a : attentionsThatDiffer(sp))
+      for (const std::string &v : maskOpsOf(*imported.graph, a))
+        if (!po.noFold.count(v)) maskOps.push_back(v);
     if (std::find(options.debugOnly.begin(), options.debugOnly.end(), "dynamic-shapes") != options.debugOnly.end())
-      std::fprintf(stderr, "[dynamic-shapes] round %d: %zu probes; data folded differently: %s\n", round,
-                   bindings.size(), dependent.empty() ? "none" : absl::StrJoin(dependent, ", ").c_str());
-    if (dependent.empty()) break;
+      std::fprintf(stderr, "[dynamic-shapes] round %d: %zu probes; data folded differently: %s; mask ops kept: %s\n",
+                   round, bindings.size(), dependent.empty() ? "none" : absl::StrJoin(dependent, ", ").c_str(),
+                   maskOps.empty() ? "none" : absl::StrJoin(maskOps, ", ").c_str());
+    if (dependent.empty() && maskOps.empty()) break;
     if (round + 1 == kMaxRounds)
       return absl::FailedPreconditionError(absl::StrCat(
           "dynamic shapes: constants still depend on the shapes after ", kMaxRounds, " rounds: '",
@@ -447,8 +511,10 @@ static absl::StatusOr<Compilation> compileDynamic(const std::string &modelPath, 
     // Keep the whole chain that computes them from the shapes (the nodes
     // between them and a Shape, Size or graph input in the imported
     // graph), not one link per round.
-    for (const std::string &up : shapeDerivedAncestors(*imported.graph, dependent)) po.noFold.insert(up);
+    if (!dependent.empty())
+      for (const std::string &up : shapeDerivedAncestors(*imported.graph, dependent)) po.noFold.insert(up);
     po.noFold.insert(dependent.begin(), dependent.end());
+    po.noFold.insert(maskOps.begin(), maskOps.end());
   }
   Compilation c = std::move(probes[0]);
   c.boundValues = imported.boundValues;
