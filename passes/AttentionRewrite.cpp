@@ -429,7 +429,8 @@ class MaskTerms {
       : st_(scores), sq_(sq), sk_(sk), addBias_(std::move(addBias)) {}
 
   /// The expression of \p v, or nullopt when a node on the way is not
-  /// translated exactly (other float dtypes than f32, integer division,
+  /// translated exactly (other float dtypes than f32, integer division by
+  /// anything but a non-zero literal,
   /// integer arithmetic on run-time data, a constant that is not splat or an
   /// index pattern, a run-time leaf as large as the score matrix, more than
   /// 64 nodes).
@@ -486,9 +487,18 @@ class MaskTerms {
         if (r && type != ir::ScoreType::kFloat && r->readsBias) return std::nullopt;
         return r;
       }
-      case OpKind::kDiv:
-        if (type != ir::ScoreType::kFloat) return std::nullopt;  // ONNX integer division rounding
-        return bin("/", type);
+      case OpKind::kDiv: {
+        if (type == ir::ScoreType::kFloat) return bin("/", type);
+        // Integer division by a non-zero literal (a chunk index q / C):
+        // ONNX, the interpreter and ScoreExpr all truncate toward zero. A
+        // divisor read at run time (0 is an error in ONNX, 0 in ScoreExpr)
+        // is not translated.
+        const std::optional<double> d = splatConstant(p->input(1));
+        if (!d || *d == 0 || *d != std::trunc(*d)) return std::nullopt;
+        auto r = bin("/", type);
+        if (r && r->readsBias) return std::nullopt;
+        return r;
+      }
       case OpKind::kNeg: {
         auto a = in(0);
         if (!a || (type != ir::ScoreType::kFloat && a->readsBias)) return std::nullopt;
@@ -581,8 +591,9 @@ class MaskTerms {
   /// integers a != 0 and b, checked on every element: the positions an
   /// exporter builds with Range (HF's cache_position and kv_idx aranges,
   /// folded to [S, 1] and [1, S] constants when the [S, S] mask itself is
-  /// too large to fold) as "(a * q + b)" / "(a * k + b)". Float constants
-  /// only while every value is an integer below 2^24 (exact in f32).
+  /// too large to fold) as "(a * q + b)" / "(a * k + b)"; integer chunk
+  /// indices (q + o) / C + b as such. Float constants only while every
+  /// value is an integer below 2^24 (exact in f32).
   std::optional<MaskTerm> affineIndexTerm(const ir::Tensor &c, ir::ScoreType type) const {
     if (type == ir::ScoreType::kBool) return std::nullopt;
     const int64_t r = c.rank();
@@ -598,17 +609,34 @@ class MaskTerms {
     const int64_t n = c.numElements();
     if (n < 2 || n != (axis == 2 ? sq_ : sk_)) return std::nullopt;
     const double limit = type == ir::ScoreType::kFloat ? 16777216.0 : 9007199254740992.0;
-    const double b = c.getDouble(0), a = c.getDouble(1) - b;
-    if (a == 0 || a != std::trunc(a) || b != std::trunc(b) || std::abs(a) > 1e9 || std::abs(b) > 1e9)
-      return std::nullopt;
-    for (int64_t i = 0; i < n; ++i) {
-      const double x = c.getDouble(i);
-      if (x != a * static_cast<double>(i) + b || std::abs(x) >= limit) return std::nullopt;
-    }
     const char *var = axis == 2 ? "q" : "k";
-    std::string text = a == 1 ? var : absl::StrCat("(", static_cast<int64_t>(a), " * ", var, ")");
-    if (b != 0) text = absl::StrCat("(", text, " + ", static_cast<int64_t>(b), ")");
-    if (type == ir::ScoreType::kFloat) text = absl::StrCat("(", text, " + 0.0)");
+    const double b = c.getDouble(0), a = c.getDouble(1) - b;
+    bool affine = a != 0 && a == std::trunc(a) && b == std::trunc(b) && std::abs(a) <= 1e9 && std::abs(b) <= 1e9;
+    for (int64_t i = 0; affine && i < n; ++i) {
+      const double x = c.getDouble(i);
+      affine = x == a * static_cast<double>(i) + b && std::abs(x) < limit;
+    }
+    if (affine) {
+      std::string text = a == 1 ? var : absl::StrCat("(", static_cast<int64_t>(a), " * ", var, ")");
+      if (b != 0) text = absl::StrCat("(", text, " + ", static_cast<int64_t>(b), ")");
+      if (type == ir::ScoreType::kFloat) text = absl::StrCat("(", text, " + 0.0)");
+      return MaskTerm{text, type, false};
+    }
+    // A chunk index (an arange divided by C and folded, as chunked
+    // attention builds it): (i + o) / C + b with runs of C equal values
+    // rising by 1, the first run C - o long; checked on every element.
+    if (type != ir::ScoreType::kInt) return std::nullopt;
+    int64_t first = 0;
+    while (first < n && c.getDouble(first) == b) ++first;
+    if (first == n) return std::nullopt;
+    int64_t chunk = 0;
+    while (first + chunk < n && c.getDouble(first + chunk) == b + 1) ++chunk;
+    if (chunk < 2 || first > chunk || (first + chunk < n && c.getDouble(first + chunk) != b + 2)) return std::nullopt;
+    const int64_t o = chunk - first, bi = static_cast<int64_t>(b);
+    for (int64_t i = 0; i < n; ++i)
+      if (c.getDouble(i) != static_cast<double>((i + o) / chunk + bi)) return std::nullopt;
+    std::string text = absl::StrCat("(", o ? absl::StrCat("(", var, " + ", o, ")") : std::string(var), " / ", chunk, ")");
+    if (bi != 0) text = absl::StrCat("(", text, " + ", bi, ")");
     return MaskTerm{text, type, false};
   }
 

@@ -62,7 +62,8 @@ namespace {
 /// kNominalTile x kNominalTile (query rows x keys; each backend's own tile
 /// differs), for the dump: a mask of diagonal bounds (ir::diagonalBound)
 /// from its interval of q - k at any size; any other mask evaluated on the
-/// [Sq, Sk] grid at b = h = 0 when Sq * Sk <= 2^22, else not counted.
+/// [Sq, Sk] grid at b = h = 0 when Sq * Sk <= 2^24 (4096 x 4096), else not
+/// counted.
 constexpr int64_t kNominalTile = 128;
 void countSkippedKeyTiles(const ir::Node &att, Kernel &kernel) {
   const int64_t km = att.attrI("key_mask");
@@ -86,10 +87,10 @@ void countSkippedKeyTiles(const ir::Node &att, Kernel &kernel) {
   const int64_t nq = (sq + kNominalTile - 1) / kNominalTile, nk = (sk + kNominalTile - 1) / kNominalTile;
   // A mask of diagonal bounds only (causal, windows) keeps q - k in
   // [lo, hi]: a tile is live when its range of q - k meets that interval,
-  // at any size. Other masks are evaluated element by element up to 2^22.
+  // at any size. Other masks are evaluated element by element up to 2^24.
   const std::optional<std::pair<int64_t, int64_t>> band = ir::diagonalInterval(*e);
   const bool diagonal = band.has_value();
-  if (!diagonal && sq * sk > (int64_t{1} << 22)) return;
+  if (!diagonal && sq * sk > (int64_t{1} << 24)) return;
   std::vector<char> live(nq * nk, 0);
   if (diagonal) {
     for (int64_t iq = 0; iq < nq; ++iq)

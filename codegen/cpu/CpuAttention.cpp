@@ -65,7 +65,7 @@ namespace {
 constexpr int64_t kQueryTile = 64;
 constexpr int64_t kKeyTile = 128;
 /// Compile-time mask evaluations allowed for the tile-state table.
-constexpr int64_t kMaxMaskEvaluations = int64_t{1} << 22;
+constexpr int64_t kMaxMaskEvaluations = int64_t{1} << 24;  // 4096 x 4096
 
 absl::Status bad(const std::string &why) { return absl::UnimplementedError(absl::StrCat("cpu: ", why)); }
 

@@ -42,6 +42,9 @@ an exporter leaves it after constant folding, Softmax, MatMul with V.
                   after 200 cached keys) and Range(0, 2300) as [1, Sk];
                   LessOrEqual (causal) And Less(rows - cols, 1024) (sliding
                   window) And the run-time padding, Where(keep, 0, min)
+  chunked_big     chunks of 512 from positions at 2100 x 2100 (Llama-4
+                  chunked attention): (rows / 512) == (cols / 512) And
+                  causal, Where(keep, 0, -inf)
 """
 import os
 import sys
@@ -265,3 +268,22 @@ attention("arange_big", 2, 1, SQ, SK, 16, [
     const("fmin", np.array(FMIN, np.float32)),
     h.make_node("Where", ["keep", "zero", "fmin"], ["m"], name="mask_where0"),
 ], "m", [h.make_tensor_value_info("attention_mask", T.BOOL, [2, SK])], {"attention_mask": padb})
+
+# 13. chunked attention from positions, too large to fold: integer division
+# by a literal translates (truncation toward zero, as ONNX defines it).
+S2 = 2100
+attention("chunked_big", 1, 1, S2, S2, 16, [
+    const("z0", np.array(0, np.int64)), const("s2", np.array(S2, np.int64)), const("one", np.array(1, np.int64)),
+    h.make_node("Range", ["z0", "s2", "one"], ["pos"], name="pos"),
+    const("ax1", np.array([1], np.int64)), const("ax0", np.array([0], np.int64)),
+    h.make_node("Unsqueeze", ["pos", "ax1"], ["rows"], name="rows"),
+    h.make_node("Unsqueeze", ["pos", "ax0"], ["cols"], name="cols"),
+    const("chunk", np.array(512, np.int64)),
+    h.make_node("Div", ["rows", "chunk"], ["rchunk"], name="rchunk"),
+    h.make_node("Div", ["cols", "chunk"], ["cchunk"], name="cchunk"),
+    h.make_node("Equal", ["rchunk", "cchunk"], ["same"], name="same"),
+    h.make_node("LessOrEqual", ["cols", "rows"], ["causal"], name="causal"),
+    h.make_node("And", ["same", "causal"], ["keep"], name="keep"),
+    const("zero", np.array(0.0, np.float32)), const("ninf", np.array(-np.inf, np.float32)),
+    h.make_node("Where", ["keep", "zero", "ninf"], ["m"], name="mask_where0"),
+], "m", [], {})
