@@ -26,36 +26,21 @@
 #include "gtest/gtest.h"
 #include "interp/Compare.h"
 #include "interp/Interpreter.h"
+#include "test/unit/DynamicTestUtil.h"
 #include "test/unit/TestModels.h"
 
 namespace fusec {
 namespace {
 
 namespace fs = std::filesystem;
+using testutil::feedsAt;
+using testutil::range;
+using testutil::TempDir;
 
 bool haveDevice() {
   int n = 0;
   return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
 }
-
-driver::DimRange range(int64_t min, int64_t max) {
-  driver::DimRange r;
-  r.min = min;
-  r.max = max;
-  return r;
-}
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    path = fs::temp_directory_path() / absl::StrCat("fusec_dyngpu_", ::getpid(), "_", reinterpret_cast<uintptr_t>(this));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
 
 struct Loaded {
   fusert_model *model = nullptr;
@@ -80,31 +65,6 @@ fusert_dtype fusertDtype(ir::DType t) {
     case ir::DType::kBool: return FUSERT_BOOL;
     default: return FUSERT_I64;
   }
-}
-
-/// Inputs for \p g's graph inputs at \p binding (symbol -> extent): floats
-/// in [-1, 1), token ids in [0, 100), masks of ones, segment ids 0.
-std::map<std::string, ir::Tensor> feedsAt(const ir::Graph &g, const std::map<std::string, int64_t> &binding,
-                                          std::mt19937 &rng) {
-  std::map<std::string, ir::Tensor> feeds;
-  for (const ir::Value *v : g.inputs()) {
-    if (v->isConstant()) continue;
-    ir::Shape shape;
-    for (const ir::Dim &d : v->type().shape) shape.push_back(d.isStatic() ? d.value : binding.at(d.symbol));
-    ir::Tensor t(v->type().dtype, shape);
-    for (int64_t i = 0; i < t.numElements(); ++i) {
-      if (v->type().dtype == ir::DType::kF32)
-        t.setDouble(i, std::uniform_real_distribution<double>(-1, 1)(rng));
-      else if (v->name().find("mask") != std::string::npos)
-        t.setInt(i, 1);
-      else if (v->name().find("token_type") != std::string::npos)
-        t.setInt(i, 0);  // BERT's segment ids index a table of 2
-      else
-        t.setInt(i, std::uniform_int_distribution<int64_t>(0, 99)(rng));
-    }
-    feeds.emplace(v->name(), std::move(t));
-  }
-  return feeds;
 }
 
 /// Runs \p m (a dynamic cuda artifact) on \p feeds on \p stream: binds the

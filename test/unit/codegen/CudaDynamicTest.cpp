@@ -21,24 +21,14 @@
 #include "frontend/onnx/OnnxImporter.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "test/unit/DynamicTestUtil.h"
 #include "test/unit/TestModels.h"
 
 namespace fusec {
 namespace {
 
 namespace fs = std::filesystem;
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    path = fs::temp_directory_path() / absl::StrCat("fusec_cudadyn_", ::getpid(), "_", reinterpret_cast<uintptr_t>(this));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
+using testutil::TempDir;
 
 std::string readFile(const fs::path &p) {
   std::ifstream in(p);
