@@ -157,7 +157,13 @@ FlagSpec shapeFlag(ShapeMap &shapes, RangeMap &ranges) {
       "(or ranged) in every other input that uses them. Dims left symbolic by every --shape stay "
       "dynamic (1..2048) for --target cpu and cuda";
   f.apply = [&shapes, &ranges](const std::string &v) {
-    if (v.find("..") == std::string::npos) {
+    // A dim given as a symbol name (attention_mask=batchxseq) takes the
+    // range form too.
+    bool named = false;
+    if (const size_t at = v.rfind('='); at != std::string::npos)
+      for (absl::string_view d : absl::StrSplit(v.substr(at + 1), 'x'))
+        named = named || (!d.empty() && (std::isalpha(static_cast<unsigned char>(d[0])) || d[0] == '_'));
+    if (v.find("..") == std::string::npos && !named) {
       std::string name;
       std::vector<int64_t> dims;
       if (absl::Status s = parseShapeBinding(v, name, dims); !s.ok()) return s;

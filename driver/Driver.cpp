@@ -146,6 +146,10 @@ absl::StatusOr<std::vector<program::ShapeSymbol>> dynamicSymbolsOf(const ir::Gra
       }
       program::ShapeSymbol &s = syms[it->second];
       if (!r) continue;
+      if (r->max > program::kMaxSymbolExtent)
+        return absl::InvalidArgumentError(absl::StrCat("--shape ", v->name(), ": dim ", i, " ('", s.name,
+                                                       "') ranges up to ", r->max, "; at most ",
+                                                       program::kMaxSymbolExtent));
       // Two --shape options that range one symbol must agree: a silent
       // intersection would compile a narrower range than one of them asks
       // for, and the artifact would refuse shapes the user meant to allow.
@@ -179,6 +183,13 @@ absl::StatusOr<std::vector<program::ShapeSymbol>> dynamicSymbolsOf(const ir::Gra
     if (!pos.count(target))
       return absl::InvalidArgumentError(absl::StrCat("--shape: '", target, "' (for symbol '", alias,
                                                      "') is not a symbolic dim of another input"));
+    // An alias drops the symbol's own range: refuse one that was ranged
+    // (input_ids=1..8x1..512 with attention_mask=seqx...: 'batch' made
+    // equal to 'seq' would lose 1..8).
+    if (auto it = pos.find(alias); it != pos.end() && ranged[it->second])
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--shape: symbol '", alias, "' is given as equal to '", target, "', but ", rangedAt[it->second],
+          " gives '", alias, "' its own range; give one or the other"));
     if (auto it = pos.find(alias); it != pos.end()) {
       syms[it->second].name.clear();  // merged into target
       pos.erase(it);
@@ -211,6 +222,11 @@ std::vector<std::string> shapeDerivedAncestors(const ir::Graph &g, const std::ve
     bool d = !p;  // a graph input
     if (p) {
       if (p->kind() == ir::OpKind::kShape || p->kind() == ir::OpKind::kSize || p->kind() == ir::OpKind::kRange)
+        d = true;
+      // A ConstantOfShape whose shape is computed: its size follows the
+      // shapes (the [S, S] a causal Trilu starts from).
+      if (p->kind() == ir::OpKind::kConstantOfShape && p->numInputs() > 0 && p->input(0) &&
+          !p->input(0)->isConstant())
         d = true;
       // Metadata operands (a Range's limit, a Reshape's shape) fold per
       // probe and decide only shapes: the walk does not enter them.
@@ -413,21 +429,12 @@ static std::vector<std::string> attentionsThatDiffer(const program::ShapeProbes 
   return out;
 }
 
-/// The values of \p g's elementwise ops of rank >= 2 that feed the scores
-/// of the attention whose P·V MatMul is named \p pvName (the mask an
+/// The values of \p g's elementwise and Trilu ops of rank >= 2 that feed
+/// the scores of the attention whose Softmax is \p softmax (the mask an
 /// exporter builds from positions: LessOrEqual, Sub, Less, And, Where of
-/// [S, 1] and [1, S] aranges), up to the Q·Kᵀ MatMul. Kept from folding,
-/// the attention rewrite translates them op by op into the same index
-/// expression at every extent (passes/AttentionRewrite.cpp, MaskTerms).
-static std::vector<std::string> maskOpsOf(const ir::Graph &g, const std::string &pvName) {
-  const ir::Node *pv = nullptr;
-  for (const ir::Node *n : g.nodes())
-    if (n->name() == pvName && n->kind() == ir::OpKind::kMatMul) pv = n;
-  if (!pv) return {};
-  const ir::Value *p = pv->input(0);
-  while (p && p->producer() && p->producer()->kind() == ir::OpKind::kCast) p = p->producer()->input(0);
-  const ir::Node *softmax = p ? p->producer() : nullptr;
-  if (!softmax || softmax->kind() != ir::OpKind::kSoftmax) return {};
+/// [S, 1] and [1, S] aranges, or Trilu of a ConstantOfShape), up to the
+/// Q·Kᵀ MatMul.
+static std::vector<std::string> maskOpsOfSoftmax(const ir::Node *softmax) {
   std::vector<std::string> out;
   std::set<const ir::Value *> seen;
   std::vector<const ir::Value *> stack{softmax->input(0)};
@@ -437,11 +444,56 @@ static std::vector<std::string> maskOpsOf(const ir::Graph &g, const std::string 
     if (!v || !seen.insert(v).second || !v->producer()) continue;
     const ir::Node *n = v->producer();
     if (n->kind() == ir::OpKind::kMatMul) continue;  // Q·Kᵀ and what computes Q and K
-    if (ir::opInfo(n->kind()).fusionClass == ir::FusionClass::kElementwise && v->type().rankKnown &&
-        v->type().rank() >= 2)
+    if ((ir::opInfo(n->kind()).fusionClass == ir::FusionClass::kElementwise || n->kind() == ir::OpKind::kTrilu) &&
+        v->type().rankKnown && v->type().rank() >= 2)
       out.push_back(v->name());
     for (const ir::Value *in : n->inputs()) stack.push_back(in);
   }
+  return out;
+}
+
+/// The Softmax of the attention whose P·V MatMul is named \p pvName in
+/// \p g (through float Casts), or null.
+static const ir::Node *softmaxOfPv(const ir::Graph &g, const std::string &pvName) {
+  const ir::Node *pv = nullptr;
+  for (const ir::Node *n : g.nodes())
+    if (n->name() == pvName && n->kind() == ir::OpKind::kMatMul) pv = n;
+  if (!pv) return nullptr;
+  const ir::Value *p = pv->input(0);
+  while (p && p->producer() && p->producer()->kind() == ir::OpKind::kCast) p = p->producer()->input(0);
+  const ir::Node *softmax = p ? p->producer() : nullptr;
+  return softmax && softmax->kind() == ir::OpKind::kSoftmax ? softmax : nullptr;
+}
+
+static std::vector<std::string> maskOpsOf(const ir::Graph &g, const std::string &pvName) {
+  const ir::Node *softmax = softmaxOfPv(g, pvName);
+  return softmax ? maskOpsOfSoftmax(softmax) : std::vector<std::string>{};
+}
+
+/// The mask ops (maskOpsOfSoftmax) of every Softmax of \p g that feeds a
+/// MatMul, restricted to those computed from the shapes or a graph input.
+/// Under dynamic shapes they are kept from folding from the first probe
+/// on: a mask folded at the probes' extents and matched as a pattern is
+/// proven only at those extents (a sliding window wider than every probe
+/// folds to plain causal everywhere, and would be dropped), while the op by
+/// op translation holds at every extent. What does not translate stays a
+/// mask computed at run time (correct, no tiles skipped).
+static std::vector<std::string> shapeDerivedMaskOps(const ir::Graph &g) {
+  std::vector<std::string> ops;
+  for (const ir::Node *n : g.nodes()) {
+    if (n->kind() != ir::OpKind::kSoftmax) continue;
+    bool feedsMatMul = false;
+    for (const ir::Node *u : n->output(0)->operandUsers())
+      feedsMatMul = feedsMatMul || u->kind() == ir::OpKind::kMatMul || u->kind() == ir::OpKind::kCast;
+    if (!feedsMatMul) continue;
+    for (std::string &v : maskOpsOfSoftmax(n)) ops.push_back(std::move(v));
+  }
+  if (ops.empty()) return ops;
+  const std::vector<std::string> derived = shapeDerivedAncestors(g, ops);
+  const std::set<std::string> keep(derived.begin(), derived.end());
+  std::vector<std::string> out;
+  for (const std::string &v : ops)
+    if (keep.count(v)) out.push_back(v);
   return out;
 }
 
@@ -459,6 +511,7 @@ static absl::StatusOr<Compilation> compileDynamic(const std::string &modelPath, 
   po.stopAfter = Stage::kPasses;
   po.onImported = nullptr;
   po.onOptimized = nullptr;
+  for (const std::string &v : shapeDerivedMaskOps(*imported.graph)) po.noFold.insert(v);
   // Rounds: compile every probe; data that folds to different constants at
   // different probes is kept for run time, and the probes are compiled
   // again, until no such constant is left (each round moves one step up
@@ -470,6 +523,7 @@ static absl::StatusOr<Compilation> compileDynamic(const std::string &modelPath, 
     probes.clear();
     sp = program::ShapeProbes{};
     sp.symbols = symbols;
+    sp.modelDims = program::staticDimsOf(*imported.graph);
     sp.bindings = bindings;
     for (const auto &b : bindings) {
       std::map<std::string, int64_t> all = b;
@@ -556,6 +610,11 @@ absl::StatusOr<Compilation> compile(const std::string &modelPath, const CompileO
   // refused for want of static shapes).
   const bool planOnly = options.stopAfter == Stage::kArtifact && options.output.empty();
   if (planOnly && supportsDynamicShapes(c.target.target) && hasSymbolicInputs(*c.graph)) {
+    // The flags themselves (ranges, aliases) are checked first: an error in
+    // them is the user's to fix, not a reason to fall back.
+    std::map<std::string, int64_t> fixed;
+    std::map<std::string, std::string> same;
+    FUSEC_RETURN_IF_ERROR(dynamicSymbolsOf(*c.graph, options, fixed, same).status());
     absl::StatusOr<Compilation> d = compileDynamic(modelPath, options, c);
     if (d.ok()) return d;
     c.dynamicPlanError = std::string(d.status().message());

@@ -525,12 +525,60 @@ class MaskTerms {
         if (ir::isFloat(from) || a->readsBias) return std::nullopt;
         return MaskTerm{absl::StrCat("(", a->text, " + 0)"), type, false};
       }
+      // Views and broadcasts that keep every element at its right-aligned
+      // position (a mask kept from folding under dynamic shapes reaches the
+      // scores through them: HF's mask[None, None].expand(B, 1, -1, -1)).
+      case OpKind::kExpand: return in(0);
+      case OpKind::kUnsqueeze: case OpKind::kSqueeze: case OpKind::kReshape: case OpKind::kFlatten: {
+        if (!sameTrailingDims(p->input(0)->type(), t)) return leaf(v, type);
+        return in(0);
+      }
+      case OpKind::kConstantOfShape: {
+        const ir::Attribute *a = p->attr("value");
+        const double x = a && a->kind() == ir::Attribute::Kind::kTensor && a->t().numElements() == 1
+                             ? a->t().getDouble(0) : 0.0;
+        return constantTerm(ir::Tensor::fromDoubles(dt, {1}, {x}), type);
+      }
+      case OpKind::kTrilu: {
+        // Trilu(x, K): x where k - q <= K (lower) or k - q >= K (upper), 0
+        // elsewhere, over the last two axes (q, k).
+        if (t.rank() < 2) return std::nullopt;
+        int64_t kd = 0;
+        if (p->numInputs() > 1 && p->input(1)) {
+          const std::optional<double> c = splatConstant(p->input(1));
+          if (!c) return std::nullopt;
+          kd = static_cast<int64_t>(*c);
+        }
+        auto x = in(0);
+        if (!x) return std::nullopt;
+        const std::string cond = p->attrI("upper") ? absl::StrCat("(k >= (q + ", kd, "))")
+                                                   : absl::StrCat("(k <= (q + ", kd, "))");
+        if (type == ir::ScoreType::kBool && x->text == "1") return MaskTerm{cond, type, false};
+        const std::string zero = type == ir::ScoreType::kFloat ? "0.0" : "0";
+        return MaskTerm{absl::StrCat("(", cond, " ? ", x->text, " : ", zero, ")"), type, x->readsBias};
+      }
       default:
         return leaf(v, type);
     }
   }
 
  private:
+  /// True if \p a and \p b (static) are the same shape once their leading
+  /// 1s are dropped: a view that only adds or removes leading unit axes,
+  /// so every element keeps its right-aligned position.
+  static bool sameTrailingDims(const ir::TensorType &a, const ir::TensorType &b) {
+    if (!a.rankKnown || !b.rankKnown || !a.isStatic() || !b.isStatic()) return false;
+    auto strip = [](const ir::TensorType &t) {
+      std::vector<int64_t> d;
+      for (const ir::Dim &x : t.shape) {
+        if (d.empty() && x.value == 1) continue;
+        d.push_back(x.value);
+      }
+      return d;
+    };
+    return strip(a) == strip(b);
+  }
+
   /// A run-time tensor read as a bias input: only one smaller than the score
   /// matrix per (b, h) (the padding vector [B, 1, 1, Sk]); a full
   /// [.., Sq, Sk] leaf would be the materialised mask again.

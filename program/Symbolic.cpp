@@ -194,13 +194,23 @@ absl::StatusOr<std::vector<std::map<std::string, int64_t>>> probeBindings(const 
   for (size_t i = 0; i < S; ++i) {
     const ShapeSymbol &s = symbols[i];
     std::vector<int64_t> cands;
+    auto add = [&](int64_t v) {
+      if (v >= std::max<int64_t>(2, s.min) && v <= s.max && !used.count(v) &&
+          std::find(cands.begin(), cands.end(), v) == cands.end())
+        cands.push_back(v);
+    };
+    // Extents that are no model dim first (a probe batch of 2 in a model
+    // with 2 KV heads makes kernels of the two coincide there), preferred
+    // primes, then any primes of a narrow range, then any values >= 2;
+    // model dims only where the range leaves nothing else.
     for (int64_t p : kPreferredPrimes)
-      if (p >= s.min && p <= s.max && !used.count(p)) cands.push_back(p);
-    // A narrow range: any primes inside it, then any values >= 2.
-    for (int64_t v = std::max<int64_t>(2, s.min); v <= s.max && cands.size() < 3; ++v)
-      if (isPrime(v) && !used.count(v) && std::find(cands.begin(), cands.end(), v) == cands.end()) cands.push_back(v);
-    for (int64_t v = std::max<int64_t>(2, s.min); v <= s.max && cands.size() < 3; ++v)
-      if (!used.count(v) && std::find(cands.begin(), cands.end(), v) == cands.end()) cands.push_back(v);
+      if (!avoid.count(p)) add(p);
+    const int64_t lo = std::max<int64_t>(2, s.min), hi = std::min<int64_t>(s.max, lo + 4096);
+    for (int pass = 0; pass < 4 && cands.size() < 3; ++pass)
+      for (int64_t v = lo; v <= hi && cands.size() < 3; ++v) {
+        const bool free = !avoid.count(v), prime = isPrime(v);
+        if ((pass == 0 && free && prime) || (pass == 1 && free) || (pass == 2 && prime) || pass == 3) add(v);
+      }
     if (cands.size() < 3)
       return absl::InvalidArgumentError(absl::StrCat(
           "symbol '", s.name, "' ranges over ", s.min, "..", s.max,
@@ -383,9 +393,20 @@ absl::StatusOr<Program> buildSymbolicProgram(const ShapeProbes &probes, const Lo
                 "window wider than the sequence is a plain causal mask there); give the sequence dims a minimum "
                 "above the window with --shape INPUT=...MIN..MAX"));
         }
-        return refuse(absl::StrCat(where(item), " is built differently at ", bindingText(probes.bindings[p]),
-                                   " than at ", bindingText(probes.bindings[0]),
-                                   " (a decision or a float constant depends on the extents)"));
+        // Probe extents equal to a dim of the model (a narrow range leaves
+        // no others): the two coincide there, and kernels differ.
+        std::vector<std::string> clash;
+        for (size_t q : {size_t{0}, p})
+          for (const auto &[sym, ext] : probes.bindings[q])
+            if (probes.modelDims.count(ext)) clash.push_back(absl::StrCat(sym, "=", ext));
+        return refuse(absl::StrCat(
+            where(item), " is built differently at ", bindingText(probes.bindings[p]), " than at ",
+            bindingText(probes.bindings[0]), " (a decision or a float constant depends on the extents",
+            clash.empty() ? std::string()
+                          : absl::StrCat("; the probe extents ", absl::StrJoin(clash, ", "),
+                                         " equal dims of the model, which a range this narrow could not avoid: "
+                                         "widen it"),
+            ")"));
       }
       visitItemInts(other, [&](const std::string &, int64_t &v) { vals[p].push_back(v); });
       if (vals[p].size() != paths.size()) return refuse(absl::StrCat(where(item), " changes structure"));

@@ -97,6 +97,9 @@ struct ShapeProbes {
   std::vector<std::map<std::string, int64_t>> bindings;
   std::vector<const ir::Graph *> graphs;
   std::vector<std::vector<std::string>> kernelNames;
+  /// The model's static dims (staticDimsOf): a refusal names the probe
+  /// extents that coincide with one.
+  std::set<int64_t> modelDims;
 };
 
 /// The monomial through \p values (one per probe of \p probes, in order),

@@ -155,8 +155,9 @@ absl::Status runDriver(ToolOptions &opts, std::ostream &out) {
   if (!result.wroteArtifact) {
     if (!result.dynamicSymbols.empty())
       std::cerr << "fusec: note: dims left dynamic (" << fusec::printable(absl::StrJoin(result.dynamicSymbols, ", "))
-                << "): the plan is the one -o writes, compiled at the first of " << result.probes
-                << " probe extents (shapes in it are that probe's)\n";
+                << "): the plan compiled at the first of " << result.probes
+                << " probe extents (shapes in it are that probe's); -o then checks that one program serves "
+                   "every extent, and refuses the model if not\n";
     if (!result.dynamicPlanError.empty())
       std::cerr << "fusec: note: the plan above is over symbolic shapes (what needs static shapes is refused): "
                    "compiling for the dynamic dims failed, as -o would: "

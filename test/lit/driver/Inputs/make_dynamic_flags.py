@@ -6,7 +6,9 @@
   many.onnx   y_i = Relu(x_i) for 17 inputs x_i f32[s_i] (17 symbols);
   window.onnx attention over q, k, v f32[batch, 2, seq, 32] with a sliding
               window of 64 built from the shapes (Range positions, causal
-              And (rows - cols) < 64, Where(keep, 0, finfo.min))."""
+              And (rows - cols) < 64, Where(keep, 0, finfo.min));
+  wide.onnx   the same with a window of 1022 (wider than every probe of
+              the range 1..1024)."""
 import os
 import sys
 
@@ -56,11 +58,13 @@ nodes = [
     h.make_node("Softmax", ["s2"], ["p"], axis=-1),
     h.make_node("MatMul", ["p", "v"], ["o"]),
 ]
-inits = [numpy_helper.from_array(np.array(v, t), n) for n, v, t in [
-    ("i2", 2, np.int64), ("zero", 0, np.int64), ("one", 1, np.int64), ("ax1", [1], np.int64),
-    ("ax0", [0], np.int64), ("fz", 0, np.float32), ("w", 64, np.int64),
-    ("fmin", np.finfo(np.float32).min, np.float32), ("scale", 32 ** -0.5, np.float32)]]
-save(helper.make_graph(nodes, "window",
-                       [helper.make_tensor_value_info(n, TensorProto.FLOAT, ["batch", 2, "seq", 32]) for n in "qkv"],
-                       [helper.make_tensor_value_info("o", TensorProto.FLOAT, ["batch", 2, "seq", 32])], inits),
-     "window.onnx")
+for fname, width in (("window.onnx", 64), ("wide.onnx", 1022)):
+    inits = [numpy_helper.from_array(np.array(v, t), n) for n, v, t in [
+        ("i2", 2, np.int64), ("zero", 0, np.int64), ("one", 1, np.int64), ("ax1", [1], np.int64),
+        ("ax0", [0], np.int64), ("fz", 0, np.float32), ("w", width, np.int64),
+        ("fmin", np.finfo(np.float32).min, np.float32), ("scale", 32 ** -0.5, np.float32)]]
+    save(helper.make_graph(nodes, "window",
+                           [helper.make_tensor_value_info(n, TensorProto.FLOAT, ["batch", 2, "seq", 32])
+                            for n in "qkv"],
+                           [helper.make_tensor_value_info("o", TensorProto.FLOAT, ["batch", 2, "seq", 32])], inits),
+         fname)
