@@ -445,6 +445,7 @@ class MaskTerms {
     const ir::ScoreType type = isFloat ? ir::ScoreType::kFloat
                                : dt == ir::DType::kBool ? ir::ScoreType::kBool : ir::ScoreType::kInt;
     if (v->constant()) return constantTerm(*v->constant(), type);
+    if (std::optional<MaskTerm> r = rangeTerm(v, type)) return r;
     Node *p = v->producer();
     if (!p) return leaf(v, type);
     auto in = [&](int i) { return term(p->input(i), depth + 1); };
@@ -563,6 +564,57 @@ class MaskTerms {
   }
 
  private:
+  /// A position arange computed at run time (under dynamic shapes the
+  /// Range of the positions is kept from folding, for the position ids it
+  /// also feeds): \p v has one non-unit dim, at the query or the key axis,
+  /// and views (Unsqueeze, Reshape, Squeeze, Flatten, Identity) and integer
+  /// Casts lead back to a Range with constant start and delta, so element
+  /// i along that axis is start + i * delta: "(start + delta * q)".
+  std::optional<MaskTerm> rangeTerm(Value *v, ir::ScoreType type) const {
+    if (type == ir::ScoreType::kBool) return std::nullopt;
+    const ir::TensorType &t = v->type();
+    if (!t.rankKnown || t.rank() < 1 || t.rank() > 4 || !t.isStatic()) return std::nullopt;
+    int axis = -1;
+    for (int64_t d = 0; d < t.rank(); ++d) {
+      if (t.shape[d].value == 1) continue;
+      const int pos = static_cast<int>(4 - t.rank() + d);
+      if (axis >= 0 || (pos != 2 && pos != 3)) return std::nullopt;
+      axis = pos;
+    }
+    if (axis < 0) return std::nullopt;
+    const Value *x = v;
+    for (int hops = 0; hops < 16 && x && x->producer(); ++hops) {
+      const Node *n = x->producer();
+      switch (n->kind()) {
+        case OpKind::kUnsqueeze: case OpKind::kReshape: case OpKind::kSqueeze: case OpKind::kFlatten:
+        case OpKind::kIdentity:
+          x = n->input(0);
+          continue;
+        case OpKind::kCast:
+          if (!ir::isInteger(n->input(0)->type().dtype) || !ir::isInteger(x->type().dtype)) return std::nullopt;
+          x = n->input(0);
+          continue;
+        case OpKind::kRange: {
+          const std::optional<double> start = splatConstant(n->input(0)), delta = splatConstant(n->input(2));
+          if (!start || !delta || *delta == 0 || *start != std::trunc(*start) || *delta != std::trunc(*delta) ||
+              std::abs(*start) > 1e9 || std::abs(*delta) > 1e9)
+            return std::nullopt;
+          const char *var = axis == 2 ? "q" : "k";
+          const int64_t a = static_cast<int64_t>(*delta), b = static_cast<int64_t>(*start);
+          std::string text = a == 1 ? var : absl::StrCat("(", a, " * ", var, ")");
+          if (b != 0) text = absl::StrCat("(", text, " + ", b, ")");
+          if (type == ir::ScoreType::kFloat) {
+            if (!ir::isFloat(x->type().dtype)) return std::nullopt;  // a Cast int -> float stops the walk above
+            text = absl::StrCat("(", text, " + 0.0)");
+          }
+          return MaskTerm{text, type, false};
+        }
+        default: return std::nullopt;
+      }
+    }
+    return std::nullopt;
+  }
+
   /// True if \p a and \p b (static) are the same shape once their leading
   /// 1s are dropped: a view that only adds or removes leading unit axes,
   /// so every element keeps its right-aligned position.
@@ -709,8 +761,26 @@ std::optional<std::vector<std::string>> indexConjuncts(const std::string &text) 
   absl::StatusOr<ir::ScoreExpr> e = ir::parseScoreExpr(text, ctx);
   if (!e.ok() || e->empty() || (!e->usesIndex(ir::ScoreOp::kQ) && !e->usesIndex(ir::ScoreOp::kK)))
     return std::nullopt;
+  // A comparison of two linear forms that holds at every q, k >= 0 (HF's
+  // bidirectional "q >= 0") keeps everything: dropped, as a folded
+  // all-true constant would be.
+  auto alwaysTrue = [&](int id) {
+    const ir::ScoreNode &n = e->node(id);
+    ir::ScoreOp op = n.op;
+    if (op != ir::ScoreOp::kGe && op != ir::ScoreOp::kGt && op != ir::ScoreOp::kLe && op != ir::ScoreOp::kLt)
+      return false;
+    auto a = ir::indexLinear(*e, n.a), b = ir::indexLinear(*e, n.b);
+    if (!a || !b) return false;
+    if (op == ir::ScoreOp::kLe || op == ir::ScoreOp::kLt) {  // b - a >= 0 / > 0
+      std::swap(a, b);
+      op = op == ir::ScoreOp::kLe ? ir::ScoreOp::kGe : ir::ScoreOp::kGt;
+    }
+    const ir::IndexLinear d{a->cq - b->cq, a->ck - b->ck, a->c0 - b->c0};
+    return d.cq >= 0 && d.ck >= 0 && (op == ir::ScoreOp::kGe ? d.c0 >= 0 : d.c0 > 0);
+  };
   std::vector<std::string> out;
   for (int id : ir::scoreConjuncts(*e, e->root)) {
+    if (alwaysTrue(id)) continue;
     if (std::optional<ir::DiagonalBound> d = ir::diagonalBound(*e, id)) {
       out.push_back(ir::diagonalBoundText(*d));
       continue;
