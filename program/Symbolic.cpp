@@ -389,9 +389,10 @@ absl::StatusOr<Program> buildSymbolicProgram(const ShapeProbes &probes, const Lo
                 where(item), " recognises its attention mask as '", show(a.mask, "none"), "' (score '",
                 show(a.scoreMod, "score"), "') at ", bindingText(probes.bindings[0]), " but as '",
                 show(b.mask, "none"), "' (score '", show(b.scoreMod, "score"), "') at ", bindingText(probes.bindings[p]),
-                ": the mask the exporter computes from the shapes looks different at small extents (a sliding "
-                "window wider than the sequence is a plain causal mask there); give the sequence dims a minimum "
-                "above the window with --shape INPUT=...MIN..MAX"));
+                ": the mask the exporter computes from the shapes is not one expression of the positions at every "
+                "extent (a query offset that depends on Sk - Sq, i.e. a cache length, cannot be; a window built "
+                "by a form that folds, e.g. Trilu, shows only at extents above it). Bind the dims (a fixed cache "
+                "length), or give the sequence dims a minimum above the window with --shape INPUT=...MIN..MAX"));
         }
         // Probe extents equal to a dim of the model (a narrow range leaves
         // no others): the two coincide there, and kernels differ.
