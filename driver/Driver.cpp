@@ -305,8 +305,13 @@ absl::Status optimize(ir::Graph &graph, const CompileOptions &options,
   // One legality rule: fusion asks the backend's lowering for this device
   // before merging and for every final group (none for backends that are
   // not available yet).
-  if (auto backend = codegen::backendFor(target.target); backend.ok())
-    ctx.legality = codegen::legalityFor(**backend, target.device);
+  // The legality sees the arch the code will be built for (--arch, or the
+  // backend's default for the device): lowering choices depend on it.
+  if (auto backend = codegen::backendFor(target.target); backend.ok()) {
+    passes::TargetSpec device = target.device;
+    if (auto arch = (*backend)->resolveArch(options.arch, device); arch.ok()) device.arch = *arch;
+    ctx.legality = codegen::legalityFor(**backend, std::move(device));
+  }
   ctx.fusionPlan.onnxNodes = graph.onnxNodeCount();
   FUSEC_ASSIGN_OR_RETURN(
       auto pipeline, passes::parsePipeline(passes::pipelineString(pipelineFor(options, target))));

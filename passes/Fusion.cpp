@@ -612,7 +612,8 @@ absl::StatusOr<bool> Fusion::run(ir::Graph &graph, PassContext &ctx) {
       for (const ir::GuardTerm &t : members.front()->guard())
         kernel.guard.push_back({t.cond->name(), t.when});
     kernel.refused = backendRefuses(graph, ctx, g);
-    if (ctx.legality && kernel.refused.empty() && kernel.kind == KernelKind::kGemm) {
+    if (ctx.legality && kernel.refused.empty() &&
+        (kernel.kind == KernelKind::kGemm || kernel.kind == KernelKind::kAttention)) {
       const std::string note = graphIndex_ ? ctx.legality->describeGroup(graph, members, *graphIndex_)
                                            : std::string();
       if (!note.empty()) absl::StrAppend(&kernel.reason, "; ", note);

@@ -73,13 +73,15 @@ int main(int argc, char **argv) {
   std::ofstream manifest(out + "/manifest.tsv");
   int n = 0;
   for (const Variant &v : variants) {
-    std::vector<AttentionTile> tiles = v.tiles;
-    bool table = tiles.empty();
-    if (table) tiles.push_back(lookupAttentionTile(90, AttnElemType::kBF16, v.d));
+    // The sm_90a warp-specialised kernel first, then the sm_80 tiles.
+    std::vector<AttentionTile> tiles = {lookupHopperTile(AttnElemType::kBF16, v.d)};
+    if (v.tiles.empty()) tiles.push_back(lookupAttentionTile(90, AttnElemType::kBF16, v.d));
+    tiles.insert(tiles.end(), v.tiles.begin(), v.tiles.end());
     for (size_t t = 0; t < tiles.size(); ++t) {
       const std::string sym = absl::StrCat("fa_bench_", n++);
       FlashEmitOptions opt;
       opt.override = &tiles[t];
+      opt.hopper = tiles[t].warpSpecialized;
       auto src = emitFlashAttention(makeSpec(v), sym, opt);
       if (!src.ok()) {
         std::fprintf(stderr, "%s: %s\n", v.name.c_str(), std::string(src.status().message()).c_str());

@@ -5,7 +5,7 @@ Usage: bench_attention.py KERNEL_DIR [--reps N] [--no-flex]
 
 KERNEL_DIR holds what fusec-emit-attention wrote (manifest.tsv, *.cu) and,
 optionally, prebuilt lib<symbol>.so files (otherwise nvcc builds them here,
--arch=sm_90). For each variant (B=4, H=16, S=4096, D=128 bf16: plain, causal,
+-arch=sm_90a). For each variant (B=4, H=16, S=4096, D=128 bf16: plain, causal,
 ALiBi+causal, soft-cap 30, sliding window 256; plus D=64 and S=1024 plain)
 it checks fusec's output against a PyTorch reference, then times fusec
 (every tile candidate in the manifest), SDPA (cuDNN and flash backends, or
@@ -140,7 +140,7 @@ def main():
             sym, tile = e[1], e[8]
             so = os.path.join(args.kernels, f"lib{sym}.so")
             if not os.path.exists(so):
-                subprocess.check_call(["nvcc", "-std=c++17", "-O3", "-arch=sm_90", "-shared", "-Xcompiler", "-fPIC",
+                subprocess.check_call(["nvcc", "-std=c++17", "-O3", "-arch=sm_90a", "-DFUSEC_ATTN_REQUIRE_TMA", "-shared", "-Xcompiler", "-fPIC",
                                        "-o", so, os.path.join(args.kernels, e[2])])
             lib = ctypes.CDLL(so)
             fn = getattr(lib, sym)

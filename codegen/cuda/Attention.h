@@ -34,10 +34,19 @@ using namespace ::fusec::program;
 /// Dynamic shapes: \p symbolNames (the artifact's symbols, manifest order)
 /// non-empty gives the launcher the symbols parameter; fields of
 /// spec.symbolic are read from it (the tiled kernel only: Unimplemented
-/// where it declines such a spec).
+/// where it declines such a spec). \p arch: the nvcc arch the module is
+/// built for; "sm_90a" gives bf16/fp16 specs the warp-specialised TMA +
+/// wgmma kernel where it applies (attention::hopperDecline).
 absl::StatusOr<std::string> emitAttentionKernel(const AttentionSpec &spec,
                                                 const std::string &symbol,
-                                                const std::vector<std::string> &symbolNames = {});
+                                                const std::vector<std::string> &symbolNames = {},
+                                                const std::string &arch = "sm_90");
+
+/// One line for the fusion dump: the kernel emitAttentionKernel() gives
+/// \p spec for \p arch and why (the sm_90a warp-specialised kernel, the
+/// sm_80 mma.sync kernel with the reason the sm_90a one declined, the exact
+/// fp32 kernel, or the simple kernel with the tiled one's reason).
+std::string describeAttentionKernel(const AttentionSpec &spec, const std::string &arch);
 
 /// The simple kernel (one block per (b, h, 16 query rows), f32 online
 /// softmax over keys, no tensor cores): correct for every valid spec.

@@ -224,8 +224,22 @@ absl::StatusOr<std::string> emitAttentionKernelNaive(const AttentionSpec &spec,
   return out;
 }
 
+std::string describeAttentionKernel(const AttentionSpec &spec, const std::string &arch) {
+  ScoreCudaNames names;
+  for (size_t i = 0; i < spec.biases.size(); ++i) names.bias.push_back(absl::StrCat("bias", i));
+  names.tablePrefix = "tab_";
+  auto print = [&](const ir::ScoreExpr &e, bool asBool) { return scoreExprToCuda(e, names, asBool); };
+  absl::StatusOr<attention::FlashAttentionSpec> f = attention::toFlashSpec(spec, print);
+  if (!f.ok()) return absl::StrCat("attention kernel: simple (the tiled kernel declines: ", f.status().message(), ")");
+  attention::FlashEmitOptions opt;
+  opt.smVersion = 90;
+  opt.hopper = arch == "sm_90a";
+  return absl::StrCat("attention kernel: ", attention::describeFlashKernel(*f, opt));
+}
+
 absl::StatusOr<std::string> emitAttentionKernel(const AttentionSpec &spec, const std::string &symbol,
-                                                const std::vector<std::string> &symbolNames) {
+                                                const std::vector<std::string> &symbolNames,
+                                                const std::string &arch) {
   // The tiled tensor-core kernel (codegen/cuda/attention, FlashAttention-2
   // structure) covers bf16/f16 (and an exact fp32 SIMT path); anything it
   // declines (Unimplemented) gets the simple kernel, which is correct for
@@ -236,6 +250,7 @@ absl::StatusOr<std::string> emitAttentionKernel(const AttentionSpec &spec, const
   auto print = [&](const ir::ScoreExpr &e, bool asBool) { return scoreExprToCuda(e, names, asBool); };
   attention::TiledAttentionOptions topts;
   topts.symbolNames = symbolNames;
+  topts.hopper = arch == "sm_90a";
   absl::StatusOr<std::string> tiled = attention::emitTiledAttention(spec, symbol, print, topts);
   // The printed expressions call the fa_* helpers (tables, integer ops).
   if (tiled.ok()) return absl::StrCat(kHelpers, *tiled);

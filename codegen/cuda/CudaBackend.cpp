@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "codegen/Backend.h"
+#include "codegen/cuda/Attention.h"
 #include "codegen/cuda/CublasEpilogue.h"
 #include "codegen/cuda/CudaEmitter.h"
 #include "codegen/cuda/Nvcc.h"
@@ -61,8 +62,12 @@ class CudaBackend final : public Backend {
 
   absl::StatusOr<std::string> resolveArch(const std::string &requested,
                                           const passes::TargetSpec &target) const override {
+    // The default for a Hopper target is sm_90a (its wgmma/TMA attention
+    // kernel; the code then runs on compute capability 9.0 only, as sm_90
+    // SASS does). `--arch sm_90` keeps the portable sm_80-style kernels.
     std::string arch = requested;
     if (arch.empty()) arch = target.arch.rfind("sm_", 0) == 0 ? target.arch : "sm_90";
+    if (requested.empty() && arch == "sm_90") arch = "sm_90a";
     if (!validArch(arch))
       return absl::InvalidArgumentError(absl::StrCat("invalid --arch '", arch, "' (e.g. sm_90)"));
     return arch;
@@ -81,10 +86,13 @@ class CudaBackend final : public Backend {
   }
 
   std::string describeGroup(const ir::Graph &graph, const std::vector<const ir::Node *> &members,
-                            const program::GraphIndex &index, const passes::TargetSpec &) const override {
+                            const program::GraphIndex &index, const passes::TargetSpec &device) const override {
     absl::StatusOr<std::vector<program::WorkItem>> items =
         program::lowerGroupItems(graph, members, index, cudaLoweringOptions(/*allowTf32=*/false));
     if (!items.ok()) return "";
+    for (const program::WorkItem &item : *items)
+      if (item.kind == program::WorkItem::Kind::kKernel && item.spec.kind == program::SpecKind::kAttention)
+        return describeAttentionKernel(item.spec.attention, device.arch);
     for (const program::WorkItem &item : *items)
       if (item.kind == program::WorkItem::Kind::kGemm && item.gemm.dDtype != item.gemm.dtype)
         return absl::StrCat("Cast folded into the GEMM: cuBLASLt writes D as ",

@@ -372,7 +372,7 @@ absl::StatusOr<std::string> emitCudaKernel(const KernelSpec &spec, const std::st
               " in the symbols' ranges; the cuda attention grid holds at most 65535 (bound it with --shape "
               "NAME=1..MAX)"));
       }
-      FUSEC_ASSIGN_OR_RETURN(std::string body, emitAttentionKernel(spec.attention, symbol, opts.symbolNames));
+      FUSEC_ASSIGN_OR_RETURN(std::string body, emitAttentionKernel(spec.attention, symbol, opts.symbolNames, opts.arch));
       return out + body;
     }
   }

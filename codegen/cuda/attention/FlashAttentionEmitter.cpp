@@ -16,6 +16,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "codegen/cuda/attention/HopperKernel.h"
+#include "support/Status.h"
 
 namespace fusec::codegen::attention {
 namespace {
@@ -578,9 +580,66 @@ FlashLayout denseLayout(const FlashLayout &l, int64_t heads, int64_t seq, int64_
   return FlashLayout{heads * seq * dim, seq * dim, dim};
 }
 
+// Whether every head dim and stride is a multiple of 8 elements (a
+// stride bound at run time: when its form's coefficient is).
+bool multiplesOf8(const FlashAttentionSpec &spec) {
+  const FlashLayout q = denseLayout(spec.q, spec.headsQ, spec.seqQ, spec.headDim);
+  const FlashLayout k = denseLayout(spec.k, spec.headsKv, spec.seqK, spec.headDim);
+  const FlashLayout v = denseLayout(spec.v, spec.headsKv, spec.seqK, spec.headDimV);
+  const FlashLayout o = denseLayout(spec.o, spec.headsQ, spec.seqQ, spec.headDimV);
+  const auto m8 = [&](const std::string &field, int64_t x) {
+    auto it = spec.dynamic.find(field);
+    return it == spec.dynamic.end() ? x % 8 == 0 : it->second.multipleOf % 8 == 0;
+  };
+  bool ok = spec.headDim % 8 == 0 && spec.headDimV % 8 == 0;
+  for (const auto &[name, l] : {std::pair<const char *, FlashLayout>{"q", q}, {"k", k}, {"v", v}, {"o", o}})
+    ok = ok && m8(absl::StrCat(name, ".strideB"), l.strideB) && m8(absl::StrCat(name, ".strideH"), l.strideH) &&
+         m8(absl::StrCat(name, ".strideS"), l.strideS);
+  return ok;
+}
+
+// Shared memory of the sm_90a kernel: 1 KiB alignment slack, Q, the K/V
+// ring of 64-column swizzle blocks, the mbarriers.
+int64_t hopperSharedBytes(const FlashAttentionSpec &spec, const AttentionTile &t) {
+  const int64_t db = (roundUp(spec.headDim, 16) + 63) / 64, dvb = (roundUp(spec.headDimV, 16) + 63) / 64;
+  return 1024 + t.blockM * 128 * db + t.stages * (t.blockN * 128 * db + t.blockN * 128 * dvb) +
+         8 * (1 + 3 * t.stages);
+}
+
+AttentionTile chosenTile(const FlashAttentionSpec &spec, const FlashEmitOptions &options, bool hopper) {
+  if (options.override) return *options.override;
+  const int64_t d = std::max(spec.headDim, spec.headDimV);
+  return hopper ? lookupHopperTile(spec.dtype, d) : lookupAttentionTile(options.smVersion, spec.dtype, d);
+}
+
 }  // namespace
 
+std::string hopperDecline(const FlashAttentionSpec &spec, const FlashEmitOptions &options) {
+  if (!options.hopper) return "the target is not sm_90a";
+  if (spec.dtype == AttnElemType::kF32) return "fp32 keeps the exact SIMT kernel";
+  if (spec.headDim % 8 != 0 || spec.headDimV % 8 != 0)
+    return absl::StrCat("head dims ", spec.headDim, "/", spec.headDimV,
+                        " are not multiples of 8 (TMA rows need 16-byte strides)");
+  if (!multiplesOf8(spec)) return "a Q/K/V/O stride is not a multiple of 8 elements (TMA needs 16-byte strides)";
+  if (options.override && !options.override->warpSpecialized) return "a tile override for the sm_80 kernel";
+  const AttentionTile t = chosenTile(spec, options, true);
+  if (hopperSharedBytes(spec, t) > 227 * 1024)
+    return absl::StrCat("tile ", describeTile(t), " needs ", hopperSharedBytes(spec, t), " bytes of shared memory");
+  return "";
+}
+
+std::string describeFlashKernel(const FlashAttentionSpec &spec, const FlashEmitOptions &options) {
+  const std::string decline = hopperDecline(spec, options);
+  const AttentionTile t = chosenTile(spec, options, decline.empty());
+  if (decline.empty()) return absl::StrCat("sm_90a warp-specialised (TMA + wgmma), tile ", describeTile(t));
+  if (spec.dtype == AttnElemType::kF32)
+    return absl::StrCat("exact fp32 SIMT, tile ", describeTile(t),
+                        options.hopper ? "" : " (sm_90a kernel: not an sm_90a target)");
+  return absl::StrCat("sm_80 mma.sync, tile ", describeTile(t), " (sm_90a kernel declined: ", decline, ")");
+}
+
 int64_t flashSharedBytes(const FlashAttentionSpec &spec, const AttentionTile &tile) {
+  if (tile.warpSpecialized) return hopperSharedBytes(spec, tile);
   if (spec.dtype == AttnElemType::kF32) {
     const int64_t bm = tile.warps * 4;
     return 4 * (bm * spec.headDim + 32 * (spec.headDim + 1) + 32 * spec.headDimV);
@@ -609,17 +668,23 @@ absl::StatusOr<std::string> emitFlashAttention(const FlashAttentionSpec &spec, c
   const bool f32 = spec.dtype == AttnElemType::kF32;
   if (f32 && spec.allowTf32) return absl::UnimplementedError("attention: TF32 path not implemented");
 
-  const AttentionTile tile = options.override ? *options.override
-                                              : lookupAttentionTile(options.smVersion, spec.dtype,
-                                                                    std::max(spec.headDim, spec.headDimV));
-  if (!f32) {
+  const bool hopper = hopperDecline(spec, options).empty();
+  if (options.override && options.override->warpSpecialized && !hopper)
+    return absl::InvalidArgumentError(absl::StrCat("attention: warp-specialised tile ", describeTile(*options.override),
+                                                   " but ", hopperDecline(spec, options)));
+  const AttentionTile tile = chosenTile(spec, options, hopper);
+  if (hopper) {
+    if (tile.blockM != 128 || tile.warps != 12 || tile.blockN < 16 || tile.blockN > 256 || tile.blockN % 16 != 0 ||
+        tile.stages < 2 || tile.stages > 4)
+      return absl::InvalidArgumentError(absl::StrCat("attention: bad warp-specialised tile ", describeTile(tile)));
+  } else if (!f32) {
     if (tile.warps < 1 || tile.blockM != tile.warps * 16 || tile.blockN < 16 || tile.blockN % 16 != 0 ||
         tile.stages != 2)
       return absl::InvalidArgumentError(absl::StrCat("attention: bad tensor-core tile ", describeTile(tile)));
   } else if (tile.warps < 1 || tile.warps > 32) {
     return absl::InvalidArgumentError(absl::StrCat("attention: bad fp32 tile ", describeTile(tile)));
   }
-  if (flashSharedBytes(spec, tile) > 227 * 1024)
+  if (!hopper && flashSharedBytes(spec, tile) > 227 * 1024)
     return absl::UnimplementedError(absl::StrCat("attention: tile ", describeTile(tile), " needs ",
                                                  flashSharedBytes(spec, tile), " bytes of shared memory"));
 
@@ -676,6 +741,7 @@ absl::StatusOr<std::string> emitFlashAttention(const FlashAttentionSpec &spec, c
   // The extents and strides: constexpr literals, or (dynamic shapes)
   // macros reading gDims, which the kernel fills from its Dims parameter.
   std::string dimDecls, undefs, grid, dimsStruct, dimsFill;
+  std::map<std::string, std::string> host;  // launcher-side value of each extent/stride (sm_90a tensor maps)
   {
     struct Field {
       const char *name, *key, *type;
@@ -716,6 +782,7 @@ absl::StatusOr<std::string> emitFlashAttention(const FlashAttentionSpec &spec, c
         if (dyn[i].first == name) return absl::StrCat("P.v[", i, "]");
       return absl::StrCat(v, "LL");
     };
+    for (const Field &f : fields) host[f.name] = launchValue(f.name, f.value);
     if (dyn.empty()) {
       grid = "  dim3 grid((kSq + kBM - 1) / kBM, kHq, kBatch);";
     } else {
@@ -779,28 +846,50 @@ absl::StatusOr<std::string> emitFlashAttention(const FlashAttentionSpec &spec, c
       {"@DVP@", absl::StrCat(roundUp(spec.headDimV, 16))},
       {"@QREG@", tile.qInRegisters ? "true" : "false"},
   };
-  // A stride bound at run time is a multiple of 8 when its form's
-  // coefficient is (every binding then gives one).
-  const auto mult8f = [&](const char *field, int64_t x) {
-    auto it = spec.dynamic.find(field);
-    return it == spec.dynamic.end() ? x % 8 == 0 : it->second.multipleOf % 8 == 0;
-  };
-  const auto mult8 = [](int64_t x) { return x % 8 == 0; };
-  const bool vec = mult8(spec.headDim) && mult8(spec.headDimV) && mult8f("q.strideB", q.strideB) &&
-                   mult8f("q.strideH", q.strideH) && mult8f("q.strideS", q.strideS) &&
-                   mult8f("k.strideB", k.strideB) && mult8f("k.strideH", k.strideH) &&
-                   mult8f("k.strideS", k.strideS) && mult8f("v.strideB", v.strideB) &&
-                   mult8f("v.strideH", v.strideH) && mult8f("v.strideS", v.strideS) &&
-                   mult8f("o.strideB", o.strideB) && mult8f("o.strideH", o.strideH) &&
-                   mult8f("o.strideS", o.strideS);
+  const bool vec = multiplesOf8(spec);  // 16-byte cp.async loads
   subs.push_back({"@VEC@", vec ? "true" : "false"});
+
+  std::string fallback;
+  if (hopper) {
+    // The sm_80 kernel beside it, for operands TMA cannot address.
+    FlashEmitOptions fo = options;
+    fo.hopper = false;
+    fo.override = nullptr;
+    fo.includePrelude = false;
+    FUSEC_ASSIGN_OR_RETURN(fallback, emitFlashAttention(spec, symbol + "_sm80", fo));
+    const bool syms = !dyn.empty() || options.symbolsParam;
+    const std::string ptx = spec.dtype == AttnElemType::kBF16 ? "bf16" : "f16";
+    subs.push_back({"@STAGES@", absl::StrCat(tile.stages)});
+    subs.push_back({"@PREG@", "40"});
+    subs.push_back({"@CREG@", "232"});
+    subs.push_back({"@WGMMA@", wgmmaWrappers(tile.blockN, static_cast<int>(roundUp(spec.headDimV, 16)), ptx)});
+    // V is MN-major for O += P V: the leading byte offset steps between
+    // 64-column blocks of the head dim, the stride byte offset between
+    // groups of 8 keys.
+    subs.push_back({"@VLBO@", "kBN * 128"});
+    subs.push_back({"@VSBO@", "1024"});
+    subs.push_back({"@TMTYPE@", spec.dtype == AttnElemType::kBF16 ? "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16"
+                                                                    : "CU_TENSOR_MAP_DATA_TYPE_FLOAT16"});
+    for (const auto &[tag, name] : std::vector<std::pair<std::string, std::string>>{
+             {"@HSQ@", "kSq"}, {"@HSK@", "kSk"}, {"@HB@", "kBatch"}, {"@HQS@", "kQs"}, {"@HQH@", "kQh"},
+             {"@HQB@", "kQb"}, {"@HKS@", "kKs"}, {"@HKH@", "kKh"}, {"@HKB@", "kKb"}, {"@HVS@", "kVs"},
+             {"@HVH@", "kVh"}, {"@HVB@", "kVb"}})
+      subs.push_back({tag, host.at(name)});
+    subs.push_back({"@FALLBACK@", absl::StrCat("\n#ifdef FUSEC_ATTN_REQUIRE_TMA\n  (int)cudaErrorNotSupported;\n#else\n  ",
+                                               symbol, "_sm80(buffers, ", syms ? "symbols, " : "", "stream);\n#endif\n")});
+  }
 
   // Expressions are substituted last so that their text is never rescanned.
   std::string text = absl::StrCat(
-      "// fusec tiled attention (FlashAttention-2 structure): ", spec.dynamic.empty() ? "" : "dynamic shapes, at the first probe ", "B=", spec.batch, " Hq=", spec.headsQ,
+      "// fusec tiled attention (", hopper ? "FlashAttention-3" : "FlashAttention-2", " structure): ",
+      spec.dynamic.empty() ? "" : "dynamic shapes, at the first probe ", "B=", spec.batch, " Hq=", spec.headsQ,
       " Hkv=", spec.headsKv, " Sq=", spec.seqQ, " Sk=", spec.seqK, " D=", spec.headDim, " Dv=", spec.headDimV,
-      f32 ? " fp32 exact SIMT" : " tensor cores (mma.sync m16n8k16)", ", tile ", describeTile(tile), "\n",
-      options.includePrelude ? kPrelude : "", kHelpers, kCommon, f32 ? kSimtKernel : kTensorKernel);
+      f32      ? " fp32 exact SIMT"
+      : hopper ? " sm_90a warp-specialised (TMA + wgmma m64nNk16)"
+               : " tensor cores (mma.sync m16n8k16)",
+      ", tile ", describeTile(tile), "\n", options.includePrelude ? kPrelude : "", kHelpers,
+      hopper ? absl::StrCat(fallback, kHopperHelpers) : std::string(), kCommon,
+      f32 ? kSimtKernel : hopper ? kHopperKernel : kTensorKernel);
   std::vector<std::pair<std::string, std::string>> first, last;
   for (auto &s : subs) (s.first == "@MOD@" || s.first == "@MASK@" ? last : first).push_back(s);
   text = absl::StrReplaceAll(text, first);

@@ -106,7 +106,25 @@ struct FlashEmitOptions {
   /// The launcher takes the bound symbols (a dynamic artifact's ABI,
   /// docs/ARTIFACT.md), even when this kernel reads none of them.
   bool symbolsParam = false;
+  /// The code is compiled for sm_90a: bf16/fp16 specs get the
+  /// warp-specialised TMA + wgmma kernel (HopperKernel.h) where
+  /// hopperDecline() is empty, with the sm_80 kernel beside it as the
+  /// launcher's fallback for operands TMA cannot address at run time
+  /// (a base pointer not 16-byte aligned). Needs -arch=sm_90a.
+  bool hopper = false;
 };
+
+/// Why \p spec does not get the sm_90a kernel under \p options ("" = it
+/// does): not an sm_90a target, fp32, a head dim or stride that is not a
+/// multiple of 8 elements (TMA rows need 16-byte strides), an overriding
+/// tile that is not warp-specialised, or shared memory.
+std::string hopperDecline(const FlashAttentionSpec &spec, const FlashEmitOptions &options);
+
+/// One line for dumps: which kernel emitFlashAttention() generates for
+/// \p spec under \p options and why, e.g. "sm_90a warp-specialised
+/// (TMA + wgmma), tile 128x128x12w s2 qsmem mb1 ws" or "sm_80 mma.sync,
+/// tile ... (sm_90a kernel declined: fp32)".
+std::string describeFlashKernel(const FlashAttentionSpec &spec, const FlashEmitOptions &options);
 
 /// Returns CUDA C++ source defining the kernel and the extern "C" launcher
 /// \p symbol (a C identifier). InvalidArgument for inconsistent shapes,

@@ -49,9 +49,24 @@ AttentionTile lookupAttentionTile(int smVersion, AttnElemType dtype, int64_t hea
   return AttentionTile{64, 32, 4, 2, false, 1};
 }
 
+AttentionTile lookupHopperTile(AttnElemType, int64_t headDim) {
+  // Two consumer warpgroups of 64 query rows; 128 keys per stage up to head
+  // dim 128 (Q 32 KiB + 2 x (K 32 + V 32) KiB at D = 128), 64 keys above
+  // (D = 256: 64 + 2 x (32 + 32) KiB), as FlashAttention-3 chooses.
+  AttentionTile t;
+  t.blockM = 128;
+  t.blockN = headDim <= 128 ? 128 : 64;
+  t.warps = 12;
+  t.stages = 2;
+  t.qInRegisters = false;
+  t.minBlocksPerSm = 1;
+  t.warpSpecialized = true;
+  return t;
+}
+
 std::string describeTile(const AttentionTile &t) {
   return absl::StrCat(t.blockM, "x", t.blockN, "x", t.warps, "w s", t.stages,
-                      t.qInRegisters ? " qreg" : " qsmem", " mb", t.minBlocksPerSm);
+                      t.qInRegisters ? " qreg" : " qsmem", " mb", t.minBlocksPerSm, t.warpSpecialized ? " ws" : "");
 }
 
 }  // namespace fusec::codegen::attention

@@ -25,6 +25,10 @@ struct AttentionTile {
   int stages = 2;            ///< K/V shared-memory stages (2 = cp.async double buffering)
   bool qInRegisters = true;  ///< keep the Q fragments in registers for the whole key loop
   int minBlocksPerSm = 1;    ///< __launch_bounds__ minimum CTAs per SM (register cap)
+  /// The sm_90a warp-specialised kernel (HopperKernel.h): warps = 4 x (1
+  /// producer + blockM / 64 consumer warpgroups), stages = depth of the
+  /// K/V shared-memory ring.
+  bool warpSpecialized = false;
 };
 
 /// Returns the tile configuration for \p smVersion (e.g. 90 for sm_90),
@@ -32,7 +36,12 @@ struct AttentionTile {
 /// and V head dims). Always returns a usable configuration.
 AttentionTile lookupAttentionTile(int smVersion, AttnElemType dtype, int64_t headDim);
 
-/// "BMxBNxWw Ss q{reg|smem} mbN", for logs and kernel comments.
+/// The tile of the sm_90a warp-specialised kernel (TMA + wgmma) for \p dtype
+/// (bf16 or fp16) and head dimension \p headDim (<= 256).
+AttentionTile lookupHopperTile(AttnElemType dtype, int64_t headDim);
+
+/// "BMxBNxWw Ss q{reg|smem} mbN" (plus " ws" when warp-specialised), for
+/// logs and kernel comments.
 std::string describeTile(const AttentionTile &t);
 
 }  // namespace fusec::codegen::attention

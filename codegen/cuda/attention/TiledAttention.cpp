@@ -170,6 +170,7 @@ absl::StatusOr<std::string> emitTiledAttention(const AttentionSpec &spec, const 
   opt.smVersion = options.smVersion;
   opt.includePrelude = options.prelude.empty();
   opt.symbolsParam = !options.symbolNames.empty();
+  opt.hopper = options.hopper;
   auto text = emitFlashAttention(*f, symbol, opt);
   if (!text.ok()) return text.status();
   return absl::StrCat(options.prelude, *text);

@@ -56,6 +56,8 @@ struct TiledAttentionOptions {
   /// Dynamic shapes: the artifact's symbols in manifest order (the
   /// launcher's `symbols` array); empty for a static artifact.
   std::vector<std::string> symbolNames;
+  /// The module is built for sm_90a (FlashEmitOptions::hopper).
+  bool hopper = false;
 };
 
 /// Converts \p spec to a FlashAttentionSpec (fully masked rows give NaN, as

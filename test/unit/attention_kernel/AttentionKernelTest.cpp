@@ -3,7 +3,7 @@
 // For each case (plain, causal, bias, ALiBi, soft-cap, sliding window,
 // padding mask, GQA, head dims 20..256, odd lengths, Sq != Sk, fully masked
 // rows; bf16, fp16 and exact fp32): emit the kernel, compile it with nvcc
-// (-arch=sm_90, all cases in parallel, cached by source in
+// (-arch=sm_90a, all cases in parallel, cached by source in
 // $FUSEC_ATTN_KERNEL_CACHE when set), and on a GPU run it on random inputs
 // with the output poisoned with NaN, comparing against a CPU reference in
 // double. Without nvcc or a device the affected tests skip with a message.
@@ -57,7 +57,15 @@ struct Case {
   MaskFn mask;  // null = keep all (in addition to the structural mask)
   std::function<float(int b, int h, int q, int k)> biasInit;  // bias 0 contents, if any
   const AttentionTile *tile = nullptr;
+  bool hopper = false;  // emitted for sm_90a: the warp-specialised TMA + wgmma kernel
 };
+
+FlashEmitOptions emitOptions(const Case &c) {
+  FlashEmitOptions opt;
+  opt.override = c.tile;
+  opt.hopper = c.hopper;
+  return opt;
+}
 
 const AttentionTile kSmallTile{64, 64, 4, 2, false, 2};
 const AttentionTile kWideTile{128, 128, 8, 2, true, 1};
@@ -235,6 +243,33 @@ std::vector<Case> makeCases() {
     s.fullyMaskedNaN = true;
     keyMaskCase("f32_key_mask_causal", s, {0, 70}, {90, 100});  // key tiles of 32: tiles 0, 1 empty in batch 1
   }
+  // Every half-precision case again on the sm_90a kernel (where it takes
+  // it: head dims and strides multiples of 8), with the table's tile, plus
+  // the shapes that kernel splits differently: long keys, D = 256 with 64-key
+  // stages, bottom-right causal with few query tiles, GQA with a window.
+  const size_t n = cs.size();
+  for (size_t i = 0; i < n; ++i) {
+    Case h = cs[i];
+    if (h.spec.dtype == AttnElemType::kF32) continue;
+    h.tile = nullptr;
+    h.hopper = true;
+    if (!hopperDecline(h.spec, emitOptions(h)).empty()) continue;
+    h.name = "sm90a_" + h.name;
+    cs.push_back(std::move(h));
+  }
+  auto hop = [&](std::string name, FlashAttentionSpec s) -> Case & {
+    Case &c = add("sm90a_" + name, std::move(s));
+    c.hopper = true;
+    return c;
+  };
+  hop("bf16_long_keys_b1h1", base(bf, 1, 1, 130, 4100, 128));
+  hop("bf16_causal_d256", causal(base(bf, 1, 2, 333, 333, 256)));
+  hop("f16_causal_bottom_right_d128", causal(base(AttnElemType::kF16, 2, 2, 77, 1000, 128), 1000 - 77));
+  {
+    auto s = causal(base(bf, 2, 8, 600, 600, 64), 0, 100);
+    s.headsKv = 1;
+    hop("bf16_mqa_window100", s);
+  }
   return cs;
 }
 
@@ -311,9 +346,7 @@ const std::vector<Built> &builtKernels() {
           i = todo[next++];
         }
         built[i].error.clear();
-        FlashEmitOptions opt;
-        opt.override = cs[i].tile;
-        auto src = emitFlashAttention(cs[i].spec, symbolOf(i), opt);
+        auto src = emitFlashAttention(cs[i].spec, symbolOf(i), emitOptions(cs[i]));
         if (!src.ok()) {
           built[i].error = std::string(src.status().message());
           continue;
@@ -331,7 +364,10 @@ const std::vector<Built> &builtKernels() {
         const std::string cu = absl::StrCat(dir, "/k", key, ".cu"), log = absl::StrCat(dir, "/k", key, ".log");
         std::ofstream(cu) << *src;
         const std::string tmp = absl::StrCat(so, ".tmp", getpid(), ".so");
-        const std::string cmd = absl::StrCat(nvcc, " -std=c++17 -O3 -arch=sm_90 -shared -Xcompiler -fPIC -Xptxas -v -o ",
+        // sm_90a cases must run the sm_90a kernel: no fallback to sm_80.
+        const std::string cmd = absl::StrCat(nvcc, " -std=c++17 -O3 -arch=sm_90a",
+                                             cs[i].hopper ? " -DFUSEC_ATTN_REQUIRE_TMA" : "",
+                                             " -shared -Xcompiler -fPIC -Xptxas -v -o ",
                                              tmp, " ", cu, " > ", log, " 2>&1 && mv ", tmp, " ", so);
         if (std::system(cmd.c_str()) != 0) {
           std::ifstream f(log);
@@ -475,9 +511,7 @@ class AttentionKernelTest : public ::testing::TestWithParam<size_t> {};
 
 TEST_P(AttentionKernelTest, Emits) {
   const Case &c = cases()[GetParam()];
-  FlashEmitOptions opt;
-  opt.override = c.tile;
-  auto src = emitFlashAttention(c.spec, symbolOf(GetParam()), opt);
+  auto src = emitFlashAttention(c.spec, symbolOf(GetParam()), emitOptions(c));
   ASSERT_TRUE(src.ok()) << src.status();
   EXPECT_NE(src->find(absl::StrCat("extern \"C\" int ", symbolOf(GetParam()), "(void *const *buffers")),
             std::string::npos);
@@ -487,6 +521,12 @@ TEST_P(AttentionKernelTest, Emits) {
   } else {
     EXPECT_NE(src->find("mma.sync.aligned.m16n8k16"), std::string::npos);
     EXPECT_NE(src->find("cp.async"), std::string::npos);
+  }
+  if (c.hopper) {
+    EXPECT_NE(src->find("wgmma.mma_async.sync.aligned.m64n"), std::string::npos);
+    EXPECT_NE(src->find("cp.async.bulk.tensor.4d"), std::string::npos);
+    EXPECT_NE(src->find("setmaxnreg.inc"), std::string::npos);
+    EXPECT_NE(src->find(absl::StrCat(symbolOf(GetParam()), "_sm80(buffers")), std::string::npos);  // the fallback
   }
 }
 
@@ -602,6 +642,38 @@ TEST(AttentionKernelErrors, RejectsBadSpecs) {
   opt.override = &bad;
   s.window = 0;
   EXPECT_EQ(emitFlashAttention(s, "x", opt).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(AttentionKernelErrors, HopperPathChoice) {
+  FlashEmitOptions hopper;
+  hopper.hopper = true;
+  FlashAttentionSpec s = base(AttnElemType::kBF16, 1, 2, 100, 100, 128);
+  EXPECT_EQ(hopperDecline(s, hopper), "");
+  EXPECT_NE(describeFlashKernel(s, hopper).find("sm_90a warp-specialised"), std::string::npos);
+  EXPECT_NE(hopperDecline(s, FlashEmitOptions{}).find("not sm_90a"), std::string::npos);
+  EXPECT_NE(describeFlashKernel(s, FlashEmitOptions{}).find("sm_80 mma.sync"), std::string::npos);
+  s.headDim = s.headDimV = 20;
+  EXPECT_NE(hopperDecline(s, hopper).find("multiples of 8"), std::string::npos);
+  s = base(AttnElemType::kF32, 1, 2, 100, 100, 64);
+  EXPECT_NE(hopperDecline(s, hopper).find("fp32"), std::string::npos);
+  s = base(AttnElemType::kBF16, 1, 2, 100, 100, 64);
+  s.q = FlashLayout{2 * 100 * 68, 100 * 68, 68};  // rows of 68 elements: not 16-byte aligned
+  EXPECT_NE(hopperDecline(s, hopper).find("stride"), std::string::npos);
+  EXPECT_FALSE(emitFlashAttention(s, "x", hopper)->find("wgmma") != std::string::npos);
+  // A warp-specialised tile where the kernel declines: an error, not a silent switch.
+  const AttentionTile ws = lookupHopperTile(AttnElemType::kBF16, 64);
+  FlashEmitOptions forced;
+  forced.override = &ws;
+  EXPECT_EQ(emitFlashAttention(s, "x", forced).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(AttentionTileTable, HopperRows) {
+  for (int64_t d : {64, 80, 96, 128, 256}) {
+    const AttentionTile t = lookupHopperTile(AttnElemType::kBF16, d);
+    EXPECT_TRUE(t.warpSpecialized);
+    EXPECT_EQ(t.warps, 4 * (t.blockM / 64 + 1)) << d;
+    EXPECT_LE(flashSharedBytes(base(AttnElemType::kBF16, 1, 1, 8, 8, d), t), 227 * 1024) << d;
+  }
 }
 
 TEST(AttentionTileTable, Sm90Rows) {
