@@ -73,8 +73,18 @@ int main(int argc, char **argv) {
   std::ofstream manifest(out + "/manifest.tsv");
   int n = 0;
   for (const Variant &v : variants) {
-    // The sm_90a warp-specialised kernel first, then the sm_80 tiles.
-    std::vector<AttentionTile> tiles = {lookupHopperTile(AttnElemType::kBF16, v.d)};
+    // The sm_90a warp-specialised kernel first (the table's, then with
+    // ping-pong / intra-warpgroup overlap / 3 stages), then the sm_80 tiles.
+    const AttentionTile ws = lookupHopperTile(AttnElemType::kBF16, v.d);
+    std::vector<AttentionTile> tiles = {ws};
+    for (int variant = 0; variant < 4; ++variant) {
+      AttentionTile t = ws;
+      t.pingPong = variant == 0 || variant >= 2;
+      t.intraOverlap = variant >= 1;
+      if (variant == 3) t.stages = 3;
+      if (t.pingPong == ws.pingPong && t.intraOverlap == ws.intraOverlap && t.stages == ws.stages) continue;
+      if (flashSharedBytes(makeSpec(v), t) <= 227 * 1024) tiles.push_back(t);
+    }
     if (v.tiles.empty()) tiles.push_back(lookupAttentionTile(90, AttnElemType::kBF16, v.d));
     tiles.insert(tiles.end(), v.tiles.begin(), v.tiles.end());
     for (size_t t = 0; t < tiles.size(); ++t) {

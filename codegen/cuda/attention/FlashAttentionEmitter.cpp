@@ -603,7 +603,7 @@ bool multiplesOf8(const FlashAttentionSpec &spec) {
 int64_t hopperSharedBytes(const FlashAttentionSpec &spec, const AttentionTile &t) {
   const int64_t db = (roundUp(spec.headDim, 16) + 63) / 64, dvb = (roundUp(spec.headDimV, 16) + 63) / 64;
   return 1024 + t.blockM * 128 * db + t.stages * (t.blockN * 128 * db + t.blockN * 128 * dvb) +
-         8 * (1 + 3 * t.stages);
+         8 * (1 + 4 * t.stages);
 }
 
 AttentionTile chosenTile(const FlashAttentionSpec &spec, const FlashEmitOptions &options, bool hopper) {
@@ -675,7 +675,7 @@ absl::StatusOr<std::string> emitFlashAttention(const FlashAttentionSpec &spec, c
   const AttentionTile tile = chosenTile(spec, options, hopper);
   if (hopper) {
     if (tile.blockM != 128 || tile.warps != 12 || tile.blockN < 16 || tile.blockN > 256 || tile.blockN % 16 != 0 ||
-        tile.stages < 2 || tile.stages > 4)
+        tile.stages < 2 || tile.stages > 4 || hopperSharedBytes(spec, tile) > 227 * 1024)
       return absl::InvalidArgumentError(absl::StrCat("attention: bad warp-specialised tile ", describeTile(tile)));
   } else if (!f32) {
     if (tile.warps < 1 || tile.blockM != tile.warps * 16 || tile.blockN < 16 || tile.blockN % 16 != 0 ||
@@ -860,6 +860,8 @@ absl::StatusOr<std::string> emitFlashAttention(const FlashAttentionSpec &spec, c
     const bool syms = !dyn.empty() || options.symbolsParam;
     const std::string ptx = spec.dtype == AttnElemType::kBF16 ? "bf16" : "f16";
     subs.push_back({"@STAGES@", absl::StrCat(tile.stages)});
+    subs.push_back({"@PINGPONG@", tile.pingPong ? "true" : "false"});
+    subs.push_back({"@OVERLAP@", tile.intraOverlap ? "true" : "false"});
     subs.push_back({"@PREG@", "40"});
     subs.push_back({"@CREG@", "232"});
     subs.push_back({"@WGMMA@", wgmmaWrappers(tile.blockN, static_cast<int>(roundUp(spec.headDimV, 16)), ptx)});

@@ -124,10 +124,12 @@ using namespace fusec_hopper;
 constexpr int kBM = @BM@, kBN = @BN@, kStages = @STAGES@;
 constexpr int kCW = kBM / 64;          // consumer warpgroups, 64 query rows each
 constexpr int kNT = (kCW + 1) * 128;   // + the producer warpgroup
+constexpr bool kPingPong = @PINGPONG@;  // consumers take turns issuing their S GEMMs
+constexpr bool kOverlap = @OVERLAP@;    // S(j+1) and P(j)V(j) in flight during softmax(j+1)
 constexpr int kDP = @DP@, kDVP = @DVP@;  // head dims rounded up to 16: the MMA K and N extents
 constexpr int kDB = (kDP + 63) / 64, kDVB = (kDVP + 63) / 64;  // 64-column (128-byte) swizzle blocks
 constexpr int kQBytes = kBM * 128 * kDB, kKBytes = kBN * 128 * kDB, kVBytes = kBN * 128 * kDVB;
-constexpr int kSmemBytes = 1024 + kQBytes + kStages * (kKBytes + kVBytes) + 8 * (1 + 3 * kStages);
+constexpr int kSmemBytes = 1024 + kQBytes + kStages * (kKBytes + kVBytes) + 8 * (1 + 4 * kStages);
 @WGMMA@
 /// Whether key tile j has a live key in batch b: a vote of the calling warp
 /// (all 32 lanes), the same in every warp.
@@ -140,6 +142,8 @@ __device__ __forceinline__ bool tileLiveWarp(int j, int lane, long long b@BIASPA
   }
   return __any_sync(0xffffffffu, any) != 0;
 }
+__device__ __forceinline__ void namedBarSync(int id) { asm volatile("bar.sync %0, 256;\n" ::"r"(id) : "memory"); }
+__device__ __forceinline__ void namedBarArrive(int id) { asm volatile("bar.arrive %0, 256;\n" ::"r"(id) : "memory"); }
 
 __global__ void __launch_bounds__(kNT, 1)
 kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ CUtensorMap tmK,
@@ -152,8 +156,9 @@ kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ CUtensor
   unsigned char *sQ = smem;
   unsigned char *sK = sQ + kQBytes;
   unsigned char *sV = sK + kStages * kKBytes;
+  // Barriers: Q landed; per stage K landed, V landed, K free, V free.
   uint64_t *barQ = reinterpret_cast<uint64_t *>(sV + kStages * kVBytes);
-  uint64_t *fullK = barQ + 1, *fullV = fullK + kStages, *empty = fullV + kStages;
+  uint64_t *fullK = barQ + 1, *fullV = fullK + kStages, *emptyK = fullV + kStages, *emptyV = emptyK + kStages;
   const int tid = threadIdx.x, wg = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31;
   const int mBlock = gridDim.x - 1 - blockIdx.x;  // heaviest (causal) tiles first
   const int h = blockIdx.y, b = blockIdx.z, kvh = h / kGroup;
@@ -167,7 +172,8 @@ kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ CUtensor
     for (int s = 0; s < kStages; ++s) {
       mbarInit(fullK + s, 1);
       mbarInit(fullV + s, 1);
-      mbarInit(empty + s, kCW * 4);
+      mbarInit(emptyK + s, kCW * 4);  // one arrival per consumer warp
+      mbarInit(emptyV + s, kCW * 4);
     }
     fenceBarrierInit();
   }
@@ -199,11 +205,12 @@ kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ CUtensor
       for (int j = jFirst; j < jEnd; j = nextLive(j + 1), ++it) {
         const int st = it % kStages, ph = (it / kStages) & 1;
         if (lane == 0) {
-          mbarWait(empty + st, ph ^ 1);
+          mbarWait(emptyK + st, ph ^ 1);
           mbarExpectTx(fullK + st, kKBytes);
 #pragma unroll
           for (int c = 0; c < kDB; ++c)
             tmaLoad4(sK + st * kKBytes + c * kBN * 128, &tmK, fullK + st, c * 64, j * kBN, kvh, b);
+          mbarWait(emptyV + st, ph ^ 1);
           mbarExpectTx(fullV + st, kVBytes);
 #pragma unroll
           for (int c = 0; c < kDVB; ++c)
@@ -227,33 +234,31 @@ kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ CUtensor
   for (int i = 0; i < kDVP / 2; ++i) accO[i] = 0.0f;
   float rowM[2] = {-INFINITY, -INFINITY}, rowL[2] = {0.0f, 0.0f};
   const uint32_t qAddr = smemAddr(sQ) + cw * 64 * 128;
-  int it = 0;
-  const int jFirst = nextLive(jBegin);
-  if (jFirst < jEnd) mbarWait(barQ, 0);
-  for (int j = jFirst; j < jEnd; j = nextLive(j + 1), ++it) {
-    const int st = it % kStages, ph = (it / kStages) & 1;
-    const int k0 = j * kBN;
-    mbarWait(fullK + st, ph);
-    // A tile whose keys this warpgroup's rows cannot see (above the causal
-    // diagonal): consumed without computing.
-    if (kCausal && (long long)k0 > qLastW + kOff) {
-      mbarWait(fullV + st, ph);
-      if (lane == 0) mbarArrive(empty + st);
-      continue;
-    }
-    // S = Q K^T: 64 x kBN per warpgroup, fp32 accumulators.
-    float accS[kBN / 2];
-    wgFence();
+
+  // S = Q K^T for the tile in stage st (64 x kBN per warpgroup, fp32), issued
+  // and committed, not waited for.
+  auto issueS = [&](float (&accS)[kBN / 2], int st) {
     const uint32_t kAddr = smemAddr(sK + st * kKBytes);
 #pragma unroll
     for (int kk = 0; kk < kDP / 16; ++kk)
       wgmmaSS(accS, gmmaDesc(qAddr + (kk / 4) * kBM * 128 + (kk % 4) * 32, 16, 1024),
               gmmaDesc(kAddr + (kk / 4) * kBN * 128 + (kk % 4) * 32, 16, 1024), kk > 0 ? 1 : 0);
     wgCommit();
-    wgWait<0>();
-    regFence(accS);
-    // Score modification and masking on the fragments: element (nt, e) of
-    // this thread is row qRow[e >> 1], key k0 + 8 nt + 2 (lane & 3) + (e & 1).
+  };
+  // O += P V for the tile in stage st: V (keys x head dim, the head dim
+  // contiguous) read transposed (MN-major). Issued and committed.
+  auto issuePV = [&](const uint32_t (&pa)[kBN / 16][4], int st) {
+    const uint32_t vAddr = smemAddr(sV + st * kVBytes);
+#pragma unroll
+    for (int kk = 0; kk < kBN / 16; ++kk) wgmmaRS(accO, pa[kk], gmmaDesc(vAddr + kk * 16 * 128, @VLBO@, @VSBO@));
+    wgCommit();
+  };
+  // Score modification, masks and the online softmax of the tile at key
+  // k0, on the fragments: element (nt, e) of this thread is row
+  // qRow[e >> 1], key k0 + 8 nt + 2 (lane & 3) + (e & 1). Leaves
+  // exp2(score - max) in accS, updates rowM / rowL, returns the factor the
+  // earlier accumulators are rescaled by.
+  auto softmaxTile = [&](float (&accS)[kBN / 2], int k0, float (&alpha)[2]) {
     bool kmv[kKeyMask ? kBN / 8 : 1][2];
     (void)kmv;
     if constexpr (kKeyMask) {
@@ -283,14 +288,13 @@ kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ CUtensor
         accS[nt * 4 + e] = t;
       }
     }
-    // Online softmax: running max / sum per row (2 rows per thread, quad-shared).
     float mx[2] = {rowM[0], rowM[1]};
 #pragma unroll
     for (int nt = 0; nt < kBN / 8; ++nt) {
       mx[0] = fmaxf(mx[0], fmaxf(accS[nt * 4 + 0], accS[nt * 4 + 1]));
       mx[1] = fmaxf(mx[1], fmaxf(accS[nt * 4 + 2], accS[nt * 4 + 3]));
     }
-    float mOff[2], alpha[2];
+    float mOff[2];
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
       mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
@@ -301,38 +305,125 @@ kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ CUtensor
       rowM[i] = mx[i];
       rowL[i] *= alpha[i];
     }
-    uint32_t pa[kBN / 16][4];
 #pragma unroll
-    for (int kk = 0; kk < kBN / 16; ++kk) {
-      float p[8];
-#pragma unroll
-      for (int e = 0; e < 8; ++e) {
-        p[e] = fastExp2(fmaf(accS[kk * 8 + e], kF, -mOff[(e >> 1) & 1]));
-        rowL[(e >> 1) & 1] += p[e];
-      }
-      pa[kk][0] = pack2(p[0], p[1], T());
-      pa[kk][1] = pack2(p[2], p[3], T());
-      pa[kk][2] = pack2(p[4], p[5], T());
-      pa[kk][3] = pack2(p[6], p[7], T());
+    for (int i = 0; i < kBN / 2; ++i) {
+      const float p = fastExp2(fmaf(accS[i], kF, -mOff[(i >> 1) & 1]));
+      accS[i] = p;
+      rowL[(i >> 1) & 1] += p;
     }
+  };
+  auto rescaleO = [&](const float (&alpha)[2]) {
 #pragma unroll
     for (int i = 0; i < kDVP / 8; ++i) {
       accO[i * 4 + 0] *= alpha[0]; accO[i * 4 + 1] *= alpha[0];
       accO[i * 4 + 2] *= alpha[1]; accO[i * 4 + 3] *= alpha[1];
     }
-    // O += P V: V (keys x head dim, the head dim contiguous) read transposed.
-    mbarWait(fullV + st, ph);
+  };
+  // P as wgmma A fragments (16 keys per k-step), in the element type.
+  auto packP = [&](const float (&accS)[kBN / 2], uint32_t (&pa)[kBN / 16][4]) {
+#pragma unroll
+    for (int kk = 0; kk < kBN / 16; ++kk)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) pa[kk][r] = pack2(accS[kk * 8 + 2 * r], accS[kk * 8 + 2 * r + 1], T());
+  };
+  // Ping-pong: warpgroup cw issues its S GEMM after the other one has
+  // issued its own (named barriers 1 and 2); warpgroup 0 starts.
+  auto turnBegin = [&] {
+    if constexpr (kPingPong) namedBarSync(1 + cw);
+  };
+  auto turnEnd = [&] {
+    if constexpr (kPingPong) namedBarArrive(1 + (cw ^ 1));
+  };
+  if constexpr (kPingPong) {
+    if (cw == 1) namedBarArrive(1);
+  }
+
+  int it = 0;
+  const int jFirst = nextLive(jBegin);
+  if (jFirst < jEnd) mbarWait(barQ, 0);
+  uint32_t pa[kBN / 16][4];
+  int stPrev = -1, phPrev = 0;  // kOverlap: the tile whose P V is still to issue
+  // kOverlap: issues and completes the pending P V (stage stp), frees its stage.
+  auto flushPV = [&](int &stp, int php) {
+    if (stp < 0) return;
+    mbarWait(fullV + stp, php);
     regFence(accO);
     regFence(pa);
     wgFence();
-    const uint32_t vAddr = smemAddr(sV + st * kVBytes);
-#pragma unroll
-    for (int kk = 0; kk < kBN / 16; ++kk) wgmmaRS(accO, pa[kk], gmmaDesc(vAddr + kk * 16 * 128, @VLBO@, @VSBO@));
-    wgCommit();
+    issuePV(pa, stp);
     wgWait<0>();
     regFence(accO);
-    if (lane == 0) mbarArrive(empty + st);
+    if (lane == 0) mbarArrive(emptyV + stp);
+    stp = -1;
+  };
+  for (int j = jFirst; j < jEnd; j = nextLive(j + 1), ++it) {
+    const int st = it % kStages, ph = (it / kStages) & 1;
+    const int k0 = j * kBN;
+    // A tile whose keys this warpgroup's rows cannot see (above the causal
+    // diagonal; every later tile too): consumed without computing, after
+    // the pending P V (whose stage the producer needs back).
+    const bool skip = kCausal && (long long)k0 > qLastW + kOff;
+    if (kOverlap && skip) flushPV(stPrev, phPrev);
+    mbarWait(fullK + st, ph);
+    if (skip) {
+      turnBegin();
+      turnEnd();
+      mbarWait(fullV + st, ph);
+      if (lane == 0) {
+        mbarArrive(emptyK + st);
+        mbarArrive(emptyV + st);
+      }
+      continue;
+    }
+    float accS[kBN / 2];
+    float alpha[2];
+    if constexpr (kOverlap) {
+      turnBegin();
+      regFence(accO);
+      regFence(pa);
+      wgFence();
+      issueS(accS, st);
+      if (stPrev >= 0) {
+        mbarWait(fullV + stPrev, phPrev);
+        issuePV(pa, stPrev);
+      }
+      turnEnd();
+      if (stPrev >= 0) wgWait<1>(); else wgWait<0>();
+      regFence(accS);
+      if (lane == 0) mbarArrive(emptyK + st);
+      softmaxTile(accS, k0, alpha);
+      if (stPrev >= 0) {
+        wgWait<0>();
+        regFence(accO);
+        regFence(pa);
+        if (lane == 0) mbarArrive(emptyV + stPrev);
+      }
+      rescaleO(alpha);
+      packP(accS, pa);
+      stPrev = st;
+      phPrev = ph;
+    } else {
+      turnBegin();
+      wgFence();
+      issueS(accS, st);
+      turnEnd();
+      wgWait<0>();
+      regFence(accS);
+      if (lane == 0) mbarArrive(emptyK + st);
+      softmaxTile(accS, k0, alpha);
+      rescaleO(alpha);
+      packP(accS, pa);
+      mbarWait(fullV + st, ph);
+      regFence(accO);
+      regFence(pa);
+      wgFence();
+      issuePV(pa, st);
+      wgWait<0>();
+      regFence(accO);
+      if (lane == 0) mbarArrive(emptyV + st);
+    }
   }
+  if constexpr (kOverlap) flushPV(stPrev, phPrev);  // the last tile's P V
 
   // Normalise and store (rows past kSq are not written).
   float inv[2];

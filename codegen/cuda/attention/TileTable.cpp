@@ -66,7 +66,8 @@ AttentionTile lookupHopperTile(AttnElemType, int64_t headDim) {
 
 std::string describeTile(const AttentionTile &t) {
   return absl::StrCat(t.blockM, "x", t.blockN, "x", t.warps, "w s", t.stages,
-                      t.qInRegisters ? " qreg" : " qsmem", " mb", t.minBlocksPerSm, t.warpSpecialized ? " ws" : "");
+                      t.qInRegisters ? " qreg" : " qsmem", " mb", t.minBlocksPerSm, t.warpSpecialized ? " ws" : "",
+                      t.pingPong ? " pp" : "", t.intraOverlap ? " ov" : "");
 }
 
 }  // namespace fusec::codegen::attention

@@ -29,6 +29,12 @@ struct AttentionTile {
   /// producer + blockM / 64 consumer warpgroups), stages = depth of the
   /// K/V shared-memory ring.
   bool warpSpecialized = false;
+  /// Warp-specialised only: the consumer warpgroups take turns issuing their
+  /// S = Q K^T (ping-pong), so one's softmax overlaps the other's GEMMs.
+  bool pingPong = false;
+  /// Warp-specialised only: S(j+1) = Q K(j+1)^T and O += P(j) V(j) are in
+  /// flight while softmax(j+1) runs (two GEMMs overlap within a warpgroup).
+  bool intraOverlap = false;
 };
 
 /// Returns the tile configuration for \p smVersion (e.g. 90 for sm_90),

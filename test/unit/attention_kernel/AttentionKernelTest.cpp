@@ -68,6 +68,10 @@ FlashEmitOptions emitOptions(const Case &c) {
 }
 
 const AttentionTile kSmallTile{64, 64, 4, 2, false, 2};
+// sm_90a with ping-pong and intra-warpgroup overlap (head dims <= 128, and 256).
+const AttentionTile kWsOverlap{128, 128, 12, 2, false, 1, true, true, true};
+const AttentionTile kWsOverlap3{128, 128, 12, 3, false, 1, true, true, true};
+const AttentionTile kWsOverlapD256{128, 64, 12, 2, false, 1, true, true, true};
 const AttentionTile kWideTile{128, 128, 8, 2, true, 1};
 
 FlashAttentionSpec base(AttnElemType t, int64_t b, int64_t h, int64_t sq, int64_t sk, int64_t d) {
@@ -256,6 +260,17 @@ std::vector<Case> makeCases() {
     if (!hopperDecline(h.spec, emitOptions(h)).empty()) continue;
     h.name = "sm90a_" + h.name;
     cs.push_back(std::move(h));
+  }
+  // And with ping-pong + intra-warpgroup overlap (skipped causal tiles,
+  // pending P V flushes, stage reuse), 3 stages for the long ones.
+  const size_t nh = cs.size();
+  for (size_t i = n; i < nh; ++i) {
+    Case c = cs[i];
+    const int64_t d = std::max(c.spec.headDim, c.spec.headDimV);
+    c.tile = d > 128 ? &kWsOverlapD256 : c.spec.seqK >= 1000 ? &kWsOverlap3 : &kWsOverlap;
+    if (!hopperDecline(c.spec, emitOptions(c)).empty()) continue;
+    c.name = "sm90a_ppov_" + c.name.substr(6);
+    cs.push_back(std::move(c));
   }
   auto hop = [&](std::string name, FlashAttentionSpec s) -> Case & {
     Case &c = add("sm90a_" + name, std::move(s));
