@@ -50,9 +50,9 @@ absl::Status emitArtifact(const std::string &modelPath, const CompileOptions &op
   artifact::ArtifactOptions ao;
   ao.target = c.target.target;
   // The arch the user named; without --arch the backend picks its default
-  // from the device (cuda, nki) or the host (cpu: the host CPU, not the
-  // roofline device's arch).
-  ao.arch = options.arch.empty() && c.target.target == "cpu" ? std::string() : c.target.arch;
+  // from the device (cuda: sm_90a for a Hopper device; nki) or the host
+  // (cpu: the host CPU, not the roofline device's arch).
+  ao.arch = options.arch.empty() && c.target.target != "nki" ? std::string() : c.target.arch;
   ao.precision = options.precision;
   ao.allowTf32 = options.allowTf32;
   ao.runNvcc = options.runNvcc;

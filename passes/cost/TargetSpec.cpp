@@ -307,8 +307,12 @@ absl::StatusOr<ResolvedTarget> resolveTarget(const std::string &target, const st
   FUSEC_RET_CHECK(nativeAt >= 0, "device '", devName, "' has arch '", spec.arch,
                   "', which targets/Targets.def does not list for ", tgt->name);
   if (archAt >= 0 && tgt->archs[archAt].arch != "*") {
-    const bool runs = tgt->archs[archAt].forwardCompatible ? archAt <= nativeAt
-                                                          : archAt == nativeAt;
+    // An arch that is not forward compatible runs on its own devices; an
+    // arch-specific variant ("sm_90a", NVIDIA's suffix) on those of the
+    // arch it extends.
+    const bool runs = tgt->archs[archAt].forwardCompatible
+                          ? archAt <= nativeAt
+                          : archAt == nativeAt || tgt->archs[archAt].arch == spec.arch + "a";
     if (!runs)
       return absl::InvalidArgumentError(absl::StrCat(
           "--arch ", arch, " does not run on --device ", devName, " (a ", spec.arch, " device",
