@@ -536,6 +536,69 @@ TEST(CpuRun, ErfMatchesLibm) {
               worstAt);
 }
 
+/// The erf GELU 0.5 x (1 + erf(x / sqrt 2)), as the lowering builds it
+/// (0.5 x times 1 + erf(x * 0.70710678)), is one rational evaluation
+/// (CpuMath.cpp, F::geluErf: no 1/sqrt 2 multiply, no erf clamps of the
+/// quotient) within 2.5e-7 max(1, |x|) of the GELU in double: a sweep of
+/// [-12, 12] (200001 values, not a multiple of the vector width) and the
+/// edges (the clamp at +-5.55, subnormals, signed zeros, +-FLT_MAX, +inf ->
+/// +inf, -inf -> NaN as 0.5 x (1 + erf) itself, NaN). Another erf argument
+/// (here x / 2) keeps erf and becomes h + h erf(t): within the erf bound.
+TEST(CpuRun, GeluErfMatchesLibm) {
+  using namespace program;
+  std::vector<float> x;
+  for (int i = 0; i <= 200000; ++i) x.push_back(-12.0f + 24.0f * static_cast<float>(i) / 200000);
+  const float inf = std::numeric_limits<float>::infinity(), fmax = std::numeric_limits<float>::max();
+  for (float v : {0.0f, -0.0f, 1e-30f, -1e-30f, 1e-40f, -1e-40f, 1e-5f, -1e-5f, 5.55f, 5.5508f, 5.56f, -5.55f, -5.56f,
+                  100.0f, -100.0f, 1e20f, -1e20f, fmax, -fmax, inf, -inf, std::numeric_limits<float>::quiet_NaN()})
+    x.push_back(v);
+  const int64_t n = static_cast<int64_t>(x.size());
+  for (int form = 0; form < 2; ++form) {
+    SCOPED_TRACE(form == 0 ? "erf(x / sqrt 2)" : "erf(x / 2)");
+    const double scale = form == 0 ? 0.7071067811865476 : 0.5;
+    KernelSpec pw;
+    pw.addDim(n, false);
+    pw.addBuffer(ir::DType::kF32, {n}, false);
+    pw.addBuffer(ir::DType::kF32, {n}, true);
+    int a = pw.load(0, {pw.index(0)});
+    int half = pw.binary(BinaryOp::kMul, pw.constF(0.5), a);
+    int e = pw.unary(UnaryOp::kErf, pw.binary(BinaryOp::kMul, a, pw.constF(scale)));
+    pw.addStore(1, {pw.index(0)}, pw.binary(BinaryOp::kMul, half, pw.binary(BinaryOp::kAdd, pw.constF(1), e)));
+    std::vector<float> y(x.size(), -7.0f);
+    TempDir tmp;
+    std::string ir;
+    runSpec(pw, {x.data(), y.data()}, tmp.path, nullptr, &ir);
+    // The fused form's first numerator coefficient (0.79788452) and not
+    // erf's first denominator one (0.50224054), and the other way round.
+    EXPECT_EQ(absl::StrContains(ir, "0x3FE9884520000000"), form == 0);
+    EXPECT_EQ(absl::StrContains(ir, "0x3FE0125AC0000000"), form == 1);
+    double worst = 0;
+    float worstAt = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      const double xv = x[i];
+      if (std::isnan(xv) || xv == -inf) {
+        EXPECT_TRUE(std::isnan(y[i])) << "gelu(" << xv << ") = " << y[i];
+        continue;
+      }
+      if (xv == inf) {
+        EXPECT_EQ(y[i], inf);
+        continue;
+      }
+      const double want = 0.5 * xv * (1 + std::erf(scale * xv));
+      const double err = std::fabs(static_cast<double>(y[i]) - want) / std::max(1.0, std::fabs(xv));
+      if (err > worst) {
+        worst = err;
+        worstAt = x[i];
+      }
+      EXPECT_LE(err, form == 0 ? 2.5e-7 : 4e-7) << "gelu(" << xv << ") = " << y[i] << ", want " << want;
+      if (xv >= 0) {
+        EXPECT_GE(y[i], 0.0f) << xv;
+      }
+    }
+    std::printf("gelu (%s): max |error| / max(1, |x|) %.3g at x = %g\n", form == 0 ? "fused" : "erf", worst, worstAt);
+  }
+}
+
 /// The f32 exp (CpuMath.cpp) against libm's exp in double, for the host
 /// (AVX-512: 2^k by VSCALEFPS) and for x86-64-v3 and x86-64 (2^k as two
 /// exponent-field multiplies): within 2 ulp (relative 2.4e-7) where e^x is
