@@ -535,25 +535,49 @@ struct KernelEmitter {
         for (int c : children(id)) todo.push_back(c);
       }
     }
+    std::vector<char> blocked(n, 0);
     auto candidate = [&](int id) {
-      return elem[id] && s.exprs[id].type == ScalarType::kF32 && cost[id] >= kMinCachedCost;
+      return !blocked[id] && elem[id] && s.exprs[id].type == ScalarType::kF32 && cost[id] >= kMinCachedCost;
     };
-    // Each later pass: walk from its roots, stopping at candidates computed earlier.
-    for (int p = 1; p < passes; ++p) {
-      std::vector<int> todo = roots[p];
-      std::vector<char> seen(n, 0);
-      while (!todo.empty()) {
-        int id = todo.back();
-        todo.pop_back();
-        if (seen[id]) continue;
-        seen[id] = 1;
-        if (candidate(id) && first[id] < p) {
-          rc.first[id] = first[id];
-          rc.readers[id].insert(p);
-          continue;
+    // Each later pass: walk from its roots, stopping at candidates computed
+    // earlier. Then a cached value whose cost beyond the other cached values
+    // it reads is small (LayerNorm's x - mean over the cached x: one
+    // subtract) is recomputed instead (a store in its pass and a load in
+    // each reader cost more than the subtract): blocked, and the walk redone.
+    for (;;) {
+      rc = RowCache{};
+      for (int p = 1; p < passes; ++p) {
+        std::vector<int> todo = roots[p];
+        std::vector<char> seen(n, 0);
+        while (!todo.empty()) {
+          int id = todo.back();
+          todo.pop_back();
+          if (seen[id]) continue;
+          seen[id] = 1;
+          if (candidate(id) && first[id] < p) {
+            rc.first[id] = first[id];
+            rc.readers[id].insert(p);
+            continue;
+          }
+          for (int c : children(id)) todo.push_back(c);
         }
-        for (int c : children(id)) todo.push_back(c);
       }
+      // Cost of each expr with the cached ones counted as loads.
+      std::vector<int> own(n, 0);
+      bool changed = false;
+      for (int i = 0; i < n; ++i) {
+        const Expr &e = s.exprs[i];
+        int c = e.kind == ExprKind::kUnary && isMathUnary(static_cast<program::UnaryOp>(e.op)) ? 20
+                : (e.kind == ExprKind::kConst || e.kind == ExprKind::kIndex || e.kind == ExprKind::kLoad ||
+                   e.kind == ExprKind::kReduceResult) ? 0 : 1;
+        for (int o : children(i)) c += rc.first.count(o) ? 0 : own[o];
+        own[i] = std::min(c, 1000);
+        if (rc.first.count(i) && own[i] < kMinCachedCost) {
+          blocked[i] = 1;
+          changed = true;
+        }
+      }
+      if (!changed) break;
     }
     int next = 0;
     for (const auto &[id, f] : rc.first) rc.slot[id] = next++;
@@ -710,8 +734,26 @@ struct KernelEmitter {
             if (stg == prefetchPass) prefetchNextRow(prefetched, nextRow, redSize, flat);
             for (int j : js) {
               const program::Reduction &rd = s.reductions[j];
-              llvm::Value *v = convertScalar(I, L.emit(rd.body), s.exprs[rd.body].type, acc[j].st);
+              const Expr &body = s.exprs[rd.body];
               llvm::Value *a = B.CreateLoad(llvm::FixedVectorType::get(acc[j].t, W), acc[j].val[u]);
+              // A float sum of products (LayerNorm's and RMSNorm's sums of
+              // squares, x * x or pow(x, 2)): one llvm.fmuladd per vector
+              // instead of a multiply and an add (one rounding instead of two).
+              const bool square = body.kind == ExprKind::kBinary &&
+                                  static_cast<program::BinaryOp>(body.op) == program::BinaryOp::kPow &&
+                                  s.exprs[body.operands[1]].kind == ExprKind::kConst &&
+                                  s.exprs[body.operands[1]].fval == 2.0;
+              if (rd.kind == ReduceKind::kSum && isFloat(acc[j].st) && body.type == acc[j].st &&
+                  body.kind == ExprKind::kBinary && s.exprs[body.operands[0]].type == acc[j].st &&
+                  (square || (static_cast<program::BinaryOp>(body.op) == program::BinaryOp::kMul &&
+                              s.exprs[body.operands[1]].type == acc[j].st))) {
+                llvm::Value *x0 = L.emit(body.operands[0]);
+                llvm::Value *f = B.CreateIntrinsic(llvm::Intrinsic::fmuladd, {a->getType()},
+                                                   {x0, square ? x0 : L.emit(body.operands[1]), a});
+                B.CreateStore(L.mask() ? B.CreateSelect(L.mask(), f, a) : f, acc[j].val[u]);
+                continue;
+              }
+              llvm::Value *v = convertScalar(I, L.emit(rd.body), s.exprs[rd.body].type, acc[j].st);
               if (!acc[j].idx.empty()) {
                 llvm::Value *ai = B.CreateLoad(llvm::FixedVectorType::get(I.i64, W), acc[j].idx[u]);
                 llvm::Value *take = argTake(rd, acc[j].st, a, ai, v, flat, W);

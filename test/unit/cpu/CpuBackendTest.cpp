@@ -599,6 +599,66 @@ TEST(CpuRun, GeluErfMatchesLibm) {
   }
 }
 
+/// The bias + erf GELU + residual + LayerNorm chain against the
+/// interpreter: rows that are not a multiple of the vector width, of one
+/// element, of exactly one vector, long rows, one row. The row cache holds
+/// the GELU + residual only (one slot): x - mean over it is recomputed
+/// (one subtract), not cached (a store and a load per element): the
+/// manifest's workspace is one f32 row.
+TEST(CpuRun, GeluResidualLayerNormChain) {
+  auto graph = [](int64_t rows, int64_t len) {
+    return absl::StrFormat(R"(graph @c(%%x: f32[%d,%d], %%b: f32[%d], %%r: f32[%d,%d], %%g: f32[%d], %%be: f32[%d]) -> (%%y) {
+  %%a = "Add"(%%x, %%b) : f32[%d,%d]
+  %%e = "Gelu"(%%a) {approximate = "none"} : f32[%d,%d]
+  %%h = "Add"(%%e, %%r) : f32[%d,%d]
+  %%y = "LayerNormalization"(%%h, %%g, %%be) {axis = -1, epsilon = 1.0e-5} : f32[%d,%d]
+  return %%y
+})", rows, len, len, rows, len, len, len, rows, len, rows, len, rows, len, rows, len);
+  };
+  for (auto [rows, len] : std::vector<std::pair<int64_t, int64_t>>{
+           {5, 37}, {3, 1}, {4, 16}, {2, 4099}, {1, 4096}, {6, 65}})
+    expectMatches(absl::StrCat("gelu_ln_", rows, "x", len), graph(rows, len));
+  auto g = ir::parseGraph(graph(4, 4096));
+  ASSERT_TRUE(g.ok()) << g.status();
+  ASSERT_TRUE(ir::inferShapes(**g).ok());
+  TempDir tmp;
+  ASSERT_TRUE(compileCpu(**g, (tmp.path / "out").string()).ok());
+  std::ifstream f(tmp.path / "out" / "manifest.json");
+  const nlohmann::json manifest = nlohmann::json::parse(f);
+  EXPECT_EQ(manifest.at("workspace_bytes_per_thread").get<int64_t>(), 4096 * 4);
+}
+
+/// Sums of squares (LayerNorm's variance, RMSNorm's mean of pow(x, 2))
+/// accumulate with llvm.fmuladd; the values match the interpreter (rows of
+/// one element, odd lengths, long rows).
+TEST(CpuRun, SumOfSquaresAccumulatesWithFma) {
+  using namespace program;
+  KernelSpec rd;
+  rd.kind = SpecKind::kReduce;
+  rd.addDim(3, false);
+  rd.addDim(37, true);
+  rd.addBuffer(ir::DType::kF32, {3, 37}, false);
+  rd.addBuffer(ir::DType::kF32, {3}, true);
+  int x = rd.load(0, {rd.index(0), rd.index(1)});
+  int sq = rd.addReduction(ReduceKind::kSum, rd.binary(BinaryOp::kPow, x, rd.constF(2)));
+  rd.addStore(1, {rd.index(0)}, rd.reduceResult(sq));
+  std::vector<float> in(3 * 37), out(3, -7.0f);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = 0.25f * static_cast<float>(i % 11) - 1.0f;
+  TempDir tmp;
+  std::string ir;
+  runSpec(rd, {in.data(), out.data()}, tmp.path, nullptr, &ir);
+  EXPECT_TRUE(absl::StrContains(ir, "@llvm.fmuladd.v") || absl::StrContains(ir, "@llvm.fma.v")) << ir;
+  for (int r = 0; r < 3; ++r) {
+    double want = 0;
+    for (int k = 0; k < 37; ++k) want += double(in[r * 37 + k]) * in[r * 37 + k];
+    EXPECT_NEAR(out[r], want, 1e-5 * want) << r;
+  }
+  for (auto [rows, len] : std::vector<std::pair<int64_t, int64_t>>{{3, 1}, {5, 33}, {2, 4099}}) {
+    expectMatches(absl::StrCat("rmsnorm_", rows, "x", len), codegen::testing::rmsNormGraph("f32", rows, len));
+    expectMatches(absl::StrCat("layernorm_", rows, "x", len), codegen::testing::layerNormGraph("f32", rows, len));
+  }
+}
+
 /// The f32 exp (CpuMath.cpp) against libm's exp in double, for the host
 /// (AVX-512: 2^k by VSCALEFPS) and for x86-64-v3 and x86-64 (2^k as two
 /// exponent-field multiplies): within 2 ulp (relative 2.4e-7) where e^x is
