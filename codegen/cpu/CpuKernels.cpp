@@ -628,17 +628,21 @@ struct KernelEmitter {
     // Rows that come from memory: the first pass waits for them while the
     // later passes only compute on the row in cache; the pass after the
     // first (stage 1, or the element stores when there is one stage)
-    // prefetches the next row meanwhile. Not when the first pass computes
-    // values worth caching (a transcendental: the GELU before a LayerNorm):
-    // its loads already overlap that compute, and the prefetches only add
-    // traffic (8192 x 4096, loaded machine, median of 6 rounds: softmax
-    // 40 -> 28 ms, rmsnorm 28 -> 20 ms with the prefetch; the bias + GELU +
-    // residual + LayerNorm chain 54 -> 60 ms).
+    // prefetches the next row meanwhile (8192 x 4096, loaded machine,
+    // median of 6 rounds: softmax 40 -> 28 ms, rmsnorm 28 -> 20 ms). When
+    // the first pass computes values worth caching (a transcendental: the
+    // GELU before a LayerNorm), that first pass itself prefetches the next
+    // row, one line per vector spread over its compute, so the next row
+    // arrives while this one's later passes run: the bias + GELU + residual
+    // + LayerNorm chain 15.1 / 15.6 / 14.7 -> 13.0 / 12.6 / 12.8 ms, same
+    // sitting, 2 threads (two rows ahead: no better; four: worse). A burst
+    // of the whole next row's prefetches in the short stage-1 pass was
+    // slower there (54 -> 60 ms).
     const int64_t redSize = s.reducedSize();
     bool firstPassCaches = false;
     for (const auto &[id, pass] : cache.first) firstPassCaches |= pass == 0;
-    const std::vector<int> prefetched = firstPassCaches ? std::vector<int>{} : prefetchedBuffers();
-    const int prefetchPass = prefetched.empty() || !(anyElem || numStages > 1) ? -1 : 1;
+    const std::vector<int> prefetched = prefetchedBuffers();
+    const int prefetchPass = prefetched.empty() || !(anyElem || numStages > 1) ? -1 : firstPassCaches ? 0 : 1;
     auto emitBody = [&](const std::string &name, const std::vector<int> *streamed) {
       bufs.clear();
       llvm::Function *body = I.beginBody(name);

@@ -900,9 +900,12 @@ TEST(CpuRun, StreamingStores) {
 /// Prefetch of the next row (reduce kernels whose identity-mapped inputs
 /// reach CpuTarget::streamingStoreBytes): y = x - max(x) prefetches in its
 /// store pass (threshold 0), not below the threshold; y = erf(x) / sum(erf(x))
-/// computes and caches erf in its first pass and does not prefetch. The
-/// results (one row, several, the last row's prefetch clamped to itself)
-/// are checked by StreamingStores, which builds the same kernel.
+/// computes and caches erf in its first pass and prefetches there (a
+/// block with erf's polynomial, here its coefficient 0.50224054, holds the
+/// prefetch; rows of 4096, so that the passes stay loops),
+/// again not below the threshold. The results (one row, several, the last
+/// row's prefetch clamped to itself) are checked by StreamingStores, which
+/// builds the same kernel, and by GeluResidualLayerNormChain.
 TEST(CpuIr, PrefetchNextRow) {
   using namespace program;
   auto t = codegen::cpu::resolveCpuTarget("");
@@ -912,12 +915,13 @@ TEST(CpuIr, PrefetchNextRow) {
   codegen::cpu::CpuTarget high = *t;
   high.streamingStoreBytes = int64_t{1} << 62;
   auto build = [](bool erfFirst) {
+    const int64_t n = erfFirst ? 4096 : 64;
     KernelSpec k;
     k.kind = SpecKind::kReduce;
     k.addDim(6, false);
-    k.addDim(64, true);
-    k.addBuffer(ir::DType::kF32, {6, 64}, false);
-    k.addBuffer(ir::DType::kF32, {6, 64}, true);
+    k.addDim(n, true);
+    k.addBuffer(ir::DType::kF32, {6, n}, false);
+    k.addBuffer(ir::DType::kF32, {6, n}, true);
     int x = k.load(0, {k.index(0), k.index(1)});
     if (erfFirst) {
       int e = k.unary(UnaryOp::kErf, x);
@@ -938,7 +942,18 @@ TEST(CpuIr, PrefetchNextRow) {
   };
   EXPECT_TRUE(absl::StrContains(ir(build(false), low), "@llvm.prefetch"));
   EXPECT_FALSE(absl::StrContains(ir(build(false), high), "@llvm.prefetch"));
-  EXPECT_FALSE(absl::StrContains(ir(build(true), low), "@llvm.prefetch"));
+  const std::string erfIr = ir(build(true), low);
+  EXPECT_FALSE(absl::StrContains(ir(build(true), high), "@llvm.prefetch"));
+  // Some basic block both divides (erf's quotient) and prefetches.
+  bool together = false;
+  for (size_t at = 0; at < erfIr.size();) {
+    size_t end = erfIr.find("\n\n", at);
+    if (end == std::string::npos) end = erfIr.size();
+    const std::string block = erfIr.substr(at, end - at);
+    together |= absl::StrContains(block, "0x3FE0125AC0000000") && absl::StrContains(block, "@llvm.prefetch");
+    at = end + 2;
+  }
+  EXPECT_TRUE(together) << erfIr;
 }
 
 /// Float8 conversions of the cpu backend against the interpreter's
