@@ -662,34 +662,66 @@ llvm::Value *Lanes::unary(const Expr &e) {
   }
 }
 
+bool Lanes::isF32Const(int id, double v) const {
+  const Expr &x = s_.exprs[id];
+  return x.kind == ExprKind::kConst && x.type == ScalarType::kF32 && x.fval == v;
+}
+
+int Lanes::halfOf(int id) const {
+  const Expr &x = s_.exprs[id];
+  if (x.kind != ExprKind::kBinary || static_cast<BinaryOp>(x.op) != BinaryOp::kMul || x.type != ScalarType::kF32)
+    return -1;
+  if (isF32Const(x.operands[0], 0.5)) return x.operands[1];
+  if (isF32Const(x.operands[1], 0.5)) return x.operands[0];
+  return -1;
+}
+
+namespace {
+
+/// u(t) (its expr) of an f32 1 + u(t) (either order) with u the unary \p op, else -1.
+int onePlusUnaryOf(const program::KernelSpec &s, int id, UnaryOp op) {
+  const Expr &x = s.exprs[id];
+  if (x.kind != ExprKind::kBinary || static_cast<BinaryOp>(x.op) != BinaryOp::kAdd || x.type != ScalarType::kF32)
+    return -1;
+  for (int side = 0; side < 2; ++side) {
+    const Expr &one = s.exprs[x.operands[side]];
+    const Expr &u = s.exprs[x.operands[1 - side]];
+    if (one.kind == ExprKind::kConst && one.type == ScalarType::kF32 && one.fval == 1.0 &&
+        u.kind == ExprKind::kUnary && static_cast<UnaryOp>(u.op) == op && u.type == ScalarType::kF32)
+      return x.operands[1 - side];
+  }
+  return -1;
+}
+
+}  // namespace
+
+llvm::Value *Lanes::geluErf(const Expr &e) {
+  for (int side = 0; side < 2; ++side) {
+    const int x = halfOf(e.operands[side]), erf = onePlusUnaryOf(s_, e.operands[1 - side], UnaryOp::kErf);
+    if (x < 0 || erf < 0) continue;
+    const int t = s_.exprs[erf].operands[0];
+    // t = x / sqrt 2 (the lowering's x * 0.7071067811865476, a constant
+    // that rounds to the same f32): the fused rational evaluation.
+    const Expr &te = s_.exprs[t];
+    if (te.kind == ExprKind::kBinary && static_cast<BinaryOp>(te.op) == BinaryOp::kMul &&
+        te.type == ScalarType::kF32)
+      for (int k = 0; k < 2; ++k) {
+        const Expr &cst = s_.exprs[te.operands[1 - k]];
+        if (te.operands[k] == x && cst.kind == ExprKind::kConst && cst.type == ScalarType::kF32 &&
+            static_cast<float>(cst.fval) == static_cast<float>(0.70710678118654752440))
+          return mathGeluErf(I, emit(x));
+      }
+    // Any other t: 0.5 x (1 + erf t) = h + h erf(t), one FMA.
+    llvm::Value *h = emit(e.operands[side]);
+    return I.B.CreateIntrinsic(llvm::Intrinsic::fmuladd, {h->getType()}, {h, emit(erf), h});
+  }
+  return nullptr;
+}
+
 llvm::Value *Lanes::geluTanh(const Expr &e) {
-  auto isConst = [&](int id, double v) {
-    const Expr &x = s_.exprs[id];
-    return x.kind == ExprKind::kConst && x.type == ScalarType::kF32 && x.fval == v;
-  };
-  auto isF32Binary = [&](int id, BinaryOp op) {
-    const Expr &x = s_.exprs[id];
-    return x.kind == ExprKind::kBinary && static_cast<BinaryOp>(x.op) == op && x.type == ScalarType::kF32;
-  };
-  // x of 0.5 * x (either order), else -1.
-  auto halfOf = [&](int id) {
-    if (!isF32Binary(id, BinaryOp::kMul)) return -1;
-    const Expr &x = s_.exprs[id];
-    if (isConst(x.operands[0], 0.5)) return x.operands[1];
-    if (isConst(x.operands[1], 0.5)) return x.operands[0];
-    return -1;
-  };
-  // t of 1 + tanh(t) (either order), else -1.
   auto tanhOf = [&](int id) {
-    if (!isF32Binary(id, BinaryOp::kAdd)) return -1;
-    const Expr &x = s_.exprs[id];
-    for (int side = 0; side < 2; ++side) {
-      const Expr &u = s_.exprs[x.operands[1 - side]];
-      if (isConst(x.operands[side], 1.0) && u.kind == ExprKind::kUnary &&
-          static_cast<UnaryOp>(u.op) == UnaryOp::kTanh && u.type == ScalarType::kF32)
-        return u.operands[0];
-    }
-    return -1;
+    const int u = onePlusUnaryOf(s_, id, UnaryOp::kTanh);
+    return u < 0 ? -1 : s_.exprs[u].operands[0];
   };
   for (int side = 0; side < 2; ++side) {
     const int x = halfOf(e.operands[side]), t = tanhOf(e.operands[1 - side]);
@@ -723,8 +755,10 @@ llvm::Value *Lanes::binary(const Expr &e) {
     if (cf == 0.5) return B.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, a);
     if (cf == -1.0) return B.CreateFDiv(splatF(I, a->getType()->getScalarType(), w_, 1.0), a);
   }
-  if (op == BinaryOp::kMul && at == ScalarType::kF32 && e.type == ScalarType::kF32)
+  if (op == BinaryOp::kMul && at == ScalarType::kF32 && e.type == ScalarType::kF32) {
     if (llvm::Value *g = geluTanh(e)) return g;
+    if (llvm::Value *g = geluErf(e)) return g;
+  }
   llvm::Value *a = emit(e.operands[0]);
   llvm::Value *b = emit(e.operands[1]);
   if (at == ScalarType::kBool) {

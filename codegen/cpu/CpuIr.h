@@ -146,6 +146,9 @@ llvm::Value *prefixMask(CpuModuleBuilder::Impl &I, int w, llvm::Value *active);
 // f64 through libm, lane by lane.
 llvm::Value *mathUnary(CpuModuleBuilder::Impl &I, program::UnaryOp op, llvm::Value *x);
 llvm::Value *mathPow(CpuModuleBuilder::Impl &I, llvm::Value *a, llvm::Value *b);
+/// The erf GELU 0.5 x (1 + erf(x / sqrt 2)) of f32 lanes \p x in one
+/// rational evaluation (CpuMath.cpp, F::geluErf).
+llvm::Value *mathGeluErf(CpuModuleBuilder::Impl &I, llvm::Value *x);
 /// True if mathUnary covers \p op for floats.
 bool isMathUnary(program::UnaryOp op);
 
@@ -209,6 +212,15 @@ class Lanes {
   /// \p e (an f32 multiply) as x / (1 + exp(-2 t)) when it is the tanh
   /// GELU 0.5 x * (1 + tanh(t)) (operands in either order); else nullptr.
   llvm::Value *geluTanh(const program::Expr &e);
+  /// \p e (an f32 multiply) when it is the erf GELU 0.5 x * (1 + erf(t))
+  /// (operands in either order): with t = x / sqrt 2 (x * 0.70710677) one
+  /// mathGeluErf, otherwise h + h erf(t) with h = 0.5 x (one FMA instead of
+  /// an add and a multiply); else nullptr.
+  llvm::Value *geluErf(const program::Expr &e);
+  /// x of an f32 0.5 * x (either order), else -1.
+  int halfOf(int id) const;
+  /// Whether expr \p id is the f32 constant \p v.
+  bool isF32Const(int id, double v) const;
   /// Flat element offset (<W x i64>) of index exprs \p idx into buffer \p b,
   /// and its stride across lanes when known (-1 = not affine).
   llvm::Value *offset(int b, const std::vector<int> &idx, int64_t *laneStride);

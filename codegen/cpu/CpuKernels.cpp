@@ -535,25 +535,49 @@ struct KernelEmitter {
         for (int c : children(id)) todo.push_back(c);
       }
     }
+    std::vector<char> blocked(n, 0);
     auto candidate = [&](int id) {
-      return elem[id] && s.exprs[id].type == ScalarType::kF32 && cost[id] >= kMinCachedCost;
+      return !blocked[id] && elem[id] && s.exprs[id].type == ScalarType::kF32 && cost[id] >= kMinCachedCost;
     };
-    // Each later pass: walk from its roots, stopping at candidates computed earlier.
-    for (int p = 1; p < passes; ++p) {
-      std::vector<int> todo = roots[p];
-      std::vector<char> seen(n, 0);
-      while (!todo.empty()) {
-        int id = todo.back();
-        todo.pop_back();
-        if (seen[id]) continue;
-        seen[id] = 1;
-        if (candidate(id) && first[id] < p) {
-          rc.first[id] = first[id];
-          rc.readers[id].insert(p);
-          continue;
+    // Each later pass: walk from its roots, stopping at candidates computed
+    // earlier. Then a cached value whose cost beyond the other cached values
+    // it reads is small (LayerNorm's x - mean over the cached x: one
+    // subtract) is recomputed instead (a store in its pass and a load in
+    // each reader cost more than the subtract): blocked, and the walk redone.
+    for (;;) {
+      rc = RowCache{};
+      for (int p = 1; p < passes; ++p) {
+        std::vector<int> todo = roots[p];
+        std::vector<char> seen(n, 0);
+        while (!todo.empty()) {
+          int id = todo.back();
+          todo.pop_back();
+          if (seen[id]) continue;
+          seen[id] = 1;
+          if (candidate(id) && first[id] < p) {
+            rc.first[id] = first[id];
+            rc.readers[id].insert(p);
+            continue;
+          }
+          for (int c : children(id)) todo.push_back(c);
         }
-        for (int c : children(id)) todo.push_back(c);
       }
+      // Cost of each expr with the cached ones counted as loads.
+      std::vector<int> own(n, 0);
+      bool changed = false;
+      for (int i = 0; i < n; ++i) {
+        const Expr &e = s.exprs[i];
+        int c = e.kind == ExprKind::kUnary && isMathUnary(static_cast<program::UnaryOp>(e.op)) ? 20
+                : (e.kind == ExprKind::kConst || e.kind == ExprKind::kIndex || e.kind == ExprKind::kLoad ||
+                   e.kind == ExprKind::kReduceResult) ? 0 : 1;
+        for (int o : children(i)) c += rc.first.count(o) ? 0 : own[o];
+        own[i] = std::min(c, 1000);
+        if (rc.first.count(i) && own[i] < kMinCachedCost) {
+          blocked[i] = 1;
+          changed = true;
+        }
+      }
+      if (!changed) break;
     }
     int next = 0;
     for (const auto &[id, f] : rc.first) rc.slot[id] = next++;
@@ -604,17 +628,21 @@ struct KernelEmitter {
     // Rows that come from memory: the first pass waits for them while the
     // later passes only compute on the row in cache; the pass after the
     // first (stage 1, or the element stores when there is one stage)
-    // prefetches the next row meanwhile. Not when the first pass computes
-    // values worth caching (a transcendental: the GELU before a LayerNorm):
-    // its loads already overlap that compute, and the prefetches only add
-    // traffic (8192 x 4096, loaded machine, median of 6 rounds: softmax
-    // 40 -> 28 ms, rmsnorm 28 -> 20 ms with the prefetch; the bias + GELU +
-    // residual + LayerNorm chain 54 -> 60 ms).
+    // prefetches the next row meanwhile (8192 x 4096, loaded machine,
+    // median of 6 rounds: softmax 40 -> 28 ms, rmsnorm 28 -> 20 ms). When
+    // the first pass computes values worth caching (a transcendental: the
+    // GELU before a LayerNorm), that first pass itself prefetches the next
+    // row, one line per vector spread over its compute, so the next row
+    // arrives while this one's later passes run: the bias + GELU + residual
+    // + LayerNorm chain 15.1 / 15.6 / 14.7 -> 13.0 / 12.6 / 12.8 ms, same
+    // sitting, 2 threads (two rows ahead: no better; four: worse). A burst
+    // of the whole next row's prefetches in the short stage-1 pass was
+    // slower there (54 -> 60 ms).
     const int64_t redSize = s.reducedSize();
     bool firstPassCaches = false;
     for (const auto &[id, pass] : cache.first) firstPassCaches |= pass == 0;
-    const std::vector<int> prefetched = firstPassCaches ? std::vector<int>{} : prefetchedBuffers();
-    const int prefetchPass = prefetched.empty() || !(anyElem || numStages > 1) ? -1 : 1;
+    const std::vector<int> prefetched = prefetchedBuffers();
+    const int prefetchPass = prefetched.empty() || !(anyElem || numStages > 1) ? -1 : firstPassCaches ? 0 : 1;
     auto emitBody = [&](const std::string &name, const std::vector<int> *streamed) {
       bufs.clear();
       llvm::Function *body = I.beginBody(name);
@@ -710,8 +738,26 @@ struct KernelEmitter {
             if (stg == prefetchPass) prefetchNextRow(prefetched, nextRow, redSize, flat);
             for (int j : js) {
               const program::Reduction &rd = s.reductions[j];
-              llvm::Value *v = convertScalar(I, L.emit(rd.body), s.exprs[rd.body].type, acc[j].st);
+              const Expr &body = s.exprs[rd.body];
               llvm::Value *a = B.CreateLoad(llvm::FixedVectorType::get(acc[j].t, W), acc[j].val[u]);
+              // A float sum of products (LayerNorm's and RMSNorm's sums of
+              // squares, x * x or pow(x, 2)): one llvm.fmuladd per vector
+              // instead of a multiply and an add (one rounding instead of two).
+              const bool square = body.kind == ExprKind::kBinary &&
+                                  static_cast<program::BinaryOp>(body.op) == program::BinaryOp::kPow &&
+                                  s.exprs[body.operands[1]].kind == ExprKind::kConst &&
+                                  s.exprs[body.operands[1]].fval == 2.0;
+              if (rd.kind == ReduceKind::kSum && isFloat(acc[j].st) && body.type == acc[j].st &&
+                  body.kind == ExprKind::kBinary && s.exprs[body.operands[0]].type == acc[j].st &&
+                  (square || (static_cast<program::BinaryOp>(body.op) == program::BinaryOp::kMul &&
+                              s.exprs[body.operands[1]].type == acc[j].st))) {
+                llvm::Value *x0 = L.emit(body.operands[0]);
+                llvm::Value *f = B.CreateIntrinsic(llvm::Intrinsic::fmuladd, {a->getType()},
+                                                   {x0, square ? x0 : L.emit(body.operands[1]), a});
+                B.CreateStore(L.mask() ? B.CreateSelect(L.mask(), f, a) : f, acc[j].val[u]);
+                continue;
+              }
+              llvm::Value *v = convertScalar(I, L.emit(rd.body), s.exprs[rd.body].type, acc[j].st);
               if (!acc[j].idx.empty()) {
                 llvm::Value *ai = B.CreateLoad(llvm::FixedVectorType::get(I.i64, W), acc[j].idx[u]);
                 llvm::Value *take = argTake(rd, acc[j].st, a, ai, v, flat, W);
@@ -872,7 +918,13 @@ absl::Status CpuModuleBuilder::addGemm(const program::GemmParams &g, const std::
   };
   const bool dynM = g.symbolic.count("m"), dynN = g.symbolic.count("n");
   const bool dyn = !g.symbolic.empty();
-  int64_t MT = dynM ? 64 : std::max<int64_t>(1, std::min<int64_t>(M, 64));
+  // Row tiles of up to 128 rows (a tile of at most 128 x 512 f32, 256 KB,
+  // stays in L2 for the epilogue): each tile's sgemm call packs its B
+  // panel again, so 64-row tiles packed the weights twice as often (8 x 128
+  // bert_tiny / gpt2_tiny, 2 threads, 4 rounds each, same sitting: 7.19 ->
+  // 6.87 ms and 8.00 -> 7.66 ms, 6.4 in a quiet round; 256 rows: 6.88 and
+  // 7.53).
+  int64_t MT = dynM ? 64 : std::max<int64_t>(1, std::min<int64_t>(M, 128));
   int64_t NT = dynN ? 256 : std::max<int64_t>(1, N <= 512 ? N : 256);
   const int64_t KT = 256;
   // Fewer than kMinGemmTasks tiles of a GEMM worth splitting (>= 2^19

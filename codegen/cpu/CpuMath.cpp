@@ -14,6 +14,8 @@
 //   tanh: Taylor series to x^15 for |x| < 0.55, else 1 - 2/(e^{2|x|}+1).
 //   erf:  x N(x^2) / D(x^2), degree 5 over 5, fitted here on |x| <= 3.925
 //         (clamped outside; |error| <= 3e-7 in f32, see F::erf).
+//   erf GELU: 0.5 x (1 + erf(x / sqrt 2)) as h + h q, q the same rational
+//         form fitted for erf(x / sqrt 2) (see F::geluErf).
 //   log1p: log(u) - ((u-1)-x)/u with u = 1+x (Goldberg's correction).
 //   pow:  exp(b log|a|), the sign of a for integral b, NaN for a < 0 and
 //         non-integral b, pow(a, 0) = 1.
@@ -198,6 +200,31 @@ struct F {
     return sel(B.CreateFCmpOLT(q, c(-1.0)), c(-1.0), q);
   }
 
+  /// The erf GELU 0.5 x (1 + erf(x / sqrt 2)) as h + h q (one FMA), h =
+  /// x / 2, q = u N(u^2) / D(u^2) ~ erf(u / sqrt 2) with u = x clamped to
+  /// [-5.55, 5.55] (3.925 sqrt 2, where erf is +-1 in f32): erf's rational
+  /// form fitted in the scaled variable (scripts/fit_cpu_math.py gelu;
+  /// relative error of q 1.9e-8 in exact arithmetic), so the multiply by
+  /// 1/sqrt 2, the add of 1 and the clamps of the quotient disappear
+  /// (|q| may exceed 1 by a few ulps: h + h q then differs from x or 0 by
+  /// about 1e-7 |x|). In f32 with FMA within 2.0e-7 max(1, |x|) of the
+  /// exact GELU, relative 2.0e-7 for x >= 0 (CpuRun.GeluErfMatchesLibm).
+  /// NaN stays NaN; +inf gives +inf and -inf NaN, as the unfused form.
+  llvm::Value *geluErf(llvm::Value *x) {
+    auto &B = I.B;
+    constexpr double kMax = 5.55;
+    llvm::Value *u = sel(B.CreateFCmpOGT(x, c(kMax)), c(kMax), x);
+    u = sel(B.CreateFCmpOLT(u, c(-kMax)), c(-kMax), u);
+    llvm::Value *s = mul(u, u);
+    llvm::Value *n = poly(s, {0.7978845238685608, 0.06737705320119858, 0.009327935054898262, 0.00033337436616420746,
+                              1.2588538993441034e-05, 4.5221543842899337e-08});
+    llvm::Value *d = poly(s, {1.0, 0.2511109709739685, 0.028543444350361824, 0.0018726858543232083,
+                              7.273072696989402e-05, 1.1891474969161209e-06});
+    llvm::Value *q = div(mul(u, n), d);
+    llvm::Value *h = mul(x, c(0.5));
+    return fma(h, q, h);
+  }
+
   llvm::Value *log1p(llvm::Value *x) {
     auto &B = I.B;
     llvm::Value *u = add(c(1.0), x);
@@ -294,6 +321,11 @@ llvm::Value *mathUnary(CpuModuleBuilder::Impl &I, UnaryOp op, llvm::Value *x) {
     case UnaryOp::kAtanh: return libmLanes(I, "atanhf", x);
     default: return x;
   }
+}
+
+llvm::Value *mathGeluErf(CpuModuleBuilder::Impl &I, llvm::Value *x) {
+  F f{I, widthOf(x)};
+  return f.geluErf(x);
 }
 
 llvm::Value *mathPow(CpuModuleBuilder::Impl &I, llvm::Value *a, llvm::Value *b) {

@@ -56,15 +56,22 @@ void ThreadPool::runClaims(Job &job, int t) {
   int outerIndex = tIndex;
   tPool = this;
   tIndex = t;
-  for (;;) {
-    const int c = job.next.fetch_add(1, std::memory_order_relaxed);
-    if (c >= job.tasks)
-      break;
-    int64_t begin = 0, end = 0;
-    chunk(job.n, job.grain, job.tasks, c, begin, end);
-    if (begin < end)
-      job.fn(job.closure, begin, end, t);
-    job.done.fetch_add(1, std::memory_order_release);
+  // Its own share first, then the others' (each chunk is claimed exactly
+  // once: by the fetch_add on its share's counter that returns it).
+  for (int k = 0; k < job.numShares; ++k) {
+    Share &share = job.shares[(t + k) % job.numShares];
+    for (;;) {
+      const int c = share.next.load(std::memory_order_relaxed) < share.end
+                        ? share.next.fetch_add(1, std::memory_order_relaxed)
+                        : share.end;
+      if (c >= share.end)
+        break;
+      int64_t begin = 0, end = 0;
+      chunk(job.n, job.grain, job.tasks, c, begin, end);
+      if (begin < end)
+        job.fn(job.closure, begin, end, t);
+      job.done.fetch_add(1, std::memory_order_release);
+    }
   }
   tPool = outerPool;
   tIndex = outerIndex;
@@ -85,6 +92,13 @@ void ThreadPool::parallelFor(int64_t n, int64_t grain, fusert_cpu_range_fn fn, v
   job->n = n;
   job->grain = grain;
   job->tasks = static_cast<int>(std::min<int64_t>(int64_t{kChunksPerThread} * numThreads(), blocks));
+  job->numShares = numThreads();
+  job->shares.reset(new Share[static_cast<size_t>(job->numShares)]);
+  for (int s = 0; s < job->numShares; ++s) {
+    job->shares[s].next.store(static_cast<int>(int64_t{job->tasks} * s / job->numShares),
+                              std::memory_order_relaxed);
+    job->shares[s].end = static_cast<int>(int64_t{job->tasks} * (s + 1) / job->numShares);
+  }
   if (numThreads() <= 1 || job->tasks <= 1) {
     runClaims(*job, 0);
     return;

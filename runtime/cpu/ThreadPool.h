@@ -14,9 +14,15 @@
 // kernel's per-thread scratch and caches see stretches of rows, and a worker
 // descheduled while it holds a chunk delays the job by at most 1 / (16 N)
 // of its work (4 N before: 1/8 of a 100 ms row kernel on 2 threads). Chunks are claimed
-// dynamically (an atomic counter per job): the caller claims chunks too and
-// then waits only for the chunks a worker has started, never for a worker
-// that has not woken up yet. On a loaded machine (more runnable threads than
+// dynamically: thread t first claims the chunks of its own share, the t-th
+// of N contiguous runs of chunks (an atomic counter per share), then those
+// left in the other shares. So without load every thread runs the same
+// contiguous part of every step's rows, and the rows a step reads were
+// mostly written by the same core one step before (in its L2, no transfer
+// from the other core's cache); with chunks claimed in one shared order,
+// neighbouring chunks alternated between the threads. The caller claims
+// chunks too and then waits only for the chunks a worker has started,
+// never for a worker that has not woken up yet. On a loaded machine (more runnable threads than
 // cores) a descheduled worker therefore costs its share of the work, not a
 // scheduler time slice per parallel_for. The `thread` argument of fn is the
 // index of the worker running it (0 = the caller), unique among the chunks
@@ -71,12 +77,19 @@ public:
   static void chunk(int64_t n, int64_t grain, int tasks, int t, int64_t &begin, int64_t &end);
 
 private:
+  /// The chunks [next, end) of one thread's share not yet claimed.
+  struct alignas(64) Share {
+    std::atomic<int> next{0};
+    int end = 0;
+  };
   struct Job {
     fusert_cpu_range_fn fn = nullptr;
     void *closure = nullptr;
     int64_t n = 0, grain = 1;
     int tasks = 0;                ///< chunks
-    std::atomic<int> next{0};     ///< the next chunk to claim
+    /// Thread t's share: chunks [t tasks / N, (t + 1) tasks / N).
+    std::unique_ptr<Share[]> shares;
+    int numShares = 0;
     std::atomic<int> done{0};     ///< chunks finished
   };
 

@@ -536,6 +536,129 @@ TEST(CpuRun, ErfMatchesLibm) {
               worstAt);
 }
 
+/// The erf GELU 0.5 x (1 + erf(x / sqrt 2)), as the lowering builds it
+/// (0.5 x times 1 + erf(x * 0.70710678)), is one rational evaluation
+/// (CpuMath.cpp, F::geluErf: no 1/sqrt 2 multiply, no erf clamps of the
+/// quotient) within 2.5e-7 max(1, |x|) of the GELU in double: a sweep of
+/// [-12, 12] (200001 values, not a multiple of the vector width) and the
+/// edges (the clamp at +-5.55, subnormals, signed zeros, +-FLT_MAX, +inf ->
+/// +inf, -inf -> NaN as 0.5 x (1 + erf) itself, NaN). Another erf argument
+/// (here x / 2) keeps erf and becomes h + h erf(t): within the erf bound.
+TEST(CpuRun, GeluErfMatchesLibm) {
+  using namespace program;
+  std::vector<float> x;
+  for (int i = 0; i <= 200000; ++i) x.push_back(-12.0f + 24.0f * static_cast<float>(i) / 200000);
+  const float inf = std::numeric_limits<float>::infinity(), fmax = std::numeric_limits<float>::max();
+  for (float v : {0.0f, -0.0f, 1e-30f, -1e-30f, 1e-40f, -1e-40f, 1e-5f, -1e-5f, 5.55f, 5.5508f, 5.56f, -5.55f, -5.56f,
+                  100.0f, -100.0f, 1e20f, -1e20f, fmax, -fmax, inf, -inf, std::numeric_limits<float>::quiet_NaN()})
+    x.push_back(v);
+  const int64_t n = static_cast<int64_t>(x.size());
+  for (int form = 0; form < 2; ++form) {
+    SCOPED_TRACE(form == 0 ? "erf(x / sqrt 2)" : "erf(x / 2)");
+    const double scale = form == 0 ? 0.7071067811865476 : 0.5;
+    KernelSpec pw;
+    pw.addDim(n, false);
+    pw.addBuffer(ir::DType::kF32, {n}, false);
+    pw.addBuffer(ir::DType::kF32, {n}, true);
+    int a = pw.load(0, {pw.index(0)});
+    int half = pw.binary(BinaryOp::kMul, pw.constF(0.5), a);
+    int e = pw.unary(UnaryOp::kErf, pw.binary(BinaryOp::kMul, a, pw.constF(scale)));
+    pw.addStore(1, {pw.index(0)}, pw.binary(BinaryOp::kMul, half, pw.binary(BinaryOp::kAdd, pw.constF(1), e)));
+    std::vector<float> y(x.size(), -7.0f);
+    TempDir tmp;
+    std::string ir;
+    runSpec(pw, {x.data(), y.data()}, tmp.path, nullptr, &ir);
+    // The fused form's first numerator coefficient (0.79788452) and not
+    // erf's first denominator one (0.50224054), and the other way round.
+    EXPECT_EQ(absl::StrContains(ir, "0x3FE9884520000000"), form == 0);
+    EXPECT_EQ(absl::StrContains(ir, "0x3FE0125AC0000000"), form == 1);
+    double worst = 0;
+    float worstAt = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      const double xv = x[i];
+      if (std::isnan(xv) || xv == -inf) {
+        EXPECT_TRUE(std::isnan(y[i])) << "gelu(" << xv << ") = " << y[i];
+        continue;
+      }
+      if (xv == inf) {
+        EXPECT_EQ(y[i], inf);
+        continue;
+      }
+      const double want = 0.5 * xv * (1 + std::erf(scale * xv));
+      const double err = std::fabs(static_cast<double>(y[i]) - want) / std::max(1.0, std::fabs(xv));
+      if (err > worst) {
+        worst = err;
+        worstAt = x[i];
+      }
+      EXPECT_LE(err, form == 0 ? 2.5e-7 : 4e-7) << "gelu(" << xv << ") = " << y[i] << ", want " << want;
+      if (xv >= 0) {
+        EXPECT_GE(y[i], 0.0f) << xv;
+      }
+    }
+    std::printf("gelu (%s): max |error| / max(1, |x|) %.3g at x = %g\n", form == 0 ? "fused" : "erf", worst, worstAt);
+  }
+}
+
+/// The bias + erf GELU + residual + LayerNorm chain against the
+/// interpreter: rows that are not a multiple of the vector width, of one
+/// element, of exactly one vector, long rows, one row. The row cache holds
+/// the GELU + residual only (one slot): x - mean over it is recomputed
+/// (one subtract), not cached (a store and a load per element): the
+/// manifest's workspace is one f32 row.
+TEST(CpuRun, GeluResidualLayerNormChain) {
+  auto graph = [](int64_t rows, int64_t len) {
+    return absl::StrFormat(R"(graph @c(%%x: f32[%d,%d], %%b: f32[%d], %%r: f32[%d,%d], %%g: f32[%d], %%be: f32[%d]) -> (%%y) {
+  %%a = "Add"(%%x, %%b) : f32[%d,%d]
+  %%e = "Gelu"(%%a) {approximate = "none"} : f32[%d,%d]
+  %%h = "Add"(%%e, %%r) : f32[%d,%d]
+  %%y = "LayerNormalization"(%%h, %%g, %%be) {axis = -1, epsilon = 1.0e-5} : f32[%d,%d]
+  return %%y
+})", rows, len, len, rows, len, len, len, rows, len, rows, len, rows, len, rows, len);
+  };
+  for (auto [rows, len] : std::vector<std::pair<int64_t, int64_t>>{
+           {5, 37}, {3, 1}, {4, 16}, {2, 4099}, {1, 4096}, {6, 65}})
+    expectMatches(absl::StrCat("gelu_ln_", rows, "x", len), graph(rows, len));
+  auto g = ir::parseGraph(graph(4, 4096));
+  ASSERT_TRUE(g.ok()) << g.status();
+  ASSERT_TRUE(ir::inferShapes(**g).ok());
+  TempDir tmp;
+  ASSERT_TRUE(compileCpu(**g, (tmp.path / "out").string()).ok());
+  std::ifstream f(tmp.path / "out" / "manifest.json");
+  const nlohmann::json manifest = nlohmann::json::parse(f);
+  EXPECT_EQ(manifest.at("workspace_bytes_per_thread").get<int64_t>(), 4096 * 4);
+}
+
+/// Sums of squares (LayerNorm's variance, RMSNorm's mean of pow(x, 2))
+/// accumulate with llvm.fmuladd; the values match the interpreter (rows of
+/// one element, odd lengths, long rows).
+TEST(CpuRun, SumOfSquaresAccumulatesWithFma) {
+  using namespace program;
+  KernelSpec rd;
+  rd.kind = SpecKind::kReduce;
+  rd.addDim(3, false);
+  rd.addDim(37, true);
+  rd.addBuffer(ir::DType::kF32, {3, 37}, false);
+  rd.addBuffer(ir::DType::kF32, {3}, true);
+  int x = rd.load(0, {rd.index(0), rd.index(1)});
+  int sq = rd.addReduction(ReduceKind::kSum, rd.binary(BinaryOp::kPow, x, rd.constF(2)));
+  rd.addStore(1, {rd.index(0)}, rd.reduceResult(sq));
+  std::vector<float> in(3 * 37), out(3, -7.0f);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = 0.25f * static_cast<float>(i % 11) - 1.0f;
+  TempDir tmp;
+  std::string ir;
+  runSpec(rd, {in.data(), out.data()}, tmp.path, nullptr, &ir);
+  EXPECT_TRUE(absl::StrContains(ir, "@llvm.fmuladd.v") || absl::StrContains(ir, "@llvm.fma.v")) << ir;
+  for (int r = 0; r < 3; ++r) {
+    double want = 0;
+    for (int k = 0; k < 37; ++k) want += double(in[r * 37 + k]) * in[r * 37 + k];
+    EXPECT_NEAR(out[r], want, 1e-5 * want) << r;
+  }
+  for (auto [rows, len] : std::vector<std::pair<int64_t, int64_t>>{{3, 1}, {5, 33}, {2, 4099}}) {
+    expectMatches(absl::StrCat("rmsnorm_", rows, "x", len), codegen::testing::rmsNormGraph("f32", rows, len));
+    expectMatches(absl::StrCat("layernorm_", rows, "x", len), codegen::testing::layerNormGraph("f32", rows, len));
+  }
+}
+
 /// The f32 exp (CpuMath.cpp) against libm's exp in double, for the host
 /// (AVX-512: 2^k by VSCALEFPS) and for x86-64-v3 and x86-64 (2^k as two
 /// exponent-field multiplies): within 2 ulp (relative 2.4e-7) where e^x is
@@ -777,9 +900,12 @@ TEST(CpuRun, StreamingStores) {
 /// Prefetch of the next row (reduce kernels whose identity-mapped inputs
 /// reach CpuTarget::streamingStoreBytes): y = x - max(x) prefetches in its
 /// store pass (threshold 0), not below the threshold; y = erf(x) / sum(erf(x))
-/// computes and caches erf in its first pass and does not prefetch. The
-/// results (one row, several, the last row's prefetch clamped to itself)
-/// are checked by StreamingStores, which builds the same kernel.
+/// computes and caches erf in its first pass and prefetches there (a
+/// block with erf's polynomial, here its coefficient 0.50224054, holds the
+/// prefetch; rows of 4096, so that the passes stay loops),
+/// again not below the threshold. The results (one row, several, the last
+/// row's prefetch clamped to itself) are checked by StreamingStores, which
+/// builds the same kernel, and by GeluResidualLayerNormChain.
 TEST(CpuIr, PrefetchNextRow) {
   using namespace program;
   auto t = codegen::cpu::resolveCpuTarget("");
@@ -789,12 +915,13 @@ TEST(CpuIr, PrefetchNextRow) {
   codegen::cpu::CpuTarget high = *t;
   high.streamingStoreBytes = int64_t{1} << 62;
   auto build = [](bool erfFirst) {
+    const int64_t n = erfFirst ? 4096 : 64;
     KernelSpec k;
     k.kind = SpecKind::kReduce;
     k.addDim(6, false);
-    k.addDim(64, true);
-    k.addBuffer(ir::DType::kF32, {6, 64}, false);
-    k.addBuffer(ir::DType::kF32, {6, 64}, true);
+    k.addDim(n, true);
+    k.addBuffer(ir::DType::kF32, {6, n}, false);
+    k.addBuffer(ir::DType::kF32, {6, n}, true);
     int x = k.load(0, {k.index(0), k.index(1)});
     if (erfFirst) {
       int e = k.unary(UnaryOp::kErf, x);
@@ -815,7 +942,18 @@ TEST(CpuIr, PrefetchNextRow) {
   };
   EXPECT_TRUE(absl::StrContains(ir(build(false), low), "@llvm.prefetch"));
   EXPECT_FALSE(absl::StrContains(ir(build(false), high), "@llvm.prefetch"));
-  EXPECT_FALSE(absl::StrContains(ir(build(true), low), "@llvm.prefetch"));
+  const std::string erfIr = ir(build(true), low);
+  EXPECT_FALSE(absl::StrContains(ir(build(true), high), "@llvm.prefetch"));
+  // Some basic block both divides (erf's quotient) and prefetches.
+  bool together = false;
+  for (size_t at = 0; at < erfIr.size();) {
+    size_t end = erfIr.find("\n\n", at);
+    if (end == std::string::npos) end = erfIr.size();
+    const std::string block = erfIr.substr(at, end - at);
+    together |= absl::StrContains(block, "0x3FE0125AC0000000") && absl::StrContains(block, "@llvm.prefetch");
+    at = end + 2;
+  }
+  EXPECT_TRUE(together) << erfIr;
 }
 
 /// Float8 conversions of the cpu backend against the interpreter's
