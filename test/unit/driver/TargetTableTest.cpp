@@ -89,6 +89,12 @@ TEST(ResolveTarget, OlderCudaArchRunsOnNewerDevice) {
             "error: --arch trn1 does not run on --device trn2 (a trn2 device)");
 }
 
+TEST(ResolveTarget, ArchSpecificVariantRunsOnItsArchOnly) {
+  EXPECT_EQ(resolve("", "sm_90a", ""), "cuda sm_90a h200");
+  EXPECT_EQ(resolve("cuda", "sm_90a", "h100"), "cuda sm_90a h100");
+  EXPECT_EQ(resolve("cuda", "sm_90a", "a100"), "error: --arch sm_90a does not run on --device a100 (a sm_80 device)");
+}
+
 TEST(ResolveTarget, UnknownAndMismatchedCombinations) {
   EXPECT_EQ(resolve("rocm", "", ""), "error: unknown --target 'rocm' (expected: cuda, nki, cpu)");
   EXPECT_EQ(resolve("nki", "sm_90", ""),
@@ -101,12 +107,12 @@ TEST(ResolveTarget, UnknownAndMismatchedCombinations) {
   EXPECT_EQ(resolve("", "", "v100"),
             "error: unknown --device 'v100' (known: a100, epyc9654, h100, h200, trn1, trn2)");
   EXPECT_EQ(resolve("", "sm_75", ""),
-            "error: unknown --arch 'sm_75' (known: cuda: sm_80, sm_90; nki: trn1, trn2; cpu: "
+            "error: unknown --arch 'sm_75' (known: cuda: sm_80, sm_90, sm_90a; nki: trn1, trn2; cpu: "
             "znver4, <any name the backend accepts>)");
   EXPECT_EQ(resolve("cuda", "sm_86", ""),
-            "error: --arch sm_86 is not a cuda arch (cuda archs: sm_80, sm_90)");
+            "error: --arch sm_86 is not a cuda arch (cuda archs: sm_80, sm_90, sm_90a)");
   EXPECT_EQ(resolve("", "trn2", "h200"),
-            "error: --arch trn2 is not a cuda arch (cuda archs: sm_80, sm_90)");
+            "error: --arch trn2 is not a cuda arch (cuda archs: sm_80, sm_90, sm_90a)");
 }
 
 TEST(TargetSpecFile, BackendMustBeATarget) {
