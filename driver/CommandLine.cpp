@@ -256,7 +256,7 @@ const char *archHelp() {
     }
     return new std::string(
         absl::StrCat("architecture to generate code for: ", absl::StrJoin(perTarget, "; "),
-                     " (default: the device's own; sm_90a for a Hopper device)"));
+                     " (default: the device's own; sm_90a: Hopper's wgmma/TMA attention kernel)"));
   }();
   return text->c_str();
 }

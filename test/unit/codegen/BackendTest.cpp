@@ -51,10 +51,10 @@ TEST(BackendTest, CudaResolvesArch) {
   h200.arch = "sm_90";
   passes::TargetSpec trn;
   trn.arch = "trn2";
-  EXPECT_EQ(*b.resolveArch("", h200), "sm_90a");  // wgmma/TMA attention
-  EXPECT_EQ(*b.resolveArch("sm_90", h200), "sm_90");
+  EXPECT_EQ(*b.resolveArch("", h200), "sm_90");
+  EXPECT_EQ(*b.resolveArch("sm_90a", h200), "sm_90a");  // wgmma/TMA attention, opt-in
   EXPECT_EQ(*b.resolveArch("sm_80", h200), "sm_80");
-  EXPECT_EQ(*b.resolveArch("", trn), "sm_90a");
+  EXPECT_EQ(*b.resolveArch("", trn), "sm_90");
   EXPECT_EQ(b.resolveArch("sm_90; rm", h200).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
