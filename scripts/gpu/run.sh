@@ -14,7 +14,7 @@
 #      AttentionKernelTest and AttentionCodegenTest when staged);
 #   3. compute-sanitizer memcheck, racecheck and initcheck over real launches
 #      of every kernel kind (chosen cases of each test binary);
-#   4. all shared models compiled in fp32 and bf16 (fusec -o, in parallel),
+#   4. all shared models compiled in fp32, bf16 and bf16 with --arch sm_90a (fusec -o, in parallel),
 #      run and checked (fusec-run OUT --data DIR --bench N), then a few under
 #      memcheck;
 #   4b. dynamic shapes: every shared model compiled once with its symbolic
@@ -117,7 +117,8 @@ fi
 # --- 3. compute-sanitizer ---------------------------------------------------
 # memcheck, racecheck and initcheck over real launches of every kernel kind:
 # elementwise, layout, row reductions (f32 and bf16 rows), the tiled
-# attention paths (mma.sync, fp32 SIMT, masks, one-row and padded cases),
+# attention paths (mma.sync, sm_90a TMA + wgmma, fp32 SIMT, masks, one-row
+# and padded cases),
 # the runtime's own steps and threads; a whole model follows in step 4.
 sanitizer_filter() {  # sanitizer_filter BINARY TOOL: the gtest filter to run under TOOL
   case $1 in
@@ -131,7 +132,8 @@ sanitizer_filter() {  # sanitizer_filter BINARY TOOL: the gtest filter to run un
     DynamicGpuTest) echo "*gpt2_tiny*" ;;
     AttentionKernelTest)
       local c=Cases/AttentionKernelTest.MatchesCpuReferenceOnGpu
-      echo "$c/bf16_plain_d64:$c/bf16_causal_d64_s200:$c/bf16_padding_mask:$c/bf16_window256_d128:$c/f32_s1:$c/bf16_s7:$c/*key_mask*" ;;
+      # sm80 and sm90a (TMA + wgmma, ping-pong + overlap) paths alike.
+      echo "$c/bf16_plain_d64:$c/bf16_causal_d64_s200:$c/bf16_padding_mask:$c/bf16_window256_d128:$c/f32_s1:$c/bf16_s7:$c/*key_mask*:$c/sm90a_bf16_plain_d64:$c/sm90a_bf16_causal_d64_s200:$c/sm90a_ppov_bf16_causal_d64_s200:$c/sm90a_bf16_window256_d128:$c/sm90a_bf16_s7:$c/sm90a_bf16_plain_d256:$c/sm90a_ppov_bf16_sq_ne_sk" ;;
     AttentionCodegenTest)  # memcheck: all; the slower tools: one case of each mask and tile path
       local c=Variants/AttentionGpu.MatchesInterpreter
       if [ "$2" = memcheck ]; then echo '*'; else
@@ -186,13 +188,16 @@ PY
   mkdir -p "$WORK/models"
   # One compile job per line: name precision flags...
   while read -r name flags; do
-    for p in fp32 bf16; do echo "$name $p $flags"; done
+    # bf16a: bf16 with --arch sm_90a (the TMA + wgmma attention kernel).
+    for p in fp32 bf16 bf16a; do echo "$name $p $flags"; done
   done < "$WORK/model-shapes.txt" > "$WORK/compile-jobs.txt"
   compile_one() {
     local name=$1 p=$2; shift 2
     local out=$WORK/models/$name.$p t0 t1 rc
     t0=$(date +%s%N)
-    "$FUSEC_BIN/fusec" "$FUSEC_SHARED_MODELS/$name/model.onnx" "$@" --precision "$p" \
+    local prec=$p arch=()
+    [ "$p" = bf16a ] && { prec=bf16; arch=(--arch sm_90a); }
+    "$FUSEC_BIN/fusec" "$FUSEC_SHARED_MODELS/$name/model.onnx" "$@" --precision "$prec" "${arch[@]}" \
       -o "$out" > "$out.compile.log" 2>&1
     rc=$?
     t1=$(date +%s%N)
@@ -219,7 +224,7 @@ PY
       continue
     fi
     tol=""
-    [ "$p" = bf16 ] && tol=$BF16_TOL
+    [ "$p" != fp32 ] && tol=$BF16_TOL
     # shellcheck disable=SC2086
     timeout "$(cap 60)" "$FUSEC_BIN/fusec-run" "$out" --data "$MODELS_DIR/$name/test_data_set_0" \
       --bench 50 $tol > "$out.run.log" 2>&1
@@ -276,7 +281,7 @@ if ! skipped dynamic && [ -d "$MODELS_DIR" ]; then
   dyn_one() {
     local name=$1 p=$2
     local out=$WORK/dynamic/$name.$p tol=""
-    [ "$p" = bf16 ] && tol=$BF16_TOL
+    [ "$p" != fp32 ] && tol=$BF16_TOL
     FUSEC_RUN_ARGS="$tol" python3 test/run_shared_model.py "$FUSEC_BIN/fusec" "$FUSEC_BIN/fusec-run" \
       "$FUSEC_SHARED_MODELS/$name" "$p" "$out" cuda dynamic > "$out.log" 2>&1
     echo $? > "$out.rc"
