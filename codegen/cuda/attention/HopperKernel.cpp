@@ -53,6 +53,15 @@ __device__ __forceinline__ void tmaLoad4(void *dst, const CUtensorMap *map, uint
       "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(smemAddr(bar))
       : "memory");
 }
+/// Rows [row, row + box) of head h, batch b, columns [col, col + 64), of a
+/// makeTensorMap() map (\p headsInner: its dims are (D, H, S, B)).
+__device__ __forceinline__ void tmaLoadRows(void *dst, const CUtensorMap *map, uint64_t *bar, int col, int row, int h,
+                                           int b, int headsInner) {
+  if (headsInner)
+    tmaLoad4(dst, map, bar, col, h, row, b);
+  else
+    tmaLoad4(dst, map, bar, col, row, h, b);
+}
 __device__ __forceinline__ void tmaPrefetchMap(const CUtensorMap *map) {
   asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
 }
@@ -96,20 +105,30 @@ static PFN_cuTensorMapEncodeTiled_v12000 tensorMapEncoder() {
   }();
   return fn;
 }
-/// A 4-d map over [B][H][S][D] (elements of \p elemBytes; strides in
-/// elements) with boxes of 64 x boxRows, 128-byte swizzle, zero fill out of
-/// bounds. False where TMA cannot address it (alignment, stride range).
+/// A 4-d map over the [B][H][S][D] view at \p base (elements of
+/// \p elemBytes; strides in elements) with boxes of 64 x boxRows, 128-byte
+/// swizzle, zero fill out of bounds. The head and sequence dims are listed
+/// in increasing stride order (a fused QKV projection's [B, S, 3, H, D] view
+/// has the heads inside the rows): \p headsInner says the map's dims are
+/// (D, H, S, B) rather than (D, S, H, B). False where TMA cannot address it
+/// (alignment, stride range).
 static bool makeTensorMap(CUtensorMap *m, CUtensorMapDataType type, int elemBytes, const void *base, long long d,
                           long long s, long long h, long long b, long long strideS, long long strideH,
-                          long long strideB, int boxRows) {
+                          long long strideB, int boxRows, bool *headsInner) {
   PFN_cuTensorMapEncodeTiled_v12000 enc = tensorMapEncoder();
   if (enc == nullptr || (reinterpret_cast<uintptr_t>(base) & 15) != 0) return false;
-  const long long st[3] = {strideS * elemBytes, strideH * elemBytes, strideB * elemBytes};
+  // The stride of a dim of extent 1 addresses nothing: give it a valid one.
+  if (h == 1) strideH = strideS * s;
+  if (b == 1) strideB = strideS * s * h + strideH * h;
+  *headsInner = h > 1 && strideH < strideS;
+  const long long st[3] = {(*headsInner ? strideH : strideS) * elemBytes, (*headsInner ? strideS : strideH) * elemBytes,
+                           strideB * elemBytes};
   for (long long x : st)
     if (x <= 0 || x % 16 != 0 || x >= (1LL << 40)) return false;
-  cuuint64_t dims[4] = {(cuuint64_t)d, (cuuint64_t)s, (cuuint64_t)h, (cuuint64_t)b};
+  cuuint64_t dims[4] = {(cuuint64_t)d, (cuuint64_t)(*headsInner ? h : s), (cuuint64_t)(*headsInner ? s : h),
+                        (cuuint64_t)b};
   cuuint64_t strides[3] = {(cuuint64_t)st[0], (cuuint64_t)st[1], (cuuint64_t)st[2]};
-  cuuint32_t box[4] = {64, (cuuint32_t)boxRows, 1, 1};
+  cuuint32_t box[4] = {64, *headsInner ? 1u : (cuuint32_t)boxRows, *headsInner ? (cuuint32_t)boxRows : 1u, 1};
   cuuint32_t elemStrides[4] = {1, 1, 1, 1};
   return enc(m, type, 4, const_cast<void *>(base), dims, strides, box, elemStrides, CU_TENSOR_MAP_INTERLEAVE_NONE,
              CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
@@ -147,7 +166,8 @@ __device__ __forceinline__ void namedBarArrive(int id) { asm volatile("bar.arriv
 
 __global__ void __launch_bounds__(kNT, 1)
 kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ CUtensorMap tmK,
-       const __grid_constant__ CUtensorMap tmV, const T *__restrict__ V@BIASKPARAMS@, T *__restrict__ O@DIMSPARAM@) {
+       const __grid_constant__ CUtensorMap tmV, const int headsInner, const T *__restrict__ V@BIASKPARAMS@,
+       T *__restrict__ O@DIMSPARAM@) {
   // nvcc -arch=sm_90a also embeds compute_90 PTX, where wgmma and setmaxnreg
   // do not exist; the launcher only starts this kernel on a 9.0 device.
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -199,7 +219,7 @@ kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ CUtensor
       if (lane == 0 && jFirst < jEnd) {
         mbarExpectTx(barQ, kQBytes);
 #pragma unroll
-        for (int c = 0; c < kDB; ++c) tmaLoad4(sQ + c * kBM * 128, &tmQ, barQ, c * 64, q0, h, b);
+        for (int c = 0; c < kDB; ++c) tmaLoadRows(sQ + c * kBM * 128, &tmQ, barQ, c * 64, q0, h, b, headsInner & 1);
       }
       int it = 0;
       for (int j = jFirst; j < jEnd; j = nextLive(j + 1), ++it) {
@@ -209,12 +229,12 @@ kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ CUtensor
           mbarExpectTx(fullK + st, kKBytes);
 #pragma unroll
           for (int c = 0; c < kDB; ++c)
-            tmaLoad4(sK + st * kKBytes + c * kBN * 128, &tmK, fullK + st, c * 64, j * kBN, kvh, b);
+            tmaLoadRows(sK + st * kKBytes + c * kBN * 128, &tmK, fullK + st, c * 64, j * kBN, kvh, b, headsInner & 2);
           mbarWait(emptyV + st, ph ^ 1);
           mbarExpectTx(fullV + st, kVBytes);
 #pragma unroll
           for (int c = 0; c < kDVB; ++c)
-            tmaLoad4(sV + st * kVBytes + c * kBN * 128, &tmV, fullV + st, c * 64, j * kBN, kvh, b);
+            tmaLoadRows(sV + st * kVBytes + c * kBN * 128, &tmV, fullV + st, c * 64, j * kBN, kvh, b, headsInner & 4);
         }
         __syncwarp();
       }
@@ -463,10 +483,11 @@ kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ CUtensor
            minor == 0;
   }();
   CUtensorMap tq, tk, tv;
+  bool hq = false, hk = false, hv = false;
   const bool tma = sm90 &&
-      makeTensorMap(&tq, @TMTYPE@, (int)sizeof(T), buffers[0], kD, @HSQ@, kHq, @HB@, @HQS@, @HQH@, @HQB@, kBM) &&
-      makeTensorMap(&tk, @TMTYPE@, (int)sizeof(T), buffers[1], kD, @HSK@, kHq / kGroup, @HB@, @HKS@, @HKH@, @HKB@, kBN) &&
-      makeTensorMap(&tv, @TMTYPE@, (int)sizeof(T), buffers[2], kDV, @HSK@, kHq / kGroup, @HB@, @HVS@, @HVH@, @HVB@, kBN);
+      makeTensorMap(&tq, @TMTYPE@, (int)sizeof(T), buffers[0], kD, @HSQ@, kHq, @HB@, @HQS@, @HQH@, @HQB@, kBM, &hq) &&
+      makeTensorMap(&tk, @TMTYPE@, (int)sizeof(T), buffers[1], kD, @HSK@, kHq / kGroup, @HB@, @HKS@, @HKH@, @HKB@, kBN, &hk) &&
+      makeTensorMap(&tv, @TMTYPE@, (int)sizeof(T), buffers[2], kDV, @HSK@, kHq / kGroup, @HB@, @HVS@, @HVH@, @HVB@, kBN, &hv);
   // Another device, or operands TMA cannot address (misaligned views): the sm_80 kernel.
   if (!tma) return @FALLBACK@;
   static bool configured = false;
@@ -475,7 +496,8 @@ kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ CUtensor
     if (e != cudaSuccess) return (int)e;
     configured = true;
   }
-  kernel<<<grid, kNT, kSmemBytes, stream>>>(tq, tk, tv, static_cast<const T *>(buffers[2])@BIASLAUNCH@,
+  kernel<<<grid, kNT, kSmemBytes, stream>>>(tq, tk, tv, (hq ? 1 : 0) | (hk ? 2 : 0) | (hv ? 4 : 0),
+                                            static_cast<const T *>(buffers[2])@BIASLAUNCH@,
                                             static_cast<T *>(buffers[@OUTIDX@])@DIMSARG@);
   return (int)cudaGetLastError();
 }
