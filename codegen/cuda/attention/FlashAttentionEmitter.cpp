@@ -633,8 +633,7 @@ std::string describeFlashKernel(const FlashAttentionSpec &spec, const FlashEmitO
   const AttentionTile t = chosenTile(spec, options, decline.empty());
   if (decline.empty()) return absl::StrCat("sm_90a warp-specialised (TMA + wgmma), tile ", describeTile(t));
   if (spec.dtype == AttnElemType::kF32)
-    return absl::StrCat("exact fp32 SIMT, tile ", describeTile(t),
-                        options.hopper ? "" : " (sm_90a kernel: not an sm_90a target)");
+    return absl::StrCat("exact fp32 SIMT, tile ", describeTile(t), " (sm_90a kernel declined: ", decline, ")");
   return absl::StrCat("sm_80 mma.sync, tile ", describeTile(t), " (sm_90a kernel declined: ", decline, ")");
 }
 
