@@ -309,7 +309,11 @@ absl::Status optimize(ir::Graph &graph, const CompileOptions &options,
   // backend's default for the device): lowering choices depend on it.
   if (auto backend = codegen::backendFor(target.target); backend.ok()) {
     passes::TargetSpec device = target.device;
-    if (auto arch = (*backend)->resolveArch(options.arch, device); arch.ok()) device.arch = *arch;
+    absl::StatusOr<std::string> arch = (*backend)->resolveArch(options.arch, device);
+    // An --arch the backend refuses is an error in every mode (--dump-fusion
+    // too, not only -o; red team, stop 32).
+    if (!arch.ok() && !options.arch.empty()) return arch.status();
+    if (arch.ok()) device.arch = *arch;
     ctx.legality = codegen::legalityFor(**backend, std::move(device));
   }
   ctx.fusionPlan.onnxNodes = graph.onnxNodeCount();
