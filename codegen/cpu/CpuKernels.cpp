@@ -15,6 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include <algorithm>
+#include <functional>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -514,16 +515,16 @@ struct KernelEmitter {
       return c;
     };
     // Cost of each expr's tree (capped) and the first pass reaching it.
-    std::vector<int> cost(n, 0), first(n, passes);
-    for (int i = 0; i < n; ++i) {
+    // The cost of expr i itself: a math function 20, an operation 1, a leaf 0.
+    auto selfCost = [&](int i) {
       const Expr &e = s.exprs[i];
-      int c = e.kind == ExprKind::kUnary && isMathUnary(static_cast<program::UnaryOp>(e.op)) ? 20
-              : (e.kind == ExprKind::kConst || e.kind == ExprKind::kIndex || e.kind == ExprKind::kLoad ||
-                 e.kind == ExprKind::kReduceResult) ? 0 : 1;
-      for (int o : children(i)) c += cost[o];
-      cost[i] = std::min(c, 1000);
-    }
-    for (int p = 0; p < passes; ++p) {
+      return e.kind == ExprKind::kUnary && isMathUnary(static_cast<program::UnaryOp>(e.op)) ? 20
+             : (e.kind == ExprKind::kConst || e.kind == ExprKind::kIndex || e.kind == ExprKind::kLoad ||
+                e.kind == ExprKind::kReduceResult) ? 0 : 1;
+    };
+    // Visits each expr reached from pass p's roots once; visit(id) says
+    // whether to go on into its operands.
+    auto walk = [&](int p, const std::function<bool(int)> &visit) {
       std::vector<int> todo = roots[p];
       std::vector<char> seen(n, 0);
       while (!todo.empty()) {
@@ -531,10 +532,21 @@ struct KernelEmitter {
         todo.pop_back();
         if (seen[id]) continue;
         seen[id] = 1;
-        first[id] = std::min(first[id], p);
-        for (int c : children(id)) todo.push_back(c);
+        if (visit(id))
+          for (int c : children(id)) todo.push_back(c);
       }
+    };
+    std::vector<int> cost(n, 0), first(n, passes);
+    for (int i = 0; i < n; ++i) {
+      int c = selfCost(i);
+      for (int o : children(i)) c += cost[o];
+      cost[i] = std::min(c, 1000);
     }
+    for (int p = 0; p < passes; ++p)
+      walk(p, [&](int id) {
+        first[id] = std::min(first[id], p);
+        return true;
+      });
     std::vector<char> blocked(n, 0);
     auto candidate = [&](int id) {
       return !blocked[id] && elem[id] && s.exprs[id].type == ScalarType::kF32 && cost[id] >= kMinCachedCost;
@@ -546,30 +558,18 @@ struct KernelEmitter {
     // each reader cost more than the subtract): blocked, and the walk redone.
     for (;;) {
       rc = RowCache{};
-      for (int p = 1; p < passes; ++p) {
-        std::vector<int> todo = roots[p];
-        std::vector<char> seen(n, 0);
-        while (!todo.empty()) {
-          int id = todo.back();
-          todo.pop_back();
-          if (seen[id]) continue;
-          seen[id] = 1;
-          if (candidate(id) && first[id] < p) {
-            rc.first[id] = first[id];
-            rc.readers[id].insert(p);
-            continue;
-          }
-          for (int c : children(id)) todo.push_back(c);
-        }
-      }
+      for (int p = 1; p < passes; ++p)
+        walk(p, [&](int id) {
+          if (!(candidate(id) && first[id] < p)) return true;
+          rc.first[id] = first[id];
+          rc.readers[id].insert(p);
+          return false;
+        });
       // Cost of each expr with the cached ones counted as loads.
       std::vector<int> own(n, 0);
       bool changed = false;
       for (int i = 0; i < n; ++i) {
-        const Expr &e = s.exprs[i];
-        int c = e.kind == ExprKind::kUnary && isMathUnary(static_cast<program::UnaryOp>(e.op)) ? 20
-                : (e.kind == ExprKind::kConst || e.kind == ExprKind::kIndex || e.kind == ExprKind::kLoad ||
-                   e.kind == ExprKind::kReduceResult) ? 0 : 1;
+        int c = selfCost(i);
         for (int o : children(i)) c += rc.first.count(o) ? 0 : own[o];
         own[i] = std::min(c, 1000);
         if (rc.first.count(i) && own[i] < kMinCachedCost) {
