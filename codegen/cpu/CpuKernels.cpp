@@ -25,6 +25,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "codegen/cpu/CpuIr.h"
+#include "llvm/IR/IntrinsicsX86.h"
 #include "support/Status.h"
 
 namespace fusec::codegen::cpu {
@@ -435,6 +436,16 @@ struct KernelEmitter {
     }
   }
 
+  /// The AVX-512 VMAXPS / VMINPS intrinsic for \p k on \p t (<16 x float>
+  /// on an avx512f target), else not_intrinsic.
+  llvm::Intrinsic::ID x86MinMax(ReduceKind k, llvm::Type *t) const {
+    auto *vt = llvm::dyn_cast<llvm::FixedVectorType>(t);
+    if (!I.target.x86 || !vt || vt->getNumElements() != 16 || !vt->getElementType()->isFloatTy() ||
+        std::find(I.target.features.begin(), I.target.features.end(), "avx512f") == I.target.features.end())
+      return llvm::Intrinsic::not_intrinsic;
+    return k == ReduceKind::kMax ? llvm::Intrinsic::x86_avx512_max_ps_512 : llvm::Intrinsic::x86_avx512_min_ps_512;
+  }
+
   /// acc (op) v, lanes of \p mask only.
   llvm::Value *combine(ReduceKind k, ScalarType t, llvm::Value *acc, llvm::Value *v, llvm::Value *mask) {
     auto &B = I.B;
@@ -443,13 +454,25 @@ struct KernelEmitter {
     switch (k) {
       case ReduceKind::kSum: r = f ? B.CreateFAdd(acc, v) : B.CreateAdd(acc, v); break;
       case ReduceKind::kProd: r = f ? B.CreateFMul(acc, v) : B.CreateMul(acc, v); break;
+      // Float max/min propagate NaN from either side. With AVX-512 f32:
+      // VMAXPS v, acc (v > acc ? v : acc, which keeps a NaN acc), then v
+      // where v is NaN: three operations a vector instead of the generic
+      // form's four (LLVM merges the two selects of the generic form back
+      // into one compare-or-compare blend).
       case ReduceKind::kMax:
-        r = f ? B.CreateSelect(B.CreateOr(B.CreateFCmpUNO(acc, acc), B.CreateFCmpOGT(acc, v)), acc, v)
-              : B.CreateSelect(B.CreateICmpSGT(acc, v), acc, v);
-        break;
-      default:
-        r = f ? B.CreateSelect(B.CreateOr(B.CreateFCmpUNO(acc, acc), B.CreateFCmpOLT(acc, v)), acc, v)
-              : B.CreateSelect(B.CreateICmpSLT(acc, v), acc, v);
+      case ReduceKind::kMin:
+      default:  // (arg reductions take argTake, not this)
+        if (!f) {
+          r = k == ReduceKind::kMax ? B.CreateSelect(B.CreateICmpSGT(acc, v), acc, v)
+                                    : B.CreateSelect(B.CreateICmpSLT(acc, v), acc, v);
+        } else if (llvm::Intrinsic::ID id = x86MinMax(k, v->getType()); id != llvm::Intrinsic::not_intrinsic) {
+          llvm::Value *m = B.CreateCall(llvm::Intrinsic::getDeclaration(I.mod.get(), id), {v, acc, B.getInt32(4)});
+          r = B.CreateSelect(B.CreateFCmpUNO(v, v), v, m);
+        } else {
+          r = B.CreateSelect(B.CreateOr(B.CreateFCmpUNO(acc, acc),
+                                        k == ReduceKind::kMax ? B.CreateFCmpOGT(acc, v) : B.CreateFCmpOLT(acc, v)),
+                             acc, v);
+        }
         break;
     }
     return mask ? B.CreateSelect(mask, r, acc) : r;

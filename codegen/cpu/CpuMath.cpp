@@ -108,9 +108,17 @@ struct F {
   /// factor a normal float). NaN stays NaN.
   llvm::Value *exp(llvm::Value *x) {
     auto &B = I.B;
-    llvm::Value *xc = sel(B.CreateFCmpOGT(x, c(88.8)), c(88.8), x);
-    xc = sel(B.CreateFCmpOLT(xc, c(-104.0)), c(-104.0), xc);
-    llvm::Value *k = B.CreateUnaryIntrinsic(llvm::Intrinsic::rint, mul(xc, c(1.44269504088896341)));
+    // The clamps compare the constant first, so that a NaN x fails the
+    // compare and is selected: min(88.8, x) and max(-104, x) propagate NaN
+    // (one VMINPS / VMAXPS each on x86, no NaN test and blend), and a NaN
+    // flows through k, r, p and the scaling to the result.
+    llvm::Value *xc = sel(B.CreateFCmpOLT(c(88.8), x), c(88.8), x);
+    xc = sel(B.CreateFCmpOGT(c(-104.0), xc), c(-104.0), xc);
+    // k = rint(x log2 e) by the round-to-nearest-even shifter 1.5 * 2^23
+    // (|x log2 e| <= 151, so the sum's ulp is 1): an FMA and a subtract
+    // instead of a multiply and a rounding instruction.
+    constexpr double kShifter = 12582912.0;
+    llvm::Value *k = sub(fma(xc, c(1.44269504088896341), c(kShifter)), c(kShifter));
     llvm::Value *r = fma(k, c(-0.693359375), xc);
     r = fma(k, c(2.12194440054690583e-4), r);
     llvm::Value *p = poly(r, {1.0, 1.0, 0.4999999403953552, 0.1666642129421234, 0.041668057441711426,
@@ -130,7 +138,7 @@ struct F {
       };
       res = mul(mul(p, scale(k1)), scale(k2));
     }
-    return sel(isnan(x), x, res);
+    return res;
   }
 
   llvm::Value *log(llvm::Value *x) {
