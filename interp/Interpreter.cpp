@@ -34,7 +34,7 @@ Family familyOf(ir::OpKind kind) {
   switch (kind) {
     case K::kAbs: case K::kNeg: case K::kExp: case K::kLog: case K::kSqrt: case K::kReciprocal:
     case K::kErf: case K::kTanh: case K::kSigmoid: case K::kRelu: case K::kLeakyRelu:
-    case K::kElu: case K::kHardSigmoid: case K::kSoftplus: case K::kGelu: case K::kSin:
+    case K::kElu: case K::kHardSigmoid: case K::kSoftplus: case K::kSwish: case K::kGelu: case K::kSin:
     case K::kCos: case K::kFloor: case K::kCeil: case K::kRound: case K::kSign: case K::kNot:
     case K::kTan: case K::kAsin: case K::kAcos: case K::kAtan: case K::kSinh:
     case K::kCosh: case K::kAsinh: case K::kAcosh: case K::kAtanh:

@@ -314,7 +314,7 @@ std::optional<Elems> Inferrer::trackNode(const Node &n, int depth) {
     case OpKind::kAbs: case OpKind::kNeg: case OpKind::kExp: case OpKind::kLog:
     case OpKind::kSqrt: case OpKind::kReciprocal: case OpKind::kErf: case OpKind::kTanh:
     case OpKind::kSigmoid: case OpKind::kRelu: case OpKind::kLeakyRelu: case OpKind::kElu:
-    case OpKind::kHardSigmoid: case OpKind::kSoftplus: case OpKind::kGelu: case OpKind::kSin:
+    case OpKind::kHardSigmoid: case OpKind::kSoftplus: case OpKind::kSwish: case OpKind::kGelu: case OpKind::kSin:
     case OpKind::kCos: case OpKind::kFloor: case OpKind::kCeil: case OpKind::kRound:
     case OpKind::kTan: case OpKind::kAsin: case OpKind::kAcos: case OpKind::kAtan: case OpKind::kSinh:
     case OpKind::kCosh: case OpKind::kAsinh: case OpKind::kAcosh: case OpKind::kAtanh:
@@ -406,7 +406,7 @@ absl::StatusOr<std::vector<TensorType>> Inferrer::run() {
     case OpKind::kAbs: case OpKind::kNeg: case OpKind::kExp: case OpKind::kLog:
     case OpKind::kSqrt: case OpKind::kReciprocal: case OpKind::kErf: case OpKind::kTanh:
     case OpKind::kSigmoid: case OpKind::kRelu: case OpKind::kLeakyRelu: case OpKind::kElu:
-    case OpKind::kHardSigmoid: case OpKind::kSoftplus: case OpKind::kGelu: case OpKind::kSin:
+    case OpKind::kHardSigmoid: case OpKind::kSoftplus: case OpKind::kSwish: case OpKind::kGelu: case OpKind::kSin:
     case OpKind::kCos: case OpKind::kFloor: case OpKind::kCeil: case OpKind::kRound:
     case OpKind::kTan: case OpKind::kAsin: case OpKind::kAcos: case OpKind::kAtan: case OpKind::kSinh:
     case OpKind::kCosh: case OpKind::kAsinh: case OpKind::kAcosh: case OpKind::kAtanh:

@@ -1126,7 +1126,7 @@ class AttentionRewrite : public Pass {
       case OpKind::kIdentity: return ChainStep::kSkip;
       case OpKind::kCast: return isFloatCast(p) ? ChainStep::kSkip : ChainStep::kNone;
       case OpKind::kReciprocal: case OpKind::kErf: case OpKind::kSigmoid: case OpKind::kRelu:
-      case OpKind::kLeakyRelu: case OpKind::kElu: case OpKind::kHardSigmoid: case OpKind::kSoftplus:
+      case OpKind::kLeakyRelu: case OpKind::kElu: case OpKind::kHardSigmoid: case OpKind::kSoftplus: case OpKind::kSwish:
       case OpKind::kGelu: case OpKind::kSin: case OpKind::kCos: case OpKind::kFloor:
       case OpKind::kTan: case OpKind::kAsin: case OpKind::kAcos: case OpKind::kAtan: case OpKind::kSinh:
       case OpKind::kCosh: case OpKind::kAsinh: case OpKind::kAcosh: case OpKind::kAtanh:

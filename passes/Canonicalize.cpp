@@ -4,8 +4,8 @@
 // with one canonical op, so that later passes (cost model, fusion, attention
 // rewrite, codegen) see one form:
 //   GELU (erf and tanh forms)            -> Gelu            (Activations.cpp)
-//   SiLU: x / (1 + exp(-x))              -> Mul(x, Sigmoid(x)) (Activations.cpp;
-//                                          Swish once Ops.def has the row)
+//   SiLU: x / (1 + exp(-x)), x * Sigmoid(x)
+//                                        -> Swish {alpha = 1} (Activations.cpp)
 //   LayerNorm in primitives              -> LayerNormalization (Norms.cpp)
 //   RMSNorm in primitives (+ f32 casts)  -> RMSNormalization   (Norms.cpp)
 //   2-D MatMul + bias                    -> Gemm            (Simplify.cpp)

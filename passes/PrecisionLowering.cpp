@@ -137,7 +137,7 @@ Policy policyOf(ir::OpKind k) {
     case ir::OpKind::kSqrt: case ir::OpKind::kReciprocal: case ir::OpKind::kErf:
     case ir::OpKind::kTanh: case ir::OpKind::kSigmoid: case ir::OpKind::kRelu:
     case ir::OpKind::kLeakyRelu: case ir::OpKind::kElu: case ir::OpKind::kHardSigmoid:
-    case ir::OpKind::kSoftplus: case ir::OpKind::kGelu: case ir::OpKind::kSin:
+    case ir::OpKind::kSoftplus: case ir::OpKind::kSwish: case ir::OpKind::kGelu: case ir::OpKind::kSin:
     case ir::OpKind::kCos: case ir::OpKind::kFloor: case ir::OpKind::kCeil:
     case ir::OpKind::kTan: case ir::OpKind::kAsin: case ir::OpKind::kAcos: case ir::OpKind::kAtan: case ir::OpKind::kSinh:
     case ir::OpKind::kCosh: case ir::OpKind::kAsinh: case ir::OpKind::kAcosh: case ir::OpKind::kAtanh:
@@ -187,7 +187,7 @@ bool isElementwiseArithmetic(ir::OpKind k) {
       return true;
     case ir::OpKind::kErf: case ir::OpKind::kTanh: case ir::OpKind::kSigmoid:
     case ir::OpKind::kLeakyRelu: case ir::OpKind::kElu:
-    case ir::OpKind::kHardSigmoid: case ir::OpKind::kSoftplus: case ir::OpKind::kGelu:
+    case ir::OpKind::kHardSigmoid: case ir::OpKind::kSoftplus: case ir::OpKind::kSwish: case ir::OpKind::kGelu:
     case ir::OpKind::kSin: case ir::OpKind::kCos: case ir::OpKind::kFloor: case ir::OpKind::kCeil:
     case ir::OpKind::kTan: case ir::OpKind::kAsin: case ir::OpKind::kAcos: case ir::OpKind::kAtan: case ir::OpKind::kSinh:
     case ir::OpKind::kCosh: case ir::OpKind::kAsinh: case ir::OpKind::kAcosh: case ir::OpKind::kAtanh:
@@ -412,7 +412,7 @@ class PrecisionLowering : public Pass {
         case ir::OpKind::kLog: case ir::OpKind::kSqrt: case ir::OpKind::kReciprocal:
         case ir::OpKind::kErf: case ir::OpKind::kTanh: case ir::OpKind::kSigmoid:
         case ir::OpKind::kRelu: case ir::OpKind::kLeakyRelu: case ir::OpKind::kElu:
-        case ir::OpKind::kHardSigmoid: case ir::OpKind::kSoftplus: case ir::OpKind::kGelu:
+        case ir::OpKind::kHardSigmoid: case ir::OpKind::kSoftplus: case ir::OpKind::kSwish: case ir::OpKind::kGelu:
         case ir::OpKind::kSin: case ir::OpKind::kCos: case ir::OpKind::kFloor:
         case ir::OpKind::kTan: case ir::OpKind::kAsin: case ir::OpKind::kAcos: case ir::OpKind::kAtan: case ir::OpKind::kSinh:
         case ir::OpKind::kCosh: case ir::OpKind::kAsinh: case ir::OpKind::kAcosh: case ir::OpKind::kAtanh:

@@ -674,6 +674,10 @@ void registerElementwiseKernels(KernelTable &t) {
         a, [alpha, beta](double x) { return std::max(0.0, std::min(1.0, alpha * x + beta)); },
         nullptr);
   };
+  t[slot(K::kSwish)] = [](const KernelArgs &a) {
+    double alpha = a.node.attrF("alpha");
+    return mapUnary(a, [alpha](double x) { return x * sigmoid(alpha * x); }, nullptr);
+  };
   unaryF(t, K::kSoftplus, softplus);
   t[slot(K::kGelu)] = gelu;
   unaryF(t, K::kSin, [](double x) { return std::sin(x); });

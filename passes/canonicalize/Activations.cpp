@@ -14,15 +14,14 @@
 // to the sum or distributed over it) and its coefficients must match within
 // kConstantRtol.
 //
-// SiLU: the canonical form is Mul(x, Sigmoid(x)), x first: x / (1 + exp(-x))
-// (exp argument read as a polynomial, so Neg(x) or x * -1) becomes it, and
-// Mul(Sigmoid(x), x) has its operands swapped. fusec does not add a Swish
-// row to ir/Ops.def yet: the cost model and fusion switch exhaustively over
-// OpKind (-Wswitch) and codegen lowers elementwise ops case by case, so a
-// new op needs all of them; Mul(x, Sigmoid(x)) fuses into one elementwise
-// kernel at no cost. Once a row FUSEC_OP(Swish, "Swish", ...) exists,
-// matchSwish rewrites x * Sigmoid(x) -> Swish(x) {alpha = 1} (ONNX Swish,
-// opset 24) and takes precedence.
+// SiLU: Swish(x) {alpha = 1} (ONNX Swish, opset 24; ir/Ops.def): matchSwish
+// rewrites Mul(x, Sigmoid(x)), either operand order, when the Sigmoid has no
+// other user, so that a GEMM or convolution takes it as its epilogue (a
+// Mul reading the GEMM result twice cannot be one: the result would have
+// two consumers). x / (1 + exp(-x)) (exp argument read as a polynomial, so
+// Neg(x) or x * -1) becomes Mul(x, Sigmoid(x)) first (matchSilu), and a
+// Mul(Sigmoid(x), x) whose Sigmoid has other users gets the canonical
+// operand order, x first.
 //
 //===----------------------------------------------------------------------===//
 #include <cmath>

@@ -139,7 +139,7 @@ ir::Value *noOpSource(const ir::Node &n, const UseInfo &uses) {
     case ir::OpKind::kSqrt: case ir::OpKind::kReciprocal: case ir::OpKind::kErf:
     case ir::OpKind::kTanh: case ir::OpKind::kSigmoid: case ir::OpKind::kRelu:
     case ir::OpKind::kLeakyRelu: case ir::OpKind::kElu: case ir::OpKind::kHardSigmoid:
-    case ir::OpKind::kSoftplus: case ir::OpKind::kGelu: case ir::OpKind::kSin:
+    case ir::OpKind::kSoftplus: case ir::OpKind::kSwish: case ir::OpKind::kGelu: case ir::OpKind::kSin:
     case ir::OpKind::kCos: case ir::OpKind::kFloor: case ir::OpKind::kCeil:
     case ir::OpKind::kTan: case ir::OpKind::kAsin: case ir::OpKind::kAcos: case ir::OpKind::kAtan: case ir::OpKind::kSinh:
     case ir::OpKind::kCosh: case ir::OpKind::kAsinh: case ir::OpKind::kAcosh: case ir::OpKind::kAtanh:

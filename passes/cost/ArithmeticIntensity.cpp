@@ -111,6 +111,9 @@ OpRule opRule(const ir::Node &n) {
     case OpKind::kHardSigmoid:  // multiply-add, clamp (2 compares)
       r.flops = 3 * out;
       break;
+    case OpKind::kSwish:  // (scale,) exp, add, reciprocal, multiply
+      r.flops = (n.attrF("alpha") == 1.0f ? 4 : 5) * out;
+      break;
     case OpKind::kDequantizeLinear:  // subtract the zero point, multiply by the scale
     case OpKind::kLeakyRelu:  // compare, multiply
     case OpKind::kPRelu:      // compare, multiply (slope broadcast to x)

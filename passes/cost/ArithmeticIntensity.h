@@ -13,8 +13,9 @@
 //                and transcendentals (kTranscendentalFlops = 1: one SFU /
 //                ScalarEngine evaluation; Exp, Log, Erf, Tanh, Sqrt, Sin, ...);
 //                composite activations count their primitive steps (Sigmoid
-//                3, Softplus 3, Elu 3, HardSigmoid 3, LeakyRelu 2, Gelu 5, or 9
-//                with approximate="tanh", Clip 2, BatchNormalization 4);
+//                3, Softplus 3, Elu 3, HardSigmoid 3, Swish 4 (5 with alpha),
+//                LeakyRelu 2, Gelu 5, or 9 with approximate="tanh", Clip 2,
+//                BatchNormalization 4);
 //                n-ary Max/Min/Sum n-1 (Mean n); Cast, Identity, Dropout 0
 //   reductions   1 per input element (ReduceSumSquare, ReduceL2 2), plus 1 per
 //                output element for ReduceMean, ReduceL2, average pooling

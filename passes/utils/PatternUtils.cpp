@@ -181,7 +181,7 @@ std::optional<Poly3> polynomialIn(ir::Value *v, ir::Value *x, std::vector<ir::No
     case ir::OpKind::kAbs: case ir::OpKind::kExp: case ir::OpKind::kLog: case ir::OpKind::kSqrt:
     case ir::OpKind::kReciprocal: case ir::OpKind::kErf: case ir::OpKind::kTanh:
     case ir::OpKind::kSigmoid: case ir::OpKind::kRelu: case ir::OpKind::kLeakyRelu:
-    case ir::OpKind::kElu: case ir::OpKind::kHardSigmoid: case ir::OpKind::kSoftplus:
+    case ir::OpKind::kElu: case ir::OpKind::kHardSigmoid: case ir::OpKind::kSoftplus: case ir::OpKind::kSwish:
     case ir::OpKind::kGelu: case ir::OpKind::kSin: case ir::OpKind::kCos: case ir::OpKind::kFloor:
     case ir::OpKind::kTan: case ir::OpKind::kAsin: case ir::OpKind::kAcos: case ir::OpKind::kAtan: case ir::OpKind::kSinh:
     case ir::OpKind::kCosh: case ir::OpKind::kAsinh: case ir::OpKind::kAcosh: case ir::OpKind::kAtanh:

@@ -48,6 +48,7 @@ inline constexpr ScalarLowering Relu = ScalarLowering::kElementwise;
 inline constexpr ScalarLowering LeakyRelu = ScalarLowering::kElementwise;
 inline constexpr ScalarLowering Elu = ScalarLowering::kElementwise;
 inline constexpr ScalarLowering HardSigmoid = ScalarLowering::kElementwise;
+inline constexpr ScalarLowering Swish = ScalarLowering::kElementwise;
 inline constexpr ScalarLowering Softplus = ScalarLowering::kElementwise;
 inline constexpr ScalarLowering Gelu = ScalarLowering::kElementwise;
 inline constexpr ScalarLowering Sin = ScalarLowering::kElementwise;

@@ -49,7 +49,7 @@ absl::StatusOr<ReduceAxes> reductionAxes(const Node &n, int64_t rank) {
     case OpKind::kAbs: case OpKind::kNeg: case OpKind::kExp: case OpKind::kLog: case OpKind::kSqrt:
     case OpKind::kReciprocal: case OpKind::kErf: case OpKind::kTanh: case OpKind::kSigmoid:
     case OpKind::kRelu: case OpKind::kLeakyRelu: case OpKind::kElu: case OpKind::kHardSigmoid:
-    case OpKind::kSoftplus: case OpKind::kGelu: case OpKind::kSin: case OpKind::kCos:
+    case OpKind::kSoftplus: case OpKind::kSwish: case OpKind::kGelu: case OpKind::kSin: case OpKind::kCos:
     case OpKind::kTan: case OpKind::kAsin: case OpKind::kAcos: case OpKind::kAtan: case OpKind::kSinh:
     case OpKind::kCosh: case OpKind::kAsinh: case OpKind::kAcosh: case OpKind::kAtanh:
     case OpKind::kFloor: case OpKind::kCeil: case OpKind::kRound: case OpKind::kSign:
@@ -226,7 +226,7 @@ absl::StatusOr<int> GroupLowering::reductionAt(const Node &n, int result,
     case OpKind::kAbs: case OpKind::kNeg: case OpKind::kExp: case OpKind::kLog: case OpKind::kSqrt:
     case OpKind::kReciprocal: case OpKind::kErf: case OpKind::kTanh: case OpKind::kSigmoid:
     case OpKind::kRelu: case OpKind::kLeakyRelu: case OpKind::kElu: case OpKind::kHardSigmoid:
-    case OpKind::kSoftplus: case OpKind::kGelu: case OpKind::kSin: case OpKind::kCos:
+    case OpKind::kSoftplus: case OpKind::kSwish: case OpKind::kGelu: case OpKind::kSin: case OpKind::kCos:
     case OpKind::kTan: case OpKind::kAsin: case OpKind::kAcos: case OpKind::kAtan: case OpKind::kSinh:
     case OpKind::kCosh: case OpKind::kAsinh: case OpKind::kAcosh: case OpKind::kAtanh:
     case OpKind::kFloor: case OpKind::kCeil: case OpKind::kRound: case OpKind::kSign:
@@ -290,7 +290,7 @@ absl::StatusOr<int> GroupLowering::reductionAt(const Node &n, int result,
           case OpKind::kAbs: case OpKind::kNeg: case OpKind::kExp: case OpKind::kLog:
           case OpKind::kSqrt: case OpKind::kReciprocal: case OpKind::kErf: case OpKind::kTanh:
           case OpKind::kSigmoid: case OpKind::kRelu: case OpKind::kLeakyRelu: case OpKind::kElu:
-          case OpKind::kHardSigmoid: case OpKind::kSoftplus: case OpKind::kGelu: case OpKind::kSin:
+          case OpKind::kHardSigmoid: case OpKind::kSoftplus: case OpKind::kSwish: case OpKind::kGelu: case OpKind::kSin:
           case OpKind::kCos: case OpKind::kFloor: case OpKind::kCeil: case OpKind::kRound:
           case OpKind::kTan: case OpKind::kAsin: case OpKind::kAcos: case OpKind::kAtan: case OpKind::kSinh:
           case OpKind::kCosh: case OpKind::kAsinh: case OpKind::kAcosh: case OpKind::kAtanh:

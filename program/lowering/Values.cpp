@@ -376,6 +376,13 @@ absl::StatusOr<int> GroupLowering::elementwiseAt(const Node &n, int result,
                   c(n.getFloat("beta", 0.5f), t));
       return bin(BinaryOp::kMax, c(0, t), bin(BinaryOp::kMin, c(1, t), y));
     }
+    case OpKind::kSwish: {
+      // x * sigmoid(alpha x).
+      FUSEC_ASSIGN_OR_RETURN(int a, in(0));
+      const ScalarType t = typeOf(a);
+      const float alpha = n.getFloat("alpha", 1.0f);
+      return bin(BinaryOp::kMul, a, un(UnaryOp::kSigmoid, alpha == 1.0f ? a : bin(BinaryOp::kMul, a, c(alpha, t))));
+    }
     case OpKind::kSoftplus: {
       FUSEC_ASSIGN_OR_RETURN(int a, in(0));
       const ScalarType t = typeOf(a);

@@ -413,6 +413,51 @@ TEST(CpuRun, Convolutions) {
 })", "bf16");
 }
 
+/// SiLU after a GEMM or a convolution (the EfficientNet and LLaMA-MLP
+/// form x * Sigmoid(x), which reads the GEMM result twice) becomes one Swish
+/// and runs as the GEMM's epilogue (one step) or as the convolution's one
+/// epilogue kernel, depthwise convolution (group = channels) included; ONNX
+/// Swish with alpha != 1 too; bf16.
+TEST(CpuRun, SwishEpilogues) {
+  const std::string gemmSilu = R"(graph @g(%x: f32[3,7,17], %w: f32[17,29], %b: f32[29]) -> (%y) {
+  %m = "MatMul"(%x, %w) : f32[3,7,29]
+  %a = "Add"(%m, %b) : f32[3,7,29]
+  %s = "Sigmoid"(%a) : f32[3,7,29]
+  %y = "Mul"(%s, %a) : f32[3,7,29]
+  return %y
+})";
+  expectMatches("gemm_silu", gemmSilu);
+  EXPECT_EQ(cpuStepCount(gemmSilu), 1);
+  expectMatches("gemm_silu_bf16", gemmSilu, "bf16");
+  const std::string gemmSwish = R"(graph @g(%x: f32[5,9], %w: f32[9,33]) -> (%y) {
+  %m = "MatMul"(%x, %w) : f32[5,33]
+  %y = "Swish"(%m) {alpha = 1.702} : f32[5,33]
+  return %y
+})";
+  expectMatches("gemm_swish_alpha", gemmSwish);
+  EXPECT_EQ(cpuStepCount(gemmSwish), 1);
+  const std::string convSilu = R"(graph @g(%x: f32[2,6,9,7], %w: f32[6,1,3,3], %b: f32[6]) -> (%y) {
+  %c = "Conv"(%x, %w, %b) {group = 6, pads = [1, 1, 1, 1]} : f32[2,6,9,7]
+  %s = "Sigmoid"(%c) : f32[2,6,9,7]
+  %y = "Mul"(%c, %s) : f32[2,6,9,7]
+  return %y
+})";
+  expectMatches("depthwise_conv_silu", convSilu);
+  // The convolution, then the Swish as its one epilogue kernel (convolution
+  // epilogues are not folded into the convolution step on the cpu).
+  EXPECT_EQ(cpuStepCount(convSilu), 2);
+  expectMatches("depthwise_conv_silu_bf16", convSilu, "bf16");
+  // The Sigmoid also feeds another op: no Swish, the Mul stays a kernel of
+  // its own, and the values still match.
+  expectMatches("conv_sigmoid_shared", R"(graph @g(%x: f32[1,3,5,5], %w: f32[4,3,1,1]) -> (%y, %z) {
+  %c = "Conv"(%x, %w) : f32[1,4,5,5]
+  %s = "Sigmoid"(%c) : f32[1,4,5,5]
+  %y = "Mul"(%c, %s) : f32[1,4,5,5]
+  %z = "Add"(%s, %c) : f32[1,4,5,5]
+  return %y, %z
+})");
+}
+
 /// Narrower vectors than the host's: SSE2 (4 lanes) and AVX2 (8 lanes)
 /// builds of the same kernels run on this host too.
 TEST(CpuRun, OtherVectorWidths) {

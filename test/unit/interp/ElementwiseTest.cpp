@@ -82,6 +82,17 @@ TEST(ElementwiseTest, SigmoidAndSoftplusAreStableForLargeInputs) {
   expectNear(run1("Softplus", {x}), DType::kF32, {4}, {0, std::log1p(std::exp(-1.0)), std::log(2.0), 1000});
 }
 
+TEST(ElementwiseTest, Swish) {
+  // x * sigmoid(alpha x): SiLU at the default alpha = 1 (ONNX Swish-24).
+  Tensor x = f32({5}, {-1000, -1, 0, 2, 1000});
+  auto silu = [](double v, double a) { return v / (1 + std::exp(-a * v)); };
+  expectNear(run1("Swish", {x}), DType::kF32, {5}, {0, silu(-1, 1), 0, silu(2, 1), 1000});
+  expectNear(run1("Swish", {x}, {{"alpha", F(1.702f)}}), DType::kF32, {5},
+             {0, silu(-1, 1.702f), 0, silu(2, 1.702f), 1000});
+  Tensor inf = f32({3}, {-kInf, kInf, kNaN});
+  expectNear(run1("Swish", {inf}), DType::kF32, {3}, {kNaN, kInf, kNaN});
+}
+
 TEST(ElementwiseTest, GeluExactAndTanh) {
   // Expected values from onnxruntime 1.32 (Gelu-20) on f32.
   Tensor x = f32({7}, {-3, -1, -0.5, 0, 0.5, 1, 3});
