@@ -342,6 +342,13 @@ FusionDecision canFuse(const GroupShape &pg, const ir::Node &producer, const Gro
     return FusionDecision::no(absl::StrCat("producer is a ", roleName(pr),
                                            " op, which runs as its own kernel"));
 
+  // Layout ops become index arithmetic of the kernel they join (Slice: the
+  // load index; Concat: a select over its inputs).
+  if (pr == Role::kLayout)
+    if (FusionDecision d = foldsAsIndexArithmetic(producer); !d) return d;
+  if (cr == Role::kLayout)
+    if (FusionDecision d = foldsAsIndexArithmetic(consumer); !d) return d;
+
   const auto valueElems = numElementsOf(value);
   const auto consumerElems = numElementsOf(*consumer.output(0));
   if (!valueElems || !consumerElems)
@@ -390,12 +397,6 @@ FusionDecision canFuse(const GroupShape &pg, const ir::Node &producer, const Gro
     if (FusionDecision d = rowFitsOnChip(*pr_len, target); !d) return d;
   }
 
-  // Layout ops become index arithmetic of the kernel they join (Slice: the
-  // load index; Concat: a select over its inputs).
-  if (pr == Role::kLayout)
-    if (FusionDecision d = foldsAsIndexArithmetic(producer); !d) return d;
-  if (cr == Role::kLayout)
-    if (FusionDecision d = foldsAsIndexArithmetic(consumer); !d) return d;
   // A layout op read by several consumers is stored once, unless every one
   // of them is in the consumer's kernel: there it is re-gathered at each
   // point they read (the same input lines, no extra traffic). Not when its
