@@ -195,6 +195,11 @@ class Fusion : public Pass {
   /// Non-view consumers of \p v (looking through views), and whether \p v (or
   /// a view of it) is a graph output.
   int64_t realUsers(const ir::Graph &g, const ir::Value *v, bool *isOutput) const;
+  /// The non-view consumers of \p v (looking through views), as node indices.
+  std::vector<int> realUserNodes(const ir::Value *v) const;
+  /// Layout ops refused because they had several consumers, whose consumers
+  /// have all joined one group since: asks again (they are re-gathered there).
+  void regatherLayouts(ir::Graph &graph, PassContext &ctx);
   /// True if merging groups \p a and \p b keeps the group convex; otherwise
   /// \p via names a node on a path that leaves and re-enters.
   bool staysConvex(int a, int b, std::string *via) const;
@@ -210,7 +215,10 @@ class Fusion : public Pass {
   /// Why the backend refuses final group \p g ("" when it lowers, when no
   /// legality is set, or when an accepted merge already vouched for it).
   std::string backendRefuses(const ir::Graph &graph, const PassContext &ctx, const Group &g) const;
+  /// Why group \p g is one kernel, for the dump: its kind's reason, then
+  /// how its layout ops became index arithmetic.
   std::string describeKernel(const Group &g, const TargetSpec &target) const;
+  std::string describeGroupKind(const Group &g, const TargetSpec &target) const;
 };
 
 const ir::Node *Fusion::realProducer(const ir::Value *v) const {
@@ -248,6 +256,40 @@ int64_t Fusion::realUsers(const ir::Graph &g, const ir::Value *v, bool *isOutput
   realUsersMemo_[v] = {n, output};
   if (output) *isOutput = true;
   return n;
+}
+
+std::vector<int> Fusion::realUserNodes(const ir::Value *v) const {
+  std::vector<int> out;
+  std::vector<const ir::Value *> work = {v};  // v and the views of it
+  while (!work.empty()) {
+    const ir::Value *w = work.back();
+    work.pop_back();
+    auto it = users_.find(w);
+    if (it == users_.end()) continue;
+    for (const ir::Node *u : it->second) {
+      const int ui = index_.at(u);
+      if (roles_[ui] == Role::kView && u->input(0) == w)
+        work.push_back(u->output(0));
+      else
+        out.push_back(ui);
+    }
+  }
+  return out;
+}
+
+void Fusion::regatherLayouts(ir::Graph &graph, PassContext &ctx) {
+  for (size_t pi = 0; pi < nodes_.size(); ++pi) {
+    if (roles_[pi] != Role::kLayout || nodes_[pi]->numOutputs() != 1) continue;
+    const std::vector<int> users = realUserNodes(nodes_[pi]->output(0));
+    if (users.size() < 2) continue;
+    const int cg = groupOf_[users.front()];
+    if (cg == groupOf_[pi] || cg < 0) continue;
+    if (!std::all_of(users.begin(), users.end(), [&](int u) { return groupOf_[u] == cg; })) continue;
+    // Ask again from the first consumer; its other producers are asked again
+    // too (their refusals are recorded afresh).
+    forgetRefusalsInto(ctx, nodes_[users.front()]->name());
+    visitConsumer(graph, ctx, static_cast<size_t>(users.front()), nullptr, /*eager=*/false);
+  }
 }
 
 bool Fusion::reachesIndirectly(int from, int to, std::string *via) const {
@@ -354,6 +396,25 @@ int Fusion::merge(int into, int from) {
 }
 
 std::string Fusion::describeKernel(const Group &g, const TargetSpec &target) const {
+  std::string why = describeGroupKind(g, target);
+  // Layout ops that became index arithmetic of a computing kernel.
+  if (g.shape.kind == KernelKind::kElementwise || g.shape.kind == KernelKind::kReduction ||
+      (g.shape.kind == KernelKind::kLayout && g.members.size() > 1)) {
+    std::vector<std::pair<std::string, int>> notes;
+    for (int m : g.members) {
+      std::string note = describeFoldedLayout(*nodes_[m]);
+      if (note.empty()) continue;
+      auto it = std::find_if(notes.begin(), notes.end(), [&](const auto &n) { return n.first == note; });
+      if (it == notes.end()) notes.push_back({note, 1});
+      else ++it->second;
+    }
+    for (const auto &[note, count] : notes)
+      absl::StrAppend(&why, "; ", note, count > 1 ? absl::StrCat(" (x", count, ")") : "");
+  }
+  return why;
+}
+
+std::string Fusion::describeGroupKind(const Group &g, const TargetSpec &target) const {
   std::vector<std::string> others;
   const ir::Node *anchor = g.shape.anchor;
   for (int m : g.members)
@@ -436,8 +497,11 @@ void Fusion::visitConsumer(ir::Graph &graph, PassContext &ctx, size_t ci,
     while (value->producer() != producer) value = value->producer()->input(0);
     bool isOutput = false;
     int64_t users = realUsers(graph, value, &isOutput);
+    int64_t outside = 0;
+    if (users > 1)
+      for (int u : realUserNodes(value)) outside += groupOf_[u] != cg;
     FusionDecision d = canFuse(groups_[pg].shape, *producer, groups_[cg].shape, *consumer, *value,
-                               users, isOutput, ctx.target);
+                               users, outside, isOutput, ctx.target);
     std::string via;
     if (d && groups_[pg].members.size() + groups_[cg].members.size() > kMaxGroupNodes)
       d = FusionDecision::no(absl::StrCat("the group would exceed ", kMaxGroupNodes,
@@ -539,6 +603,7 @@ absl::StatusOr<bool> Fusion::run(ir::Graph &graph, PassContext &ctx) {
 
   for (size_t ci = 0; ci < nodes_.size(); ++ci)
     if (roles_[ci] != Role::kView) visitConsumer(graph, ctx, ci, nullptr, /*eager=*/false);
+  regatherLayouts(graph, ctx);
 
   // Groups merged beyond the eager limit: one check of the final group; a
   // refused one is split into its nodes and fused again, every merge checked.

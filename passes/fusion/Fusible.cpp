@@ -160,8 +160,10 @@ Role roleOf(const ir::Node &node) {
     case OpKind::kTile:
     case OpKind::kTrilu:
     case OpKind::kResize:  // a window of taps per output element: index arithmetic
-      return Role::kLayout;
+    // A select over its inputs along the axis, each read at the index minus
+    // its offset (foldsAsIndexArithmetic() bounds the inputs).
     case OpKind::kConcat:
+      return Role::kLayout;
     case OpKind::kSplit:
     case OpKind::kPad:
       return Role::kMovement;
@@ -224,6 +226,57 @@ std::optional<int64_t> rowLength(const ir::Node &node) {
   return n;
 }
 
+FusionDecision foldsAsIndexArithmetic(const ir::Node &node) {
+  switch (node.kind()) {
+    case OpKind::kSlice:
+      // starts, ends, axes, steps: the load index is start + step * i.
+      for (int i = 1; i < std::min(node.numInputs(), 5); ++i)
+        if (const ir::Value *v = node.input(i); v && !v->isConstant())
+          return FusionDecision::no(absl::StrCat(
+              "Slice '", node.name(), "' has its ", i == 1 ? "starts" : i == 2 ? "ends" : i == 3 ? "axes" : "steps",
+              " known only at run time; the load index needs them at compile time, so it runs as its own kernel"));
+      return FusionDecision::yes();
+    case OpKind::kConcat: {
+      const ir::Value *out = node.output(0);
+      if (!out || !out->type().rankKnown)
+        return FusionDecision::no(absl::StrCat("Concat '", node.name(), "' has an unknown rank"));
+      const int64_t rank = out->type().rank();
+      int64_t axis = node.getInt("axis", 0);
+      if (axis < 0) axis += rank;
+      if (axis < 0 || axis >= rank)
+        return FusionDecision::no(absl::StrCat("Concat '", node.name(), "' has an axis out of range"));
+      int inputs = 0;
+      for (const ir::Value *in : node.inputs()) {
+        if (!in || !in->type().rankKnown || in->type().rank() != rank || !in->type().shape[axis].isStatic())
+          return FusionDecision::no(absl::StrCat(
+              "Concat '", node.name(), "': an input's extent along axis ", axis,
+              " is not static, so the select's bounds are not known; it runs as its own kernel"));
+        inputs += in->type().shape[axis].value != 0;
+      }
+      if (inputs > kMaxConcatSelectInputs)
+        return FusionDecision::no(absl::StrCat(
+            "Concat '", node.name(), "' of ", inputs, " inputs runs as its own kernel: folded, every output element "
+            "would evaluate a select over ", inputs, " values (at most ", kMaxConcatSelectInputs, " fold)"));
+      return FusionDecision::yes();
+    }
+    default:
+      return FusionDecision::yes();
+  }
+}
+
+std::string describeFoldedLayout(const ir::Node &node) {
+  switch (node.kind()) {
+    case OpKind::kSlice: return "Slice folded into the load index";
+    case OpKind::kConcat: {
+      const ir::Value *out = node.output(0);
+      int64_t axis = node.getInt("axis", 0);
+      if (out && out->type().rankKnown && axis < 0) axis += out->type().rank();
+      return absl::StrCat("Concat as a select over axis ", axis, " (", node.numInputs(), " inputs)");
+    }
+    default: return "";
+  }
+}
+
 KernelKind seedKind(Role r, const ir::Node &node) {
   switch (r) {
     case Role::kElementwise: return KernelKind::kElementwise;
@@ -239,7 +292,7 @@ KernelKind seedKind(Role r, const ir::Node &node) {
 
 FusionDecision canFuse(const GroupShape &pg, const ir::Node &producer, const GroupShape &cg,
                        const ir::Node &consumer, const ir::Value &value, int64_t producerUsers,
-                       bool producerIsGraphOutput, const TargetSpec &target) {
+                       int64_t usersOutside, bool producerIsGraphOutput, const TargetSpec &target) {
   const Role pr = roleOf(producer), cr = roleOf(consumer);
   auto opName = [](const ir::Node &n) { return absl::StrCat("'", n.name(), "' (", n.opType(), ")"); };
 
@@ -289,6 +342,13 @@ FusionDecision canFuse(const GroupShape &pg, const ir::Node &producer, const Gro
     return FusionDecision::no(absl::StrCat("producer is a ", roleName(pr),
                                            " op, which runs as its own kernel"));
 
+  // Layout ops become index arithmetic of the kernel they join (Slice: the
+  // load index; Concat: a select over its inputs).
+  if (pr == Role::kLayout)
+    if (FusionDecision d = foldsAsIndexArithmetic(producer); !d) return d;
+  if (cr == Role::kLayout)
+    if (FusionDecision d = foldsAsIndexArithmetic(consumer); !d) return d;
+
   const auto valueElems = numElementsOf(value);
   const auto consumerElems = numElementsOf(*consumer.output(0));
   if (!valueElems || !consumerElems)
@@ -337,7 +397,11 @@ FusionDecision canFuse(const GroupShape &pg, const ir::Node &producer, const Gro
     if (FusionDecision d = rowFitsOnChip(*pr_len, target); !d) return d;
   }
 
-  if (pr == Role::kLayout && producerUsers > 1)
+  // A layout op read by several consumers is stored once, unless every one
+  // of them is in the consumer's kernel: there it is re-gathered at each
+  // point they read (the same input lines, no extra traffic). Not when its
+  // group holds a reduction, which would be recomputed at each point.
+  if (pr == Role::kLayout && producerUsers > 1 && (usersOutside > 0 || pg.anchor || producerIsGraphOutput))
     return FusionDecision::no(absl::StrCat("layout op has ", producerUsers,
                                            " consumers; it is materialised once rather than "
                                            "re-gathered inside each consumer"));

@@ -172,7 +172,11 @@ class GroupLowering {
   /// one reads as 0.
   absl::StatusOr<int> scalarAt(const Node &n, int i);
   /// valueAt for a value that must only be read where \p guard holds (else 0).
-  absl::StatusOr<int> guardedAt(const Value *v, std::vector<int> idx, int guard);
+  /// A value computed in the kernel is computed at \p idx clamped into its
+  /// shape (the caller selects): every dim, or only dim \p onlyDim when the
+  /// others are known to be in range (Concat: its axis), which keeps the
+  /// other dims' extents out of the kernel's constants (dynamic shapes).
+  absl::StatusOr<int> guardedAt(const Value *v, std::vector<int> idx, int guard, int onlyDim = -1);
   int bufferFor(const Value *v, bool written);
   bool isMemberResult(const Value *v) const;
   /// Follows views from \p v back to a member result; null if it leaves the group.

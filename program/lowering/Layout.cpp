@@ -178,7 +178,8 @@ absl::StatusOr<int> GroupLowering::layoutAt(const Node &n, const std::vector<int
                           bin(BinaryOp::kLt, idx[axis], spec_.constI(off + len)));
         std::vector<int> sub = idx;
         sub[axis] = bin(BinaryOp::kSub, idx[axis], spec_.constI(off));
-        FUSEC_ASSIGN_OR_RETURN(int v, guardedAt(n.input(i), sub, inRange));
+        // Only the axis leaves the input's range; the other dims are the output's.
+        FUSEC_ASSIGN_OR_RETURN(int v, guardedAt(n.input(i), sub, inRange, static_cast<int>(axis)));
         result = result < 0 ? v : spec_.select(inRange, v, result);
         off += len;
       }

@@ -207,15 +207,16 @@ absl::StatusOr<int> GroupLowering::scalarAt(const Node &n, int i) {
   return valueAt(v, zero);
 }
 
-absl::StatusOr<int> GroupLowering::guardedAt(const Value *v, std::vector<int> idx, int guard) {
+absl::StatusOr<int> GroupLowering::guardedAt(const Value *v, std::vector<int> idx, int guard, int onlyDim) {
   std::vector<const Node *> chain;
   if (!isMemberResult(v) && !viewSource(v, &chain)) return loadValue(v, idx, guard);
   // Computed in the kernel: clamp indices into range so the computation
   // stays in bounds, the caller selects.
   FUSEC_ASSIGN_OR_RETURN(Shape s, staticShape(v));
   for (size_t i = 0; i < idx.size(); ++i)
-    idx[i] = bin(BinaryOp::kMin, bin(BinaryOp::kMax, idx[i], spec_.constI(0)),
-                 spec_.constI(std::max<int64_t>(s[i] - 1, 0)));
+    if (onlyDim < 0 || static_cast<int>(i) == onlyDim)
+      idx[i] = bin(BinaryOp::kMin, bin(BinaryOp::kMax, idx[i], spec_.constI(0)),
+                   spec_.constI(std::max<int64_t>(s[i] - 1, 0)));
   return valueAt(v, idx);
 }
 

@@ -54,6 +54,37 @@ inline std::string chainGraph(const char *dt, int64_t rows, int64_t len) {
 })", dt, rows, len, dt, len, dt, rows, len, dt, rows, len, dt, rows, len, dt, rows, len);
 }
 
+/// LLaMA's rotary embedding on one projection: the heads' Transpose, then
+/// rotate_half (x * cos + cat(-x[..., d/2:], x[..., :d/2]) * sin) over head
+/// dim \p d (d/2 = d / 2, rounded down: an odd d leaves the last element of
+/// the second half). Fusion makes all of it one elementwise kernel.
+inline std::string ropeGraph(const char *dt, int64_t batch, int64_t heads, int64_t seq, int64_t d) {
+  const int64_t h = d / 2;
+  return absl::StrFormat(R"(graph @rope(%%x: %s[%d,%d,%d,%d], %%cos: %s[%d,%d], %%sin: %s[%d,%d]) -> (%%y) {
+  %%t = "Transpose"(%%x) {perm = [0, 2, 1, 3]} : %s[%d,%d,%d,%d] loc("heads")
+  %%s0 = constant i64[1] dense<[0]>
+  %%sh = constant i64[1] dense<[%d]>
+  %%se = constant i64[1] dense<[9223372036854775807]>
+  %%ax = constant i64[1] dense<[3]>
+  %%x1 = "Slice"(%%t, %%s0, %%sh, %%ax) : %s[%d,%d,%d,%d] loc("x1")
+  %%x2 = "Slice"(%%t, %%sh, %%se, %%ax) : %s[%d,%d,%d,%d] loc("x2")
+  %%n = "Neg"(%%x2) : %s[%d,%d,%d,%d] loc("neg")
+  %%r = "Concat"(%%n, %%x1) {axis = -1} : %s[%d,%d,%d,%d] loc("cat")
+  %%a = "Mul"(%%t, %%cos) : %s[%d,%d,%d,%d] loc("xcos")
+  %%b = "Mul"(%%r, %%sin) : %s[%d,%d,%d,%d] loc("rsin")
+  %%y = "Add"(%%a, %%b) : %s[%d,%d,%d,%d] loc("rope")
+  return %%y
+})",
+                         dt, batch, seq, heads, d, dt, seq, d, dt, seq, d,  // inputs
+                         dt, batch, heads, seq, d,                          // t
+                         h,                                                 // sh
+                         dt, batch, heads, seq, h,                          // x1
+                         dt, batch, heads, seq, d - h,                      // x2
+                         dt, batch, heads, seq, d - h,                      // n
+                         dt, batch, heads, seq, d,                          // r
+                         dt, batch, heads, seq, d, dt, batch, heads, seq, d, dt, batch, heads, seq, d);
+}
+
 /// The corpus: op coverage plus boundary shapes.
 inline std::vector<Case> corpus() {
   std::vector<Case> cs;
@@ -574,6 +605,37 @@ inline std::vector<Case> corpus() {
   %kmx = "ReduceMax"(%k, %ax) : i32[4,1] loc("imax")
   %kmn = "ReduceMin"(%k, %ax) : i32[4,1] loc("imin")
   return %any, %all, %none, %every, %kmx, %kmn
+})"});
+  // Slice and Concat as index arithmetic of their consumers' kernel.
+  cs.push_back({"rope_d64", ropeGraph("f32", 2, 4, 24, 64)});
+  cs.push_back({"rope_odd_d6", ropeGraph("f32", 2, 3, 5, 6)});
+  cs.push_back({"rope_bf16_d128", ropeGraph("bf16", 1, 2, 7, 128)});
+  cs.push_back({"concat3_axis1", R"(graph @concat3(%a: f32[2,3,5], %b: f32[2,4,5], %c: f32[2,1,5], %w: f32[5]) -> (%y) {
+  %ea = "Exp"(%a) : f32[2,3,5] loc("exp")
+  %two = constant f32[] dense<[2.0]>
+  %b2 = "Mul"(%b, %two) : f32[2,4,5] loc("double")
+  %cat = "Concat"(%ea, %b2, %c) {axis = 1} : f32[2,8,5] loc("cat")
+  %y = "Add"(%cat, %w) : f32[2,8,5] loc("bias")
+  return %y
+})"});
+  cs.push_back({"concat_softmax", R"(graph @concatsoftmax(%a: f32[6,19], %b: f32[6,13]) -> (%y) {
+  %h = constant f32[] dense<[0.5]>
+  %a2 = "Mul"(%a, %h) : f32[6,19] loc("scale")
+  %cat = "Concat"(%a2, %b) {axis = -1} : f32[6,32] loc("cat")
+  %y = "Softmax"(%cat) {axis = -1} : f32[6,32] loc("softmax")
+  return %y
+})"});
+  cs.push_back({"slice_step2_negstart", R"(graph @slicestep(%x: f32[6,40]) -> (%y, %z) {
+  %e = "Exp"(%x) : f32[6,40] loc("exp")
+  %st = constant i64[2] dense<[-30, -1]>
+  %en = constant i64[2] dense<[1000, -1000]>
+  %ax = constant i64[2] dense<[1, 0]>
+  %sp = constant i64[2] dense<[2, -2]>
+  %s = "Slice"(%e, %st, %en, %ax, %sp) : f32[3,15] loc("slice")
+  %y = "Mul"(%s, %s) : f32[3,15] loc("square")
+  %a1 = constant i64[1] dense<[1]>
+  %z = "ReduceSum"(%e, %a1) {keepdims = 0} : f32[6] loc("sum")
+  return %y, %z
 })"});
   return cs;
 }

@@ -5,6 +5,9 @@
 #include <unistd.h>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "passes/fusion/Fusible.h"
 #include "program/KernelSpec.h"
 #include "program/Lowering.h"
 #include "codegen/cuda/CublasEpilogue.h"
@@ -487,6 +490,115 @@ TEST(CudaEmitterTest, RowKernelsMove16BytesPerAccess) {
 TEST(CudaEmitterTest, PointwiseBf16Moves16BytesPerAccess) {
   CudaModule m = cuda(testing::chainGraph("bf16", 5, 4096));
   EXPECT_TRUE(absl::StrContains(m.source, "fx::Vec<__nv_bfloat16, 8>")) << m.source;
+}
+
+// ---------------------------------------------------------------------------
+// Slice and Concat as index arithmetic (issue 13): RoPE's rotate_half is one
+// elementwise kernel; a Concat is a select over its inputs along its axis.
+
+/// The plan's kernels, "name kind" each, for messages.
+std::string planText(const passes::FusionPlan &plan) {
+  std::string out;
+  for (const passes::Kernel &k : plan.kernels)
+    absl::StrAppend(&out, k.name, " [", absl::StrJoin(k.ops, ", "), "] why: ", k.reason, "\n");
+  for (const passes::Refusal &r : plan.refusals) absl::StrAppend(&out, r.producer, " -> ", r.consumer, ": ", r.reason, "\n");
+  return out;
+}
+
+TEST(FusionDecisionTest, RotateHalfIsOneElementwiseKernel) {
+  for (int64_t d : {64, 128, 6}) {
+    SCOPED_TRACE(d);
+    auto f = parseAndFuse(testing::ropeGraph("f32", 2, 4, 24, d));
+    ASSERT_TRUE(f.ok()) << f.status();
+    const passes::FusionPlan &plan = (*f)->ctx.fusionPlan;
+    ASSERT_EQ(plan.kernels.size(), 1u) << planText(plan);
+    const passes::Kernel &k = plan.kernels[0];
+    EXPECT_EQ(k.kind, passes::KernelKind::kElementwise) << planText(plan);
+    EXPECT_EQ(k.ops.size(), 8u) << planText(plan);  // heads .. rope: every node
+    EXPECT_TRUE(absl::StrContains(k.reason, "Slice folded into the load index (x2)")) << k.reason;
+    EXPECT_TRUE(absl::StrContains(k.reason, "Concat as a select over axis 3 (2 inputs)")) << k.reason;
+    EXPECT_TRUE(plan.refusals.empty()) << planText(plan);
+    EXPECT_TRUE(k.refused.empty()) << k.refused;
+  }
+}
+
+TEST(LoweringTest, RotateHalfReadsXAtThreeOffsets) {
+  Lowered l = lower(testing::ropeGraph("f32", 2, 4, 24, 64));
+  ASSERT_EQ(l.items.size(), 1u);
+  const KernelSpec &s = l.items[0].spec;
+  EXPECT_EQ(s.kind, SpecKind::kPointwise);
+  // x, cos, sin and y: no intermediate (the Transpose, Slices and Concat are
+  // index arithmetic); x [2,24,4,64] read through the heads' permutation.
+  ASSERT_EQ(s.buffers.size(), 4u) << printKernelSpec(s);
+  EXPECT_EQ(s.buffers[0].shape, (std::vector<int64_t>{2, 24, 4, 64}));
+  EXPECT_EQ(s.stores.size(), 1u);
+  int loadsOfX = 0, selects = 0;
+  for (const program::Expr &e : s.exprs) {
+    loadsOfX += e.kind == program::ExprKind::kLoad && e.ival == 0;
+    selects += e.kind == program::ExprKind::kSelect;
+  }
+  // x at d (x * cos), at d + 32 (the first half's -x2) and at d - 32 (x1).
+  EXPECT_EQ(loadsOfX, 3) << printKernelSpec(s);
+  EXPECT_GE(selects, 1) << printKernelSpec(s);
+}
+
+TEST(FusionDecisionTest, ConcatOfManyInputsRunsOnItsOwn) {
+  std::string in, names, args;
+  for (int i = 0; i < 9; ++i) {
+    absl::StrAppend(&in, i ? ", " : "", "%a", i, ": f32[2,3]");
+    absl::StrAppend(&args, i ? ", " : "", "%a", i);
+  }
+  auto f = parseAndFuse(absl::StrCat("graph @many(", in, ") -> (%y) {\n  %c = \"Concat\"(", args,
+                                     ") {axis = 1} : f32[2,27] loc(\"cat\")\n  %y = \"Relu\"(%c) : f32[2,27] loc(\"relu\")\n"
+                                     "  return %y\n}"));
+  ASSERT_TRUE(f.ok()) << f.status();
+  const passes::FusionPlan &plan = (*f)->ctx.fusionPlan;
+  ASSERT_EQ(plan.kernels.size(), 2u) << planText(plan);
+  EXPECT_EQ(plan.kernels[0].kind, passes::KernelKind::kLayout);
+  ASSERT_EQ(plan.refusals.size(), 1u) << planText(plan);
+  EXPECT_EQ(plan.refusals[0].reason,
+            "Concat 'cat' of 9 inputs runs as its own kernel: folded, every output element would evaluate a "
+            "select over 9 values (at most 8 fold)");
+}
+
+TEST(FusionDecisionTest, LayoutReadByAnotherKernelIsStored) {
+  // The Transpose feeds the Slice (elementwise kernel) and a row reduction
+  // (another kernel): it is written once; the Slice still folds into Mul.
+  auto f = parseAndFuse(R"(graph @g(%x: f32[6,40]) -> (%y, %z) {
+  %t = "Transpose"(%x) {perm = [1, 0]} : f32[40,6] loc("t")
+  %st = constant i64[1] dense<[-30]>
+  %en = constant i64[1] dense<[1000]>
+  %ax = constant i64[1] dense<[0]>
+  %sp = constant i64[1] dense<[2]>
+  %s = "Slice"(%t, %st, %en, %ax, %sp) : f32[15,6] loc("slice")
+  %y = "Mul"(%s, %s) : f32[15,6] loc("square")
+  %z = "Softmax"(%t) {axis = -1} : f32[40,6] loc("softmax")
+  return %y, %z
+})");
+  ASSERT_TRUE(f.ok()) << f.status();
+  const passes::FusionPlan &plan = (*f)->ctx.fusionPlan;
+  ASSERT_EQ(plan.kernels.size(), 3u) << planText(plan);
+  EXPECT_EQ(plan.kernels[0].ops, (std::vector<std::string>{"t"}));
+  EXPECT_EQ(plan.kernels[0].kind, passes::KernelKind::kLayout);
+  EXPECT_EQ(plan.kernels[1].ops, (std::vector<std::string>{"slice", "square"}));
+  EXPECT_TRUE(absl::StrContains(plan.kernels[1].reason, "Slice folded into the load index")) << planText(plan);
+  EXPECT_TRUE(absl::StrContains(planText(plan), "t -> slice: layout op has 2 consumers; it is materialised once"))
+      << planText(plan);
+}
+
+TEST(FusionDecisionTest, SliceWithRunTimeBoundsIsNotIndexArithmetic) {
+  auto g = ir::parseGraph(R"(graph @g(%x: f32[6,40], %st: i64[1]) -> (%s) {
+  %en = constant i64[1] dense<[1000]>
+  %s = "Slice"(%x, %st, %en) : f32[?,40] loc("slice")
+  return %s
+})");
+  ASSERT_TRUE(g.ok()) << g.status();
+  const ir::Node *slice = (*g)->nodes().back();
+  passes::FusionDecision d = passes::foldsAsIndexArithmetic(*slice);
+  EXPECT_FALSE(d);
+  EXPECT_EQ(d.reason(), "Slice 'slice' has its starts known only at run time; the load index needs them at compile "
+                        "time, so it runs as its own kernel");
+  EXPECT_EQ(passes::describeFoldedLayout(*slice), "Slice folded into the load index");
 }
 
 // Every corpus graph lowers, and its source compiles with nvcc (sm_90).

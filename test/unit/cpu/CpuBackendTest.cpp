@@ -301,6 +301,129 @@ TEST(CpuRun, Bf16Storage) {
   expectMatches("softmax_f16", codegen::testing::softmaxGraph("f32", 4, 45), "fp16");
 }
 
+// ---------------------------------------------------------------------------
+// Slice and Concat as index arithmetic of their consumers' kernel (issue 13):
+// RoPE's rotate_half, Slices with steps and negative starts, Concats along
+// other axes and into a row reduction; each checked against the interpreter,
+// and the cpu plan checked for standalone layout kernels.
+
+/// The cpu fusion plan of \p text at \p precision.
+passes::FusionPlan cpuPlan(const std::string &text, const std::string &precision = "fp32") {
+  auto g = ir::parseGraph(text);
+  EXPECT_TRUE(g.ok()) << g.status();
+  if (!g.ok()) return {};
+  EXPECT_TRUE(ir::inferShapes(**g).ok());
+  driver::CompileOptions options;
+  options.target = "cpu";
+  options.precision = precision;
+  passes::PassContext ctx;
+  absl::Status st = driver::optimize(**g, options, ctx);
+  EXPECT_TRUE(st.ok()) << st;
+  return ctx.fusionPlan;
+}
+
+/// "name: kind [ops]" per kernel of \p plan, for failure messages.
+std::string kernelList(const passes::FusionPlan &plan) {
+  std::string out;
+  for (const passes::Kernel &k : plan.kernels)
+    absl::StrAppend(&out, k.name, " [", absl::StrJoin(k.ops, ", "), "]: ", k.reason, "\n");
+  return out;
+}
+
+int layoutKernels(const passes::FusionPlan &plan) {
+  int n = 0;
+  for (const passes::Kernel &k : plan.kernels) n += k.kind == passes::KernelKind::kLayout;
+  return n;
+}
+
+/// The corpus graph named \p name (test/unit/codegen/CodegenCorpus.h).
+std::string corpusGraph(const std::string &name) {
+  for (const codegen::testing::Case &c : codegen::testing::corpus())
+    if (c.name == name) return c.text;
+  ADD_FAILURE() << "no corpus graph " << name;
+  return "";
+}
+
+TEST(CpuRun, RotateHalfIsOneKernel) {
+  for (int64_t d : {64, 128, 6}) {
+    const std::string text = codegen::testing::ropeGraph("f32", 2, 4, 24, d);
+    const passes::FusionPlan plan = cpuPlan(text);
+    EXPECT_EQ(plan.kernels.size(), 1u) << "d = " << d << "\n" << kernelList(plan);
+    EXPECT_EQ(layoutKernels(plan), 0) << kernelList(plan);
+    expectMatches(absl::StrCat("rope_d", d), text);
+  }
+  // d/2 = 3 over a head dim of 7: the second half is one longer.
+  expectMatches("rope_d7", codegen::testing::ropeGraph("f32", 1, 2, 5, 7));
+}
+
+TEST(CpuRun, RotateHalfBf16) {
+  const std::string text = codegen::testing::ropeGraph("f32", 2, 4, 24, 64);
+  const passes::FusionPlan plan = cpuPlan(text, "bf16");
+  EXPECT_EQ(layoutKernels(plan), 0) << kernelList(plan);
+  expectMatches("rope_bf16", text, "bf16");
+  expectMatches("rope_bf16_storage", codegen::testing::ropeGraph("bf16", 1, 2, 7, 128));
+}
+
+TEST(CpuRun, SliceWithStepAndNegativeStarts) {
+  const std::string text = corpusGraph("slice_step2_negstart");
+  const passes::FusionPlan plan = cpuPlan(text);
+  EXPECT_EQ(layoutKernels(plan), 0) << kernelList(plan);
+  expectMatches("slice_step2_negstart", text);
+}
+
+TEST(CpuRun, ConcatOfThreeAlongAnInnerAxis) {
+  const std::string text = corpusGraph("concat3_axis1");
+  const passes::FusionPlan plan = cpuPlan(text);
+  ASSERT_EQ(plan.kernels.size(), 1u) << kernelList(plan);
+  EXPECT_TRUE(absl::StrContains(plan.kernels[0].reason, "Concat as a select over axis 1 (3 inputs)"))
+      << kernelList(plan);
+  expectMatches("concat3_axis1", text);
+}
+
+TEST(CpuRun, ConcatFeedsRowReduction) {
+  const std::string text = corpusGraph("concat_softmax");
+  const passes::FusionPlan plan = cpuPlan(text);
+  ASSERT_EQ(plan.kernels.size(), 1u) << kernelList(plan);
+  EXPECT_EQ(plan.kernels[0].kind, passes::KernelKind::kReduction) << kernelList(plan);
+  expectMatches("concat_softmax", text);
+  // A wider row (several vectors) with the boundary inside a vector.
+  expectMatches("concat_layernorm", R"(graph @g(%a: f32[5,37], %b: f32[5,70], %s: f32[107]) -> (%y) {
+  %cat = "Concat"(%a, %b) {axis = 1} : f32[5,107]
+  %y = "LayerNormalization"(%cat, %s) {axis = -1, epsilon = 1.0e-5} : f32[5,107]
+  return %y
+})");
+}
+
+TEST(CpuRun, SliceWhoseInputIsReadElsewhere) {
+  // The Transpose feeds the Slice and a Softmax of another kernel: it is
+  // stored once; the Slice folds into its consumer.
+  const std::string text = R"(graph @g(%x: f32[6,40]) -> (%y, %z) {
+  %t = "Transpose"(%x) {perm = [1, 0]} : f32[40,6]
+  %st = constant i64[1] dense<[-30]>
+  %en = constant i64[1] dense<[1000]>
+  %ax = constant i64[1] dense<[0]>
+  %sp = constant i64[1] dense<[2]>
+  %s = "Slice"(%t, %st, %en, %ax, %sp) : f32[15,6]
+  %y = "Mul"(%s, %s) : f32[15,6]
+  %z = "Softmax"(%t) {axis = -1} : f32[40,6]
+  return %y, %z
+})";
+  const passes::FusionPlan plan = cpuPlan(text);
+  EXPECT_EQ(layoutKernels(plan), 1) << kernelList(plan);
+  expectMatches("slice_input_read_elsewhere", text);
+  // The Slice's input is also a graph output, and the Slice result too.
+  expectMatches("slice_of_output", R"(graph @g(%x: f32[4,9]) -> (%e, %s, %y) {
+  %e = "Exp"(%x) : f32[4,9]
+  %st = constant i64[1] dense<[1]>
+  %en = constant i64[1] dense<[8]>
+  %ax = constant i64[1] dense<[1]>
+  %sp = constant i64[1] dense<[3]>
+  %s = "Slice"(%e, %st, %en, %ax, %sp) : f32[4,3]
+  %y = "Neg"(%s) : f32[4,3]
+  return %e, %s, %y
+})");
+}
+
 TEST(CpuRun, GemmWithEpilogues) {
   expectMatches("gemm_bias_gelu", R"(graph @g(%x: f32[7,19], %w: f32[19,13], %b: f32[13]) -> (%y) {
   %m = "MatMul"(%x, %w) : f32[7,19]
