@@ -1,7 +1,19 @@
 """End-to-end benchmark of fusec against PyTorch, on the GPU machine.
 
-For GPT-2 small (12 x 768, vocab 50257, batch 8 x 1024) and BERT-base
-(12 x 768, batch 32 x 128, padding mask), with random seeded weights:
+Models (random seeded weights; --models picks, default gpt2,bert):
+  gpt2        GPT-2 small (12 x 768, vocab 50257), batch 8 x 1024
+  bert        BERT-base (12 x 768), batch 32 x 128, padding mask
+  llama       a LLaMA-style decoder of about 1.1 B parameters (hidden 2048,
+              16 layers, GQA 32 / 8 heads, RoPE, SwiGLU 8192, vocab 32000),
+              prefill 1 x 2048 (llama-8x512: 8 x 512)
+  resnet50    torchvision ResNet-50, 32 x 3 x 224 x 224
+  effnet_b0   torchvision EfficientNet-B0, 32 x 3 x 224 x 224 (depthwise
+              convolutions, squeeze-excite, SiLU)
+The CNNs' BatchNorm statistics are randomised so that folding them is not
+an identity; PyTorch runs them in channels_last (its fastest layout for
+cuDNN in bf16), eager and torch.compile alike.
+
+For each:
 
   1. export to ONNX (torch.onnx.export, TorchScript exporter, opset 17, fp32
      weights, static shapes);
@@ -213,11 +225,77 @@ def ceilings(iters):
 # models
 
 
+def randomize_bn(model):
+    """Random BatchNorm running statistics and affine parameters (a folded
+    BatchNorm is then not an identity)."""
+    g = torch.Generator().manual_seed(2)
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, torch.nn.BatchNorm2d):
+                n = m.num_features
+                m.running_mean.copy_(torch.randn(n, generator=g) * 0.1)
+                m.running_var.copy_(torch.rand(n, generator=g) * 0.5 + 0.75)
+                m.weight.copy_(torch.rand(n, generator=g) * 0.5 + 0.75)
+                m.bias.copy_(torch.randn(n, generator=g) * 0.1)
+    return model
+
+
+class ChannelsLast(torch.nn.Module):
+    """The peers' CNN: input and weights in channels_last."""
+
+    def __init__(self, m):
+        super().__init__()
+        self.m = m.to(memory_format=torch.channels_last)
+
+    def forward(self, x):
+        return self.m(x.contiguous(memory_format=torch.channels_last))
+
+
 def make_case(name):
-    """Returns (fp32 CPU module taking the inputs positionally, input names,
-    example inputs (CPU), analytic forward FLOPs)."""
-    from transformers import BertConfig, BertModel, GPT2Config, GPT2LMHeadModel
+    """Returns (build(attn) -> fp32 CPU module taking the inputs by name,
+    inputs (CPU), analytic forward FLOPs, output attribute or None)."""
     torch.manual_seed(0)
+    if name in ("resnet50", "effnet_b0"):
+        import torchvision
+        b = 32
+        x = torch.randn(b, 3, 224, 224)
+        # Multiply-accumulates per image at 224 x 224 (torchvision's model
+        # cards): 4.09 G for ResNet-50, 0.39 G for EfficientNet-B0.
+        macs = 4.09e9 if name == "resnet50" else 0.39e9
+
+        def build_cnn(attn, peer=False):
+            torch.manual_seed(1)
+            ctor = torchvision.models.resnet50 if name == "resnet50" else torchvision.models.efficientnet_b0
+            m = randomize_bn(ctor(weights=None)).eval()
+            return ChannelsLast(m).eval() if peer else m
+
+        return build_cnn, {"x": x}, 2 * macs * b, None
+    if name.startswith("llama"):
+        from transformers import LlamaConfig, LlamaForCausalLM
+        b, s = (8, 512) if name == "llama-8x512" else (1, 2048)
+        d, layers, heads, kv, ffn, vocab = 2048, 16, 32, 8, 8192, 32000
+        cfg = LlamaConfig(hidden_size=d, num_hidden_layers=layers, num_attention_heads=heads,
+                          num_key_value_heads=kv, intermediate_size=ffn, vocab_size=vocab,
+                          max_position_embeddings=4096, use_cache=False, tie_word_embeddings=False)
+        ids = torch.randint(0, vocab, (b, s))
+        mask = torch.ones(b, s, dtype=torch.int64)
+        inputs = {"input_ids": ids, "attention_mask": mask}
+        kvd = d * kv // heads
+        per_layer = 2 * b * s * (d * (d + 2 * kvd) + d * d + 3 * d * ffn) + 4 * b * s * s * d
+        flops = layers * per_layer + 2 * b * s * d * vocab
+
+        def build_llama(attn, peer=False):
+            torch.manual_seed(1)
+            try:
+                m = LlamaForCausalLM(cfg, attn_implementation=attn)
+            except TypeError:
+                c = copy.deepcopy(cfg)
+                c._attn_implementation = attn
+                m = LlamaForCausalLM(c)
+            return m.eval()
+
+        return build_llama, inputs, flops, "logits"
+    from transformers import BertConfig, BertModel, GPT2Config, GPT2LMHeadModel
     if name == "gpt2":
         b, s, d, layers, vocab = 8, 1024, 768, 12, 50257
         cfg = GPT2Config(n_layer=layers, n_embd=d, n_head=12, vocab_size=vocab,
@@ -240,7 +318,7 @@ def make_case(name):
         flops = layers * (24 * b * s * d * d + 4 * b * s * s * d)
         out_attr = "last_hidden_state"
 
-    def build(attn):
+    def build(attn, peer=False):
         torch.manual_seed(1)
         try:
             m = cls(cfg, attn_implementation=attn)
@@ -261,7 +339,12 @@ class Wrap(torch.nn.Module):
         self.m, self.names, self.out_attr = m, names, out_attr
 
     def forward(self, *args):
-        return getattr(self.m(**dict(zip(self.names, args))), self.out_attr)
+        return pick(self.m(**dict(zip(self.names, args))), self.out_attr)
+
+
+def pick(out, attr):
+    """The output tensor: attribute \p attr of a HF output, or \p out itself."""
+    return getattr(out, attr) if attr else out
 
 
 def export(model, names, inputs, path):
@@ -338,11 +421,12 @@ def run_case(name, args, rt, ceil):
         # Reference outputs.
         prev_tf32 = torch.backends.cuda.matmul.allow_tf32
         torch.backends.cuda.matmul.allow_tf32 = False
-        want32 = getattr(ref32(**gin), out_attr).float()
+        want32 = pick(ref32(**gin), out_attr).float()
         torch.backends.cuda.matmul.allow_tf32 = prev_tf32
         del ref32
-        eager = build("eager").to("cuda", torch.bfloat16)
-        got_bf16 = getattr(eager(**gin), out_attr)
+        eager = build("eager", peer=True).to("cuda", torch.bfloat16)
+        gin_bf16 = {n: v.to(torch.bfloat16) if v.is_floating_point() else v for n, v in gin.items()}
+        got_bf16 = pick(eager(**gin_bf16), out_attr)
 
         fm = FusecModel(rt, art)
         for n, v in gin.items():
@@ -378,20 +462,20 @@ def run_case(name, args, rt, ceil):
         t["fusec"] = bench(fm.run, args.iters)
         print("  fusec (graph)   %.3f ms  [p10 %.3f p90 %.3f, n=%d]" % (
             t["fusec"]["ms"], t["fusec"]["p10"], t["fusec"]["p90"], t["fusec"]["n"]), flush=True)
-        t["eager"] = bench(lambda: eager(**gin), args.iters)
+        t["eager"] = bench(lambda: eager(**gin_bf16), args.iters)
         print("  eager (eager attn) %.3f ms" % t["eager"]["ms"], flush=True)
         del eager
-        sdpa = build("sdpa").to("cuda", torch.bfloat16)
-        t["sdpa"] = bench(lambda: sdpa(**gin), args.iters)
+        sdpa = build("sdpa", peer=True).to("cuda", torch.bfloat16)
+        t["sdpa"] = bench(lambda: sdpa(**gin_bf16), args.iters)
         print("  eager (sdpa)    %.3f ms" % t["sdpa"]["ms"], flush=True)
         if not args.no_compile:
             kw = {} if args.compile_mode == "default" else {"mode": args.compile_mode}
             cm = torch.compile(sdpa, **kw)
             t0 = time.time()
-            cm(**gin)
+            cm(**gin_bf16)
             torch.cuda.synchronize()
             res["torch_compile_s"] = time.time() - t0
-            t["compile"] = bench(lambda: cm(**gin), args.iters)
+            t["compile"] = bench(lambda: cm(**gin_bf16), args.iters)
             print("  torch.compile (%s, sdpa) %.3f ms (compiled in %.0f s)" % (
                 args.compile_mode, t["compile"]["ms"], res["torch_compile_s"]), flush=True)
             del cm
