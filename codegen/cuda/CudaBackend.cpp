@@ -92,12 +92,27 @@ class CudaBackend final : public Backend {
     for (const program::WorkItem &item : *items)
       if (item.kind == program::WorkItem::Kind::kKernel && item.spec.kind == program::SpecKind::kAttention)
         return describeAttentionKernel(item.spec.attention, device.arch);
+    std::vector<std::string> notes;
     for (const program::WorkItem &item : *items)
       if (item.kind == program::WorkItem::Kind::kGemm && item.gemm.dDtype != item.gemm.dtype)
-        return absl::StrCat("Cast folded into the GEMM: cuBLASLt writes D as ",
-                            ir::dtypeName(item.gemm.dDtype), " from ", ir::dtypeName(item.gemm.dtype),
-                            " operands");
-    return "";
+        notes.push_back(absl::StrCat("Cast folded into the GEMM: cuBLASLt writes D as ",
+                                     ir::dtypeName(item.gemm.dDtype), " from ", ir::dtypeName(item.gemm.dtype),
+                                     " operands"));
+    // A library call whose epilogue the library does not fuse: the rest of
+    // the group is a generated kernel over the call's output, one more
+    // launch and one more pass over it (say so: the plan counts one kernel).
+    for (size_t i = 0; i + 1 < items->size(); ++i) {
+      const program::WorkItem &lib = (*items)[i], &next = (*items)[i + 1];
+      if (next.kind != program::WorkItem::Kind::kKernel) continue;
+      if (lib.kind == program::WorkItem::Kind::kConv)
+        notes.push_back(absl::StrCat("2 launches: the cuDNN convolution", lib.conv.bias ? " (bias fused)" : "",
+                                     ", then the epilogue as a generated kernel over its output (cuDNN fuses "
+                                     "only the bias here)"));
+      else if (lib.kind == program::WorkItem::Kind::kGemm)
+        notes.push_back("2 launches: the cuBLASLt GEMM, then the epilogue as a generated kernel over its output "
+                        "(cuBLASLt fuses bias, ReLU and the tanh GELU only)");
+    }
+    return absl::StrJoin(notes, "; ");
   }
 
   absl::StatusOr<BackendModule> emit(const ir::Graph &graph,
