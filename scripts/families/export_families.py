@@ -885,6 +885,88 @@ def export_deberta_v2(d, opset):
 # value_info.
 
 
+def export_torchvision(d, opset, ctor, note, size=96, classes=10):
+    import torch
+    import torchvision
+    seed_all()
+    m = randomize_bn(getattr(torchvision.models, ctor)(weights=None, num_classes=classes)).eval()
+    feeds = collections.OrderedDict(input=torch.rand(2, 3, size, size))
+    path = os.path.join(d, "model.onnx")
+    exp = torch_export(m, feeds, path, opset, ["logits"],
+                       dynamic_axes={"input": {0: "batch"}, "logits": {0: "batch"}})
+    return path, {k: to_numpy(v) for k, v in feeds.items()}, exp, \
+        "torchvision %s (weights=None, %d classes), batch 2 x 3 x %d x %d, dynamic batch; %s" % (
+            ctor, classes, size, size, note)
+
+
+def export_efficientnet_b0(d, opset):
+    return export_torchvision(d, opset, "efficientnet_b0",
+                              "depthwise convolutions, squeeze-excite, SiLU (Conv + Swish epilogues)")
+
+
+def export_resnet18(d, opset):
+    return export_torchvision(d, opset, "resnet18", "Conv-BN-ReLU, residual Adds, MaxPool")
+
+
+def export_convnext_tiny(d, opset):
+    return export_torchvision(d, opset, "convnext_tiny",
+                              "7x7 depthwise convolutions, channels-last LayerNorm through Permute, "
+                              "GELU, layer scale", size=64)
+
+
+def lm_config(cls_name, **extra):
+    """A 2-layer, hidden-64 config of transformers class \p cls_name."""
+    import transformers
+    base = dict(vocab_size=1000, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                num_attention_heads=4, max_position_embeddings=128, use_cache=False)
+    base.update(extra)
+    return getattr(transformers, cls_name)(**base)
+
+
+def export_llama(d, opset):
+    from transformers import LlamaForCausalLM
+    cfg = lm_config("LlamaConfig", num_key_value_heads=2)
+    return export_hf(d, opset, "llama", lambda: hf_model(LlamaForCausalLM, cfg), "logits",
+                     "LlamaForCausalLM 2 layers, hidden 64, GQA 4/2, RoPE, SwiGLU, vocab 1000")
+
+
+def export_mistral(d, opset):
+    from transformers import MistralForCausalLM
+    cfg = lm_config("MistralConfig", num_key_value_heads=2, sliding_window=8)
+    return export_hf(d, opset, "mistral", lambda: hf_model(MistralForCausalLM, cfg), "logits",
+                     "MistralForCausalLM 2 layers, hidden 64, GQA 4/2, sliding window 8, vocab 1000")
+
+
+def export_qwen2(d, opset):
+    from transformers import Qwen2ForCausalLM
+    cfg = lm_config("Qwen2Config", num_key_value_heads=2)
+    return export_hf(d, opset, "qwen2", lambda: hf_model(Qwen2ForCausalLM, cfg), "logits",
+                     "Qwen2ForCausalLM 2 layers, hidden 64, GQA 4/2, QKV bias, vocab 1000")
+
+
+def export_phi3(d, opset):
+    from transformers import Phi3ForCausalLM
+    cfg = lm_config("Phi3Config", num_key_value_heads=4, pad_token_id=0)
+    return export_hf(d, opset, "phi3", lambda: hf_model(Phi3ForCausalLM, cfg), "logits",
+                     "Phi3ForCausalLM 2 layers, hidden 64, fused qkv and gate_up projections, vocab 1000")
+
+
+def export_gemma2(d, opset):
+    from transformers import Gemma2ForCausalLM
+    cfg = lm_config("Gemma2Config", num_key_value_heads=2, head_dim=16, sliding_window=8,
+                    attn_logit_softcapping=50.0, final_logit_softcapping=30.0)
+    return export_hf(d, opset, "gemma2", lambda: hf_model(Gemma2ForCausalLM, cfg), "logits",
+                     "Gemma2ForCausalLM 2 layers, hidden 64, tanh GELU, attention soft-cap 50, "
+                     "sliding window 8 on alternate layers, final soft-cap 30, vocab 1000")
+
+
+def export_gpt_neox(d, opset):
+    from transformers import GPTNeoXForCausalLM
+    cfg = lm_config("GPTNeoXConfig", rotary_pct=0.25)
+    return export_hf(d, opset, "gpt_neox", lambda: hf_model(GPTNeoXForCausalLM, cfg), "logits",
+                     "GPTNeoXForCausalLM 2 layers, hidden 64, partial rotary (25%), parallel residual")
+
+
 def export_paddle_negdim(d, opset):
     m, feeds = build_dbnet()
     tmp = os.path.join(d, "model_dyn.onnx")
@@ -925,6 +1007,15 @@ FAMILIES = collections.OrderedDict([
     ("opt", export_opt),
     ("deberta_v2", export_deberta_v2),
     ("paddle_negdim", export_paddle_negdim),
+    ("efficientnet_b0", export_efficientnet_b0),
+    ("resnet18", export_resnet18),
+    ("convnext_tiny", export_convnext_tiny),
+    ("llama", export_llama),
+    ("mistral", export_mistral),
+    ("qwen2", export_qwen2),
+    ("phi3", export_phi3),
+    ("gemma2", export_gemma2),
+    ("gpt_neox", export_gpt_neox),
 ])
 
 
