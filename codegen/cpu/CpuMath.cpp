@@ -176,7 +176,9 @@ struct F {
     llvm::Value *small = add(x, mul(mul(x, x2), poly(x2, {-1.0 / 3, 2.0 / 15, -17.0 / 315, 62.0 / 2835,
                                                           -1382.0 / 155925, 21844.0 / 6081075,
                                                           -929569.0 / 638512875})));
-    return sel(B.CreateFCmpOLT(ax, c(0.55)), small, big);
+    // tanh is odd: the small branch keeps x's sign, -0 included (x + x^3 p
+    // rounds -0 + +0 to +0; red team, stop 33).
+    return sel(B.CreateFCmpOLT(ax, c(0.55)), copysign(small, x), big);
   }
 
   /// erf(x) = x N(x^2) / D(x^2) on |x| <= 3.925 (clamped outside, where

@@ -845,6 +845,61 @@ TEST(CpuRun, SumOfSquaresAccumulatesWithFma) {
   }
 }
 
+/// Tanh against libm over [-10, 10] and the small-argument branch's edge
+/// (|x| = 0.55), on the host's vectors and on AVX2 / SSE2: relative error,
+/// the sign of zero kept (tanh(-0) = -0, red team stop 33), +-1 at +-inf,
+/// NaN stays NaN.
+TEST(CpuRun, TanhMatchesLibm) {
+  using namespace program;
+  std::vector<float> x;
+  for (int i = 0; i <= 100000; ++i) x.push_back(-10.0f + 20.0f * static_cast<float>(i) / 100000);
+  const float inf = std::numeric_limits<float>::infinity();
+  for (float v : {0.0f, -0.0f, 1e-30f, -1e-30f, 1e-45f, -1e-45f, 0.5499999f, -0.5499999f, 0.55f, -0.55f, 0.5500001f,
+                  -0.5500001f, 9.1f, -9.1f, 50.0f, -50.0f, inf, -inf, std::numeric_limits<float>::quiet_NaN()})
+    x.push_back(v);
+  const int64_t n = static_cast<int64_t>(x.size());
+  KernelSpec pw;
+  pw.addDim(n, false);
+  pw.addBuffer(ir::DType::kF32, {n}, false);
+  pw.addBuffer(ir::DType::kF32, {n}, true);
+  pw.addStore(1, {pw.index(0)}, pw.unary(UnaryOp::kTanh, pw.load(0, {pw.index(0)})));
+  std::vector<std::string> archs = {""};
+#if defined(__x86_64__)
+  archs.push_back("x86-64-v3");
+  archs.push_back("x86-64");
+#endif
+  for (const std::string &arch : archs) {
+    SCOPED_TRACE(arch.empty() ? "host" : arch);
+    auto t = codegen::cpu::resolveCpuTarget(arch);
+    ASSERT_TRUE(t.ok()) << t.status();
+    std::vector<float> y(x.size(), -7.0f);
+    TempDir tmp;
+    runSpec(pw, {x.data(), y.data()}, tmp.path, &*t);
+    double worstRel = 0;
+    float worstAt = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (std::isnan(x[i])) {
+        EXPECT_TRUE(std::isnan(y[i])) << y[i];
+        continue;
+      }
+      const double want = std::tanh(static_cast<double>(x[i]));
+      EXPECT_EQ(std::signbit(y[i]), std::signbit(x[i])) << "tanh(" << x[i] << ") = " << y[i];
+      if (want == 0) {
+        EXPECT_EQ(y[i], 0.0f) << "tanh(" << x[i] << ")";
+        continue;
+      }
+      const double rel = std::fabs(y[i] - want) / std::fabs(want);
+      if (rel > worstRel) {
+        worstRel = rel;
+        worstAt = x[i];
+      }
+    }
+    EXPECT_LE(worstRel, 4e-7) << "at x = " << worstAt;
+    std::printf("tanh (%s): max rel error %.3g at x = %g\n", arch.empty() ? "host" : arch.c_str(), worstRel,
+                worstAt);
+  }
+}
+
 /// The f32 exp (CpuMath.cpp) against libm's exp in double, for the host
 /// (AVX-512: 2^k by VSCALEFPS) and for x86-64-v3 and x86-64 (2^k as two
 /// exponent-field multiplies): within 2 ulp (relative 2.4e-7) where e^x is
