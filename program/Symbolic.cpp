@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <optional>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -261,14 +262,55 @@ absl::StatusOr<std::vector<std::map<std::string, int64_t>>> probeBindings(const 
   return probes;
 }
 
+/// The values as c0 + c1 s1 + ... (integer coefficients, at least one
+/// symbol with a coefficient and the form not a single monomial's), when
+/// every probe agrees; for fitMonomial's refusal.
+static std::optional<std::string> affineText(const std::vector<int64_t> &values, const ShapeProbes &probes) {
+  const size_t S = probes.symbols.size();
+  if (values.size() != probes.bindings.size() || values.size() < S + 2) return std::nullopt;
+  std::vector<i128> coef(S, 0);
+  for (size_t i = 0; i < S; ++i) {
+    const int64_t b = probes.bindings[0].at(probes.symbols[i].name);
+    const int64_t a = probes.bindings[i + 1].at(probes.symbols[i].name);
+    if (a == b) continue;
+    const i128 dv = i128(values[i + 1]) - i128(values[0]);
+    if (dv % (i128(a) - i128(b)) != 0) return std::nullopt;
+    coef[i] = dv / (i128(a) - i128(b));
+  }
+  i128 c0 = values[0];
+  for (size_t i = 0; i < S; ++i) c0 -= coef[i] * i128(probes.bindings[0].at(probes.symbols[i].name));
+  int terms = 0;
+  for (size_t p = 0; p < values.size(); ++p) {
+    i128 pred = c0;
+    for (size_t i = 0; i < S; ++i) pred += coef[i] * i128(probes.bindings[p].at(probes.symbols[i].name));
+    if (pred != i128(values[p])) return std::nullopt;
+  }
+  std::string text;
+  for (size_t i = 0; i < S; ++i) {
+    if (coef[i] == 0) continue;
+    ++terms;
+    const int64_t c = static_cast<int64_t>(coef[i]);
+    absl::StrAppend(&text, text.empty() ? (c < 0 ? "-" : "") : (c < 0 ? " - " : " + "),
+                    c == 1 || c == -1 ? "" : absl::StrCat(c < 0 ? -c : c, "*"), probes.symbols[i].name);
+  }
+  if (terms == 0 || (terms == 1 && c0 == 0)) return std::nullopt;
+  if (c0 != 0) absl::StrAppend(&text, c0 < 0 ? " - " : " + ", static_cast<int64_t>(c0 < 0 ? -c0 : c0));
+  return text;
+}
+
 absl::StatusOr<SymExtent> fitMonomial(const std::vector<int64_t> &values, const ShapeProbes &probes) {
   const size_t S = probes.symbols.size();
   auto fail = [&] {
     std::vector<std::string> at;
     for (size_t p = 0; p < values.size(); ++p)
       at.push_back(absl::StrCat(values[p], " at ", bindingText(probes.bindings[p])));
-    return absl::FailedPreconditionError(
-        absl::StrCat("no product of symbols fits its values (", absl::StrJoin(at, "; "), ")"));
+    std::string why = absl::StrCat("no product of symbols fits its values (", absl::StrJoin(at, "; "), ")");
+    if (std::optional<std::string> sum = affineText(values, probes))
+      absl::StrAppend(&why, ": it is ", *sum,
+                      ", a sum of symbols (a KV cache's past + new length, or a dynamic dim minus a constant, "
+                      "as x[:, 5:] makes), and a dim of a dynamic kernel must be a constant times a product of "
+                      "symbols");
+    return absl::FailedPreconditionError(why);
   };
   if (values.size() != probes.bindings.size() || values.size() < S + 2)
     return absl::InternalError("fitMonomial: one value per probe expected");

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <random>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "driver/Driver.h"
 #include "frontend/onnx/OnnxImporter.h"
@@ -96,8 +97,16 @@ TEST(FitMonomial, ProductsPowersAndConstants) {
   ASSERT_TRUE(e.ok());
   EXPECT_TRUE(e->isConstant());
   // seq - 1 is no monomial; neither is batch + seq.
-  EXPECT_FALSE(program::fitMonomial(valuesOf(p, [](int64_t, int64_t s) { return s - 1; }), p).ok());
-  EXPECT_FALSE(program::fitMonomial(valuesOf(p, [](int64_t b, int64_t s) { return b + s; }), p).ok());
+  // The refusal names the sum (a KV cache's P + S, x[:, 5:]'s S - 5).
+  auto sm1 = program::fitMonomial(valuesOf(p, [](int64_t, int64_t s) { return s - 1; }), p);
+  ASSERT_FALSE(sm1.ok());
+  EXPECT_TRUE(absl::StrContains(sm1.status().message(), "it is seq - 1, a sum of symbols")) << sm1.status();
+  auto bs = program::fitMonomial(valuesOf(p, [](int64_t b, int64_t s) { return b + 2 * s; }), p);
+  ASSERT_FALSE(bs.ok());
+  EXPECT_TRUE(absl::StrContains(bs.status().message(), "it is batch + 2*seq, a sum")) << bs.status();
+  auto neg = program::fitMonomial(valuesOf(p, [](int64_t b, int64_t s) { return 100 - s; }), p);
+  ASSERT_FALSE(neg.ok());
+  EXPECT_TRUE(absl::StrContains(neg.status().message(), "it is -seq + 100, a sum")) << neg.status();
   // A clamp min(seq, 64) looks like seq at the middle probes; the large
   // probe refuses it, and min(seq, 8) is refused by the small one.
   EXPECT_FALSE(program::fitMonomial(valuesOf(p, [](int64_t, int64_t s) { return std::min<int64_t>(s, 64); }), p).ok());
