@@ -660,6 +660,14 @@ TEST(CpuRun, EmptyTensors) {
     EXPECT_EQ(sum[i], 0.0f);
     EXPECT_EQ(mx[i], -std::numeric_limits<float>::infinity());
   }
+  // A row reduction over an empty axis (Softmax, LogSoftmax of f32[3, 0]):
+  // the output has no elements, so there is nothing to store and no step
+  // (it was refused: "does not fit the kernel's domain"; red team, stop 33).
+  for (const char *op : {"Softmax", "LogSoftmax"})
+    expectMatches(absl::StrCat(op, "_empty_axis"), absl::StrFormat(R"(graph @g(%%x: f32[3,0]) -> (%%y) {
+  %%y = "%s"(%%x) {axis = -1} : f32[3,0]
+  return %%y
+})", op));
 }
 
 /// The f32 erf polynomial (CpuMath.cpp) against libm's erf in double:
