@@ -356,6 +356,100 @@ bool foldIntoGemmEpilogue(const WorkItem &kernel, const Value *acc, GemmParams &
   return true;
 }
 
+bool foldIntoConvEpilogue(const WorkItem &kernel, const Value *acc, ConvParams &conv) {
+  const std::optional<std::vector<int64_t>> domain = pointwiseDomain(kernel);
+  if (!domain || conv.yShape.size() < 3) return false;
+  const KernelSpec &k = kernel.spec;
+  const std::vector<int64_t> &ext = *domain;
+  const int64_t N = conv.yShape[0], Mo = conv.yShape[1];
+  const int64_t P = prod(Shape(conv.yShape.begin() + 2, conv.yShape.end()));
+  if (N <= 0 || Mo <= 0 || P <= 0) return false;
+  // The domain is y's [N, Mo, pixels] with dims merged or split within
+  // each part: [0, a) make up the image, [a, b) the channel, [b, end) the
+  // pixel.
+  size_t a = 0, b = 0;
+  int64_t part = 1;
+  while (a < ext.size() && part < N) part *= ext[a++];
+  if (part != N) return false;
+  for (b = a, part = 1; b < ext.size() && part < Mo; part *= ext[b++]) {
+  }
+  if (part != Mo || prod(Shape(ext.begin() + b, ext.end())) != P) return false;
+  const Store &st = k.stores[0];
+  if (st.guard >= 0 || k.buffers[st.buffer].shape != ext || !isDomainPoint(k, st.index) ||
+      k.buffers[st.buffer].dtype != conv.dtype)
+    return false;
+
+  GemmEpilogue e = conv.epilogue;
+  KernelSpec &E = e.spec;
+  // (m, oc) of the implicit GEMM: image m / P, pixel m % P.
+  const int image = E.binary(BinaryOp::kDiv, E.index(0), E.constI(P));
+  const int pixel = E.binary(BinaryOp::kMod, E.index(0), E.constI(P));
+  struct Part {
+    int flat;  ///< the part's linear index in e.spec
+    size_t lo, hi;  ///< its domain dims
+    int64_t extent;
+  };
+  const Part parts[3] = {{image, 0, a, N}, {E.index(1), a, b, Mo}, {pixel, b, ext.size(), P}};
+  std::vector<int> dimOf;
+  for (const Part &p : parts) {
+    const std::vector<int> idx = E.delinearize(p.flat, std::vector<int64_t>(ext.begin() + p.lo, ext.begin() + p.hi));
+    dimOf.insert(dimOf.end(), idx.begin(), idx.end());
+  }
+  // A side buffer read only at the domain point, broadcast (numpy, from
+  // the right) over whole parts (a residual y-shaped, a per-channel
+  // [Mo, 1, 1] scale), is read as [image, channel, pixel] with its parts
+  // merged: index m % P is contiguous along a tile's pixels (a vector
+  // load; the spatial dims delinearized from it would be a gather).
+  std::map<int, SideView> views;
+  int zero = -1;  // E.constI(0), once needed
+  for (size_t buf = 0; buf < k.buffers.size(); ++buf) {
+    const std::vector<int64_t> &shape = k.buffers[buf].shape;
+    if (static_cast<int>(buf) == st.buffer || k.buffers[buf].written || shape.size() > ext.size()) continue;
+    const size_t lead = ext.size() - shape.size();
+    bool aligned = true;
+    std::vector<char> full(ext.size(), 0);  // the buffer spans domain dim d
+    for (size_t d = lead; d < ext.size(); ++d) {
+      full[d] = shape[d - lead] == ext[d] && ext[d] != 1;
+      if (!full[d] && shape[d - lead] != 1) aligned = false;
+    }
+    for (const Expr &x : k.exprs) {
+      if (!aligned) break;
+      if (x.kind != ExprKind::kLoad || x.ival != static_cast<int64_t>(buf)) continue;
+      if (x.guard >= 0 || x.operands.size() != shape.size()) aligned = false;
+      for (size_t d = lead; aligned && d < ext.size(); ++d) {
+        const Expr &ix = k.exprs[x.operands[d - lead]];
+        int64_t v = -1;
+        const bool atIndex = ix.kind == ExprKind::kIndex && ix.ival == static_cast<int64_t>(d);
+        if (full[d] ? !atIndex : !(atIndex || (k.isConst(x.operands[d - lead], &v) && v == 0))) aligned = false;
+      }
+    }
+    if (!aligned) continue;
+    SideView view;
+    for (const Part &p : parts) {
+      const auto spanned = std::count(full.begin() + p.lo, full.begin() + p.hi, 1);
+      if (spanned == 0) {
+        if (zero < 0) zero = E.constI(0);
+        view.shape.push_back(1);
+        view.index.push_back(zero);
+      } else if (spanned == std::count_if(ext.begin() + p.lo, ext.begin() + p.hi, [](int64_t x) { return x != 1; })) {
+        view.shape.push_back(p.extent);
+        view.index.push_back(p.flat);
+      } else {
+        aligned = false;  // broadcast within a part: read through the dims
+      }
+    }
+    if (aligned) views.emplace(static_cast<int>(buf), std::move(view));
+  }
+  std::vector<const Value *> inputs = conv.epilogueInputs;
+  const int value = translatePointwise(kernel, acc, dimOf, views, e, inputs);
+  if (value < 0) return false;
+  e.value = value;
+  conv.epilogue = std::move(e);
+  conv.epilogueInputs = std::move(inputs);
+  conv.y = kernel.buffers[st.buffer];
+  return true;
+}
+
 }  // namespace fusec::program::lowering
 
 namespace fusec::program {
