@@ -678,7 +678,8 @@ absl::StatusOr<bool> Fusion::run(ir::Graph &graph, PassContext &ctx) {
         kernel.guard.push_back({t.cond->name(), t.when});
     kernel.refused = backendRefuses(graph, ctx, g);
     if (ctx.legality && kernel.refused.empty() &&
-        (kernel.kind == KernelKind::kGemm || kernel.kind == KernelKind::kAttention)) {
+        (kernel.kind == KernelKind::kGemm || kernel.kind == KernelKind::kConv ||
+         kernel.kind == KernelKind::kAttention)) {
       const std::string note = graphIndex_ ? ctx.legality->describeGroup(graph, members, *graphIndex_)
                                            : std::string();
       if (!note.empty()) absl::StrAppend(&kernel.reason, "; ", note);
