@@ -661,6 +661,16 @@ TEST(CpuRun, ConvGeneratedEpilogues) {
 })";
   expectMatches("conv_relu_both_outputs", alsoOutput);
   EXPECT_EQ(cpuStepCount(alsoOutput), 2);
+  // An intermediate of the chain is a graph output too: the kernel after
+  // the convolution stores two values, which one epilogue cannot.
+  const std::string chainOutput = R"(graph @g(%x: f32[2,3,8,8], %w: f32[4,3,3,3], %r: f32[2,4,8,8]) -> (%a, %y) {
+  %c = "Conv"(%x, %w) {pads = [1, 1, 1, 1]} : f32[2,4,8,8]
+  %a = "Add"(%c, %r) : f32[2,4,8,8]
+  %y = "Relu"(%a) : f32[2,4,8,8]
+  return %a, %y
+})";
+  expectMatches("conv_add_relu_both_outputs", chainOutput);
+  EXPECT_EQ(cpuStepCount(chainOutput), 2);
 }
 
 /// Narrower vectors than the host's: SSE2 (4 lanes) and AVX2 (8 lanes)
