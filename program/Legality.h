@@ -44,7 +44,7 @@ class GroupLegality {
                                   const GraphIndex &index) const = 0;
   /// What the lowering of \p members (a group it accepts) does that the
   /// group's ops do not say, for the fusion dump (e.g. "Cast folded into the
-  /// GEMM: D written as f32"); "" when nothing. Asked about GEMM groups only.
+  /// GEMM: D written as f32"); "" when nothing. Asked about GEMM, convolution and attention groups only.
   virtual std::string describeGroup(const ir::Graph &graph, const std::vector<const ir::Node *> &members,
                                     const GraphIndex &index) const {
     return "";

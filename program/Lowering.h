@@ -42,9 +42,10 @@ inline constexpr const char *kKernelAttr = "fusec.kernel";
 /// the f32 accumulator alpha*op(A)*op(B) + beta*C, shape [M, N]; buffer 1
 /// (present iff the GEMM has a bias) is the per-column bias [N] in the
 /// GEMM's dtype, read at [n]. Any further buffers are the inputs of a
-/// generated epilogue (GemmParams::epilogueInputs, in order; only where
-/// LoweringOptions::generatedGemmEpilogue), read at any index expression of
-/// (m, n). `value` is the f32 result for (m, n); -1 means the accumulator
+/// generated epilogue (GemmParams::epilogueInputs / ConvParams::
+/// epilogueInputs, in order; only where LoweringOptions::
+/// generatedGemmEpilogue / generatedConvEpilogue), read at any index
+/// expression of (m, n). `value` is the f32 result for (m, n); -1 means the accumulator
 /// unchanged. No stores, no reductions.
 struct GemmEpilogue {
   KernelSpec spec;
@@ -109,9 +110,15 @@ struct ConvParams {
   int64_t group = 1;
   ir::DType dtype = ir::DType::kF32;
   /// The epilogue over the implicit-GEMM view of the convolution (M =
-  /// batch * output pixels, N = output channels): acc + bias[n] when there
-  /// is a bias, else the accumulator unchanged.
+  /// batch * output pixels P, N = output channels; element (m, n) is
+  /// y[m / P, n, m % P]): acc + bias[n] when there is a bias, else the
+  /// accumulator unchanged; then, where LoweringOptions::
+  /// generatedConvEpilogue folded a kernel into it, that kernel's
+  /// expression, y then being the kernel's output.
   GemmEpilogue epilogue;
+  /// The epilogue's further buffers (GemmEpilogue), read-only; empty unless
+  /// LoweringOptions::generatedConvEpilogue folded a kernel into it.
+  std::vector<const ir::Value *> epilogueInputs;
   /// Dynamic shapes: as GemmParams::symbolic ("xShape[0]", ...).
   std::map<std::string, SymExtent> symbolic;
 };
@@ -161,6 +168,13 @@ struct LoweringOptions {
   /// running as a kernel of its own. Off: only the library's epilogues
   /// (bias, Relu, tanh GELU; cuBLASLt).
   bool generatedGemmEpilogue = false;
+  /// The same for convolutions: the backend evaluates ConvParams::epilogue
+  /// over each output tile as a generated loop (cpu), so an elementwise
+  /// chain after a Conv (Swish, a residual Add and Relu, ...) folds into
+  /// it (foldIntoConvEpilogue) instead of reading the convolution's result
+  /// back as a kernel of its own. Off: a convolution's epilogue is its bias
+  /// only (cuDNN; NKI).
+  bool generatedConvEpilogue = false;
   /// Transpose / Slice / Split nodes (and views) between a FusedAttention's
   /// Q, K, V and their producer, and a Transpose of its output, may join the
   /// attention's group: they become the AttentionSpec's operand strides and

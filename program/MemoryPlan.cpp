@@ -222,6 +222,7 @@ class Planner {
       case K::kConv: {
         std::vector<const Value *> v = {s.conv.x, s.conv.w};
         if (s.conv.bias) v.push_back(s.conv.bias);
+        v.insert(v.end(), s.conv.epilogueInputs.begin(), s.conv.epilogueInputs.end());
         v.push_back(s.conv.y);
         return v;
       }

@@ -102,6 +102,7 @@ std::string structureKey(const WorkItem &item) {
       absl::StrAppend(&key, name(c.x), " ", name(c.w), " ", name(c.bias), " ", name(c.y), " rank",
                       c.xShape.size(), " dt", static_cast<int>(c.dtype), " bias", c.epilogue.bias, " value",
                       c.epilogue.value, "\n", printKernelSpec(c.epilogue.spec));
+      for (const ir::Value *v : c.epilogueInputs) absl::StrAppend(&key, " ", name(v));
       break;
     }
   }
@@ -117,7 +118,10 @@ std::vector<const ir::Value *> namedValues(const WorkItem &item) {
       out = {item.gemm.a, item.gemm.b, item.gemm.c, item.gemm.bias, item.gemm.d};
       out.insert(out.end(), item.gemm.epilogueInputs.begin(), item.gemm.epilogueInputs.end());
       break;
-    case WorkItem::Kind::kConv: out = {item.conv.x, item.conv.w, item.conv.bias, item.conv.y}; break;
+    case WorkItem::Kind::kConv:
+      out = {item.conv.x, item.conv.w, item.conv.bias, item.conv.y};
+      out.insert(out.end(), item.conv.epilogueInputs.begin(), item.conv.epilogueInputs.end());
+      break;
   }
   return out;
 }

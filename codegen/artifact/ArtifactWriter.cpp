@@ -173,6 +173,12 @@ absl::StatusOr<Json> stepJson(const MemoryPlan &mem, const Step &s) {
     }
     case K::kGemm: {
       const GemmParams &g = s.gemm;
+      // A generated epilogue (its inputs past the bias) runs only inside the
+      // backend's own kernel step (cpu: gemmStepBuffers); the runtime's
+      // library steps apply the epilogues named below.
+      if (!g.epilogueInputs.empty())
+        return absl::InternalError(absl::StrCat("gemm step '", s.name, "' has a generated epilogue (",
+                                                g.epilogueInputs.size(), " inputs), which no gemm step runs"));
       j["kind"] = artifact_format::kStepGemm;
       j["name"] = s.name;
       j["a"] = id(g.a);
@@ -205,6 +211,10 @@ absl::StatusOr<Json> stepJson(const MemoryPlan &mem, const Step &s) {
     }
     case K::kConv: {
       const ConvParams &c = s.conv;
+      // As for gemm: the cpu backend's kernel step (convStepBuffers) only.
+      if (!c.epilogueInputs.empty())
+        return absl::InternalError(absl::StrCat("conv step '", s.name, "' has a generated epilogue (",
+                                                c.epilogueInputs.size(), " inputs), which no conv step runs"));
       j["kind"] = artifact_format::kStepConv;
       j["name"] = s.name;
       j["x"] = id(c.x);

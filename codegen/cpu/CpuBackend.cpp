@@ -13,6 +13,7 @@
 // checkCpuConv, the checks addKernel / addGemm / addConv run first.
 //
 //===----------------------------------------------------------------------===//
+#include <algorithm>
 #include <filesystem>
 #include <map>
 
@@ -43,6 +44,16 @@ absl::Status checkItem(const WorkItem &item) {
     case WorkItem::Kind::kConv: return cpu::checkCpuConv(item.conv);
   }
   return absl::InternalError("unknown work item");
+}
+
+/// The lowering the cpu backend emits and checks: GEMM and convolution
+/// epilogues are generated loops over each output tile (addGemm, addConv),
+/// so elementwise chains after them fold in.
+program::LoweringOptions cpuLoweringOptions() {
+  program::LoweringOptions lo;
+  lo.generatedGemmEpilogue = true;
+  lo.generatedConvEpilogue = true;
+  return lo;
 }
 
 std::string symbolicKey(const std::map<std::string, program::SymExtent> &m) {
@@ -94,7 +105,8 @@ class CpuBackend final : public Backend {
 
   absl::Status checkGroup(const ir::Graph &graph, const std::vector<const ir::Node *> &members,
                           const program::GraphIndex &index, const passes::TargetSpec &) const override {
-    FUSEC_ASSIGN_OR_RETURN(std::vector<WorkItem> items, program::lowerGroupItems(graph, members, index));
+    FUSEC_ASSIGN_OR_RETURN(std::vector<WorkItem> items,
+                           program::lowerGroupItems(graph, members, index, cpuLoweringOptions()));
     for (const WorkItem &item : items) {
       absl::Status st = checkItem(item);
       if (!st.ok())
@@ -104,11 +116,23 @@ class CpuBackend final : public Backend {
     return absl::OkStatus();
   }
 
+  std::string describeGroup(const ir::Graph &graph, const std::vector<const ir::Node *> &members,
+                            const program::GraphIndex &index, const passes::TargetSpec &) const override {
+    absl::StatusOr<std::vector<WorkItem>> items =
+        program::lowerGroupItems(graph, members, index, cpuLoweringOptions());
+    if (!items.ok() || items->size() != 1 || items->front().kind != WorkItem::Kind::kConv) return "";
+    const size_t ops = std::count_if(members.begin(), members.end(), [](const ir::Node *n) {
+      return !program::isViewNode(*n) && n->kind() != ir::OpKind::kConstant;
+    });
+    // One step for the convolution and ops after it: they were folded.
+    if (ops <= 1) return "";
+    return "the epilogue runs inside the convolution's output tiles (one step)";
+  }
+
   absl::StatusOr<BackendModule> emit(const ir::Graph &graph, const std::vector<std::string> &kernelNames,
                                      const BackendOptions &opts) const override {
     FUSEC_ASSIGN_OR_RETURN(cpu::CpuTarget target, cpu::resolveCpuTarget(opts.arch));
-    program::LoweringOptions lo;
-    lo.generatedGemmEpilogue = true;  // addGemm emits the epilogue over each output tile
+    const program::LoweringOptions lo = cpuLoweringOptions();
     // Dynamic shapes: the program every probe agrees on, its integers that
     // vary as symbolic forms (program/Symbolic.h).
     FUSEC_ASSIGN_OR_RETURN(program::Program prog, opts.probes ? program::buildSymbolicProgram(*opts.probes, lo)

@@ -83,7 +83,8 @@ absl::Status checkCpuConv(const program::ConvParams &conv);
 /// a, b, c (when present), bias (when present), the epilogue's inputs
 /// (GemmParams::epilogueInputs), d.
 std::vector<const ir::Value *> gemmStepBuffers(const program::GemmParams &gemm);
-/// ... and of a conv step: x, w, bias (when present), y.
+/// ... and of a conv step: x, w, bias (when present), the epilogue's inputs
+/// (ConvParams::epilogueInputs), y.
 std::vector<const ir::Value *> convStepBuffers(const program::ConvParams &conv);
 
 /// The built module.

@@ -404,8 +404,9 @@ llvm::Value *prefixMask(CpuModuleBuilder::Impl &I, int w, llvm::Value *active) {
 // Lanes
 
 Lanes::Lanes(CpuModuleBuilder::Impl &impl, const program::KernelSpec &spec, const std::vector<llvm::Value *> &bufs,
-             std::vector<llvm::Value *> dims, int vecDim, int w, llvm::Value *mask)
-    : I(impl), s_(spec), bufs_(bufs), dims_(std::move(dims)), vecDim_(vecDim), w_(w), mask_(mask) {
+             std::vector<llvm::Value *> dims, int vecDim, int w, llvm::Value *mask, int64_t vecBlock)
+    : I(impl), s_(spec), bufs_(bufs), dims_(std::move(dims)), vecDim_(vecDim), vecBlock_(vecBlock), w_(w),
+      mask_(mask) {
   analyse();
 }
 
@@ -430,7 +431,15 @@ void Lanes::analyse() {
       const int a = e.operands[0], b = e.operands[1];
       const BinaryOp op = static_cast<BinaryOp>(e.op);
       int64_t c;
-      if ((op == BinaryOp::kAdd || op == BinaryOp::kSub) && known_[a] && known_[b]) {
+      const bool inBlock = vecBlock_ > 0 && s_.exprs[a].kind == ExprKind::kIndex && s_.exprs[a].ival == vecDim_ &&
+                           s_.isConst(b, &c) && c > 0 && c % vecBlock_ == 0;
+      if (inBlock && op == BinaryOp::kDiv) {
+        dep[i] = 0;  // the block's number: every lane's (lane 0's where loads use one)
+        known_[i] = 1;
+      } else if (inBlock && op == BinaryOp::kMod) {
+        known_[i] = 1;
+        coef_[i] = 1;
+      } else if ((op == BinaryOp::kAdd || op == BinaryOp::kSub) && known_[a] && known_[b]) {
         known_[i] = 1;
         coef_[i] = op == BinaryOp::kAdd ? coef_[a] + coef_[b] : coef_[a] - coef_[b];
       } else if (op == BinaryOp::kMul && known_[a] && s_.isConst(b, &c)) {

@@ -186,8 +186,12 @@ class Lanes {
   /// buffers replaced by \p override0). \p dims: per domain dim the <W x i64>
   /// index (or null for dims not in scope). \p vecDim: the dim that varies
   /// across lanes (-1: none). \p mask: active lanes (<W x i1>) or null = all.
+  /// \p vecBlock (> 0): the active lanes' vecDim indices lie in one block
+  /// [j * vecBlock, (j + 1) * vecBlock), so index(vecDim) / c is the same
+  /// in each and index(vecDim) % c advances by one per lane, for c a
+  /// multiple of vecBlock (lane 0 is active).
   Lanes(CpuModuleBuilder::Impl &I, const program::KernelSpec &spec, const std::vector<llvm::Value *> &bufs,
-        std::vector<llvm::Value *> dims, int vecDim, int w, llvm::Value *mask);
+        std::vector<llvm::Value *> dims, int vecDim, int w, llvm::Value *mask, int64_t vecBlock = 0);
   /// Loads of buffer 0 yield \p v (<W x f32>; the GEMM accumulator).
   void overrideBuffer0(llvm::Value *v) { override0_ = v; }
   /// Reduction results: allocas of <1 x T>.
@@ -232,6 +236,7 @@ class Lanes {
   const std::vector<llvm::Value *> &bufs_;
   std::vector<llvm::Value *> dims_;
   int vecDim_;
+  int64_t vecBlock_;
   int w_;
   llvm::Value *mask_;
   llvm::Value *override0_ = nullptr;

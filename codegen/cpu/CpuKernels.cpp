@@ -162,8 +162,9 @@ absl::Status checkCpuConv(const program::ConvParams &c) {
   if (c.xShape[1] % c.group || c.wShape[0] % c.group || c.wShape[1] * c.group != c.xShape[1])
     return bad("convolution channels do not divide into its groups");
   if (!c.x || !c.w || !c.y) return bad("convolution without its operands");
-  if (c.epilogue.hasBias() != (c.bias != nullptr) || c.epilogue.numInputs() != 0)
-    return bad("convolution epilogue buffers do not match its bias");
+  if (c.epilogue.hasBias() != (c.bias != nullptr) ||
+      c.epilogue.numInputs() != static_cast<int>(c.epilogueInputs.size()))
+    return bad("convolution epilogue buffers do not match its bias and inputs");
   return checkEpilogue(c.epilogue, "convolution");
 }
 
@@ -179,6 +180,7 @@ std::vector<const ir::Value *> gemmStepBuffers(const program::GemmParams &g) {
 std::vector<const ir::Value *> convStepBuffers(const program::ConvParams &c) {
   std::vector<const ir::Value *> b = {c.x, c.w};
   if (c.bias) b.push_back(c.bias);
+  b.insert(b.end(), c.epilogueInputs.begin(), c.epilogueInputs.end());
   b.push_back(c.y);
   return b;
 }
@@ -1140,13 +1142,18 @@ absl::Status CpuModuleBuilder::addConv(const program::ConvParams &cv, const std:
     const ir::DType bt = cv.epilogue.hasBias() ? cv.epilogue.spec.buffers[1].dtype : cv.dtype;
     bias = I.bufferPtr(bi++, storageType(I, bt));
   }
+  // Epilogue buffer i: 0 the tile (overridden), 1 the bias, then the inputs.
+  std::vector<llvm::Value *> epiBufs = {nullptr, bias};
+  const int firstInput = cv.epilogue.hasBias() ? 2 : 1;
+  epiBufs.resize(firstInput);
+  for (int i = 0; i < cv.epilogue.numInputs(); ++i)
+    epiBufs.push_back(I.bufferPtr(bi++, storageType(I, cv.epilogue.spec.buffers[firstInput + i].dtype)));
   llvm::Value *y = I.bufferPtr(bi++, storageType(I, cv.dtype));
   // Plain variables, not a structured binding: C++17 lambdas cannot capture those.
   llvm::Value *sgemm, *tile;
   std::tie(sgemm, tile) = sgemmAndWorkspace(I, body);
   llvm::Value *col = B.CreateGEP(I.f32, tile, I.c64(tileBytes / 4));
   llvm::Value *wf = B.CreateGEP(I.f32, tile, I.c64((tileBytes + colBytes) / 4));
-  std::vector<llvm::Value *> epiBufs = {nullptr, bias};
 
   I.loop(body->getArg(1), body->getArg(2), 1, [&](llvm::Value *t) {
     llvm::Value *n = B.CreateSDiv(t, I.c64(G * pT));
@@ -1208,7 +1215,10 @@ absl::Status CpuModuleBuilder::addConv(const program::ConvParams &cv, const std:
           llvm::Value *mrow = B.CreateAdd(B.CreateMul(n, I.c64(P)), B.CreateAdd(p0, j));
           std::vector<llvm::Value *> dims = {B.CreateAdd(B.CreateVectorSplat(W, mrow), iota(I, W)),
                                              B.CreateVectorSplat(W, oc)};
-          Lanes L(I, cv.epilogue.spec, epiBufs, dims, 0, W, mask);
+          // The lanes are pixels of one image (p0 + j < P): m / P is the
+          // same in each, m % P contiguous (a side input read as [image,
+          // channel, pixel] is a vector load).
+          Lanes L(I, cv.epilogue.spec, epiBufs, dims, 0, W, mask, /*vecBlock=*/P);
           L.overrideBuffer0(acc);
           val = convertScalar(I, L.emit(cv.epilogue.value), cv.epilogue.spec.exprs[cv.epilogue.value].type,
                               ScalarType::kF32);

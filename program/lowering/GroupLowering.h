@@ -244,6 +244,18 @@ const Value *matchGemmEpilogue(const Node &anchor, const std::vector<const Node 
 /// GEMM other than row blocks of A times one B (folded into M), a domain
 /// whose trailing dims do not make up N).
 bool foldIntoGemmEpilogue(const WorkItem &kernel, const Value *acc, GemmParams &g);
+/// Folds \p kernel, a generated pointwise kernel of one store over the
+/// convolution's output [N, Mo, spatial...] (dims merged or split within
+/// the image, channel and pixel parts) that reads the convolution's result
+/// \p acc at the point it writes, into conv.epilogue (after the bias), at
+/// the implicit GEMM's (m, oc) = (image * P + pixel, channel): its other
+/// buffers become conv.epilogueInputs (read as [image, channel, pixel]
+/// with parts merged when a load is the domain point with whole parts
+/// broadcast), its output conv.y. \returns false, \p conv unchanged,
+/// when the kernel is not of that form (as foldIntoGemmEpilogue; also an
+/// output of another dtype than the convolution's). The caller checks that
+/// nothing else reads \p acc.
+bool foldIntoConvEpilogue(const WorkItem &kernel, const Value *acc, ConvParams &conv);
 
 /// The one attention kernel of a group of one FusedAttention and Transpose /
 /// Slice / Split members (AttentionOperands.cpp): Q, K and V read through

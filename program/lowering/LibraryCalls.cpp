@@ -219,50 +219,51 @@ bool isDomainPoint(const KernelSpec &s, const std::vector<int> &idx) {
 
 }  // namespace
 
-bool foldIntoGemmEpilogue(const WorkItem &kernel, const Value *acc, GemmParams &gemm) {
+namespace {
+
+/// The loop extents of \p k's domain, or nullopt when the kernel is not a
+/// pointwise kernel of one store bound to \p kernel's buffers (what an
+/// epilogue can become).
+std::optional<std::vector<int64_t>> pointwiseDomain(const WorkItem &kernel) {
   const KernelSpec &k = kernel.spec;
   if (kernel.kind != WorkItem::Kind::kKernel || k.kind != SpecKind::kPointwise || !k.reductions.empty() ||
-      k.stores.size() != 1 || kernel.buffers.size() != k.buffers.size() || gemm.m <= 0 || gemm.n <= 0)
-    return false;
-  GemmParams g = gemm;
-  // A batch of row-major A blocks times one shared B (a MatMul of
-  // [..., m, k] by [k, n]) is one GEMM of batch * m rows.
-  if (g.batch > 1 && g.strideB == 0 && !g.transA && g.strideA == g.m * g.k && g.strideD == g.m * g.n &&
-      !g.c && g.epilogue.empty()) {
-    g.m *= g.batch;
-    g.batch = 1;
-    g.strideA = g.m * g.k;
-    g.strideD = g.m * g.n;
-    g.epilogue = GemmEpilogue::identity(g.m, g.n);
-  }
-  if (g.batch != 1) return false;
-  const Store &st = k.stores[0];
+      k.stores.size() != 1 || kernel.buffers.size() != k.buffers.size())
+    return std::nullopt;
   std::vector<int64_t> ext;
   for (const LoopDim &d : k.dims) {
-    if (d.reduced) return false;
+    if (d.reduced) return std::nullopt;
     ext.push_back(d.extent);
   }
-  // The domain is [M, N] row-major: its trailing dims from `split` on make up N.
-  size_t split = ext.size();
-  int64_t inner = 1;
-  while (split > 0 && inner < g.n) inner *= ext[--split];
-  if (inner != g.n || prod(Shape(ext.begin(), ext.begin() + split)) != g.m) return false;
-  if (st.guard >= 0 || k.buffers[st.buffer].shape != ext || !isDomainPoint(k, st.index) ||
-      k.buffers[st.buffer].dtype != g.dDtype)
-    return false;
+  return ext;
+}
 
-  GemmEpilogue e = g.epilogue;
+/// How an epilogue reads one side buffer of the kernel it takes in: at
+/// \p shape (the buffer's elements in the same order, dims merged) and
+/// \p index (exprs of the epilogue's spec), for every load of it.
+struct SideView {
+  std::vector<int64_t> shape;
+  std::vector<int> index;
+};
+
+/// Appends the stored expression of \p kernel (pointwiseDomain() holds; its
+/// store at the domain point, checked by the caller) to \p e, the epilogue
+/// of a library call whose accumulator is \p acc: index(d) of the kernel
+/// becomes \p dimOf[d] (exprs of e.spec); a load of acc, or of a view of it,
+/// at the domain point becomes the current epilogue value; a load of any
+/// other buffer (read-only) a load of an epilogue buffer appended to
+/// \p inputs, at the shape and index of \p views when it names the buffer,
+/// else at the buffer's own with the load's index translated. \returns the
+/// f32 result in e.spec, or -1 (\p e then unusable) when the kernel reads
+/// acc at another point or through a guard, reads a buffer it writes, or
+/// holds a reduction result or a symbol.
+int translatePointwise(const WorkItem &kernel, const Value *acc, const std::vector<int> &dimOf,
+                       const std::map<int, SideView> &views, GemmEpilogue &e, std::vector<const Value *> &inputs) {
+  const KernelSpec &k = kernel.spec;
   KernelSpec &E = e.spec;
   const int accValue = e.current();
-  std::vector<int> dimOf(ext.size());
-  {
-    const std::vector<int> mi = E.delinearize(E.index(0), std::vector<int64_t>(ext.begin(), ext.begin() + split));
-    const std::vector<int> ni = E.delinearize(E.index(1), std::vector<int64_t>(ext.begin() + split, ext.end()));
-    std::copy(mi.begin(), mi.end(), dimOf.begin());
-    std::copy(ni.begin(), ni.end(), dimOf.begin() + split);
-  }
+  std::vector<int64_t> ext;
+  for (const LoopDim &d : k.dims) ext.push_back(d.extent);
   std::vector<int> map(k.exprs.size(), -1), bufOf(k.buffers.size(), -1);
-  std::vector<const Value *> inputs = g.epilogueInputs;
   for (size_t i = 0; i < k.exprs.size(); ++i) {
     const Expr &x = k.exprs[i];
     std::vector<int> ops;
@@ -280,27 +281,74 @@ bool foldIntoGemmEpilogue(const WorkItem &kernel, const Value *acc, GemmParams &
         while (root != acc && root->producer() && isViewNode(*root->producer()) && root->producer()->input(0))
           root = root->producer()->input(0);
         if (root == acc) {
-          if (x.guard >= 0 || k.buffers[b].shape != ext || !isDomainPoint(k, x.operands)) return false;
+          if (x.guard >= 0 || k.buffers[b].shape != ext || !isDomainPoint(k, x.operands)) return -1;
           map[i] = accValue;
           break;
         }
-        if (k.buffers[b].written) return false;
+        if (k.buffers[b].written) return -1;
+        auto view = views.find(b);
         if (bufOf[b] < 0) {
-          bufOf[b] = E.addBuffer(k.buffers[b].dtype, k.buffers[b].shape, false);
+          bufOf[b] = E.addBuffer(k.buffers[b].dtype, view != views.end() ? view->second.shape : k.buffers[b].shape,
+                                 false);
           inputs.push_back(kernel.buffers[b]);
         }
-        map[i] = E.load(bufOf[b], ops, x.guard >= 0 ? map[x.guard] : -1);
+        map[i] = view != views.end() ? E.load(bufOf[b], view->second.index, -1)
+                                     : E.load(bufOf[b], ops, x.guard >= 0 ? map[x.guard] : -1);
         break;
       }
       case ExprKind::kUnary: map[i] = E.unary(static_cast<UnaryOp>(x.op), ops[0]); break;
       case ExprKind::kBinary: map[i] = E.binary(static_cast<BinaryOp>(x.op), ops[0], ops[1]); break;
       case ExprKind::kSelect: map[i] = E.select(ops[0], ops[1], ops[2]); break;
       case ExprKind::kCast: map[i] = x.ival == 1 ? E.castU64(ops[0], x.type) : E.cast(ops[0], x.type); break;
-      case ExprKind::kReduceResult: return false;
-      case ExprKind::kSymbol: return false;  // only after lowering (program/Symbolic.h)
+      case ExprKind::kReduceResult: return -1;
+      case ExprKind::kSymbol: return -1;  // only after lowering (program/Symbolic.h)
     }
   }
-  e.value = E.cast(map[st.value], ScalarType::kF32);
+  return E.cast(map[k.stores[0].value], ScalarType::kF32);
+}
+
+}  // namespace
+
+bool foldIntoGemmEpilogue(const WorkItem &kernel, const Value *acc, GemmParams &gemm) {
+  const std::optional<std::vector<int64_t>> domain = pointwiseDomain(kernel);
+  if (!domain || gemm.m <= 0 || gemm.n <= 0) return false;
+  const KernelSpec &k = kernel.spec;
+  const std::vector<int64_t> &ext = *domain;
+  GemmParams g = gemm;
+  // A batch of row-major A blocks times one shared B (a MatMul of
+  // [..., m, k] by [k, n]) is one GEMM of batch * m rows.
+  if (g.batch > 1 && g.strideB == 0 && !g.transA && g.strideA == g.m * g.k && g.strideD == g.m * g.n &&
+      !g.c && g.epilogue.empty()) {
+    g.m *= g.batch;
+    g.batch = 1;
+    g.strideA = g.m * g.k;
+    g.strideD = g.m * g.n;
+    g.epilogue = GemmEpilogue::identity(g.m, g.n);
+  }
+  if (g.batch != 1) return false;
+  const Store &st = k.stores[0];
+  // The domain is [M, N] row-major: its trailing dims from `split` on make up N.
+  size_t split = ext.size();
+  int64_t inner = 1;
+  while (split > 0 && inner < g.n) inner *= ext[--split];
+  if (inner != g.n || prod(Shape(ext.begin(), ext.begin() + split)) != g.m) return false;
+  if (st.guard >= 0 || k.buffers[st.buffer].shape != ext || !isDomainPoint(k, st.index) ||
+      k.buffers[st.buffer].dtype != g.dDtype)
+    return false;
+
+  GemmEpilogue e = g.epilogue;
+  KernelSpec &E = e.spec;
+  std::vector<int> dimOf(ext.size());
+  {
+    const std::vector<int> mi = E.delinearize(E.index(0), std::vector<int64_t>(ext.begin(), ext.begin() + split));
+    const std::vector<int> ni = E.delinearize(E.index(1), std::vector<int64_t>(ext.begin() + split, ext.end()));
+    std::copy(mi.begin(), mi.end(), dimOf.begin());
+    std::copy(ni.begin(), ni.end(), dimOf.begin() + split);
+  }
+  std::vector<const Value *> inputs = g.epilogueInputs;
+  const int value = translatePointwise(kernel, acc, dimOf, {}, e, inputs);
+  if (value < 0) return false;
+  e.value = value;
   g.epilogue = std::move(e);
   g.epilogueInputs = std::move(inputs);
   g.d = kernel.buffers[st.buffer];
@@ -308,6 +356,99 @@ bool foldIntoGemmEpilogue(const WorkItem &kernel, const Value *acc, GemmParams &
   return true;
 }
 
+bool foldIntoConvEpilogue(const WorkItem &kernel, const Value *acc, ConvParams &conv) {
+  const std::optional<std::vector<int64_t>> domain = pointwiseDomain(kernel);
+  if (!domain || conv.yShape.size() < 3) return false;
+  const KernelSpec &k = kernel.spec;
+  const std::vector<int64_t> &ext = *domain;
+  const int64_t N = conv.yShape[0], Mo = conv.yShape[1];
+  const int64_t P = prod(Shape(conv.yShape.begin() + 2, conv.yShape.end()));
+  if (N <= 0 || Mo <= 0 || P <= 0) return false;
+  // The domain is y's [N, Mo, pixels] with dims merged or split within
+  // each part: [0, a) make up the image, [a, b) the channel, [b, end) the
+  // pixel.
+  size_t a = 0, b = 0;
+  int64_t part = 1;
+  while (a < ext.size() && part < N) part *= ext[a++];
+  if (part != N) return false;
+  for (b = a, part = 1; b < ext.size() && part < Mo; part *= ext[b++]) {
+  }
+  if (part != Mo || prod(Shape(ext.begin() + b, ext.end())) != P) return false;
+  const Store &st = k.stores[0];
+  if (st.guard >= 0 || k.buffers[st.buffer].shape != ext || !isDomainPoint(k, st.index) ||
+      k.buffers[st.buffer].dtype != conv.dtype)
+    return false;
+
+  GemmEpilogue e = conv.epilogue;
+  KernelSpec &E = e.spec;
+  // (m, oc) of the implicit GEMM: image m / P, pixel m % P.
+  const int image = E.binary(BinaryOp::kDiv, E.index(0), E.constI(P));
+  const int pixel = E.binary(BinaryOp::kMod, E.index(0), E.constI(P));
+  struct Part {
+    int flat;  ///< the part's linear index in e.spec
+    size_t lo, hi;  ///< its domain dims
+    int64_t extent;
+  };
+  const Part parts[3] = {{image, 0, a, N}, {E.index(1), a, b, Mo}, {pixel, b, ext.size(), P}};
+  std::vector<int> dimOf;
+  for (const Part &p : parts) {
+    const std::vector<int> idx = E.delinearize(p.flat, std::vector<int64_t>(ext.begin() + p.lo, ext.begin() + p.hi));
+    dimOf.insert(dimOf.end(), idx.begin(), idx.end());
+  }
+  // A side buffer read only at the domain point, broadcast (numpy, from
+  // the right) over whole parts (a residual y-shaped, a per-channel
+  // [Mo, 1, 1] scale), is read as [image, channel, pixel] with its parts
+  // merged: index m % P is contiguous along a tile's pixels (a vector
+  // load; the spatial dims delinearized from it would be a gather).
+  std::map<int, SideView> views;
+  int zero = -1;  // E.constI(0), once needed
+  for (size_t buf = 0; buf < k.buffers.size(); ++buf) {
+    const std::vector<int64_t> &shape = k.buffers[buf].shape;
+    if (static_cast<int>(buf) == st.buffer || k.buffers[buf].written || shape.size() > ext.size()) continue;
+    const size_t lead = ext.size() - shape.size();
+    bool aligned = true;
+    std::vector<char> full(ext.size(), 0);  // the buffer spans domain dim d
+    for (size_t d = lead; d < ext.size(); ++d) {
+      full[d] = shape[d - lead] == ext[d] && ext[d] != 1;
+      if (!full[d] && shape[d - lead] != 1) aligned = false;
+    }
+    for (const Expr &x : k.exprs) {
+      if (!aligned) break;
+      if (x.kind != ExprKind::kLoad || x.ival != static_cast<int64_t>(buf)) continue;
+      if (x.guard >= 0 || x.operands.size() != shape.size()) aligned = false;
+      for (size_t d = lead; aligned && d < ext.size(); ++d) {
+        const Expr &ix = k.exprs[x.operands[d - lead]];
+        int64_t v = -1;
+        const bool atIndex = ix.kind == ExprKind::kIndex && ix.ival == static_cast<int64_t>(d);
+        if (full[d] ? !atIndex : !(atIndex || (k.isConst(x.operands[d - lead], &v) && v == 0))) aligned = false;
+      }
+    }
+    if (!aligned) continue;
+    SideView view;
+    for (const Part &p : parts) {
+      const auto spanned = std::count(full.begin() + p.lo, full.begin() + p.hi, 1);
+      if (spanned == 0) {
+        if (zero < 0) zero = E.constI(0);
+        view.shape.push_back(1);
+        view.index.push_back(zero);
+      } else if (spanned == std::count_if(ext.begin() + p.lo, ext.begin() + p.hi, [](int64_t x) { return x != 1; })) {
+        view.shape.push_back(p.extent);
+        view.index.push_back(p.flat);
+      } else {
+        aligned = false;  // broadcast within a part: read through the dims
+      }
+    }
+    if (aligned) views.emplace(static_cast<int>(buf), std::move(view));
+  }
+  std::vector<const Value *> inputs = conv.epilogueInputs;
+  const int value = translatePointwise(kernel, acc, dimOf, views, e, inputs);
+  if (value < 0) return false;
+  e.value = value;
+  conv.epilogue = std::move(e);
+  conv.epilogueInputs = std::move(inputs);
+  conv.y = kernel.buffers[st.buffer];
+  return true;
+}
 
 }  // namespace fusec::program::lowering
 

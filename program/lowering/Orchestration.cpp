@@ -435,6 +435,25 @@ bool readOnceInside(const ir::Graph &graph,
   return readers == 1;
 }
 
+/// True if \p v (or a view of it) is no graph output and every consumer
+/// that is not a view is one of \p members.
+bool readOnlyBy(const ir::Graph &graph, const absl::flat_hash_map<const Value *, std::vector<Node *>> &users,
+                const Value *v, const std::vector<const Node *> &members) {
+  std::vector<const Value *> work = {v};
+  while (!work.empty()) {
+    const Value *w = work.back();
+    work.pop_back();
+    if (graph.isGraphOutput(w)) return false;
+    auto it = users.find(w);
+    if (it == users.end()) continue;
+    for (const Node *u : it->second) {
+      if (isViewNode(*u) && u->input(0) == w) work.push_back(u->output(0));
+      else if (std::find(members.begin(), members.end(), u) == members.end()) return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 namespace {
@@ -567,6 +586,16 @@ absl::StatusOr<std::vector<WorkItem>> lowerGroupUnguarded(
     GemmParams folded = items.back().gemm;
     if (foldIntoGemmEpilogue(*item, contraction->output(0), folded)) {
       items.back().gemm = folded;
+      return items;
+    }
+  }
+  // The convolution's result must then be read by this kernel only: it is
+  // no longer stored.
+  if (opts.generatedConvEpilogue && contraction && !items.empty() && items.back().kind == WorkItem::Kind::kConv &&
+      readOnlyBy(graph, users, contraction->output(0), members)) {
+    ConvParams folded = items.back().conv;
+    if (foldIntoConvEpilogue(*item, contraction->output(0), folded)) {
+      items.back().conv = std::move(folded);
       return items;
     }
   }

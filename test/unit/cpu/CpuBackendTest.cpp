@@ -566,9 +566,9 @@ TEST(CpuRun, SwishEpilogues) {
   return %y
 })";
   expectMatches("depthwise_conv_silu", convSilu);
-  // The convolution, then the Swish as its one epilogue kernel (convolution
-  // epilogues are not folded into the convolution step on the cpu).
-  EXPECT_EQ(cpuStepCount(convSilu), 2);
+  // The Swish runs in the convolution's epilogue, over each output tile
+  // (LoweringOptions::generatedConvEpilogue): one step.
+  EXPECT_EQ(cpuStepCount(convSilu), 1);
   expectMatches("depthwise_conv_silu_bf16", convSilu, "bf16");
   // The Sigmoid also feeds another op: no Swish, the Mul stays a kernel of
   // its own, and the values still match.
@@ -579,6 +579,98 @@ TEST(CpuRun, SwishEpilogues) {
   %z = "Add"(%s, %c) : f32[1,4,5,5]
   return %y, %z
 })");
+}
+
+/// An elementwise chain after a convolution (Swish, a residual Add and
+/// Relu, a per-channel scale) is the convolution's generated epilogue, run
+/// over each output tile (LoweringOptions::generatedConvEpilogue): one
+/// step. Pixel counts that are not a multiple of the pixel tile PT or of
+/// 16, batch 1 and 3, 1-D and 2-D, groups, bf16 and fp16.
+TEST(CpuRun, ConvGeneratedEpilogues) {
+  const std::string fullSwish = R"(graph @g(%x: f32[2,5,9,7], %w: f32[6,5,3,3], %b: f32[6]) -> (%y) {
+  %c = "Conv"(%x, %w, %b) {pads = [1, 1, 1, 1]} : f32[2,6,9,7]
+  %y = "Swish"(%c) : f32[2,6,9,7]
+  return %y
+})";
+  expectMatches("conv_swish", fullSwish);
+  EXPECT_EQ(cpuStepCount(fullSwish), 1);
+  expectMatches("conv_swish_bf16", fullSwish, "bf16");
+  expectMatches("conv_swish_fp16", fullSwish, "fp16");
+
+  // A ResNet block's tail: bias, the residual, Relu. Cg * 3 * 3 = 288 gives
+  // a pixel tile PT = 112; 23 x 19 = 437 pixels = 3 * 112 + 101.
+  for (int batch : {1, 3}) {
+    const std::string resnet = absl::StrCat(
+        "graph @g(%x: f32[", batch, ",32,23,19], %w: f32[8,32,3,3], %b: f32[8], %r: f32[", batch,
+        R"(,8,23,19]) -> (%y) {
+  %c = "Conv"(%x, %w, %b) {pads = [1, 1, 1, 1]} : f32[)", batch, R"(,8,23,19]
+  %a = "Add"(%c, %r) : f32[)", batch, R"(,8,23,19]
+  %y = "Relu"(%a) : f32[)", batch, R"(,8,23,19]
+  return %y
+})");
+    expectMatches(absl::StrCat("resnet_block_b", batch), resnet);
+    EXPECT_EQ(cpuStepCount(resnet), 1);
+    expectMatches(absl::StrCat("resnet_block_bf16_b", batch), resnet, "bf16");
+    expectMatches(absl::StrCat("resnet_block_fp16_b", batch), resnet, "fp16");
+  }
+
+  // Strided and padded (asymmetric): 12 x 9 = 108 output pixels; the
+  // residual is read through a view of it.
+  const std::string strided = R"(graph @g(%x: f32[3,6,23,19], %w: f32[8,6,3,3], %r: f32[3,8,108]) -> (%y) {
+  %c = "Conv"(%x, %w) {strides = [2, 2], pads = [1, 0, 2, 1]} : f32[3,8,12,9]
+  %rs = constant i64[4] dense<[3, 8, 12, 9]>
+  %s = "Reshape"(%r, %rs) : f32[3,8,12,9]
+  %a = "Add"(%c, %s) : f32[3,8,12,9]
+  %y = "Sigmoid"(%a) : f32[3,8,12,9]
+  return %y
+})";
+  expectMatches("strided_conv_residual_sigmoid", strided);
+  EXPECT_EQ(cpuStepCount(strided), 1);
+
+  // Conv1d then Sigmoid: 1-D, strided, 17 output pixels.
+  const std::string conv1d = R"(graph @g(%x: f32[3,4,37], %w: f32[6,4,5], %b: f32[6]) -> (%y) {
+  %c = "Conv"(%x, %w, %b) {strides = [2], pads = [2, 1]} : f32[3,6,18]
+  %y = "Sigmoid"(%c) : f32[3,6,18]
+  return %y
+})";
+  expectMatches("conv1d_sigmoid", conv1d);
+  EXPECT_EQ(cpuStepCount(conv1d), 1);
+  expectMatches("conv1d_sigmoid_bf16", conv1d, "bf16");
+
+  // Per-channel [C, 1, 1] shift and scale (broadcast over whole parts: one
+  // element per channel), then Relu; and a [1, C, 1, W] tensor that is
+  // broadcast inside the pixel part (read through the spatial dims).
+  const std::string perChannel = R"(graph @g(%x: f32[3,4,11,13], %w: f32[4,1,3,3], %s: f32[4,1,1], %k: f32[4,1,1], %t: f32[1,4,1,13]) -> (%y) {
+  %c = "Conv"(%x, %w) {group = 4, pads = [1, 1, 1, 1]} : f32[3,4,11,13]
+  %a = "Add"(%c, %s) : f32[3,4,11,13]
+  %m = "Mul"(%a, %k) : f32[3,4,11,13]
+  %r = "Relu"(%m) : f32[3,4,11,13]
+  %y = "Add"(%r, %t) : f32[3,4,11,13]
+  return %y
+})";
+  expectMatches("depthwise_conv_per_channel", perChannel);
+  EXPECT_EQ(cpuStepCount(perChannel), 1);
+  expectMatches("depthwise_conv_per_channel_fp16", perChannel, "fp16");
+
+  // The convolution's result is also a graph output: it must be stored, so
+  // the epilogue is not folded (or both are written); values match.
+  const std::string alsoOutput = R"(graph @g(%x: f32[2,3,8,8], %w: f32[4,3,3,3]) -> (%c, %y) {
+  %c = "Conv"(%x, %w) {pads = [1, 1, 1, 1]} : f32[2,4,8,8]
+  %y = "Relu"(%c) : f32[2,4,8,8]
+  return %c, %y
+})";
+  expectMatches("conv_relu_both_outputs", alsoOutput);
+  EXPECT_EQ(cpuStepCount(alsoOutput), 2);
+  // An intermediate of the chain is a graph output too: the kernel after
+  // the convolution stores two values, which one epilogue cannot.
+  const std::string chainOutput = R"(graph @g(%x: f32[2,3,8,8], %w: f32[4,3,3,3], %r: f32[2,4,8,8]) -> (%a, %y) {
+  %c = "Conv"(%x, %w) {pads = [1, 1, 1, 1]} : f32[2,4,8,8]
+  %a = "Add"(%c, %r) : f32[2,4,8,8]
+  %y = "Relu"(%a) : f32[2,4,8,8]
+  return %a, %y
+})";
+  expectMatches("conv_add_relu_both_outputs", chainOutput);
+  EXPECT_EQ(cpuStepCount(chainOutput), 2);
 }
 
 /// Narrower vectors than the host's: SSE2 (4 lanes) and AVX2 (8 lanes)
