@@ -411,34 +411,12 @@ using namespace lowering;
 
 namespace {
 
-/// True if \p v (or a view of it) is no graph output and has exactly one
-/// consumer that is not a view (views looked through).
-bool readOnceInside(const ir::Graph &graph,
-                    const absl::flat_hash_map<const Value *, std::vector<Node *>> &users,
-                    const Value *v) {
-  size_t readers = 0;
-  std::vector<const Value *> work = {v};
-  while (!work.empty()) {
-    const Value *w = work.back();
-    work.pop_back();
-    if (graph.isGraphOutput(w)) return false;
-    auto it = users.find(w);
-    if (it == users.end()) continue;
-    for (const Node *u : it->second) {
-      if (isViewNode(*u) && u->input(0) == w) {
-        work.push_back(u->output(0));
-      } else {
-        ++readers;
-      }
-    }
-  }
-  return readers == 1;
-}
-
-/// True if \p v (or a view of it) is no graph output and every consumer
-/// that is not a view is one of \p members.
-bool readOnlyBy(const ir::Graph &graph, const absl::flat_hash_map<const Value *, std::vector<Node *>> &users,
-                const Value *v, const std::vector<const Node *> &members) {
+/// Calls \p reader(node) for each consumer of \p v that is not a view,
+/// looking through views of it. False when \p v or a view of it is a graph
+/// output, or as soon as \p reader returns false; else true.
+template <typename Reader>
+bool forEachReader(const ir::Graph &graph, const absl::flat_hash_map<const Value *, std::vector<Node *>> &users,
+                   const Value *v, const Reader &reader) {
   std::vector<const Value *> work = {v};
   while (!work.empty()) {
     const Value *w = work.back();
@@ -448,10 +426,28 @@ bool readOnlyBy(const ir::Graph &graph, const absl::flat_hash_map<const Value *,
     if (it == users.end()) continue;
     for (const Node *u : it->second) {
       if (isViewNode(*u) && u->input(0) == w) work.push_back(u->output(0));
-      else if (std::find(members.begin(), members.end(), u) == members.end()) return false;
+      else if (!reader(u)) return false;
     }
   }
   return true;
+}
+
+/// True if \p v (or a view of it) is no graph output and has exactly one
+/// consumer that is not a view (views looked through).
+bool readOnceInside(const ir::Graph &graph,
+                    const absl::flat_hash_map<const Value *, std::vector<Node *>> &users,
+                    const Value *v) {
+  size_t readers = 0;
+  return forEachReader(graph, users, v, [&](const Node *) { return ++readers <= 1; }) && readers == 1;
+}
+
+/// True if \p v (or a view of it) is no graph output and every consumer
+/// that is not a view is one of \p members.
+bool readOnlyBy(const ir::Graph &graph, const absl::flat_hash_map<const Value *, std::vector<Node *>> &users,
+                const Value *v, const std::vector<const Node *> &members) {
+  return forEachReader(graph, users, v, [&](const Node *u) {
+    return std::find(members.begin(), members.end(), u) != members.end();
+  });
 }
 
 }  // namespace
