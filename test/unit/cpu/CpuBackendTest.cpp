@@ -762,6 +762,34 @@ TEST(CpuRun, EmptyTensors) {
 })", op));
 }
 
+/// \p y = op(\p x), f32 elementwise, compiled for CPU \p arch ("" for the
+/// host) and run through runSpec (y poisoned with -7 first).
+void runUnary(program::UnaryOp op, const std::vector<float> &x, const std::string &arch, std::vector<float> *y) {
+  const int64_t n = static_cast<int64_t>(x.size());
+  program::KernelSpec pw;
+  pw.addDim(n, false);
+  pw.addBuffer(ir::DType::kF32, {n}, false);
+  pw.addBuffer(ir::DType::kF32, {n}, true);
+  pw.addStore(1, {pw.index(0)}, pw.unary(op, pw.load(0, {pw.index(0)})));
+  auto t = codegen::cpu::resolveCpuTarget(arch);
+  ASSERT_TRUE(t.ok()) << t.status();
+  y->assign(x.size(), -7.0f);
+  TempDir tmp;
+  std::vector<float> in = x;
+  runSpec(pw, {in.data(), y->data()}, tmp.path, &*t);
+}
+
+/// The CPUs the math tests compile for: the host's vectors, and on x86 also
+/// AVX2 (x86-64-v3) and SSE2 (x86-64).
+std::vector<std::string> mathArchs() {
+  std::vector<std::string> archs = {""};
+#if defined(__x86_64__)
+  archs.push_back("x86-64-v3");
+  archs.push_back("x86-64");
+#endif
+  return archs;
+}
+
 /// The f32 erf polynomial (CpuMath.cpp) against libm's erf in double:
 /// |error| <= 4e-7 everywhere and relative error <= 4e-7 where |erf| < 0.999
 /// (about 3 ulp near 1 and below; within 2 steps of 2^-149 for subnormal
@@ -776,15 +804,8 @@ TEST(CpuRun, ErfMatchesLibm) {
                   -3.925f, 10.0f, 0.0f, -0.0f, std::numeric_limits<float>::infinity(),
                   -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()})
     x.push_back(v);
-  const int64_t n = static_cast<int64_t>(x.size());
-  KernelSpec pw;
-  pw.addDim(n, false);
-  pw.addBuffer(ir::DType::kF32, {n}, false);
-  pw.addBuffer(ir::DType::kF32, {n}, true);
-  pw.addStore(1, {pw.index(0)}, pw.unary(UnaryOp::kErf, pw.load(0, {pw.index(0)})));
-  std::vector<float> y(x.size(), -7.0f);
-  TempDir tmp;
-  runSpec(pw, {x.data(), y.data()}, tmp.path);
+  std::vector<float> y;
+  ASSERT_NO_FATAL_FAILURE(runUnary(UnaryOp::kErf, x, "", &y));
   double worstAbs = 0, worstRel = 0;
   float worstAt = 0;
   for (size_t i = 0; i < x.size(); ++i) {
@@ -957,24 +978,10 @@ TEST(CpuRun, TanhMatchesLibm) {
   for (float v : {0.0f, -0.0f, 1e-30f, -1e-30f, 1e-45f, -1e-45f, 0.5499999f, -0.5499999f, 0.55f, -0.55f, 0.5500001f,
                   -0.5500001f, 9.1f, -9.1f, 50.0f, -50.0f, inf, -inf, std::numeric_limits<float>::quiet_NaN()})
     x.push_back(v);
-  const int64_t n = static_cast<int64_t>(x.size());
-  KernelSpec pw;
-  pw.addDim(n, false);
-  pw.addBuffer(ir::DType::kF32, {n}, false);
-  pw.addBuffer(ir::DType::kF32, {n}, true);
-  pw.addStore(1, {pw.index(0)}, pw.unary(UnaryOp::kTanh, pw.load(0, {pw.index(0)})));
-  std::vector<std::string> archs = {""};
-#if defined(__x86_64__)
-  archs.push_back("x86-64-v3");
-  archs.push_back("x86-64");
-#endif
-  for (const std::string &arch : archs) {
+  for (const std::string &arch : mathArchs()) {
     SCOPED_TRACE(arch.empty() ? "host" : arch);
-    auto t = codegen::cpu::resolveCpuTarget(arch);
-    ASSERT_TRUE(t.ok()) << t.status();
-    std::vector<float> y(x.size(), -7.0f);
-    TempDir tmp;
-    runSpec(pw, {x.data(), y.data()}, tmp.path, &*t);
+    std::vector<float> y;
+    ASSERT_NO_FATAL_FAILURE(runUnary(UnaryOp::kTanh, x, arch, &y));
     double worstRel = 0;
     float worstAt = 0;
     for (size_t i = 0; i < x.size(); ++i) {
@@ -1015,24 +1022,10 @@ TEST(CpuRun, ExpMatchesLibm) {
   for (float v : {0.0f, -0.0f, 1e-30f, -1e-30f, 88.72f, 88.73f, 88.8f, -87.3f, -103.9f, -104.0f, -200.0f, 200.0f,
                   inf, -inf, std::numeric_limits<float>::quiet_NaN()})
     x.push_back(v);
-  const int64_t n = static_cast<int64_t>(x.size());
-  KernelSpec pw;
-  pw.addDim(n, false);
-  pw.addBuffer(ir::DType::kF32, {n}, false);
-  pw.addBuffer(ir::DType::kF32, {n}, true);
-  pw.addStore(1, {pw.index(0)}, pw.unary(UnaryOp::kExp, pw.load(0, {pw.index(0)})));
-  std::vector<std::string> archs = {""};
-#if defined(__x86_64__)
-  archs.push_back("x86-64-v3");
-  archs.push_back("x86-64");
-#endif
-  for (const std::string &arch : archs) {
+  for (const std::string &arch : mathArchs()) {
     SCOPED_TRACE(arch.empty() ? "host" : arch);
-    auto t = codegen::cpu::resolveCpuTarget(arch);
-    ASSERT_TRUE(t.ok()) << t.status();
-    std::vector<float> y(x.size(), -7.0f);
-    TempDir tmp;
-    runSpec(pw, {x.data(), y.data()}, tmp.path, &*t);
+    std::vector<float> y;
+    ASSERT_NO_FATAL_FAILURE(runUnary(UnaryOp::kExp, x, arch, &y));
     double worstRel = 0;
     float worstAt = 0;
     for (size_t i = 0; i < x.size(); ++i) {
