@@ -251,6 +251,20 @@ class ChannelsLast(torch.nn.Module):
         return self.m(x.contiguous(memory_format=torch.channels_last))
 
 
+def hf_build(cls, cfg, attn):
+    """transformers model \p cls from \p cfg with attention implementation
+    \p attn ("eager" or "sdpa"), seeded, in eval mode (older transformers
+    take the implementation through the config only)."""
+    torch.manual_seed(1)
+    try:
+        m = cls(cfg, attn_implementation=attn)
+    except TypeError:
+        c = copy.deepcopy(cfg)
+        c._attn_implementation = attn
+        m = cls(c)
+    return m.eval()
+
+
 def make_case(name):
     """Returns (build(attn) -> fp32 CPU module taking the inputs by name,
     inputs (CPU), analytic forward FLOPs, output attribute or None)."""
@@ -285,14 +299,7 @@ def make_case(name):
         flops = layers * per_layer + 2 * b * s * d * vocab
 
         def build_llama(attn, peer=False):
-            torch.manual_seed(1)
-            try:
-                m = LlamaForCausalLM(cfg, attn_implementation=attn)
-            except TypeError:
-                c = copy.deepcopy(cfg)
-                c._attn_implementation = attn
-                m = LlamaForCausalLM(c)
-            return m.eval()
+            return hf_build(LlamaForCausalLM, cfg, attn)
 
         return build_llama, inputs, flops, "logits"
     from transformers import BertConfig, BertModel, GPT2Config, GPT2LMHeadModel
@@ -319,14 +326,7 @@ def make_case(name):
         out_attr = "last_hidden_state"
 
     def build(attn, peer=False):
-        torch.manual_seed(1)
-        try:
-            m = cls(cfg, attn_implementation=attn)
-        except TypeError:
-            c = copy.deepcopy(cfg)
-            c._attn_implementation = attn
-            m = cls(c)
-        return m.eval()
+        return hf_build(cls, cfg, attn)
 
     return build, inputs, flops, out_attr
 
