@@ -25,6 +25,7 @@
 #ifndef FUSEC_CODEGEN_CPU_CPUCODEGEN_H
 #define FUSEC_CODEGEN_CPU_CPUCODEGEN_H
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -43,6 +44,10 @@ struct CpuTarget {
   std::string cpu;                    ///< LLVM CPU name ("znver4", "skylake-avx512")
   std::string featureString;          ///< "+avx2,+fma,..." for the target machine
   std::vector<std::string> features;  ///< the ISA features the code may use (manifest cpu_features)
+  /// Whether \p feature (an LLVM feature name, e.g. "avx512f") is in features.
+  bool hasFeature(const std::string &feature) const {
+    return std::find(features.begin(), features.end(), feature) != features.end();
+  }
   int vectorBits = 128;               ///< width of the vectors the kernels compute in
   /// Steps smaller than this (multiply-adds or elements) run on the calling
   /// thread, not through parallel_for (waking the workers costs more).

@@ -443,7 +443,7 @@ struct KernelEmitter {
   llvm::Intrinsic::ID x86MinMax(ReduceKind k, llvm::Type *t) const {
     auto *vt = llvm::dyn_cast<llvm::FixedVectorType>(t);
     if (!I.target.x86 || !vt || vt->getNumElements() != 16 || !vt->getElementType()->isFloatTy() ||
-        std::find(I.target.features.begin(), I.target.features.end(), "avx512f") == I.target.features.end())
+        !I.target.hasFeature("avx512f"))
       return llvm::Intrinsic::not_intrinsic;
     return k == ReduceKind::kMax ? llvm::Intrinsic::x86_avx512_max_ps_512 : llvm::Intrinsic::x86_avx512_min_ps_512;
   }

@@ -91,8 +91,7 @@ struct F {
   /// Whether 2^k scaling can be one AVX-512 VSCALEFPS (16 f32 lanes and
   /// the target has avx512f).
   bool hasScalef() const {
-    return w == 16 && I.target.x86 &&
-           std::find(I.target.features.begin(), I.target.features.end(), "avx512f") != I.target.features.end();
+    return w == 16 && I.target.x86 && I.target.hasFeature("avx512f");
   }
 
   /// e^x: x clamped to [-104, 88.8] (e^x is 0 or inf in f32 beyond), k =
