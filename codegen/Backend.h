@@ -119,10 +119,10 @@ class Backend {
                                   const passes::TargetSpec &device) const = 0;
   /// GroupLegality::describeGroup() of this backend for \p device: what its
   /// lowering of an accepted group does beyond the group's ops ("" = none).
-  virtual std::string describeGroup(const ir::Graph &graph, const std::vector<const ir::Node *> &members,
-                                    const program::GraphIndex &index,
-                                    const passes::TargetSpec &device) const {
-    return "";
+  virtual program::GroupNote describeGroup(const ir::Graph &graph, const std::vector<const ir::Node *> &members,
+                                           const program::GraphIndex &index,
+                                           const passes::TargetSpec &device) const {
+    return {};
   }
   /// Lowers the fused \p graph (nodes carry fusec.kernel; \p kernelNames are
   /// the plan's kernel names) and prints the module. Errors: Unimplemented
@@ -153,8 +153,8 @@ class DeviceLegality final : public program::GroupLegality {
                           const program::GraphIndex &index) const override {
     return backend_.checkGroup(graph, members, index, device_);
   }
-  std::string describeGroup(const ir::Graph &graph, const std::vector<const ir::Node *> &members,
-                            const program::GraphIndex &index) const override {
+  program::GroupNote describeGroup(const ir::Graph &graph, const std::vector<const ir::Node *> &members,
+                                   const program::GraphIndex &index) const override {
     return backend_.describeGroup(graph, members, index, device_);
   }
 

@@ -32,6 +32,16 @@
 // it is kept in the plan with the refusal (Kernel::refused), which
 // --dump-fusion shows and which stops an artifact from being written.
 //
+// Layout ops (Transpose, Slice, Concat, Gather) become index arithmetic of
+// the kernel that reads them. One read by several kernels is cloned once per
+// reading kernel when each of them takes it (duplicateSharedLayouts), and
+// fusion runs again: each kernel re-reads the layout op's input at the
+// points it needs instead of a layout kernel writing the whole result for
+// the others to read back (GPT-NeoX's heads Transpose under the q/k/v
+// Slices; an embedding Gather read by a norm and a residual Add). XLA's
+// instruction fusion duplicates cheap producers into several consumers the
+// same way.
+//
 // This is the producer-consumer greedy fusion of XLA's instruction fusion
 // and TVM's operator fusion (Chen et al., "TVM", OSDI 2018, section 3),
 // restricted to one anchor (GEMM or row reduction) per kernel, except that
@@ -142,6 +152,11 @@ struct Group {
 /// every merge; larger ones once, when fusion is done (each check lowers
 /// the whole group, so checking every merge of a long chain is quadratic).
 constexpr size_t kEagerLegalityLimit = 32;
+
+/// Set by duplicateSharedLayouts() on a layout op and its clones: the
+/// number of kernels that re-gather it.
+constexpr const char *kRegatheredAttr = "fusec.regathered_in";
+
 // The most nodes one fused group may hold. The code generators' time for one
 // kernel grows faster than linearly in its expressions (LLVM's passes over one
 // 7,000-op loop body took 45 s), while a kernel boundary in an elementwise
@@ -154,6 +169,11 @@ class Fusion : public Pass {
  public:
   const char *name() const override { return "fusion"; }
   absl::StatusOr<bool> run(ir::Graph &graph, PassContext &ctx) override;
+
+ private:
+  /// One round of fusion over the whole graph; a round that clones layout
+  /// ops (duplicateSharedLayouts) runs the next one.
+  absl::StatusOr<bool> runRound(ir::Graph &graph, PassContext &ctx, int round);
 
  private:
   // Per-run state.
@@ -200,6 +220,17 @@ class Fusion : public Pass {
   /// Layout ops refused because they had several consumers, whose consumers
   /// have all joined one group since: asks again (they are re-gathered there).
   void regatherLayouts(ir::Graph &graph, PassContext &ctx);
+  /// Layout kernels left after fusion (a Transpose, Slice, Gather or Concat
+  /// group read by several kernels) whose every consumer kernel would take
+  /// it as index arithmetic: clones the layout op once per consumer kernel
+  /// (rewiring that kernel's reads), so the next fusion round folds each
+  /// clone where it is read and the layout kernel disappears. Each consumer
+  /// then re-reads the layout op's input instead of one kernel writing the
+  /// whole result and the consumers reading it back (one write and a launch
+  /// saved; the reads are the same lines). Asks the same legality as a merge
+  /// (canFuse with one user, convexity, the backend). \returns the number
+  /// of clones made (0: the graph is unchanged).
+  int duplicateSharedLayouts(ir::Graph &graph, PassContext &ctx);
   /// True if merging groups \p a and \p b keeps the group convex; otherwise
   /// \p via names a node on a path that leaves and re-enters.
   bool staysConvex(int a, int b, std::string *via) const;
@@ -278,7 +309,10 @@ std::vector<int> Fusion::realUserNodes(const ir::Value *v) const {
 }
 
 void Fusion::regatherLayouts(ir::Graph &graph, PassContext &ctx) {
-  for (size_t pi = 0; pi < nodes_.size(); ++pi) {
+  // Consumers first: a layout op read by a Slice and by the kernel that
+  // Slice re-gathers into sees both readers in that kernel (GPT-NeoX's
+  // rotary: Slice -> Slice_3, Slice_4).
+  for (size_t pi = nodes_.size(); pi-- > 0;) {
     if (roles_[pi] != Role::kLayout || nodes_[pi]->numOutputs() != 1) continue;
     const std::vector<int> users = realUserNodes(nodes_[pi]->output(0));
     if (users.size() < 2) continue;
@@ -290,6 +324,97 @@ void Fusion::regatherLayouts(ir::Graph &graph, PassContext &ctx) {
     forgetRefusalsInto(ctx, nodes_[users.front()]->name());
     visitConsumer(graph, ctx, static_cast<size_t>(users.front()), nullptr, /*eager=*/false);
   }
+}
+
+int Fusion::duplicateSharedLayouts(ir::Graph &graph, PassContext &ctx) {
+  struct Candidate {
+    ir::Node *layout;
+    std::vector<std::vector<ir::Node *>> readers;  // per consumer kernel, in node order
+  };
+  std::vector<Candidate> candidates;
+  for (size_t gi = 0; gi < groups_.size(); ++gi) {
+    const Group &g = groups_[gi];
+    if (!g.alive || g.members.size() != 1 || g.shape.kind != KernelKind::kLayout) continue;
+    const int li = *g.members.begin();
+    ir::Node *layout = nodes_[li];
+    if (roles_[li] != Role::kLayout || layout->numOutputs() != 1 || layout->guarded()) continue;
+    const ir::Value *out = layout->output(0);
+    if (graph.isGraphOutput(out) || !out->guardUsers().empty() || !foldsAsIndexArithmetic(*layout))
+      continue;
+    auto it = users_.find(out);
+    if (it == users_.end()) continue;
+    // Consumer kernels in the order of their first reader; only direct
+    // readers (a view in between would have to be cloned as well).
+    std::vector<int> order;
+    absl::flat_hash_map<int, std::vector<ir::Node *>> readers;
+    bool ok = true;
+    for (ir::Node *u : it->second) {
+      const int ui = index_.at(u), cg = groupOf_[ui];
+      if (roles_[ui] == Role::kView || cg < 0 || cg == static_cast<int>(gi)) {
+        ok = false;
+        break;
+      }
+      auto &r = readers[cg];
+      if (r.empty()) order.push_back(cg);
+      if (std::find(r.begin(), r.end(), u) == r.end()) r.push_back(u);
+    }
+    if (!ok || order.size() < 2) continue;
+    // Each consumer kernel must take the layout op as one of its own: the
+    // merge rules with a single reader, then the backend's lowering of the
+    // union. A clone reads only the layout op's inputs, which every
+    // consumer kernel already follows, so the union stays acyclic.
+    for (int cg : order) {
+      const ir::Node &reader = *readers[cg].front();
+      FusionDecision d = canFuse(g.shape, *layout, groups_[cg].shape, reader, *out, /*producerUsers=*/1,
+                                 /*usersOutside=*/0, /*producerIsGraphOutput=*/false, ctx.target);
+      if (d && groups_[cg].members.size() + 1 > kMaxGroupNodes) d = FusionDecision::no("group too large");
+      if (d && graphIndex_) {
+        // As the clone: read by this kernel's readers only, so not one of
+        // the kernel's outputs.
+        std::vector<ir::Node *> &users = graphIndex_->users[out];
+        std::vector<ir::Node *> all = users;
+        users = readers[cg];
+        d = backendAccepts(graph, ctx, static_cast<int>(gi), cg);
+        users = std::move(all);
+      }
+      if (!d) {
+        if (debug_)
+          std::fprintf(stderr, "[fusion] not re-gathering '%s' in each consumer: into '%s': %s\n",
+                       printable(layout->name()).c_str(), printable(reader.name()).c_str(),
+                       printable(d.reason()).c_str());
+        ok = false;
+        break;
+      }
+    }
+    if (!ok) continue;
+    Candidate c{layout, {}};
+    for (int cg : order) {
+      auto &r = readers[cg];
+      std::sort(r.begin(), r.end(), [&](ir::Node *a, ir::Node *b) { return index_.at(a) < index_.at(b); });
+      c.readers.push_back(std::move(r));
+    }
+    candidates.push_back(std::move(c));
+  }
+  // The first consumer kernel keeps the original; every other one gets a
+  // clone placed before its first reader.
+  int clones = 0;
+  for (Candidate &c : candidates) {
+    ir::Value *out = c.layout->output(0);
+    // For the dump (describeKernel): how many kernels re-gather it.
+    c.layout->setAttr(kRegatheredAttr, ir::Attribute(static_cast<int64_t>(c.readers.size())));
+    for (size_t k = 1; k < c.readers.size(); ++k) {
+      ir::Node *first = c.readers[k].front();
+      ir::Node *clone = graph.addNode(c.layout->opType(), c.layout->inputs(), {graph.uniqueName(out->name())},
+                                      c.layout->attrs(), absl::StrCat(c.layout->name(), "/regathered_", k),
+                                      first, c.layout->domain());
+      clone->output(0)->setType(out->type());
+      for (ir::Node *u : c.readers[k])
+        for (int i = 0; i < u->numInputs(); ++i)
+          if (u->input(i) == out) u->setInput(i, clone->output(0));
+      ++clones;
+    }
+  }
+  return clones;
 }
 
 bool Fusion::reachesIndirectly(int from, int to, std::string *via) const {
@@ -411,6 +536,10 @@ std::string Fusion::describeKernel(const Group &g, const TargetSpec &target) con
     for (const auto &[note, count] : notes)
       absl::StrAppend(&why, "; ", note, count > 1 ? absl::StrCat(" (x", count, ")") : "");
   }
+  for (int m : g.members)
+    if (const ir::Attribute *a = nodes_[m]->attr(kRegatheredAttr))
+      absl::StrAppend(&why, "; ", nodes_[m]->opType(), " re-gathered here and in each of the ", a->i(),
+                      " kernels that read it, instead of one layout kernel storing it");
   return why;
 }
 
@@ -536,7 +665,14 @@ void Fusion::visitConsumer(ir::Graph &graph, PassContext &ctx, size_t ci,
   }
 }
 
-absl::StatusOr<bool> Fusion::run(ir::Graph &graph, PassContext &ctx) {
+/// Rounds of layout duplication at most: a clone's own producer (a
+/// Transpose under a Slice) becomes shared by the clones and is cloned in
+/// the next round; four covers Gather/Transpose -> Split -> Slice chains.
+constexpr int kMaxLayoutRounds = 4;
+
+absl::StatusOr<bool> Fusion::run(ir::Graph &graph, PassContext &ctx) { return runRound(graph, ctx, 0); }
+
+absl::StatusOr<bool> Fusion::runRound(ir::Graph &graph, PassContext &ctx, int round) {
   if (ctx.target.name.empty()) {
     FUSEC_ASSIGN_OR_RETURN(ctx.target, loadBuiltinTarget("h200"));
   }
@@ -624,6 +760,12 @@ absl::StatusOr<bool> Fusion::run(ir::Graph &graph, PassContext &ctx) {
     for (int m : members) visitConsumer(graph, ctx, m, &members, /*eager=*/true);
   }
 
+  if (round < kMaxLayoutRounds)
+    if (int clones = duplicateSharedLayouts(graph, ctx)) {
+      ctx.statistics["fusion.layout-clones"] += clones;
+      return runRound(graph, ctx, round + 1);
+    }
+
   // A pair refused early and joined later (a Split asked before its head
   // Transposes folded into an attention, ir order) is no refusal.
   {
@@ -663,7 +805,18 @@ absl::StatusOr<bool> Fusion::run(ir::Graph &graph, PassContext &ctx) {
       kernel.opTypes.push_back(nodes_[m]->opType());
       nodes_[m]->setAttr(kKernelAttr, ir::Attribute(kernel.name));
     }
-    fillKernelCost(groupCost(graph, members, ctx.target, users_), kernel);
+    GroupCost cost = groupCost(graph, members, ctx.target, users_);
+    // What the lowering adds (a second launch for an epilogue the library
+    // does not fuse, and its pass over the result), when it lowers.
+    const bool describe = ctx.legality && graphIndex_ &&
+                          (g.shape.kind == KernelKind::kGemm || g.shape.kind == KernelKind::kConv ||
+                           g.shape.kind == KernelKind::kAttention);
+    std::string refusal = backendRefuses(graph, ctx, g);
+    program::GroupNote note;
+    if (describe && refusal.empty()) note = ctx.legality->describeGroup(graph, members, *graphIndex_);
+    addLoweringBytes(cost, note.extraBytes, ctx.target);
+    fillKernelCost(cost, kernel);
+    kernel.launches = std::max(1, note.launches);
     if (kernel.kind == KernelKind::kAttention)
       for (const ir::Node *m : members)
         if (m->kind() == ir::OpKind::kFusedAttention) {
@@ -676,14 +829,8 @@ absl::StatusOr<bool> Fusion::run(ir::Graph &graph, PassContext &ctx) {
     if (!members.empty())
       for (const ir::GuardTerm &t : members.front()->guard())
         kernel.guard.push_back({t.cond->name(), t.when});
-    kernel.refused = backendRefuses(graph, ctx, g);
-    if (ctx.legality && kernel.refused.empty() &&
-        (kernel.kind == KernelKind::kGemm || kernel.kind == KernelKind::kConv ||
-         kernel.kind == KernelKind::kAttention)) {
-      const std::string note = graphIndex_ ? ctx.legality->describeGroup(graph, members, *graphIndex_)
-                                           : std::string();
-      if (!note.empty()) absl::StrAppend(&kernel.reason, "; ", note);
-    }
+    kernel.refused = std::move(refusal);
+    if (!note.text.empty()) absl::StrAppend(&kernel.reason, "; ", note.text);
     if (!kernel.refused.empty()) {
       ++refusedKernels;
       if (debug_)

@@ -28,6 +28,30 @@ struct GraphIndex {
   absl::flat_hash_map<const ir::Value *, std::vector<ir::Node *>> users;  ///< Graph::userMap()
 };
 
+struct WorkItem;  // program/Lowering.h
+
+/// What the lowering of an accepted group does beyond its ops, for the
+/// fusion plan (GroupLegality::describeGroup).
+struct GroupNote {
+  /// For the dump: "Cast folded into the GEMM: ...", "2 launches: ..."; ""
+  /// when nothing.
+  std::string text;
+  /// Launches the group takes (a library call whose epilogue the library
+  /// does not fuse is followed by a generated kernel: 2).
+  int launches = 1;
+  /// Bytes moved between those launches, beyond the group's own inputs and
+  /// outputs: the library call's result written, then read back by the
+  /// epilogue kernel. The cost model adds them to the kernel's bytes.
+  double extraBytes = 0;
+};
+
+/// The GroupNote of \p items, the work items group \p members of \p graph
+/// lowers to: each library call (GEMM, convolution) followed by a generated
+/// kernel is one more launch and one more write and read of the call's
+/// result (only the read when the result leaves the group anyway).
+GroupNote libraryEpilogueNote(const ir::Graph &graph, const std::vector<const ir::Node *> &members,
+                              const GraphIndex &index, const std::vector<WorkItem> &items);
+
 class GroupLegality {
  public:
   virtual ~GroupLegality() = default;
@@ -44,10 +68,11 @@ class GroupLegality {
                                   const GraphIndex &index) const = 0;
   /// What the lowering of \p members (a group it accepts) does that the
   /// group's ops do not say, for the fusion dump (e.g. "Cast folded into the
-  /// GEMM: D written as f32"); "" when nothing. Asked about GEMM, convolution and attention groups only.
-  virtual std::string describeGroup(const ir::Graph &graph, const std::vector<const ir::Node *> &members,
-                                    const GraphIndex &index) const {
-    return "";
+  /// GEMM: D written as f32") and its cost (launches, extra bytes). Asked
+  /// about GEMM, convolution and attention groups only.
+  virtual GroupNote describeGroup(const ir::Graph &graph, const std::vector<const ir::Node *> &members,
+                                  const GraphIndex &index) const {
+    return {};
   }
 };
 

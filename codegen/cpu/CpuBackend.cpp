@@ -116,17 +116,22 @@ class CpuBackend final : public Backend {
     return absl::OkStatus();
   }
 
-  std::string describeGroup(const ir::Graph &graph, const std::vector<const ir::Node *> &members,
-                            const program::GraphIndex &index, const passes::TargetSpec &) const override {
+  program::GroupNote describeGroup(const ir::Graph &graph, const std::vector<const ir::Node *> &members,
+                                   const program::GraphIndex &index, const passes::TargetSpec &) const override {
     absl::StatusOr<std::vector<WorkItem>> items =
         program::lowerGroupItems(graph, members, index, cpuLoweringOptions());
-    if (!items.ok() || items->size() != 1 || items->front().kind != WorkItem::Kind::kConv) return "";
+    if (!items.ok()) return {};
+    program::GroupNote note = program::libraryEpilogueNote(graph, members, index, *items);
+    if (items->size() == 2 && items->front().kind == WorkItem::Kind::kConv)
+      note.text = "2 steps: the convolution, then the epilogue as a generated loop over its result (not "
+                  "folded into the convolution's output tiles)";
+    if (items->size() != 1 || items->front().kind != WorkItem::Kind::kConv) return note;
     const size_t ops = std::count_if(members.begin(), members.end(), [](const ir::Node *n) {
       return !program::isViewNode(*n) && n->kind() != ir::OpKind::kConstant;
     });
     // One step for the convolution and ops after it: they were folded.
-    if (ops <= 1) return "";
-    return "the epilogue runs inside the convolution's output tiles (one step)";
+    if (ops > 1) note.text = "the epilogue runs inside the convolution's output tiles (one step)";
+    return note;
   }
 
   absl::StatusOr<BackendModule> emit(const ir::Graph &graph, const std::vector<std::string> &kernelNames,

@@ -84,14 +84,14 @@ class CudaBackend final : public Backend {
     return absl::OkStatus();
   }
 
-  std::string describeGroup(const ir::Graph &graph, const std::vector<const ir::Node *> &members,
-                            const program::GraphIndex &index, const passes::TargetSpec &device) const override {
+  program::GroupNote describeGroup(const ir::Graph &graph, const std::vector<const ir::Node *> &members,
+                                   const program::GraphIndex &index, const passes::TargetSpec &device) const override {
     absl::StatusOr<std::vector<program::WorkItem>> items =
         program::lowerGroupItems(graph, members, index, cudaLoweringOptions(/*allowTf32=*/false));
-    if (!items.ok()) return "";
+    if (!items.ok()) return {};
     for (const program::WorkItem &item : *items)
       if (item.kind == program::WorkItem::Kind::kKernel && item.spec.kind == program::SpecKind::kAttention)
-        return describeAttentionKernel(item.spec.attention, device.arch);
+        return {describeAttentionKernel(item.spec.attention, device.arch)};
     std::vector<std::string> notes;
     for (const program::WorkItem &item : *items)
       if (item.kind == program::WorkItem::Kind::kGemm && item.gemm.dDtype != item.gemm.dtype)
@@ -100,7 +100,8 @@ class CudaBackend final : public Backend {
                                      " operands"));
     // A library call whose epilogue the library does not fuse: the rest of
     // the group is a generated kernel over the call's output, one more
-    // launch and one more pass over it (say so: the plan counts one kernel).
+    // launch and one more pass over it (the plan's bytes count it).
+    program::GroupNote note = program::libraryEpilogueNote(graph, members, index, *items);
     for (size_t i = 0; i + 1 < items->size(); ++i) {
       const program::WorkItem &lib = (*items)[i], &next = (*items)[i + 1];
       if (next.kind != program::WorkItem::Kind::kKernel) continue;
@@ -112,7 +113,8 @@ class CudaBackend final : public Backend {
         notes.push_back("2 launches: the cuBLASLt GEMM, then the epilogue as a generated kernel over its output "
                         "(cuBLASLt fuses bias, ReLU and the tanh GELU only)");
     }
-    return absl::StrJoin(notes, "; ");
+    note.text = absl::StrJoin(notes, "; ");
+    return note;
   }
 
   absl::StatusOr<BackendModule> emit(const ir::Graph &graph,

@@ -519,6 +519,12 @@ GroupCost groupCost(const ir::Graph &graph, const std::vector<const ir::Node *> 
   return g;
 }
 
+void addLoweringBytes(GroupCost &cost, double bytes, const TargetSpec &target) {
+  if (bytes <= 0) return;
+  cost.bytes += bytes;
+  applyRoofline(cost, target);
+}
+
 void fillKernelCost(const GroupCost &cost, Kernel &kernel) {
   kernel.flops = cost.flops;
   kernel.bytes = cost.bytes;

@@ -121,6 +121,12 @@ GroupCost nodeCost(const ir::Node &node, const TargetSpec &target);
 /// \p cost into \p kernel.
 void fillKernelCost(const GroupCost &cost, Kernel &kernel);
 
+/// Adds \p bytes that the group's lowering moves beyond its own inputs and
+/// outputs (program::GroupNote::extraBytes: a library call's result written
+/// and read back by a separate epilogue kernel) to \p cost, and recomputes
+/// its arithmetic intensity, bound and roofline time on \p target.
+void addLoweringBytes(GroupCost &cost, double bytes, const TargetSpec &target);
+
 }  // namespace fusec::passes
 
 #endif  // FUSEC_PASSES_COST_ARITHMETICINTENSITY_H

@@ -134,13 +134,21 @@ std::string fusionPlanToText(const FusionPlan &plan, const TargetSpec &target) {
   for (const Kernel *k : refused)
     out += absl::StrFormat("  %s (%s): %s\n", k->name, names(k->ops), printable(k->refused));
   double total = 0;
-  for (const Kernel &k : plan.kernels) total += k.rooflineUs;
+  int64_t launches = 0, split = 0;
+  for (const Kernel &k : plan.kernels) {
+    total += k.rooflineUs;
+    launches += k.launches;
+    split += k.launches > 1;
+  }
   out += absl::StrFormat(
       "\nsummary: %d ONNX nodes -> %d kernels; HBM traffic %s unfused -> %s fused (%.2fx less); "
-      "roofline total %.2f us\n",
+      "roofline total %.2f us%s\n",
       plan.onnxNodes, plan.kernels.size(), humanBytes(plan.hbmBytesUnfused),
       humanBytes(plan.hbmBytesFused),
-      plan.hbmBytesFused > 0 ? plan.hbmBytesUnfused / plan.hbmBytesFused : 0.0, total);
+      plan.hbmBytesFused > 0 ? plan.hbmBytesUnfused / plan.hbmBytesFused : 0.0, total,
+      split ? absl::StrFormat("; %d launches (%d library calls with their epilogue as a second kernel)",
+                              launches, split)
+            : std::string());
   return out;
 }
 
@@ -158,6 +166,7 @@ std::string fusionPlanToJson(const FusionPlan &plan, const TargetSpec &target) {
     jk["op_types"] = k.opTypes;
     jk["flops"] = k.flops;
     jk["bytes"] = k.bytes;
+    jk["launches"] = k.launches;
     jk["bytes_unfused"] = k.bytesUnfused;
     jk["arithmetic_intensity"] = k.arithmeticIntensity;
     jk["bound"] = k.memoryBound ? "memory" : "compute";

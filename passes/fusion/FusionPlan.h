@@ -46,6 +46,10 @@ struct Kernel {
   double arithmeticIntensity = 0;   ///< flops / bytes (FLOP/byte)
   bool memoryBound = true;          ///< arithmeticIntensity < target ridge point
   double rooflineUs = 0;            ///< max(bytes / bandwidth, flops / peak) in microseconds
+  /// Launches (cpu: steps) the kernel takes: 2 for a library call followed
+  /// by its epilogue as a generated kernel (program::GroupNote), whose
+  /// write and read of the call's result are in bytes.
+  int launches = 1;
   std::string reason;               ///< why these ops form one kernel
   /// Why the target's lowering refuses this kernel (the legality's message,
   /// program/Legality.h); empty when it lowers or no legality was asked.

@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <functional>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_join.h"
 
 namespace fusec::program {
@@ -718,6 +719,31 @@ absl::StatusOr<std::vector<WorkItem>> lowerGroupItems(const ir::Graph &graph,
 absl::Status lowerableGroup(const ir::Graph &graph, const std::vector<const Node *> &members,
                             const GraphIndex &index) {
   return lowerGroupItems(graph, members, index).status();
+}
+
+GroupNote libraryEpilogueNote(const ir::Graph &graph, const std::vector<const Node *> &members,
+                              const GraphIndex &index, const std::vector<WorkItem> &items) {
+  const absl::flat_hash_set<const Node *> inGroup(members.begin(), members.end());
+  auto leavesGroup = [&](const Value *v) {
+    if (graph.isGraphOutput(v)) return true;
+    auto it = index.users.find(v);
+    return it != index.users.end() &&
+           std::any_of(it->second.begin(), it->second.end(), [&](const Node *u) { return !inGroup.count(u); });
+  };
+  GroupNote note;
+  note.launches = static_cast<int>(items.size());
+  for (size_t i = 0; i + 1 < items.size(); ++i) {
+    const WorkItem &lib = items[i];
+    if (items[i + 1].kind != WorkItem::Kind::kKernel) continue;
+    const Value *result = lib.kind == WorkItem::Kind::kGemm ? lib.gemm.d
+                          : lib.kind == WorkItem::Kind::kConv ? lib.conv.y
+                                                              : nullptr;
+    const std::optional<int64_t> n = result ? result->type().numElements() : std::nullopt;
+    if (!n) continue;
+    const double bytes = static_cast<double>(*n) * static_cast<double>(ir::dtypeSize(result->type().dtype));
+    note.extraBytes += leavesGroup(result) ? bytes : 2 * bytes;
+  }
+  return note;
 }
 
 }  // namespace fusec::program
