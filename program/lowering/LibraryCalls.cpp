@@ -157,9 +157,10 @@ bool viewOf(const Value *v, const Value *target) {
 
 }  // namespace
 
-/// Folds the epilogue chain of a GEMM group (bias Add, then Relu or tanh
-/// Gelu: what cuBLASLt fuses; then, when \p opts allow it, a Cast to f32,
-/// possibly through views) into g.epilogue and g.dDtype. \returns the final
+/// Folds the epilogue chain of a GEMM group (bias Add, a residual Add as C,
+/// then Relu or tanh Gelu: what cuBLASLt fuses; then, when \p opts allow
+/// it, a Cast to f32, possibly through views) into g.epilogue, g.c and
+/// g.dDtype. \returns the final
 /// Value on success.
 const Value *matchGemmEpilogue(const Node &anchor, const std::vector<const Node *> &rest,
                                GemmParams &g, const LoweringOptions &opts) {
@@ -182,9 +183,30 @@ const Value *matchGemmEpilogue(const Node &anchor, const std::vector<const Node 
       n = (++i, next());
     }
   }
+  // A residual Add of a tensor shaped like the result: C with beta = 1.
+  // The library computes act(alpha AB + beta C + bias), so C may follow
+  // the bias and precede the activation (BERT's and GPT-2's output
+  // projections: MatMul, bias Add, residual Add: one call, no epilogue
+  // kernel).
+  // Through views: GPT-2's Gemm is 2-D, its residual Add 3-D.
+  if (n && n->kind() == OpKind::kAdd && !g.c) {
+    const Value *other = viewOf(n->input(0), cur) ? n->input(1) : viewOf(n->input(1), cur) ? n->input(0) : nullptr;
+    const bool otherIsMember =
+        other && other->producer() &&
+        std::find(rest.begin(), rest.end(), other->producer()) != rest.end();
+    if (other && !viewOf(other, cur) && !otherIsMember && other->type().isStatic() &&
+        other->type() == n->output(0)->type() && n->output(0)->type().numElements() == cur->type().numElements() &&
+        other->type().dtype == g.dtype && g.batch == 1) {
+      g.c = other;
+      g.beta = 1.0;
+      g.strideC = g.m * g.n;
+      cur = n->output(0);
+      n = (++i, next());
+    }
+  }
   if (n && (n->kind() == OpKind::kRelu ||
             (n->kind() == OpKind::kGelu && n->getString("approximate", "none") == "tanh")) &&
-      n->input(0) == cur) {
+      viewOf(n->input(0), cur)) {
     GemmEpilogue &e = g.epilogue;
     const int x = e.current();
     e.value = n->kind() == OpKind::kRelu ? buildRelu(e.spec, x) : buildGeluTanh(e.spec, x);

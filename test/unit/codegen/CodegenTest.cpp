@@ -163,6 +163,80 @@ TEST(LoweringTest, GemmBiasReluUsesLibraryEpilogue) {
   EXPECT_EQ(g.bias->name(), "b");
 }
 
+/// A residual Add after the bias is the library's C (beta = 1): BERT's
+/// output projections are one cuBLASLt call, no epilogue kernel.
+TEST(LoweringTest, ResidualAddIsTheGemmsC) {
+  Lowered l = lower(R"(graph @res(%a: f32[2,5,16], %w: f32[16,8], %b: f32[8], %r: f32[2,5,8]) -> (%y) {
+  %m = "MatMul"(%a, %w) : f32[2,5,8]
+  %mb = "Add"(%m, %b) : f32[2,5,8]
+  %y = "Add"(%r, %mb) : f32[2,5,8]
+  return %y
+})");
+  ASSERT_EQ(l.items.size(), 1u);
+  const GemmParams &g = l.items[0].gemm;
+  EXPECT_EQ(g.m, 10);
+  ASSERT_NE(g.c, nullptr);
+  EXPECT_EQ(g.c->name(), "r");
+  EXPECT_EQ(g.beta, 1.0);
+  EXPECT_EQ(g.strideC, 80);
+  ASSERT_NE(g.bias, nullptr);
+  EXPECT_EQ(g.bias->name(), "b");
+  EXPECT_EQ(std::string(codegen::cublasLtEpilogue(g.epilogue).value()), "bias");
+  EXPECT_EQ(g.d->name(), "y");
+}
+
+/// GPT-2's Conv1D: a 2-D Gemm with its bias as C, reshaped to 3-D, then
+/// the residual Add or the tanh GELU: through the view, still one call.
+TEST(LoweringTest, EpilogueThroughAViewOfTheGemm) {
+  Lowered res = lower(R"(graph @g(%a: f32[10,16], %w: f32[16,8], %b: f32[8], %r: f32[2,5,8]) -> (%y) {
+  %s = constant i64[3] dense<[2, 5, 8]>
+  %m = "Gemm"(%a, %w, %b) : f32[10,8]
+  %v = "Reshape"(%m, %s) : f32[2,5,8]
+  %y = "Add"(%v, %r) : f32[2,5,8]
+  return %y
+})");
+  ASSERT_EQ(res.items.size(), 1u);
+  ASSERT_NE(res.items[0].gemm.c, nullptr);
+  EXPECT_EQ(res.items[0].gemm.c->name(), "r");
+  EXPECT_EQ(res.items[0].gemm.d->name(), "y");
+  Lowered gelu = lower(R"(graph @g(%a: f32[10,16], %w: f32[16,8], %b: f32[8]) -> (%y) {
+  %s = constant i64[3] dense<[2, 5, 8]>
+  %m = "Gemm"(%a, %w, %b) : f32[10,8]
+  %v = "Reshape"(%m, %s) : f32[2,5,8]
+  %y = "Gelu"(%v) {approximate = "tanh"} : f32[2,5,8]
+  return %y
+})");
+  ASSERT_EQ(gelu.items.size(), 1u);
+  EXPECT_EQ(std::string(codegen::cublasLtEpilogue(gelu.items[0].gemm.epilogue).value()), "gelu_bias");
+  EXPECT_EQ(gelu.items[0].gemm.d->name(), "y");
+}
+
+/// Not C: a residual that broadcasts, or a batch of GEMMs (one C per
+/// matrix is not matched): the Add stays a generated epilogue kernel.
+TEST(LoweringTest, BroadcastOrBatchedResidualIsNotC) {
+  Lowered bcast = lower(R"(graph @g(%a: f32[10,16], %w: f32[16,8], %r: f32[1,8]) -> (%y) {
+  %m = "MatMul"(%a, %w) : f32[10,8]
+  %y = "Add"(%m, %r) : f32[10,8]
+  return %y
+})");
+  ASSERT_EQ(bcast.items.size(), 1u);  // [1,8] is a bias
+  EXPECT_EQ(bcast.items[0].gemm.c, nullptr);
+  Lowered bcast2 = lower(R"(graph @g(%a: f32[10,16], %w: f32[16,8], %r: f32[10,1]) -> (%y) {
+  %m = "MatMul"(%a, %w) : f32[10,8]
+  %y = "Add"(%m, %r) : f32[10,8]
+  return %y
+})");
+  ASSERT_EQ(bcast2.items.size(), 2u);
+  EXPECT_EQ(bcast2.items[0].gemm.c, nullptr);
+  Lowered batched = lower(R"(graph @g(%a: f32[3,10,16], %w: f32[3,16,8], %r: f32[3,10,8]) -> (%y) {
+  %m = "MatMul"(%a, %w) : f32[3,10,8]
+  %y = "Add"(%m, %r) : f32[3,10,8]
+  return %y
+})");
+  ASSERT_EQ(batched.items.size(), 2u);
+  EXPECT_EQ(batched.items[0].gemm.c, nullptr);
+}
+
 TEST(LoweringTest, CublasLtEpilogueFromExpression) {
   using program::BinaryOp;
   auto name = [](const GemmEpilogue &e) {
@@ -561,9 +635,10 @@ TEST(FusionDecisionTest, ConcatOfManyInputsRunsOnItsOwn) {
             "select over 9 values (at most 8 fold)");
 }
 
-TEST(FusionDecisionTest, LayoutReadByAnotherKernelIsStored) {
+TEST(FusionDecisionTest, LayoutReadBySeveralKernelsIsReGatheredInEach) {
   // The Transpose feeds the Slice (elementwise kernel) and a row reduction
-  // (another kernel): it is written once; the Slice still folds into Mul.
+  // (another kernel). Both take it as index arithmetic, so it is cloned into
+  // the second (duplicateSharedLayouts) and no layout kernel is left.
   auto f = parseAndFuse(R"(graph @g(%x: f32[6,40]) -> (%y, %z) {
   %t = "Transpose"(%x) {perm = [1, 0]} : f32[40,6] loc("t")
   %st = constant i64[1] dense<[-30]>
@@ -577,13 +652,34 @@ TEST(FusionDecisionTest, LayoutReadByAnotherKernelIsStored) {
 })");
   ASSERT_TRUE(f.ok()) << f.status();
   const passes::FusionPlan &plan = (*f)->ctx.fusionPlan;
+  ASSERT_EQ(plan.kernels.size(), 2u) << planText(plan);
+  EXPECT_EQ(plan.kernels[0].ops, (std::vector<std::string>{"t", "slice", "square"}));
+  EXPECT_TRUE(absl::StrContains(plan.kernels[0].reason, "Slice folded into the load index")) << planText(plan);
+  EXPECT_TRUE(absl::StrContains(plan.kernels[0].reason, "Transpose re-gathered here and in each of the 2 kernels"))
+      << planText(plan);
+  EXPECT_EQ(plan.kernels[1].ops, (std::vector<std::string>{"t/regathered_1", "softmax"}));
+  EXPECT_EQ(plan.kernels[1].kind, passes::KernelKind::kReduction);
+  EXPECT_FALSE(absl::StrContains(planText(plan), "layout op has")) << planText(plan);
+  EXPECT_EQ((*f)->ctx.statistics["fusion.layout-clones"], 1);
+}
+
+TEST(FusionDecisionTest, LayoutReadByALibraryCallIsStoredOnce) {
+  // One reader is a GEMM, which reads its operands from memory: the
+  // Transpose is stored once by a layout kernel, and the refusal says why.
+  auto f = parseAndFuse(R"(graph @g(%x: f32[6,40], %w: f32[6,8]) -> (%y, %z) {
+  %t = "Transpose"(%x) {perm = [1, 0]} : f32[40,6] loc("t")
+  %y = "Exp"(%t) : f32[40,6] loc("exp")
+  %z = "MatMul"(%t, %w) : f32[40,8] loc("gemm")
+  return %y, %z
+})");
+  ASSERT_TRUE(f.ok()) << f.status();
+  const passes::FusionPlan &plan = (*f)->ctx.fusionPlan;
   ASSERT_EQ(plan.kernels.size(), 3u) << planText(plan);
   EXPECT_EQ(plan.kernels[0].ops, (std::vector<std::string>{"t"}));
   EXPECT_EQ(plan.kernels[0].kind, passes::KernelKind::kLayout);
-  EXPECT_EQ(plan.kernels[1].ops, (std::vector<std::string>{"slice", "square"}));
-  EXPECT_TRUE(absl::StrContains(plan.kernels[1].reason, "Slice folded into the load index")) << planText(plan);
-  EXPECT_TRUE(absl::StrContains(planText(plan), "t -> slice: layout op has 2 consumers; it is materialised once"))
+  EXPECT_TRUE(absl::StrContains(planText(plan), "t -> exp: layout op has 2 consumers; it is materialised once"))
       << planText(plan);
+  EXPECT_EQ((*f)->ctx.statistics.count("fusion.layout-clones"), 0u);
 }
 
 TEST(FusionDecisionTest, SliceWithRunTimeBoundsIsNotIndexArithmetic) {
