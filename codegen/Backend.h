@@ -51,6 +51,9 @@ struct BackendOptions {
   /// Dynamic shapes: the compiled probes (program/Symbolic.h); null for
   /// static shapes. A backend without dynamic shapes refuses a non-null one.
   const program::ShapeProbes *probes = nullptr;
+  /// Only check that the model lowers (every refusal emit() would give);
+  /// the module may be left incomplete (cpu: no object code is generated).
+  bool checkOnly = false;
 };
 
 /// The backend's module of one model.

@@ -45,7 +45,7 @@ absl::Status backendMissing(const std::string &target) {
 /// Lowering, backend emission and the artifact folder: the one call into
 /// codegen.
 absl::Status emitArtifact(const std::string &modelPath, const CompileOptions &options,
-                          Compilation &c, const program::ShapeProbes *probes = nullptr) {
+                          Compilation &c, const program::ShapeProbes *probes = nullptr, bool checkOnly = false) {
   if (!hasBackend(c.target.target)) return backendMissing(c.target.target);
   artifact::ArtifactOptions ao;
   ao.target = c.target.target;
@@ -59,6 +59,7 @@ absl::Status emitArtifact(const std::string &modelPath, const CompileOptions &op
   ao.emitIr = options.emitIr;
   ao.modelPath = modelPath;
   ao.probes = probes;
+  ao.checkOnly = checkOnly;
   for (const auto &[name, t] : c.boundValues)
     ao.boundInputs.push_back({name, ir::dtypeName(t.dtype()), t.shape(), artifact::boundValueDigest(t)});
   ao.modelName = !options.modelName.empty()
@@ -67,6 +68,7 @@ absl::Status emitArtifact(const std::string &modelPath, const CompileOptions &op
   artifact::ArtifactSummary summary;
   FUSEC_RETURN_IF_ERROR(artifact::writeArtifact(*c.graph, c.context.fusionPlan, c.context.target,
                                                 ao, options.output, &summary));
+  if (checkOnly) return absl::OkStatus();
   c.wroteArtifact = true;
   c.artifact.warnings = c.graph->importWarnings();
   c.artifact.warnings.insert(c.artifact.warnings.end(), summary.warnings.begin(), summary.warnings.end());
@@ -586,7 +588,14 @@ static absl::StatusOr<Compilation> compileDynamic(const std::string &modelPath, 
   c.probes = static_cast<int>(bindings.size());
   c.keptForRunTime.assign(po.noFold.begin(), po.noFold.end());
   if (options.onOptimized) options.onOptimized(*c.graph, c.context);
-  if (options.output.empty()) return c;  // --dump-fusion / --emit: the plan only
+  if (options.output.empty()) {
+    // --dump-fusion / --emit: the plan only, and whether -o would write it
+    // (the backend's own limits on what may vary at run time).
+    if (hasBackend(c.target.target))
+      if (absl::Status st = emitArtifact(modelPath, options, c, &sp, /*checkOnly=*/true); !st.ok())
+        c.dynamicArtifactError = std::string(st.message());
+    return c;
+  }
   FUSEC_RETURN_IF_ERROR(emitArtifact(modelPath, options, c, &sp));
   return c;
 }

@@ -138,6 +138,11 @@ struct Compilation {
   /// A plan-only compile (no -o) of a model with dynamic dims whose probing
   /// failed: why (the plan returned is then over the symbolic shapes).
   std::string dynamicPlanError;
+  /// A plan-only compile of a model with dynamic dims whose probing worked,
+  /// but whose artifact -o would refuse (the backend's own limits at run-time
+  /// shapes, e.g. a convolution whose height is dynamic on cuda): why. The
+  /// plan is checked as writeArtifact would (ArtifactOptions::checkOnly).
+  std::string dynamicArtifactError;
 };
 
 /// Resolves options.target/arch/device (passes::resolveTarget) and checks

@@ -747,17 +747,20 @@ absl::Status writeArtifact(const ir::Graph &graph, const passes::FusionPlan &pla
     return absl::InvalidArgumentError(
         absl::StrCat("unknown precision '", opts.precision, "' (fp32, fp16 or bf16)"));
   FUSEC_ASSIGN_OR_RETURN(const std::string arch, backend->resolveArch(opts.arch, target));
-  if (outDir.empty()) return absl::InvalidArgumentError("no output folder given");
+  if (outDir.empty() && !opts.checkOnly) return absl::InvalidArgumentError("no output folder given");
 
   std::error_code ec;
-  fs::path out = fs::absolute(outDir, ec);
-  if (ec)
-    return absl::InvalidArgumentError(
-        absl::StrCat("bad output folder '", outDir, "': ", ec.message()));
-  out = out.lexically_normal();
-  if (!out.has_filename() && out.has_parent_path() && out != out.root_path())
-    out = out.parent_path();  // "out/" -> "out"
-  FUSEC_RETURN_IF_ERROR(checkOutDir(out, opts.modelPath));
+  fs::path out;
+  if (!opts.checkOnly) {
+    out = fs::absolute(outDir, ec);
+    if (ec)
+      return absl::InvalidArgumentError(
+          absl::StrCat("bad output folder '", outDir, "': ", ec.message()));
+    out = out.lexically_normal();
+    if (!out.has_filename() && out.has_parent_path() && out != out.root_path())
+      out = out.parent_path();  // "out/" -> "out"
+    FUSEC_RETURN_IF_ERROR(checkOutDir(out, opts.modelPath));
+  }
   FUSEC_RETURN_IF_ERROR(checkStaticShapes(graph));
   if (graph.outputs().empty())
     return absl::InvalidArgumentError("the graph has no outputs; nothing to compile");
@@ -772,6 +775,8 @@ absl::Status writeArtifact(const ir::Graph &graph, const passes::FusionPlan &pla
   bopts.toolPath = opts.nvccPath;
   bopts.emitIr = opts.emitIr;
   bopts.probes = opts.probes;
+  bopts.checkOnly = opts.checkOnly;
+  if (opts.checkOnly) bopts.buildLibrary = false;
   FUSEC_ASSIGN_OR_RETURN(codegen::BackendModule mod,
                          backend->emit(graph, passes::kernelNames(plan), bopts));
   const std::vector<std::string> kernelNames = mod.kernelNames;
@@ -792,6 +797,7 @@ absl::Status writeArtifact(const ir::Graph &graph, const passes::FusionPlan &pla
             return absl::FailedPreconditionError(absl::StrCat(
                 "dynamic shapes: weight '", b.name, "' has a shape that depends on the binding; bind with --shape"));
   }
+  if (opts.checkOnly) return absl::OkStatus();
   const std::string &modelName = bopts.modelName;
   const bool usesLibrary = needsLibrary(mem, mod.libraryRunsLibraryCalls);
   for (const auto &f : mod.manifestFields)

@@ -96,6 +96,11 @@ struct ArtifactOptions {
   /// manifest then lists "symbols", symbolic buffer shapes and sizes, and
   /// the arena buffers' live ranges (docs/ARTIFACT.md, "dynamic shapes").
   const program::ShapeProbes *probes = nullptr;
+  /// Make every check writeArtifact makes (the backend's lowering and
+  /// emission, the memory plan, the dynamic shapes) and write nothing: the
+  /// output folder is ignored and no library is built. What --dump-fusion
+  /// runs to say whether -o would refuse the plan.
+  bool checkOnly = false;
 };
 
 /// What writeArtifact did, for the driver to print.

@@ -200,10 +200,11 @@ class CpuBackend final : public Backend {
     }
     // The artifact writer substitutes the manifest's digest into the object.
     mb.addConstantString(artifact_format::kManifestDigestSymbol, artifact_format::kManifestDigestPlaceholder);
-    FUSEC_ASSIGN_OR_RETURN(cpu::CpuObject obj, mb.finish(/*wantIr=*/opts.emitIr));
     BackendModule out;
     out.steps = std::move(prog.steps);
     out.kernelNames = std::move(prog.kernelNames);
+    if (opts.checkOnly) return out;  // everything that can refuse has run; no object code
+    FUSEC_ASSIGN_OR_RETURN(cpu::CpuObject obj, mb.finish(/*wantIr=*/opts.emitIr));
     out.numKernels = static_cast<int>(prog.kernels.size() + gemms.size() + convs.size());
     out.library = kLibrary;
     out.libraryRunsLibraryCalls = true;

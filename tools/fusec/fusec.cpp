@@ -158,6 +158,9 @@ absl::Status runDriver(ToolOptions &opts, std::ostream &out) {
                 << "): the plan compiled at the first of " << result.probes
                 << " probe extents (shapes in it are that probe's); -o then checks that one program serves "
                    "every extent, and refuses the model if not\n";
+    if (!result.dynamicArtifactError.empty())
+      std::cerr << "fusec: note: -o would refuse this plan with those dims dynamic: "
+                << fusec::printableLines(result.dynamicArtifactError) << "\n";
     if (!result.dynamicPlanError.empty())
       std::cerr << "fusec: note: the plan above is over symbolic shapes (what needs static shapes is refused): "
                    "compiling for the dynamic dims failed, as -o would: "
