@@ -149,6 +149,11 @@ int KernelSpec::addBuffer(ir::DType dtype, std::vector<int64_t> shape, bool writ
 }
 
 int KernelSpec::intern(Expr e) {
+  if (!mergeIntConstants && e.kind == ExprKind::kConst &&
+      (e.type == ScalarType::kIdx || e.type == ScalarType::kI64)) {
+    exprs.push_back(std::move(e));
+    return static_cast<int>(exprs.size()) - 1;
+  }
   uint64_t bits;
   std::memcpy(&bits, &e.fval, sizeof bits);
   auto key = std::make_tuple(static_cast<int>(e.kind), static_cast<int>(e.type), e.op, bits,

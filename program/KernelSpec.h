@@ -199,6 +199,13 @@ class KernelSpec {
   /// parameter is symbolic (the kernel runs for shapes bound at run time).
   bool hasSymbolicExtents() const;
 
+  /// Integer constants (kIdx, kI64) equal in value are one
+  /// expression. Off (LoweringOptions::distinctIntConstants), each constI()
+  /// is a new expression, so that the spec's structure does not depend on
+  /// which values coincide (expressions over different constants stay
+  /// different); bool and float constants are merged either way.
+  bool mergeIntConstants = true;
+
   // Expression builders (hash-consed; operands must already exist).
   int constF(double v, ScalarType t = ScalarType::kF32);
   int constI(int64_t v, ScalarType t = ScalarType::kIdx);

@@ -182,6 +182,12 @@ struct LoweringOptions {
   /// attention kernels read any [b, h, s, d] strides with d innermost (cpu,
   /// cuda); off, such a group is refused (the NKI kernels read dense operands).
   bool foldAttentionLayouts = true;
+  /// Integer constants are never merged (KernelSpec::mergeIntConstants off):
+  /// set by buildSymbolicProgram, which compares the kernels built at each
+  /// probe binding structurally. Two constants that coincide at one binding
+  /// (a head count equal to a stride derived from the extents) would merge
+  /// there only, and the same kernel would look different.
+  bool distinctIntConstants = false;
 };
 
 /// Lowers every fused group. \p kernelNames are the fusion plan's kernel

@@ -388,9 +388,13 @@ absl::StatusOr<Program> buildSymbolicProgram(const ShapeProbes &probes, const Lo
   const size_t P = probes.graphs.size();
   if (P < probes.symbols.size() + 2 || probes.bindings.size() != P || probes.kernelNames.size() != P)
     return absl::InternalError("buildSymbolicProgram: one graph, binding and plan per probe expected");
+  // Each probe's kernels with every integer constant its own expression:
+  // the structure then does not depend on which values coincide.
+  LoweringOptions probeOpts = opts;
+  probeOpts.distinctIntConstants = true;
   std::vector<Program> progs;
   for (size_t p = 0; p < P; ++p) {
-    FUSEC_ASSIGN_OR_RETURN(Program prog, buildProgram(*probes.graphs[p], probes.kernelNames[p], opts));
+    FUSEC_ASSIGN_OR_RETURN(Program prog, buildProgram(*probes.graphs[p], probes.kernelNames[p], probeOpts));
     progs.push_back(std::move(prog));
   }
   auto where = [&](const WorkItem &it) {

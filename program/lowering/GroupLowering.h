@@ -108,7 +108,9 @@ class GroupLowering {
                 const LoweringOptions &opts,
                 const absl::flat_hash_map<const Value *, std::vector<Node *>> &users)
       : graph_(graph), members_(members.begin(), members.end()), order_(members), opts_(opts),
-        users_(users) {}
+        users_(users) {
+    spec_.mergeIntConstants = !opts.distinctIntConstants;
+  }
 
   /// Lowers the group; \p external are member results read from memory
   /// instead (the output of a library call before its epilogue).

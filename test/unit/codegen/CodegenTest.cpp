@@ -71,6 +71,40 @@ TEST(KernelSpecTest, HashConsingAndFolding) {
   EXPECT_NE(s.constF(1.0), s.constF(2.0));
 }
 
+/// With mergeIntConstants off (how buildSymbolicProgram builds the kernel
+/// of each probe binding), equal integer constants stay distinct, so the
+/// spec's structure does not depend on which extents coincide: a stride
+/// equal to a head count at one binding only made HF LLaMA, Mistral, Qwen2
+/// and Gemma-2 exports fail to compile with dynamic dims.
+TEST(KernelSpecTest, DistinctIntConstantsKeepTheStructure) {
+  auto build = [](int64_t a, int64_t b) {
+    KernelSpec s;
+    s.mergeIntConstants = false;
+    int d0 = s.addDim(8, false);
+    int buf = s.addBuffer(ir::DType::kF32, {64}, false);
+    int i0 = s.index(d0);
+    int x = s.load(buf, {s.binary(BinaryOp::kMul, i0, s.constI(a))});
+    int y = s.load(buf, {s.binary(BinaryOp::kMul, i0, s.constI(b))});
+    s.binary(BinaryOp::kAdd, x, y);
+    return s;
+  };
+  const KernelSpec differ = build(3, 5), equal = build(7, 7);
+  EXPECT_EQ(differ.exprs.size(), equal.exprs.size());
+  // Merged (the default), the equal pair collapses: one load fewer.
+  KernelSpec merged;
+  int d0 = merged.addDim(8, false);
+  int buf = merged.addBuffer(ir::DType::kF32, {64}, false);
+  int i0 = merged.index(d0);
+  EXPECT_EQ(merged.load(buf, {merged.binary(BinaryOp::kMul, i0, merged.constI(7))}),
+            merged.load(buf, {merged.binary(BinaryOp::kMul, i0, merged.constI(7))}));
+  // Bool and float constants are merged either way.
+  KernelSpec s;
+  s.mergeIntConstants = false;
+  EXPECT_NE(s.constI(4), s.constI(4));
+  EXPECT_EQ(s.constB(true), s.constB(true));
+  EXPECT_EQ(s.constF(0.5), s.constF(0.5));
+}
+
 TEST(KernelSpecTest, PrinterAndKey) {
   KernelSpec a, b;
   for (KernelSpec *s : {&a, &b}) {
