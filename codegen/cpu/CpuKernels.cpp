@@ -738,10 +738,11 @@ struct KernelEmitter {
     for (const auto &[id, pass] : cache.first) firstPassCaches |= pass == 0;
     const std::vector<int> prefetched = prefetchedBuffers();
     const int prefetchPass = prefetched.empty() || !(anyElem || numStages > 1) ? -1 : firstPassCaches ? 0 : 1;
-    // Row blocking: rows in pairs when some operand read along the row is
-    // the same for every row (LayerNorm's gamma and beta, a bias before
-    // it, RMSNorm's weight), so that each vector of it is loaded once for
-    // both rows (rowInvariant); an odd row of a chunk runs alone.
+    // Row blocking (rowBlock): rows in pairs when the first pass reads an
+    // operand along the row that is the same for every row (a bias before
+    // a LayerNorm), so that each vector of it, and of the later passes'
+    // row-invariant operands (gamma, beta), is loaded once for both rows;
+    // a chunk's odd row runs alone.
     const std::vector<bool> inv = rowInvariant();
     const int R = rowBlock(inv, elem, stage, cache);
     auto emitBody = [&](const std::string &name, const std::vector<int> *streamed) {
