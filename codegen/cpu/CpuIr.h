@@ -203,6 +203,8 @@ class Lanes {
   void setStreamedBuffers(const std::vector<int> *buffers) { streamed_ = buffers; }
   /// Expression \p id evaluates to \p v (a value an earlier pass cached).
   void preset(int id, llvm::Value *v) { memo_[id] = v; }
+  /// The values emitted (or preset) so far, by expression.
+  const std::map<int, llvm::Value *> &values() const { return memo_; }
   llvm::Value *emit(int id);
   /// Emits store \p s (masked by the lanes and its guard).
   void store(const program::Store &s);

@@ -10,6 +10,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <cmath>
 #include <cstring>
@@ -89,9 +90,11 @@ absl::Status compileCpu(ir::Graph &graph, const std::string &out, const std::str
 const bool kNoInlineSteps = ::setenv("FUSEC_CPU_INLINE_WORK", "0", 1) == 0;
 
 /// Parses \p text, compiles it for cpu, runs it (serially and on 3 threads)
-/// on random inputs and compares every output with the interpreter.
+/// on random inputs (uniform in [-2, 2], then \p adjust(input name, tensor)
+/// when given) and compares every output with the interpreter.
 void expectMatches(const std::string &name, const std::string &text, const std::string &precision = "fp32",
-                   const std::string &arch = "") {
+                   const std::string &arch = "",
+                   const std::function<void(const std::string &, ir::Tensor &)> &adjust = nullptr) {
   SCOPED_TRACE(name);
   ASSERT_TRUE(kNoInlineSteps);
   auto ref = ir::parseGraph(text);
@@ -107,7 +110,10 @@ void expectMatches(const std::string &name, const std::string &text, const std::
   std::mt19937 rng(1234);
   std::map<std::string, ir::Tensor> feeds;
   for (const ir::Value *in : (*ref)->inputs())
-    if (!in->isConstant()) feeds[in->name()] = randomTensor(in->type(), rng);
+    if (!in->isConstant()) {
+      feeds[in->name()] = randomTensor(in->type(), rng);
+      if (adjust) adjust(in->name(), feeds[in->name()]);
+    }
   auto expected = interp::runGraph(**ref, feeds);
   ASSERT_TRUE(expected.ok()) << expected.status();
   for (int threads : {0, 3}) {
@@ -298,6 +304,11 @@ TEST(CpuRun, RowReductions) {
 TEST(CpuRun, Bf16Storage) {
   expectMatches("chain_bf16", codegen::testing::chainGraph("f32", 5, 37), "bf16");
   expectMatches("layernorm_bf16", codegen::testing::layerNormGraph("f32", 4, 67), "bf16");
+  // Odd row counts (no row pairs here: only the store pass reads the
+  // row-invariant gamma, beta or weight; GeluResidualLayerNormChain pairs).
+  expectMatches("layernorm_bf16_odd", codegen::testing::layerNormGraph("f32", 5, 67), "bf16");
+  expectMatches("layernorm_f16_odd", codegen::testing::layerNormGraph("f32", 7, 33), "fp16");
+  expectMatches("rmsnorm_bf16_odd", codegen::testing::rmsNormGraph("f32", 3, 1), "bf16");
   expectMatches("softmax_f16", codegen::testing::softmaxGraph("f32", 4, 45), "fp16");
 }
 
@@ -935,10 +946,14 @@ TEST(CpuRun, GeluErfMatchesLibm) {
 
 /// The bias + erf GELU + residual + LayerNorm chain against the
 /// interpreter: rows that are not a multiple of the vector width, of one
-/// element, of exactly one vector, long rows, one row. The row cache holds
-/// the GELU + residual only (one slot): x - mean over it is recomputed
-/// (one subtract), not cached (a store and a load per element): the
-/// manifest's workspace is one f32 row.
+/// element, of exactly one vector, long rows, one row; odd row counts, so
+/// that the row loop's pairs (row blocking: the bias, gamma and beta are
+/// row-invariant) leave one row, within one chunk (7 x 33, 9 x 1) and as a
+/// chunk of its own (3 x 3000: chunks of 2 rows); bf16 and f16 storage;
+/// rows of a large mean and a small spread. The row cache holds the
+/// GELU + residual only (one slot): x - mean over it is recomputed (one
+/// subtract), not cached (a store and a load per element): the manifest's
+/// workspace is one f32 row for each of the pair's two rows.
 TEST(CpuRun, GeluResidualLayerNormChain) {
   auto graph = [](int64_t rows, int64_t len) {
     return absl::StrFormat(R"(graph @c(%%x: f32[%d,%d], %%b: f32[%d], %%r: f32[%d,%d], %%g: f32[%d], %%be: f32[%d]) -> (%%y) {
@@ -950,8 +965,25 @@ TEST(CpuRun, GeluResidualLayerNormChain) {
 })", rows, len, len, rows, len, len, len, rows, len, rows, len, rows, len, rows, len);
   };
   for (auto [rows, len] : std::vector<std::pair<int64_t, int64_t>>{
-           {5, 37}, {3, 1}, {4, 16}, {2, 4099}, {1, 4096}, {6, 65}})
+           {5, 37}, {3, 1}, {4, 16}, {2, 4099}, {1, 4096}, {6, 65}, {7, 33}, {9, 1}, {3, 3000}})
     expectMatches(absl::StrCat("gelu_ln_", rows, "x", len), graph(rows, len));
+  // bf16 / f16 storage, f32 accumulation, row pairs and an odd row.
+  expectMatches("gelu_ln_bf16_7x33", graph(7, 33), "bf16");
+  expectMatches("gelu_ln_f16_5x37", graph(5, 37), "fp16");
+  // A large mean against a small spread (x = 1e4 + U(-200, 200), the
+  // residual in [-2, 2]): the two-pass variance stays within the f32
+  // tolerance (E[h^2] - E[h]^2 in f32 would lose ~4 of its digits). (The
+  // f32 mean alone, a half ulp of 1e4 off, moves y by ~5e-4 / sigma: with
+  // a spread of +-100 that was 2.5e-5, over the 2e-5 of the tolerance.)
+  auto largeMean = [](const std::string &input, ir::Tensor &t) {
+    if (input != "x") return;
+    for (int64_t k = 0; k < t.numElements(); ++k) t.setDouble(k, 1e4 + 100 * t.getDouble(k));
+  };
+  for (auto [rows, len] : std::vector<std::pair<int64_t, int64_t>>{{5, 67}, {3, 4099}}) {
+    expectMatches(absl::StrCat("gelu_ln_large_mean_", rows, "x", len), graph(rows, len), "fp32", "", largeMean);
+    expectMatches(absl::StrCat("layernorm_large_mean_", rows, "x", len),
+                  codegen::testing::layerNormGraph("f32", rows, len), "fp32", "", largeMean);
+  }
   auto g = ir::parseGraph(graph(4, 4096));
   ASSERT_TRUE(g.ok()) << g.status();
   ASSERT_TRUE(ir::inferShapes(**g).ok());
@@ -959,7 +991,78 @@ TEST(CpuRun, GeluResidualLayerNormChain) {
   ASSERT_TRUE(compileCpu(**g, (tmp.path / "out").string()).ok());
   std::ifstream f(tmp.path / "out" / "manifest.json");
   const nlohmann::json manifest = nlohmann::json::parse(f);
-  EXPECT_EQ(manifest.at("workspace_bytes_per_thread").get<int64_t>(), 4096 * 4);
+  EXPECT_EQ(manifest.at("workspace_bytes_per_thread").get<int64_t>(), 2 * 4096 * 4);
+}
+
+/// Row blocking: a reduce kernel whose row reads a row-invariant operand
+/// (g) runs its rows in pairs (a loop "row2"), the chunk's odd row alone;
+/// each row keeps its own accumulators and results: sum x g, max x g,
+/// argmax x g, their row-level stores and y = x g - sum / n, against a
+/// double reference. Rows: 7 (three pairs and one row in one chunk), 7 x
+/// 3000 (chunks of two rows: pairs, then a chunk of one), rows of one
+/// element (not blocked), 2 rows. A NaN in row 2 (the first of a pair) makes that row's
+/// results NaN and leaves its partner, row 3, alone. 1 row: no pairs.
+TEST(CpuRun, RowBlocking) {
+  using namespace program;
+  auto build = [](int64_t rows, int64_t n) {
+    KernelSpec k;
+    k.kind = SpecKind::kReduce;
+    k.addDim(rows, false);
+    k.addDim(n, true);
+    k.addBuffer(ir::DType::kF32, {rows, n}, false);
+    k.addBuffer(ir::DType::kF32, {n}, false);
+    k.addBuffer(ir::DType::kF32, {rows, n}, true);
+    k.addBuffer(ir::DType::kF32, {rows}, true);
+    k.addBuffer(ir::DType::kF32, {rows}, true);
+    k.addBuffer(ir::DType::kI64, {rows}, true);
+    int xg = k.binary(BinaryOp::kMul, k.load(0, {k.index(0), k.index(1)}), k.load(1, {k.index(1)}));
+    int sum = k.reduceResult(k.addReduction(ReduceKind::kSum, xg));
+    k.addStore(2, {k.index(0), k.index(1)},
+               k.binary(BinaryOp::kSub, xg, k.binary(BinaryOp::kDiv, sum, k.constF(static_cast<double>(n)))));
+    k.addStore(3, {k.index(0)}, sum);
+    k.addStore(4, {k.index(0)}, k.reduceResult(k.addReduction(ReduceKind::kMax, xg)));
+    k.addStore(5, {k.index(0)}, k.reduceResult(k.addReduction(ReduceKind::kArgMax, xg)));
+    return k;
+  };
+  for (auto [rows, n] : std::vector<std::pair<int64_t, int64_t>>{{7, 37}, {7, 3000}, {7, 1}, {2, 16}, {1, 37}}) {
+    SCOPED_TRACE(absl::StrCat(rows, " x ", n));
+    std::vector<float> x(rows * n), g(n), y(rows * n, -7.0f), sum(rows, -7.0f), mx(rows, -7.0f);
+    std::vector<int64_t> am(rows, -7);
+    for (int64_t i = 0; i < rows * n; ++i) x[i] = 0.125f * static_cast<float>((i * 7) % 23) - 1.0f;
+    for (int64_t c = 0; c < n; ++c) g[c] = 0.5f + 0.0625f * static_cast<float>(c % 5);
+    const bool nan = rows > 3;
+    if (nan) x[2 * n + n / 2] = std::nanf("");
+    TempDir tmp;
+    std::string ir;
+    runSpec(build(rows, n), {x.data(), g.data(), y.data(), sum.data(), mx.data(), am.data()}, tmp.path, nullptr,
+            &ir);
+    // (A dim of extent 1 is indexed by the constant 0: with n = 1, g is
+    // one scalar, not a load along the row, and nothing is blocked.)
+    EXPECT_EQ(absl::StrContains(ir, "row2"), rows > 1 && n > 1) << ir;
+    for (int64_t r = 0; r < rows; ++r) {
+      double s = 0, m = -std::numeric_limits<double>::infinity();
+      int64_t arg = 0;
+      for (int64_t c = 0; c < n; ++c) {
+        const double v = double(x[r * n + c]) * g[c];
+        s += v;
+        if (v > m) {
+          m = v;
+          arg = c;
+        }
+      }
+      if (nan && r == 2) {
+        EXPECT_TRUE(std::isnan(sum[r]) && std::isnan(mx[r])) << sum[r] << " " << mx[r];
+        EXPECT_EQ(am[r], n / 2);
+        for (int64_t c = 0; c < n; ++c) EXPECT_TRUE(std::isnan(y[r * n + c])) << c;
+        continue;
+      }
+      EXPECT_NEAR(sum[r], s, 1e-5 * (1 + std::fabs(s))) << r;
+      EXPECT_EQ(mx[r], static_cast<float>(m)) << r;
+      EXPECT_EQ(am[r], arg) << r;
+      for (int64_t c = 0; c < n; ++c)
+        EXPECT_NEAR(y[r * n + c], double(x[r * n + c]) * g[c] - s / n, 1e-5 * (1 + std::fabs(s))) << r << " " << c;
+    }
+  }
 }
 
 /// Sums of squares (LayerNorm's variance, RMSNorm's mean of pow(x, 2))
