@@ -310,8 +310,17 @@ FusionDecision canFuse(const GroupShape &pg, const ir::Node &producer, const Gro
     return n.kind() == OpKind::kTranspose || n.kind() == OpKind::kSlice || n.kind() == OpKind::kSplit;
   };
   if (cg.kind == KernelKind::kAttention || pg.kind == KernelKind::kAttention) {
+    // Only Q, K and V (inputs 0-2) have operand strides: a Slice or
+    // Transpose feeding the bias or the mask (inputs 3 and on) is stored by
+    // its own kernel.
+    auto feedsBiasOrMask = [&]() {
+      if (consumer.kind() != OpKind::kFusedAttention) return false;
+      for (int i = 3; i < consumer.numInputs(); ++i)
+        if (consumer.input(i) == &value) return true;
+      return false;
+    };
     const bool operandSide = cg.kind == KernelKind::kAttention && pg.kind != KernelKind::kAttention &&
-                             foldsIntoAttention(producer);
+                             foldsIntoAttention(producer) && !feedsBiasOrMask();
     const bool outputSide = pg.kind == KernelKind::kAttention && cg.kind != KernelKind::kAttention &&
                             producer.kind() == OpKind::kFusedAttention && consumer.kind() == OpKind::kTranspose &&
                             cg.kind == KernelKind::kLayout;

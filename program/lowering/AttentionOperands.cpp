@@ -202,7 +202,13 @@ absl::StatusOr<std::vector<WorkItem>> lowerAttentionGroup(
     const Value *in = att->input(i);
     it.spec.addBuffer(in->type().dtype, in->type().staticShape(), false);
     it.buffers.push_back(in);
-    if (i >= 3) continue;
+    if (i >= 3) {
+      // The bias and the mask are read densely: a member producing one
+      // would leave it unwritten (no step stores a folded layout).
+      if (in->producer() && inGroup.count(in->producer()))
+        return unimplemented(*in->producer(), "only Q, K and V fold into an attention kernel's operand strides");
+      continue;
+    }
     // The chain up to the root: members and views.
     std::vector<std::pair<const Node *, const Value *>> chain;  // (node, its result on the path)
     const Value *root = in;
