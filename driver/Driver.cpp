@@ -640,6 +640,12 @@ absl::StatusOr<Compilation> compile(const std::string &modelPath, const CompileO
   c.pipeline = pipelineFor(options, c.target);
   FUSEC_RETURN_IF_ERROR(optimize(*c.graph, options, c.target, c.context));
   if (options.onOptimized) options.onOptimized(*c.graph, c.context);
+  // A target without dynamic shapes (nki): the dump says that -o refuses
+  // the dims left unbound, as it does for the others' refusals.
+  if (planOnly && !supportsDynamicShapes(c.target.target) && hasBackend(c.target.target) &&
+      hasSymbolicInputs(*c.graph))
+    if (absl::Status st = emitArtifact(modelPath, options, c, nullptr, /*checkOnly=*/true); !st.ok())
+      c.dynamicArtifactError = std::string(st.message());
   if (!writeArtifact) return c;
   FUSEC_RETURN_IF_ERROR(emitArtifact(modelPath, options, c));
   return c;
