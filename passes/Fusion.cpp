@@ -175,7 +175,6 @@ class Fusion : public Pass {
   /// ops (duplicateSharedLayouts) runs the next one.
   absl::StatusOr<bool> runRound(ir::Graph &graph, PassContext &ctx, int round);
 
- private:
   // Per-run state.
   std::vector<ir::Node *> nodes_;
   absl::flat_hash_map<const ir::Node *, int> index_;

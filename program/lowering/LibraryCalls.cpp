@@ -168,12 +168,19 @@ const Value *matchGemmEpilogue(const Node &anchor, const std::vector<const Node 
   size_t i = 0;
   auto next = [&]() -> const Node * { return i < rest.size() ? rest[i] : nullptr; };
   const Node *n = next();
+  // The operand of Add \p add that is not the chain's running result (read
+  // directly, or with \p throughViews also through views of it), when it
+  // is computed outside the chain (a bias, a residual); null otherwise.
+  auto outsideAddend = [&](const Node &add, bool throughViews) -> const Value * {
+    auto isCur = [&](const Value *v) { return throughViews ? viewOf(v, cur) : v == cur; };
+    const Value *other = isCur(add.input(0)) ? add.input(1) : isCur(add.input(1)) ? add.input(0) : nullptr;
+    if (!other || isCur(other)) return nullptr;
+    if (other->producer() && std::find(rest.begin(), rest.end(), other->producer()) != rest.end()) return nullptr;
+    return other;
+  };
   if (n && n->kind() == OpKind::kAdd && g.epilogue.empty() && !g.c) {
-    const Value *other = n->input(0) == cur ? n->input(1) : n->input(1) == cur ? n->input(0) : nullptr;
-    const bool otherIsMember =
-        other && other->producer() &&
-        std::find(rest.begin(), rest.end(), other->producer()) != rest.end();
-    if (other && other != cur && !otherIsMember && other->type().isStatic() && other->type().dtype == g.dtype &&
+    const Value *other = outsideAddend(*n, /*throughViews=*/false);
+    if (other && other->type().isStatic() && other->type().dtype == g.dtype &&
         !other->type().shape.empty() && other->type().numElements() == g.n &&
         other->type().shape.back().value == g.n &&
         n->output(0)->type() == cur->type()) {
@@ -190,11 +197,8 @@ const Value *matchGemmEpilogue(const Node &anchor, const std::vector<const Node 
   // kernel).
   // Through views: GPT-2's Gemm is 2-D, its residual Add 3-D.
   if (n && n->kind() == OpKind::kAdd && !g.c) {
-    const Value *other = viewOf(n->input(0), cur) ? n->input(1) : viewOf(n->input(1), cur) ? n->input(0) : nullptr;
-    const bool otherIsMember =
-        other && other->producer() &&
-        std::find(rest.begin(), rest.end(), other->producer()) != rest.end();
-    if (other && !viewOf(other, cur) && !otherIsMember && other->type().isStatic() &&
+    const Value *other = outsideAddend(*n, /*throughViews=*/true);
+    if (other && other->type().isStatic() &&
         other->type() == n->output(0)->type() && n->output(0)->type().numElements() == cur->type().numElements() &&
         other->type().dtype == g.dtype && g.batch == 1) {
       g.c = other;

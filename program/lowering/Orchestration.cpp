@@ -24,7 +24,6 @@
 #include <algorithm>
 #include <functional>
 
-#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_join.h"
 
 namespace fusec::program {
@@ -723,13 +722,6 @@ absl::Status lowerableGroup(const ir::Graph &graph, const std::vector<const Node
 
 GroupNote libraryEpilogueNote(const ir::Graph &graph, const std::vector<const Node *> &members,
                               const GraphIndex &index, const std::vector<WorkItem> &items) {
-  const absl::flat_hash_set<const Node *> inGroup(members.begin(), members.end());
-  auto leavesGroup = [&](const Value *v) {
-    if (graph.isGraphOutput(v)) return true;
-    auto it = index.users.find(v);
-    return it != index.users.end() &&
-           std::any_of(it->second.begin(), it->second.end(), [&](const Node *u) { return !inGroup.count(u); });
-  };
   GroupNote note;
   note.launches = static_cast<int>(items.size());
   for (size_t i = 0; i + 1 < items.size(); ++i) {
@@ -741,7 +733,9 @@ GroupNote libraryEpilogueNote(const ir::Graph &graph, const std::vector<const No
     const std::optional<int64_t> n = result ? result->type().numElements() : std::nullopt;
     if (!n) continue;
     const double bytes = static_cast<double>(*n) * static_cast<double>(ir::dtypeSize(result->type().dtype));
-    note.extraBytes += leavesGroup(result) ? bytes : 2 * bytes;
+    // Stored anyway when it (or a view of it) leaves the group: then only
+    // the epilogue kernel's read is extra.
+    note.extraBytes += readOnlyBy(graph, index.users, result, members) ? 2 * bytes : bytes;
   }
   return note;
 }
